@@ -1,0 +1,3 @@
+"""vftui: a terminal dashboard for the Atropos verifiers collector."""
+
+__version__ = "0.1.0"

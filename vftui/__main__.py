@@ -1,0 +1,5 @@
+import sys
+
+from vftui.cli import main
+
+sys.exit(main())

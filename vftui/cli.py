@@ -1,0 +1,161 @@
+"""Argument parsing only: build a RunConfig and hand it to a view."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vftui import __version__, paths
+from vftui.errors import RunFailed, UserError
+
+DESCRIPTION = """\
+vftui runs the Atropos verifiers collector and shows what it produces.
+
+With no --base-url, a run uses the embedded default: the built-in alphabet-sort
+environment, a simulated OpenAI-compatible endpoint on loopback and a small
+tokenizer shipped in the package. It is labelled SIMULATION everywhere.
+"""
+
+RUN_EPILOG = f"""\
+settings come from flags, then VFTUI_<NAME> environment variables (VFTUI_GROUP_SIZE=4),
+then the TOML config file (default {paths.default_config_file()}), then defaults.
+
+exit codes: 0 completed, 1 the run failed, 2 bad input, 130 stopped before the end.
+examples:
+  vftui run --mode sft --steps 20 --no-ui
+  vftui run --env-args '{{"max_turns": 3}}' --out groups.jsonl
+  vftui run --base-url https://api.openai.com/v1 --model gpt-4.1-mini \\
+            --env owner/name --tokenizer Qwen/Qwen2.5-1.5B-Instruct
+"""
+
+
+def _run_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="collect groups from a verifiers environment",
+        description="Collect scored groups with the Atropos verifiers collector.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--mode", help="sft (alias process: any OpenAI-compatible API, groups saved as jsonl) "
+                   "or rl (alias serve: token logprobs to the Atropos trajectory API); default sft")
+    p.add_argument("--env", help="verifiers environment id, e.g. owner/name; default the built-in alphabet-sort")
+    p.add_argument("--env-args", help="JSON object of arguments for the environment's load_environment, "
+                   "e.g. '{\"max_turns\": 3}'")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; "
+                   "default: the embedded simulation")
+    p.add_argument("--model", help="model name sent to the endpoint; default the only model it lists")
+    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key "
+                   "(default OPENAI_API_KEY; optional for loopback endpoints)")
+    p.add_argument("--tokenizer", help="Hugging Face tokenizer name or folder for tokens/masks; default the "
+                   "shipped one for the simulation, Qwen/Qwen2.5-1.5B-Instruct otherwise")
+    p.add_argument("--group-size", type=int, help="rollouts per group (default 8)")
+    p.add_argument("--steps", type=int, help="groups to collect (default 1000)")
+    p.add_argument("--max-tokens", type=int, help="max completion tokens per turn (default 2048)")
+    p.add_argument("--temperature", type=float, help="sampling temperature in [0, 2] (default 1.0)")
+    p.add_argument("--concurrency", type=int, help="max requests in flight (default: the group size)")
+    p.add_argument("--seed", type=int, help="seed of the simulated endpoint (default 0)")
+    p.add_argument("--out", type=Path, help="jsonl file for the groups; default a new run folder under "
+                   f"{paths.runs_dir()}; an existing file is never overwritten (a _1 suffix is added)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run (its folder or .jsonl): "
+                   "appends, starting after the last collected item")
+    p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=None,
+                   help="log metrics to Weights & Biases (honours WANDB_MODE=offline); default off")
+    p.add_argument("--wandb-project", help="wandb project (default vftui)")
+    p.add_argument("--wandb-name", help="wandb run name prefix (atroposlib adds the date and an id)")
+    p.add_argument("--timeout", type=int, help="seconds before one request is abandoned and retried (default 300)")
+    p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5)")
+    p.add_argument("--window", type=int, help="recent groups kept in memory for views and dumps (default 256)")
+    p.add_argument("--no-ui", action="store_true", default=None, help="no dashboard: progress on stderr (CI)")
+    p.add_argument("--json", dest="json_events", action="store_true", default=None,
+                   help="with --no-ui, print every event as one JSON object per line on stdout")
+    p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
+                   f"(default {paths.default_config_file()})")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
+
+
+def _sim_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim-server",
+        help="serve the simulated OpenAI-compatible endpoint on its own",
+        description="Serve vftui's simulated endpoint (a seeded noisy alphabet-sort policy, not a real model) "
+        "so other tools can point at it.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the noisy policy (default 0)")
+    p.add_argument("--latency-ms", type=float, default=0.0, help="added delay per request (default 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vftui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"vftui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _run_parser(sub)
+    _sim_parser(sub)
+    return parser
+
+
+RUN_FIELDS = (
+    "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
+    "concurrency seed out resume wandb wandb_project wandb_name timeout retries window no_ui json_events"
+).split()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from vftui.collector import compat
+
+    compat.quiet_libraries()
+    from vftui.collector.runner import saved_config
+    from vftui.config import RunConfig, load_config
+
+    flags = {name: getattr(args, name) for name in RUN_FIELDS}
+    if args.resume is not None:
+        saved = saved_config(args.resume)
+        saved.pop("out", None)
+        merged = {**saved, **{k: v for k, v in flags.items() if v is not None}}
+        config = RunConfig.model_validate(merged)
+    else:
+        config = load_config(flags, args.config)
+    if not config.no_ui:
+        reason = "stdout is not a terminal" if not sys.stdout.isatty() else "this build has no dashboard yet"
+        print(f"vftui: {reason}; running headless (--no-ui)", file=sys.stderr)
+    from vftui.headless import run_headless
+
+    return run_headless(config, verbose=args.verbose)
+
+
+def _sim_server(args: argparse.Namespace) -> int:
+    from vftui.collector import compat
+
+    compat.quiet_libraries()
+    from vftui.sim.server import serve
+
+    serve(args.host, args.port, args.seed, args.latency_ms / 1000)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return {"run": _run, "sim-server": _sim_server}[args.command](args)
+    except UserError as e:
+        print(f"vftui: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except RunFailed as e:
+        print(f"vftui: run failed: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("vftui: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

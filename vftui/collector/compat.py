@@ -1,0 +1,136 @@
+"""The one place that knows verifiers / atroposlib / transformers version differences.
+
+Checked against verifiers 0.3.x (the classic Environment API, served from
+``verifiers.legacy``), atroposlib 0.4.x and transformers 5.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from openai import AsyncOpenAI
+
+SUPPORTED = {"verifiers": ("0.3.0", "0.4.0"), "atroposlib": ("0.4.0", "0.5.0")}
+
+
+class ChatTemplateTokenizer:
+    """A tokenizer whose ``apply_chat_template`` returns token ids, as atroposlib expects.
+
+    transformers 5 made ``apply_chat_template`` return a dict by default; atroposlib's
+    ``tokenize_for_trainer`` then takes the dict's keys for tokens and silently produces
+    two-element masks. Everything else is delegated unchanged.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+
+    def apply_chat_template(self, conversation, **kwargs):
+        kwargs.setdefault("return_dict", False)
+        kwargs.setdefault("tokenize", True)
+        return self._tokenizer.apply_chat_template(conversation, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+
+def quiet_libraries() -> None:
+    """Silence advisory noise that would otherwise land in every run's output."""
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    warnings.filterwarnings("ignore", message="Trainer requested to ignore max length")
+
+
+def chat_client(base_url: str, api_key: str, timeout: float):
+    """A verifiers client over AsyncOpenAI; retries are ours (so each one is reported)."""
+    import verifiers as vf
+
+    openai = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    return vf.OpenAIChatCompletionsClient(openai)
+
+
+def auth_errors() -> tuple[type[BaseException], ...]:
+    """Errors verifiers lets escape a rollout: a rejected key is not worth retrying."""
+    from openai import AuthenticationError, PermissionDeniedError
+
+    return (AuthenticationError, PermissionDeniedError)
+
+
+def load_vf_environment(name: str, args: dict[str, Any]):
+    import verifiers as vf
+
+    return vf.load_environment(name, **args)
+
+
+def reward_function_names(vf_env: Any) -> list[str]:
+    return list(vf_env.rubric._get_reward_func_names())
+
+
+def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """verifiers' pydantic messages as plain dicts; ``None`` content becomes ``""``."""
+    out = []
+    for message in messages or []:
+        data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
+        data["content"] = data.get("content") or ""
+        out.append({k: v for k, v in data.items() if k in ("role", "content", "tool_calls", "name")})
+    return out
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def finish_reason(output: dict[str, Any]) -> str | None:
+    """The last trajectory step's finish reason (``stop``, ``length``...)."""
+    trajectory = output.get("trajectory") or []
+    if not trajectory:
+        return None
+    message = _field(_field(trajectory[-1], "response"), "message")
+    return _field(message, "finish_reason")
+
+
+def num_turns(output: dict[str, Any]) -> int:
+    return len(output.get("trajectory") or [])
+
+
+def rollout_error(output: dict[str, Any]) -> str | None:
+    """A rollout's error as one line, or None when it succeeded."""
+    error = output.get("error")
+    if not error:
+        return None
+    if isinstance(error, dict):
+        return error.get("error_chain_repr") or error.get("message") or str(error)
+    return str(error)
+
+
+def sft_generate_kwargs(
+    inputs: list[dict[str, Any]], client: Any, model: str, temperature: float,
+    max_tokens: int, max_concurrent: int,
+) -> dict[str, Any]:
+    """``Environment.generate`` arguments for one group in process (sft) mode."""
+    return {
+        "inputs": inputs,
+        "client": client,
+        "model": model,
+        "sampling_args": {"temperature": temperature, "max_completion_tokens": max_tokens},
+        "max_concurrent": max_concurrent,
+        "independent_scoring": True,
+        "state_columns": ["trajectory"],
+        "on_start": lambda *args, **kwargs: None,
+        "on_log": lambda message: None,
+    }
+
+
+def rollout_input(item: dict[str, Any]) -> dict[str, Any]:
+    """A dataset row as a rollout input (``task`` must be an object or absent in 0.3)."""
+    row = {
+        "prompt": item["prompt"],
+        "example_id": item["example_id"],
+        "answer": item.get("answer", ""),
+        "info": item.get("info") or {},
+    }
+    if isinstance(item.get("task"), dict):
+        row["task"] = item["task"]
+    return row

@@ -1,0 +1,171 @@
+"""Controls: everything a key can do to a run, callable from any thread.
+
+The collector runs on its own asyncio loop; a view (Textual app, signal handler, test)
+calls these methods from wherever it lives. State changes are guarded by a lock and the
+collector is woken with ``call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from vftui.events import Event, GroupsDumped, RunState, RunStatus, TemperatureChanged
+from vftui.store import GroupWindow
+
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 2.0
+
+
+class Controls:
+    def __init__(
+        self,
+        temperature: float,
+        window: GroupWindow,
+        dump_dir: Path,
+        emit: Callable[[Event], None],
+        groups_total: int,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._temperature = temperature
+        self._window = window
+        self._dump_dir = dump_dir
+        self._emit = emit
+        self._paused = False
+        self._stop_requested = False
+        self._in_flight = 0
+        self._said_paused = False
+        self.groups_done = 0
+        self.groups_total = groups_total
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._on_force_stop: Callable[[], None] | None = None
+
+    # -- the view's side ------------------------------------------------------------
+
+    @property
+    def temperature(self) -> float:
+        return self._temperature
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+    def pause(self) -> None:
+        """No new group starts; groups in flight finish and are kept."""
+        with self._lock:
+            if self._paused or self._stop_requested:
+                return
+            self._paused, self._said_paused = True, False
+            in_flight = self._in_flight
+        if in_flight:
+            self._status(RunState.PAUSING, "finishing the group in flight")
+        else:
+            self._announce_paused()
+        self._wake_collector()
+
+    def resume(self) -> None:
+        with self._lock:
+            if not self._paused:
+                return
+            self._paused = False
+        if not self._stop_requested:
+            self._status(RunState.RUNNING)
+        self._wake_collector()
+
+    def toggle_pause(self) -> None:
+        self.resume() if self._paused else self.pause()
+
+    def set_temperature(self, value: float) -> float:
+        """Applies to groups started from now on; outside [0, 2] is a ValueError."""
+        value = round(float(value), 4)
+        if not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
+            raise ValueError(f"temperature must be between 0 and 2 (got {value})")
+        with self._lock:
+            self._temperature = value
+        self._emit(TemperatureChanged(value))
+        return value
+
+    def nudge_temperature(self, delta: float) -> float:
+        """Raise or lower by ``delta``, clamped to [0, 2]."""
+        target = min(MAX_TEMPERATURE, max(MIN_TEMPERATURE, self._temperature + delta))
+        return self.set_temperature(target)
+
+    def dump(self, path: Path | None = None) -> Path:
+        """Write the groups in the in-memory window to a new jsonl; returns its path."""
+        if path is None:
+            path = self._dump_dir / f"dump-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+        written, count = self._window.dump(Path(path))
+        self._emit(GroupsDumped(str(written), count))
+        return written
+
+    def stop(self) -> None:
+        """Graceful: the group in flight finishes, files are flushed. Twice: cancel it."""
+        with self._lock:
+            again = self._stop_requested
+            self._stop_requested = True
+        if again:
+            if self._on_force_stop is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self._on_force_stop)
+            return
+        self._status(RunState.STOPPING, "finishing the group in flight" if self._in_flight else "")
+        self._wake_collector()
+
+    # -- the collector's side ---------------------------------------------------------
+
+    def bind(self, loop: asyncio.AbstractEventLoop, on_force_stop: Callable[[], None]) -> None:
+        self._loop = loop
+        self._wake = asyncio.Event()
+        self._on_force_stop = on_force_stop
+
+    async def may_start_group(self) -> bool:
+        """Wait while paused; False once a stop was requested."""
+        while True:
+            with self._lock:
+                if self._stop_requested:
+                    return False
+                if not self._paused:
+                    self._in_flight += 1
+                    return True
+            self._announce_paused()
+            await self._wait_for_change()
+
+    def group_finished(self, written: bool) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            if written:
+                self.groups_done += 1
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep that a stop request cuts short."""
+        deadline = time.monotonic() + seconds
+        while not self._stop_requested and (left := deadline - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(self._wait_for_change(), timeout=left)
+            except TimeoutError:
+                return
+
+    async def _wait_for_change(self) -> None:
+        assert self._wake is not None, "Controls.bind() was not called"
+        await self._wake.wait()
+        self._wake.clear()
+
+    def _wake_collector(self) -> None:
+        if self._loop is not None and self._wake is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _announce_paused(self) -> None:
+        with self._lock:
+            if self._said_paused:
+                return
+            self._said_paused = True
+        self._status(RunState.PAUSED)
+
+    def _status(self, state: RunState, detail: str = "") -> None:
+        self._emit(RunStatus(state, self.groups_done, self.groups_total, detail))

@@ -1,0 +1,83 @@
+"""Checking an OpenAI-compatible endpoint before a run spends anything on it."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import httpx
+
+from vftui.errors import UserError
+
+
+def is_loopback(base_url: str) -> bool:
+    host = urlparse(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_url(base_url: str) -> str:
+    parsed = urlparse(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise UserError(f"--base-url '{base_url}' is not a URL like http://127.0.0.1:8000/v1")
+    try:
+        _ = parsed.port
+    except ValueError as e:
+        raise UserError(f"--base-url '{base_url}' has a bad port: {e}") from e
+    return base_url.rstrip("/")
+
+
+def api_key_for(base_url: str, api_key_env: str, environ: dict[str, str] | None = None) -> str:
+    """The key from ``api_key_env``; required for remote endpoints, optional on loopback."""
+    environ = dict(os.environ) if environ is None else environ
+    key = environ.get(api_key_env, "")
+    if key:
+        return key
+    if is_loopback(base_url):
+        return "EMPTY"
+    host = urlparse(base_url).hostname
+    raise UserError(
+        f"no API key for {host}: set {api_key_env} (or name another variable with --api-key-env)"
+    )
+
+
+@dataclass(frozen=True)
+class Probe:
+    models: list[str]
+
+
+def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
+    """GET /models: unreachable, rejected or not-an-API endpoints are UserErrors."""
+    url = f"{base_url}/models"
+    try:
+        response = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
+    except httpx.ConnectError as e:
+        raise UserError(f"cannot reach the endpoint at {base_url} (connection refused or no route)") from e
+    except httpx.TimeoutException as e:
+        raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
+    except httpx.HTTPError as e:
+        raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
+    if response.status_code in (401, 403):
+        raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})")
+    if response.status_code >= 400:
+        return Probe(models=[])
+    try:
+        data = response.json().get("data") or []
+        return Probe(models=[m["id"] for m in data if isinstance(m, dict) and "id" in m])
+    except (ValueError, AttributeError, TypeError):
+        raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)")
+
+
+def choose_model(requested: str | None, probed: Probe, base_url: str) -> str:
+    if requested:
+        return requested
+    if len(probed.models) == 1:
+        return probed.models[0]
+    listed = ", ".join(probed.models[:10]) or "none listed"
+    raise UserError(f"name the model with --model (the endpoint at {base_url} offers: {listed})")

@@ -1,0 +1,298 @@
+"""VerifiersEnv: the Atropos BaseEnv that collects groups from a verifiers environment.
+
+It follows the reference collector (see ARCHITECTURE.md) and runs inside atroposlib's
+own machinery: ``process_manager`` for sft (process) mode. Instead of globals it takes
+``Hooks``: the run's controls (pause, temperature, stop), an event sink, and where to
+keep its checkpoint. Without hooks it behaves like the reference and can be run with
+atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
+
+from vftui import stats, store
+from vftui.collector import compat, envs
+from vftui.collector.controls import Controls
+from vftui.collector.tokens import sft_tokens
+from vftui.errors import RunFailed
+from vftui.events import EndpointTrouble, Event, GroupCollected, MetricsWindow
+
+logger = logging.getLogger(__name__)
+META = "vftui"
+
+
+class VfEnvConfig(BaseEnvConfig):
+    vf_env_name: str = ""
+    env_args: str | dict[str, Any] = "{}"
+
+    def get_env_args(self) -> dict[str, Any]:
+        """env_args as a dict (it may be given as a JSON object string or a dict)."""
+        if isinstance(self.env_args, dict):
+            return self.env_args
+        return json.loads(self.env_args)
+
+
+@dataclass
+class Hooks:
+    """What a vftui run plugs into the env; every field has a harmless default."""
+
+    controls: Controls | None = None
+    emit: Callable[[Event], None] = lambda event: None
+    checkpoint_path: Path | None = None
+    start_iter: int = 0
+    groups_before: int = 0
+    max_retries: int = 5
+    max_concurrent: int | None = None
+    simulated: bool = False
+    extra_meta: dict[str, Any] = field(default_factory=dict)
+
+
+def backoff_seconds(attempt: int) -> float:
+    """0.5 s doubling to 30 s, with jitter so several collectors don't retry in step."""
+    return min(30.0, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
+
+
+class VerifiersEnv(BaseEnv):
+    name = "verifiers"
+    env_config_cls = VfEnvConfig  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        config: VfEnvConfig,
+        server_configs: list[APIServerConfig],
+        slurm: bool = False,
+        testing: bool = False,
+        *,
+        vf_env: Any = None,
+        hooks: Hooks | None = None,
+    ) -> None:
+        super().__init__(config, server_configs, slurm, testing)
+        self.hooks = hooks or Hooks()
+        if vf_env is None:
+            envs.expose_builtins()
+            vf_env = compat.load_vf_environment(config.vf_env_name, config.get_env_args())
+        self.vf_env = vf_env
+        self.rubric = vf_env.rubric
+        self.system_prompt = vf_env.system_prompt
+        self.reward_func_names = compat.reward_function_names(vf_env)
+        self.max_turns = getattr(vf_env, "max_turns", None)
+        self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
+        self.window = stats.Accumulator()
+        self.groups_written = self.hooks.groups_before
+        self._client = None
+        logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
+
+    @classmethod
+    def config_init(cls) -> tuple[VfEnvConfig, list[APIServerConfig]]:
+        env_config = VfEnvConfig(
+            tokenizer_name="Qwen/Qwen2.5-1.5B-Instruct",
+            group_size=8,
+            use_wandb=True,
+            rollout_server_url="http://localhost:8000",
+            total_steps=1000,
+            batch_size=4,
+            steps_per_eval=100,
+            max_token_length=2048,
+            wandb_name="verifiers",
+        )
+        server_configs = [
+            APIServerConfig(
+                model_name="Qwen/Qwen2.5-1.5B-Instruct",
+                base_url="http://localhost:9001/v1",
+                api_key="x",
+                server_type="openai",
+                health_check=False,
+            )
+        ]
+        return env_config, server_configs
+
+    # -- dataset ----------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        self.train = self.vf_env.get_dataset().to_list()
+        self.iter = self.hooks.start_iter
+
+    async def get_next_item(self) -> dict[str, Any] | None:
+        controls = self.hooks.controls
+        if controls is not None and not await controls.may_start_group():
+            return None
+        index = self.iter
+        self.iter += 1
+        return {**self.train[index % len(self.train)], "_item": index}
+
+    async def evaluate(self, *args, **kwargs) -> dict[str, float]:
+        """Evaluation is out of scope for the collector."""
+        return {}
+
+    def save_checkpoint(self, step, data=None) -> None:
+        data = dict(data or {})
+        data["iter"] = self.iter
+        if self.hooks.checkpoint_path is None:
+            super().save_checkpoint(step, data)
+            return
+        data.update(step=step, groups=self.groups_written, saved_at=time.time())
+        store.write_json_atomic(self.hooks.checkpoint_path, data)
+
+    # -- collecting -------------------------------------------------------------------
+
+    @property
+    def temperature(self) -> float:
+        controls = self.hooks.controls
+        return controls.temperature if controls is not None else 1.0
+
+    def _sft_client(self):
+        if self._client is None:
+            cfg = self.server.servers[0].config
+            self._client = compat.chat_client(cfg.base_url, cfg.api_key or "EMPTY", cfg.timeout)
+        return self._client
+
+    async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
+        try:
+            group = await self._collect_sft_group(item)
+        except BaseException:
+            self._group_done(written=False)
+            raise
+        if group is None:
+            self._group_done(written=False)
+        return group, []
+
+    async def _generate_with_retries(self, item: dict[str, Any], temperature: float) -> list[dict] | None:
+        """One group's rollouts, retried with backoff; None when a stop cut the retries."""
+        group_size = self.config.group_size
+        kwargs = compat.sft_generate_kwargs(
+            inputs=[compat.rollout_input(item) for _ in range(group_size)],
+            client=self._sft_client(),
+            model=self.server.servers[0].config.model_name,
+            temperature=temperature,
+            max_tokens=self.config.max_token_length,
+            max_concurrent=self.hooks.max_concurrent or group_size,
+        )
+        attempts = self.hooks.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                outputs = (await self.vf_env.generate(**kwargs))["outputs"]
+                errors = [e for e in map(compat.rollout_error, outputs) if e]
+                if not errors and len(outputs) == group_size:
+                    return outputs
+                problem = errors[0] if errors else f"{len(outputs)} of {group_size} rollouts returned"
+            except compat.auth_errors() as e:
+                raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
+            except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
+                problem = f"{type(e).__name__}: {e}"
+            if attempt == attempts:
+                raise RunFailed(f"the endpoint failed {attempts} times in a row; last error: {problem}")
+            delay = backoff_seconds(attempt)
+            self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2)))
+            logger.warning("group attempt %d/%d failed: %s", attempt, attempts, problem)
+            if self.hooks.controls is not None:
+                await self.hooks.controls.sleep(delay)
+                if self.hooks.controls.stop_requested:
+                    return None
+            else:
+                await asyncio.sleep(delay)
+        return None
+
+    async def _collect_sft_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
+        started = time.time()
+        temperature = self.temperature
+        outputs = await self._generate_with_retries(item, temperature)
+        if outputs is None:
+            return None
+        group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
+        metrics: dict[str, list[float]] = {}
+        finish_reasons, turns, stripped = [], [], []
+        for output in outputs:
+            messages = compat.plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
+            reason = compat.finish_reason(output)
+            tokenized = sft_tokens(self.trainer_tokenizer, messages, reason)
+            group["tokens"].append(tokenized.tokens)
+            group["masks"].append(tokenized.masks)
+            group["scores"].append(float(output.get("reward") or 0.0))
+            group["messages"].append(messages)
+            finish_reasons.append(reason)
+            turns.append(compat.num_turns(output))
+            stripped.append(tokenized.stripped_end_of_turn)
+            for name, value in (output.get("metrics") or {}).items():
+                if isinstance(value, (int, float)):
+                    metrics.setdefault(name, []).append(float(value))
+        group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
+        group[META] = {
+            "env": self.config.vf_env_name,
+            "item": item["_item"],
+            "example_id": item.get("example_id"),
+            "metrics": metrics,
+            "turns": turns,
+            "finish_reasons": finish_reasons,
+            "stripped_end_of_turn": stripped,
+            "started_at": started,
+            "elapsed_s": round(time.time() - started, 4),
+            **self.hooks.extra_meta,
+        }
+        return group
+
+    async def handle_send_to_api(self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True):
+        lines_before = getattr(self.jsonl_writer, "lines_written", None)
+        written = False
+        try:
+            await super().handle_send_to_api(scored_data, item, do_send_to_api, abort_on_any_max_length_exceeded)
+            lines_after = getattr(self.jsonl_writer, "lines_written", None)
+            written = lines_before is None or lines_after != lines_before
+            if written and isinstance(scored_data, dict):
+                self._record(scored_data)
+        finally:
+            self._group_done(written)
+
+    def _record(self, group: ScoredDataGroup) -> None:
+        """A group is on disk: checkpoint it, count it in the window, announce it."""
+        self.groups_written += 1
+        self.save_checkpoint(self.curr_step)
+        meta = group[META]
+        event = GroupCollected(
+            index=self.groups_written,
+            item=meta["item"],
+            example_id=meta["example_id"],
+            scores=list(group["scores"]),
+            metrics=meta["metrics"],
+            turns=meta["turns"],
+            tokens=group["tokens"],
+            masks=group["masks"],
+            messages=group["messages"],
+            finish_reasons=meta["finish_reasons"],
+            temperature=group["generation_params"]["temperature"],
+            started_at=meta["started_at"],
+            elapsed_s=meta["elapsed_s"],
+            logprobs=group.get("inference_logprobs"),
+        )
+        self.window.add(event)
+        self.hooks.emit(event)
+
+    def _group_done(self, written: bool) -> None:
+        if self.hooks.controls is not None:
+            self.hooks.controls.group_finished(written)
+
+    # -- metrics ------------------------------------------------------------------------
+
+    async def wandb_log(self, wandb_metrics: dict | None = None) -> None:
+        """The reference's verifiers metrics for this window, then atroposlib's own."""
+        wandb_metrics = dict(wandb_metrics or {})
+        window = self.window.metrics()
+        self.window = stats.Accumulator()
+        if window:
+            wandb_metrics.update(window)
+            self.hooks.emit(MetricsWindow(self.curr_step, window))
+        await super().wandb_log(wandb_metrics)
+
+
+if __name__ == "__main__":
+    VerifiersEnv.cli()

@@ -1,0 +1,366 @@
+"""Starting, driving and stopping one collector run, whatever view is watching.
+
+``Run.prepare()`` resolves everything a user can get wrong (paths, endpoint, key,
+tokenizer, environment) before any work, on the main thread (verifiers environments
+install signal handlers). ``Run.execute()`` then runs atroposlib's own process manager
+on the current asyncio loop and returns the summary. The view gets every event through
+``emit`` and steers the run with ``run.controls``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.base import APIServerConfig
+
+from vftui import paths, stats, store
+from vftui.collector import endpoint, envs
+from vftui.collector.controls import Controls
+from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
+from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
+from vftui.errors import RunFailed, UserError
+from vftui.events import (
+    Event,
+    GroupCollected,
+    LogRecord,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+)
+from vftui.sim.server import MODEL as SIM_MODEL
+from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
+from vftui.sim.server import BackgroundSimServer
+
+RUN_SUFFIX, CHECKPOINT_SUFFIX = ".run.json", ".checkpoint.json"
+
+
+def sidecars(out_path: Path) -> tuple[Path, Path]:
+    """The run description and the checkpoint kept beside a run's jsonl."""
+    return out_path.with_suffix(RUN_SUFFIX), out_path.with_suffix(CHECKPOINT_SUFFIX)
+
+
+def find_resumable(path: Path) -> Path:
+    """The jsonl of the run at ``path`` (a run folder, its jsonl or its .run.json)."""
+    if path.is_dir():
+        found = sorted(path.glob(f"*{RUN_SUFFIX}"))
+        if len(found) != 1:
+            what = "no run" if not found else f"{len(found)} runs"
+            raise UserError(f"--resume {path}: found {what} there; name the run's .jsonl file instead")
+        return Path(str(found[0]).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if path.name.endswith(RUN_SUFFIX):
+        return Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if path.suffix == ".jsonl" and path.with_suffix(RUN_SUFFIX).exists():
+        return path
+    raise UserError(f"--resume {path}: not a vftui run (expected a run folder or its .jsonl)")
+
+
+def saved_config(path: Path) -> dict[str, Any]:
+    """The settings a resumable run was started with."""
+    out = find_resumable(path)
+    run_file, _ = sidecars(out)
+    try:
+        return json.loads(run_file.read_text())["config"]
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"--resume {path}: cannot read {run_file.name}: {e}") from e
+
+
+class EventLogHandler(logging.Handler):
+    """Library log records become LogRecord events, with the API key blanked out."""
+
+    def __init__(self, emit: Callable[[Event], None], secret: str) -> None:
+        super().__init__(logging.INFO)
+        self._emit = emit
+        self._secret = secret
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING and not record.name.startswith(("vftui", "atroposlib")):
+            return
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad log call must not break a run
+            message = str(record.msg)
+        if self._secret and len(self._secret) > 4:
+            message = message.replace(self._secret, "***")
+        self._emit(LogRecord(record.levelname, record.name, message, record.created))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything ``prepare`` resolved; the API key is kept out of ``repr``."""
+
+    config: RunConfig
+    out_path: Path
+    base_url: str
+    model: str
+    tokenizer: str
+    start_iter: int
+    groups_before: int
+
+    @property
+    def groups_total(self) -> int:
+        return self.config.steps
+
+
+class Run:
+    def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
+        self.config = config
+        self._view_emit = emit
+        self.window = store.GroupWindow(config.window)
+        self.totals = stats.Accumulator()
+        self.plan: Plan | None = None
+        self.controls: Controls | None = None
+        self._api_key = ""
+        self._sim: BackgroundSimServer | None = None
+        self._env: VerifiersEnv | None = None
+        self._task: asyncio.Task | None = None
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, GroupCollected):
+            self.totals.add(event)
+        self._view_emit(event)
+
+    # -- before any work ----------------------------------------------------------------
+
+    def prepare(self) -> Plan:
+        cfg = self.config
+        if cfg.mode != "sft":
+            raise UserError("--mode rl is not available in this version of vftui yet; use --mode sft")
+        out_path, start_iter, groups_before = self._resolve_output()
+        vf_env = envs.load(cfg.env, cfg.env_args)
+        if cfg.simulated:
+            self._sim = BackgroundSimServer(seed=cfg.seed).start()
+            base_url, model, self._api_key = self._sim.base_url, cfg.model or SIM_MODEL, "EMPTY"
+            tokenizer = cfg.tokenizer or str(SIM_TOKENIZER)
+        else:
+            base_url = endpoint.check_url(cfg.base_url)
+            self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
+            model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
+            tokenizer = cfg.tokenizer or DEFAULT_HUB_TOKENIZER
+        check_tokenizer(tokenizer)
+        self.plan = Plan(cfg, out_path, base_url, model, tokenizer, start_iter, groups_before)
+        self.controls = Controls(
+            cfg.temperature, self.window, out_path.parent, self.emit, groups_total=cfg.steps
+        )
+        self.controls.groups_done = groups_before
+        self._env = self._build_env(vf_env)
+        if groups_before == 0:
+            self._write_run_file()
+        return self.plan
+
+    def _resolve_output(self) -> tuple[Path, int, int]:
+        """The jsonl to append to, the dataset position to start at, groups already done."""
+        cfg = self.config
+        if cfg.resume is not None:
+            out = find_resumable(cfg.resume)
+            cut = store.repair_tail(out)
+            if cut:
+                logging.getLogger(__name__).warning("cut a torn last line (%d bytes) from %s", cut, out)
+            _, checkpoint = sidecars(out)
+            start_iter = 0
+            if checkpoint.exists():
+                start_iter = int(json.loads(checkpoint.read_text()).get("iter", 0))
+            last = store.last_group(out) if out.exists() else None
+            if last is not None:
+                start_iter = max(start_iter, int(last.get(META, {}).get("item", -1)) + 1)
+            done = 0
+            for entry in store.read_groups(out):
+                if not isinstance(entry, store.BadLine):
+                    done += 1
+                    self.totals.add(_group_stats(entry[1]))
+            for line in _tail_lines(out, cfg.window):
+                self.window.add(line)
+            return out, start_iter, done
+        out = cfg.out if cfg.out is not None else paths.new_run_dir(cfg.env) / "groups.jsonl"
+        out = out.expanduser().resolve()
+        if out.is_dir():
+            raise UserError(f"--out {out} is a folder; give a .jsonl file path")
+        if not paths.writable_dir(out.parent):
+            raise UserError(f"cannot write to the output folder {out.parent}")
+        free = store.unique_path(out)
+        if free != out:
+            logging.getLogger(__name__).warning("%s exists; writing to %s instead", out, free)
+        return free, 0, 0
+
+    def _build_env(self, vf_env: Any) -> VerifiersEnv:
+        plan, cfg = self.plan, self.config
+        assert plan is not None and self.controls is not None
+        env_config = VfEnvConfig(
+            vf_env_name=cfg.env,
+            env_args=json.dumps(cfg.env_args),
+            tokenizer_name=plan.tokenizer,
+            group_size=cfg.group_size,
+            total_steps=cfg.steps - plan.groups_before,
+            max_token_length=cfg.max_tokens,
+            use_wandb=cfg.wandb,
+            wandb_name=cfg.wandb_name,
+            ensure_scores_are_not_same=False,
+            include_messages=True,
+            data_path_to_save_groups=None,
+        )
+        server = APIServerConfig(
+            model_name=plan.model,
+            base_url=plan.base_url,
+            api_key=self._api_key,
+            server_type="openai",
+            timeout=int(cfg.timeout),
+            health_check=False,
+        )
+        hooks = Hooks(
+            controls=self.controls,
+            emit=self.emit,
+            checkpoint_path=sidecars(plan.out_path)[1],
+            start_iter=plan.start_iter,
+            groups_before=plan.groups_before,
+            max_retries=cfg.retries,
+            max_concurrent=cfg.max_concurrent,
+            simulated=cfg.simulated,
+            extra_meta={"model": plan.model, "simulated": cfg.simulated},
+        )
+        env = VerifiersEnv(env_config, [server], vf_env=vf_env, hooks=hooks)
+        # Process mode, as atroposlib's `process` command sets it up, writing through
+        # our crash-safe appender instead of an unflushed jsonlines writer.
+        env.process_mode = True
+        env.n_groups_to_process = env_config.total_steps
+        env.group_size_to_process = cfg.group_size
+        env.config.data_path_to_save_groups = str(plan.out_path)
+        env.jsonl_writer = store.JsonlAppender(plan.out_path, on_line=self.window.add)
+        if cfg.wandb:
+            env.name = cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"
+            env.wandb_project = cfg.wandb_project
+            os.environ.setdefault("WANDB_DIR", str(plan.out_path.parent))
+        return env
+
+    def _write_run_file(self) -> None:
+        plan = self.plan
+        assert plan is not None
+        run_file, _ = sidecars(plan.out_path)
+        store.write_json_atomic(
+            run_file,
+            {
+                "config": {**self.config.public_dict(), "out": str(plan.out_path)},
+                "model": plan.model,
+                "endpoint": "simulated" if self.config.simulated else plan.base_url,
+                "tokenizer": plan.tokenizer,
+                "created": time.time(),
+            },
+        )
+
+    # -- the run itself ---------------------------------------------------------------
+
+    async def execute(self) -> RunSummary:
+        """Collect until done, stopped or failed; always flushes and checkpoints."""
+        plan, env, controls = self.plan, self._env, self.controls
+        assert plan is not None and env is not None and controls is not None, "call prepare() first"
+        started = time.time()
+        loop = asyncio.get_running_loop()
+        handler = EventLogHandler(self.emit, self._api_key if not self.config.simulated else "")
+        root = logging.getLogger()
+        root.addHandler(handler)
+        self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
+        self.emit(
+            RunStarted(
+                mode=self.config.mode,
+                env=self.config.env,
+                model=plan.model,
+                endpoint="simulated" if self.config.simulated else plan.base_url,
+                simulated=self.config.simulated,
+                out_path=str(plan.out_path),
+                groups_total=plan.groups_total,
+                groups_done=plan.groups_before,
+                group_size=self.config.group_size,
+                temperature=controls.temperature,
+                reward_functions=env.reward_func_names,
+            )
+        )
+        state, error = RunState.FINISHED, ""
+        controls.bind(loop, on_force_stop=self._cancel)
+        try:
+            if env.n_groups_to_process > 0:
+                self.emit(RunStatus(RunState.RUNNING, controls.groups_done, plan.groups_total))
+                with contextlib.redirect_stdout(sys.stderr):
+                    self._task = asyncio.ensure_future(env.process_manager())
+                    await self._task
+        except asyncio.CancelledError:
+            state = RunState.FINISHED
+        except RunFailed as e:
+            state, error = RunState.FAILED, str(e)
+        except SystemExit:
+            state, error = RunState.FAILED, "atroposlib could not render the run's HTML view"
+        finally:
+            root.removeHandler(handler)
+            env.jsonl_writer.close()
+            env.save_checkpoint(env.curr_step)
+            await self._finish_wandb()
+        if state is RunState.FINISHED and controls.groups_done < plan.groups_total:
+            error = "stopped before all groups were collected"
+        self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
+        summary = RunSummary(
+            state=state,
+            groups_done=controls.groups_done,
+            groups_total=plan.groups_total,
+            out_path=str(plan.out_path),
+            elapsed_s=round(time.time() - started, 3),
+            metrics=self.totals.metrics(),
+            error=error,
+        )
+        self.emit(summary)
+        return summary
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _finish_wandb(self) -> None:
+        if self.config.wandb:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.finish()
+
+    def close(self) -> None:
+        if self._sim is not None:
+            self._sim.stop()
+            self._sim = None
+
+
+def check_tokenizer(name: str) -> None:
+    """Fail early, with one sentence, on a tokenizer that cannot be loaded here."""
+    from transformers import AutoTokenizer
+
+    try:
+        AutoTokenizer.from_pretrained(name)
+    except Exception as e:  # transformers raises many kinds for "not found"
+        raise UserError(
+            f"cannot load tokenizer '{name}': not a local folder and not downloadable or cached "
+            f"({type(e).__name__})"
+        ) from e
+
+
+@dataclass
+class _StoredGroup:
+    scores: list[float]
+    metrics: dict[str, list[float]]
+    turns: list[int]
+
+
+def _group_stats(group: dict[str, Any]) -> _StoredGroup:
+    meta = group.get(META, {})
+    return _StoredGroup(list(group["scores"]), meta.get("metrics", {}), meta.get("turns", []))
+
+
+def _tail_lines(path: Path, count: int) -> list[bytes]:
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        return [line for line in f if line.strip()][-count:]

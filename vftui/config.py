@@ -1,0 +1,144 @@
+"""RunConfig: what a run needs, merged as flags > VFTUI_* env vars > config file > defaults.
+
+The config file is TOML with the flags' names as keys (``group_size = 4`` or
+``group-size = 4``), by default ``config.toml`` in platformdirs' user config dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from vftui import paths
+from vftui.errors import UserError
+
+MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
+DEFAULT_ENV = "alphabet-sort"
+DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
+
+
+class RunConfig(BaseModel):
+    """One run's settings. ``base_url=None`` means the embedded simulation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["sft", "rl"] = "sft"
+    env: str = DEFAULT_ENV
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    tokenizer: str | None = None
+    group_size: int = Field(default=8, ge=1)
+    steps: int = Field(default=1000, ge=1)
+    max_tokens: int = Field(default=2048, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    concurrency: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    out: Path | None = None
+    resume: Path | None = None
+    wandb: bool = False
+    wandb_project: str = "vftui"
+    wandb_name: str | None = None
+    no_ui: bool = False
+    json_events: bool = False
+    timeout: int = Field(default=300, ge=1)
+    retries: int = Field(default=5, ge=0)
+    window: int = Field(default=256, ge=1)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_alias(cls, value: Any) -> Any:
+        return MODE_ALIASES.get(str(value).lower(), value)
+
+    @field_validator("env_args", mode="before")
+    @classmethod
+    def _env_args_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"it is not valid JSON ({e.msg} at column {e.colno})") from e
+        if not isinstance(value, dict):
+            raise ValueError("it must be a JSON object, like '{\"max_turns\": 3}'")
+        return value
+
+    @property
+    def simulated(self) -> bool:
+        return self.base_url is None
+
+    @property
+    def max_concurrent(self) -> int:
+        return self.concurrency or self.group_size
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings as saved beside a run and sent to wandb (no secrets exist here)."""
+        data = self.model_dump(mode="json")
+        for key in ("resume", "no_ui", "json_events"):
+            data.pop(key)
+        return data
+
+
+FLAG_OF_FIELD = {name: "--" + name.replace("_", "-") for name in RunConfig.model_fields}
+FLAG_OF_FIELD["json_events"] = "--json"
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"the config file {path} does not parse as TOML: {e}") from e
+    except OSError as e:
+        raise UserError(f"cannot read the config file {path}: {e.strerror}") from e
+    section = data.get("run", data)
+    return {key.replace("-", "_"): value for key, value in section.items() if key != "run"}
+
+
+def _read_env_vars(environ: dict[str, str]) -> dict[str, Any]:
+    out = {}
+    for name in RunConfig.model_fields:
+        value = environ.get(f"VFTUI_{name.upper()}")
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def load_config(
+    flags: dict[str, Any],
+    config_file: Path | None = None,
+    environ: dict[str, str] | None = None,
+) -> RunConfig:
+    """Merge the sources and validate; any problem is a one-sentence ``UserError``."""
+    environ = dict(os.environ) if environ is None else environ
+    sources: dict[str, str] = {}
+    merged: dict[str, Any] = {}
+    file_path = config_file or paths.default_config_file()
+    if config_file is not None or file_path.exists():
+        for key, value in _read_config_file(file_path).items():
+            merged[key], sources[key] = value, f"in {file_path}"
+    for key, value in _read_env_vars(environ).items():
+        merged[key], sources[key] = value, f"from VFTUI_{key.upper()}"
+    for key, value in flags.items():
+        if value is not None:
+            merged[key], sources[key] = value, ""
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as e:
+        raise UserError(_explain(e, sources)) from e
+
+
+def _explain(error: ValidationError, sources: dict[str, str]) -> str:
+    first = error.errors()[0]
+    field = str(first["loc"][0]) if first["loc"] else ""
+    if first["type"] == "extra_forbidden":
+        return f"unknown setting '{field}' {sources.get(field, '')}".strip()
+    flag = FLAG_OF_FIELD.get(field, field)
+    where = f" ({sources[field]})" if sources.get(field) else ""
+    message = first["msg"].removeprefix("Value error, ")
+    return f"invalid {flag}{where}: {message}"

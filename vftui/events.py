@@ -1,0 +1,148 @@
+"""The contract between the collector and the views: plain dataclasses, no behaviour.
+
+The collector (``vftui.collector``) emits these; the views (headless, Textual) consume
+them. Neither side imports the other, so each event carries everything a view needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RunState(str, enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSING = "pausing"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    """What is being run; sent once, before the first group."""
+
+    mode: str
+    env: str
+    model: str
+    endpoint: str
+    simulated: bool
+    out_path: str
+    groups_total: int
+    groups_done: int
+    group_size: int
+    temperature: float
+    reward_functions: list[str]
+
+
+@dataclass(frozen=True)
+class GroupCollected:
+    """One scored group, after it was written to the run's jsonl."""
+
+    index: int
+    item: int
+    example_id: Any
+    scores: list[float]
+    metrics: dict[str, list[float]]
+    turns: list[int]
+    tokens: list[list[int]]
+    masks: list[list[int]]
+    messages: list[list[dict[str, Any]]]
+    finish_reasons: list[str | None]
+    temperature: float
+    started_at: float
+    elapsed_s: float
+    logprobs: list[list[float]] | None = None
+
+    @property
+    def identical(self) -> bool:
+        return len(set(self.scores)) <= 1
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(sum(1 for m in mask if m != -100) for mask in self.masks)
+
+
+@dataclass(frozen=True)
+class MetricsWindow:
+    """The metrics of one logging window, under the names the reference logs to wandb."""
+
+    step: int
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    state: RunState
+    groups_done: int
+    groups_total: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class EndpointTrouble:
+    """A failed attempt at a group; the collector retries after ``retry_in_s``."""
+
+    attempt: int
+    max_attempts: int
+    error: str
+    retry_in_s: float
+
+
+@dataclass(frozen=True)
+class TemperatureChanged:
+    temperature: float
+
+
+@dataclass(frozen=True)
+class GroupsDumped:
+    path: str
+    groups: int
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    level: str
+    logger: str
+    message: str
+    created: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The last event of a run: totals over every group, and where the data is."""
+
+    state: RunState
+    groups_done: int
+    groups_total: int
+    out_path: str
+    elapsed_s: float
+    metrics: dict[str, float]
+    error: str = ""
+
+
+Event = (
+    RunStarted
+    | GroupCollected
+    | MetricsWindow
+    | RunStatus
+    | EndpointTrouble
+    | TemperatureChanged
+    | GroupsDumped
+    | LogRecord
+    | RunSummary
+)
+
+
+def to_json_dict(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict with the event's type under ``event``."""
+    body = dataclasses.asdict(event)
+    for key, value in body.items():
+        if isinstance(value, enum.Enum):
+            body[key] = value.value
+    return {"event": type(event).__name__, **body}

@@ -1,0 +1,161 @@
+"""The ``--no-ui`` view: progress lines on stderr, optional JSON events on stdout.
+
+Exit codes: 0 the run completed, 1 it failed, 130 it was stopped (Ctrl-C / SIGTERM)
+before collecting every group; 2 (from the CLI) for bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from typing import TextIO
+
+from vftui.collector.runner import Run
+from vftui.config import RunConfig
+from vftui.events import (
+    EndpointTrouble,
+    Event,
+    GroupCollected,
+    GroupsDumped,
+    LogRecord,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+    TemperatureChanged,
+    to_json_dict,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
+
+
+class HeadlessView:
+    """Turns events into lines a person (stderr) or a program (stdout, --json) reads."""
+
+    def __init__(self, json_events: bool, verbose: bool = False, err: TextIO | None = None, out: TextIO | None = None):
+        self.json_events = json_events
+        self.verbose = verbose
+        self.err = err or sys.stderr
+        self.out = out or sys.stdout
+        self._total = 0
+        self._first_done = 0
+        self._clock_start: float | None = None
+        self._simulated = False
+
+    def __call__(self, event: Event) -> None:
+        if self.json_events:
+            self.out.write(json.dumps(to_json_dict(event), default=str) + "\n")
+            self.out.flush()
+        line = self.line_for(event)
+        if line:
+            print(line, file=self.err, flush=True)
+
+    def line_for(self, event: Event) -> str | None:
+        if isinstance(event, RunStarted):
+            self._total, self._first_done = event.groups_total, event.groups_done
+            self._clock_start, self._simulated = time.monotonic(), event.simulated
+            todo = event.groups_total - event.groups_done
+            lines = [
+                f"vftui {event.mode}: env {event.env}, model {event.model}, endpoint {event.endpoint}",
+                f"  {todo} groups of {event.group_size} at temperature {event.temperature:g} -> {event.out_path}",
+            ]
+            if event.simulated:
+                lines.insert(0, f"vftui: {SIMULATION_NOTE}")
+            return "\n".join(lines)
+        if isinstance(event, GroupCollected):
+            return self._group_line(event)
+        if isinstance(event, EndpointTrouble):
+            return (
+                f"endpoint error (attempt {event.attempt}/{event.max_attempts}): {event.error}; "
+                f"retrying in {event.retry_in_s:.1f} s"
+            )
+        if isinstance(event, RunStatus) and event.state in (RunState.PAUSED, RunState.STOPPING, RunState.PAUSING):
+            return f"run {event.state.value}" + (f": {event.detail}" if event.detail else "")
+        if isinstance(event, TemperatureChanged):
+            return f"temperature -> {event.temperature:g} (from the next group)"
+        if isinstance(event, GroupsDumped):
+            return f"dumped {event.groups} groups to {event.path}"
+        if isinstance(event, LogRecord) and (self.verbose or event.level in ("ERROR", "CRITICAL")):
+            if event.logger.startswith("verifiers") and not self.verbose:
+                return None
+            return f"[{event.level.lower()}] {event.logger}: {event.message}"
+        if isinstance(event, RunSummary):
+            return self._summary(event)
+        return None
+
+    def _group_line(self, g: GroupCollected) -> str:
+        elapsed = time.monotonic() - (self._clock_start or time.monotonic())
+        rate = (g.index - self._first_done) / elapsed if elapsed > 0 else 0.0
+        mean = sum(g.scores) / len(g.scores)
+        std = (sum((s - mean) ** 2 for s in g.scores) / len(g.scores)) ** 0.5
+        turns = sum(g.turns) / len(g.turns) if g.turns else 0
+        width = len(str(self._total))
+        return (
+            f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "
+            f"identical {'yes' if g.identical else 'no '}  turns {turns:.1f}  "
+            f"t={g.temperature:g}  {rate:.2f} groups/s"
+        )
+
+    def _summary(self, s: RunSummary) -> str:
+        m = s.metrics
+        head = {
+            RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped",
+            RunState.FAILED: "FAILED",
+        }.get(s.state, s.state.value)
+        lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
+        if s.error:
+            lines.append(f"  reason: {s.error}")
+        if m:
+            lines.append(
+                f"  mean reward {m.get('metrics/mean_reward', 0):.4f}, reward std {m.get('metrics/reward_std', 0):.4f}, "
+                f"identical-score rate {m.get('metrics/identical_score_rate', 0):.3f} "
+                f"({int(m.get('metrics/groups_with_identical_scores', 0))}/{int(m.get('metrics/groups_total', 0))} groups)"
+            )
+            lines.append(
+                f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
+            )
+            skip = {"mean_reward", "reward_std", "avg_num_turns", "max_num_turns", "groups_with_identical_scores",
+                    "groups_total", "identical_score_rate"}
+            per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items() if k.removeprefix("metrics/") not in skip]
+            if per_fn:
+                lines.append("  " + ", ".join(per_fn))
+        lines.append(f"  output: {s.out_path}")
+        if self._simulated:
+            lines.append(f"  ({SIMULATION_NOTE})")
+        return "\n".join(lines)
+
+
+def exit_code(summary: RunSummary) -> int:
+    if summary.state is RunState.FAILED:
+        return EXIT_FAILED
+    return EXIT_OK if summary.groups_done >= summary.groups_total else EXIT_INTERRUPTED
+
+
+async def _drive(run: Run, view: HeadlessView) -> RunSummary:
+    loop = asyncio.get_running_loop()
+    controls = run.controls
+    assert controls is not None
+
+    def on_signal() -> None:
+        if not controls.stop_requested:
+            print("stopping after the group in flight (press Ctrl-C again to cancel it)", file=view.err, flush=True)
+        controls.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    return await run.execute()
+
+
+def run_headless(config: RunConfig, verbose: bool = False) -> int:
+    view = HeadlessView(config.json_events, verbose)
+    run = Run(config, view)
+    try:
+        run.prepare()
+        summary = asyncio.run(_drive(run, view))
+    finally:
+        run.close()
+    return exit_code(summary)

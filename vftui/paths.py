@@ -1,0 +1,52 @@
+"""Every place vftui reads or writes by default, from platformdirs, in one module."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import platformdirs
+
+APP = "vftui"
+
+
+def config_dir() -> Path:
+    return Path(platformdirs.user_config_dir(APP))
+
+
+def default_config_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def user_themes_dir() -> Path:
+    return config_dir() / "themes"
+
+
+def data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP))
+
+
+def runs_dir() -> Path:
+    return data_dir() / "runs"
+
+
+def new_run_dir(env: str) -> Path:
+    """A fresh folder for a run: ``runs/<UTC time>-<env>``, never an existing one."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", env).strip("-") or "run"
+    base = runs_dir() / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{slug}"
+    candidate, n = base, 1
+    while candidate.exists():
+        candidate = base.with_name(f"{base.name}-{n}")
+        n += 1
+    return candidate
+
+
+def writable_dir(path: Path) -> bool:
+    """Whether ``path`` (created if missing) accepts new files."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)

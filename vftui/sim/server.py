@@ -1,0 +1,218 @@
+"""The simulated OpenAI-compatible endpoint, on loopback, for machines with no GPU or key.
+
+Serves ``/v1/models`` and ``/v1/chat/completions`` (with ``usage`` and ``finish_reason``,
+``max_tokens`` honoured with the shipped tokenizer). For tests and demos it can be told
+to misbehave (``POST /sim/faults``) and it remembers what it was asked
+(``GET /sim/requests``), so a test can see the temperature that reached it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+import json
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from vftui.sim import policy
+
+MODEL = "vftui-sim"
+TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
+
+
+@dataclass
+class Faults:
+    """Misbehaviour for the next ``count`` chat requests (``count=-1``: until reset)."""
+
+    status: int = 0
+    stall_s: float = 0.0
+    malformed: bool = False
+    count: int = 0
+
+    def take(self) -> Faults | None:
+        if self.count == 0:
+            return None
+        if self.count > 0:
+            self.count -= 1
+        return self
+
+
+class SimState:
+    def __init__(self, seed: int, latency_s: float) -> None:
+        from transformers import AutoTokenizer
+
+        self.seed = seed
+        self.latency_s = latency_s
+        self.tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+        self.faults = Faults()
+        self.requests: collections.deque[dict[str, Any]] = collections.deque(maxlen=2000)
+        self.requests_total = 0
+        self._seen: collections.Counter[str] = collections.Counter()
+
+    def rng_for(self, messages: list[dict[str, Any]]) -> random.Random:
+        """Seeded by the conversation and how often it was asked: reruns repeat exactly."""
+        digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        nth = self._seen[digest]
+        self._seen[digest] += 1
+        if len(self._seen) > 200_000:
+            self._seen.clear()
+        return random.Random(f"{self.seed}|{digest}|{nth}")
+
+    def count_prompt(self, messages: list[dict[str, Any]]) -> int:
+        return len(
+            self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+        )
+
+    def complete(self, text: str, max_tokens: int | None) -> tuple[str, int, str]:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if max_tokens is not None and len(ids) > max_tokens:
+            return self.tokenizer.decode(ids[:max_tokens]), max_tokens, "length"
+        return text, len(ids), "stop"
+
+
+def _bad_request(message: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
+
+
+async def chat_completions(request: web.Request) -> web.Response:
+    state: SimState = request.app["sim"]
+    try:
+        body = await request.json()
+    except json.JSONDecodeError:
+        return _bad_request("body is not JSON")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return _bad_request("messages must be a non-empty list")
+    temperature = float(body.get("temperature", 1.0))
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    n = int(body.get("n") or 1)
+    state.requests_total += 1
+    state.requests.append(
+        {"temperature": temperature, "max_tokens": max_tokens, "model": body.get("model"), "n": n, "at": time.time()}
+    )
+    fault = state.faults.take()
+    if fault is not None:
+        if fault.stall_s:
+            await asyncio.sleep(fault.stall_s)
+        if fault.status:
+            return web.json_response({"error": {"message": f"simulated {fault.status}"}}, status=fault.status)
+        if fault.malformed:
+            return web.Response(text='{"choices": [', content_type="application/json")
+    if state.latency_s:
+        await asyncio.sleep(state.latency_s)
+    choices, completion_tokens = [], 0
+    for index in range(n):
+        text = policy.answer(messages, temperature, state.rng_for(messages))
+        text, used, reason = state.complete(text, max_tokens)
+        completion_tokens += used
+        choices.append(
+            {"index": index, "message": {"role": "assistant", "content": text}, "finish_reason": reason, "logprobs": None}
+        )
+    prompt_tokens = state.count_prompt(messages)
+    return web.json_response(
+        {
+            "id": f"simcmpl-{state.requests_total}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or MODEL,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
+
+
+async def models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "vftui"}]})
+
+
+async def set_faults(request: web.Request) -> web.Response:
+    body = await request.json()
+    request.app["sim"].faults = Faults(
+        status=int(body.get("status", 0)),
+        stall_s=float(body.get("stall_s", 0.0)),
+        malformed=bool(body.get("malformed", False)),
+        count=int(body.get("count", 1)),
+    )
+    return web.json_response({"ok": True})
+
+
+async def recent_requests(request: web.Request) -> web.Response:
+    state: SimState = request.app["sim"]
+    return web.json_response({"total": state.requests_total, "requests": list(state.requests)})
+
+
+async def info(request: web.Request) -> web.Response:
+    state: SimState = request.app["sim"]
+    return web.json_response({"simulated": True, "model": MODEL, "seed": state.seed})
+
+
+def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024**2)
+    app["sim"] = SimState(seed, latency_s)
+    app.add_routes(
+        [
+            web.get("/v1/models", models),
+            web.post("/v1/chat/completions", chat_completions),
+            web.post("/sim/faults", set_faults),
+            web.get("/sim/requests", recent_requests),
+            web.get("/sim/info", info),
+        ]
+    )
+    return app
+
+
+class BackgroundSimServer:
+    """The simulated endpoint on a free loopback port, in a thread with its own loop."""
+
+    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0) -> None:
+        self._app = make_app(seed, latency_s)
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, name="vftui-sim", daemon=True)
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> BackgroundSimServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
+        return self
+
+    async def _start(self) -> None:
+        self._runner = web.AppRunner(self._app, access_log=None)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self._port))
+        self.port = sock.getsockname()[1]
+        await web.SockSite(self._runner, sock).start()
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+            self._runner = None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def serve(host: str, port: int, seed: int, latency_s: float) -> None:
+    """``vftui sim-server``: serve until interrupted."""
+    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'", flush=True)
+    web.run_app(make_app(seed, latency_s), host=host, port=port, print=None, access_log=None)

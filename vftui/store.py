@@ -1,0 +1,158 @@
+"""Where groups live: a crash-safe jsonl appender, a bounded window, dumps, reading back.
+
+A group line is written with a single ``write`` on an ``O_APPEND`` descriptor, so a
+``kill -9`` leaves only whole lines; a torn tail (power loss, full disk) is cut off by
+``repair_tail`` before a resumed run appends.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def encode_line(obj: Any) -> bytes:
+    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+def unique_path(path: Path) -> Path:
+    """``path`` if free, else ``stem_1``, ``stem_2``... (atroposlib's naming)."""
+    candidate, counter = path, 1
+    while candidate.exists():
+        candidate = path.with_stem(f"{path.stem}_{counter}")
+        counter += 1
+    return candidate
+
+
+def repair_tail(path: Path) -> int:
+    """Cut a trailing partial line; returns the number of bytes removed."""
+    if not path.exists():
+        return 0
+    with path.open("rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        keep = size
+        while keep > 0:
+            step = min(65536, keep)
+            f.seek(keep - step)
+            chunk = f.read(step)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                keep = keep - step + newline + 1
+                break
+            keep -= step
+        f.truncate(keep)
+        return size - keep
+
+
+class JsonlAppender:
+    """The jsonl writer handed to atroposlib (it calls ``write`` and ``close``).
+
+    ``on_line`` sees each encoded line, so the in-memory window holds exactly what the
+    file holds.
+    """
+
+    def __init__(self, path: Path, on_line=None) -> None:
+        self.path = path
+        self.lines_written = 0
+        self._on_line = on_line
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, obj: Any) -> None:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        data = encode_line(obj)
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self.lines_written += 1
+        if self._on_line is not None:
+            self._on_line(data)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+class GroupWindow:
+    """The most recent groups as encoded lines; bounded, thread-safe, dumpable."""
+
+    def __init__(self, size: int) -> None:
+        self._lines: collections.deque[bytes] = collections.deque(maxlen=size)
+        self._lock = threading.Lock()
+
+    def add(self, line: bytes) -> None:
+        with self._lock:
+            self._lines.append(line)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
+    def dump(self, path: Path) -> tuple[Path, int]:
+        """Write the window to a new file (never overwriting); returns path and count."""
+        with self._lock:
+            lines = list(self._lines)
+        path = unique_path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("xb") as f:
+            f.writelines(lines)
+        return path, len(lines)
+
+
+@dataclass(frozen=True)
+class BadLine:
+    number: int
+    reason: str
+
+
+def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
+    """Each line's (number, group), or a ``BadLine`` saying why a line was skipped."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as e:
+                yield BadLine(number, f"not JSON ({e.msg})")
+                continue
+            if not isinstance(obj, dict) or "scores" not in obj or "tokens" not in obj:
+                yield BadLine(number, "not a scored group (no tokens/scores)")
+                continue
+            yield number, obj
+
+
+def count_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with path.open("rb") as f:
+        return sum(1 for raw in f if raw.strip())
+
+
+def last_group(path: Path) -> dict[str, Any] | None:
+    last = None
+    for entry in read_groups(path):
+        if not isinstance(entry, BadLine):
+            last = entry[1]
+    return last
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Replace ``path`` in one rename, so a crash leaves the old or the new file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
