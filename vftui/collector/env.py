@@ -54,7 +54,6 @@ class Hooks:
     groups_before: int = 0
     max_retries: int = 5
     max_concurrent: int | None = None
-    simulated: bool = False
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
 

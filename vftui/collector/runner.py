@@ -108,6 +108,11 @@ class Plan:
     groups_before: int
 
     @property
+    def simulated(self) -> bool:
+        """The embedded endpoint, or a ``vftui sim-server`` named with --base-url."""
+        return self.config.simulated or self.model == SIM_MODEL
+
+    @property
     def groups_total(self) -> int:
         return self.config.steps
 
@@ -146,7 +151,8 @@ class Run:
             base_url = endpoint.check_url(cfg.base_url)
             self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
             model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
-            tokenizer = cfg.tokenizer or DEFAULT_HUB_TOKENIZER
+            default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
+            tokenizer = cfg.tokenizer or default
         check_tokenizer(tokenizer)
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, start_iter, groups_before)
         self.controls = Controls(
@@ -224,8 +230,7 @@ class Run:
             groups_before=plan.groups_before,
             max_retries=cfg.retries,
             max_concurrent=cfg.max_concurrent,
-            simulated=cfg.simulated,
-            extra_meta={"model": plan.model, "simulated": cfg.simulated},
+            extra_meta={"model": plan.model, "simulated": plan.simulated},
         )
         env = VerifiersEnv(env_config, [server], vf_env=vf_env, hooks=hooks)
         # Process mode, as atroposlib's `process` command sets it up, writing through
@@ -274,7 +279,7 @@ class Run:
                 env=self.config.env,
                 model=plan.model,
                 endpoint="simulated" if self.config.simulated else plan.base_url,
-                simulated=self.config.simulated,
+                simulated=plan.simulated,
                 out_path=str(plan.out_path),
                 groups_total=plan.groups_total,
                 groups_done=plan.groups_before,

@@ -80,12 +80,15 @@ class SimState:
         return text, len(ids), "stop"
 
 
+SIM = web.AppKey("sim", SimState)
+
+
 def _bad_request(message: str) -> web.Response:
     return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
 
 
 async def chat_completions(request: web.Request) -> web.Response:
-    state: SimState = request.app["sim"]
+    state: SimState = request.app[SIM]
     try:
         body = await request.json()
     except json.JSONDecodeError:
@@ -141,7 +144,7 @@ async def models(request: web.Request) -> web.Response:
 
 async def set_faults(request: web.Request) -> web.Response:
     body = await request.json()
-    request.app["sim"].faults = Faults(
+    request.app[SIM].faults = Faults(
         status=int(body.get("status", 0)),
         stall_s=float(body.get("stall_s", 0.0)),
         malformed=bool(body.get("malformed", False)),
@@ -151,18 +154,18 @@ async def set_faults(request: web.Request) -> web.Response:
 
 
 async def recent_requests(request: web.Request) -> web.Response:
-    state: SimState = request.app["sim"]
+    state: SimState = request.app[SIM]
     return web.json_response({"total": state.requests_total, "requests": list(state.requests)})
 
 
 async def info(request: web.Request) -> web.Response:
-    state: SimState = request.app["sim"]
+    state: SimState = request.app[SIM]
     return web.json_response({"simulated": True, "model": MODEL, "seed": state.seed})
 
 
 def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
     app = web.Application(client_max_size=64 * 1024**2)
-    app["sim"] = SimState(seed, latency_s)
+    app[SIM] = SimState(seed, latency_s)
     app.add_routes(
         [
             web.get("/v1/models", models),

@@ -35,7 +35,7 @@ class AlphabetSortEnv(vf.MultiTurnEnv):
         turn = len(state["trajectory"])
         batches = state["info"]["batches"]
         names = ", ".join(batches[turn]) if turn < len(batches) else ""
-        return [{"role": "user", "content": LATER_TURN.format(names=names)}]
+        return [vf.UserMessage(content=LATER_TURN.format(names=names))]
 
 
 def load_environment(

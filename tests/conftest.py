@@ -1,0 +1,78 @@
+"""Shared helpers: run the real CLI, start the real simulated endpoint, read real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from vftui.sim.server import BackgroundSimServer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A clean environment: platformdirs and wandb point into tmp_path, no real key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VFTUI_", "WANDB_", "OPENAI_"))}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "xdg-config"),
+        XDG_DATA_HOME=str(tmp_path / "xdg-data"),
+        HF_HUB_OFFLINE="1",
+        WANDB_MODE="disabled",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "vftui", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vftui", *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def json_events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture
+def sim() -> Iterator[BackgroundSimServer]:
+    """The simulated endpoint on a free loopback port, in this process."""
+    server = BackgroundSimServer(seed=0).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def sim_admin(server: BackgroundSimServer, path: str, body: dict | None = None) -> dict:
+    url = server.base_url.removesuffix("/v1") + path
+    response = httpx.post(url, json=body, timeout=10) if body is not None else httpx.get(url, timeout=10)
+    response.raise_for_status()
+    return response.json()
