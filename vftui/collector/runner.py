@@ -24,7 +24,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
-from vftui.collector import endpoint, envs
+from vftui.collector import endpoint, envs, hub
 from vftui.collector.controls import Controls
 from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
@@ -153,7 +153,7 @@ class Run:
             model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
             default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
             tokenizer = cfg.tokenizer or default
-        check_tokenizer(tokenizer)
+        hub.check_tokenizer(tokenizer)
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, start_iter, groups_before)
         self.controls = Controls(
             cfg.temperature, self.window, out_path.parent, self.emit, groups_total=cfg.steps
@@ -337,19 +337,6 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
-
-
-def check_tokenizer(name: str) -> None:
-    """Fail early, with one sentence, on a tokenizer that cannot be loaded here."""
-    from transformers import AutoTokenizer
-
-    try:
-        AutoTokenizer.from_pretrained(name)
-    except Exception as e:  # transformers raises many kinds for "not found"
-        raise UserError(
-            f"cannot load tokenizer '{name}': not a local folder and not downloadable or cached "
-            f"({type(e).__name__})"
-        ) from e
 
 
 @dataclass

@@ -178,11 +178,11 @@ def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
     return app
 
 
-class BackgroundSimServer:
-    """The simulated endpoint on a free loopback port, in a thread with its own loop."""
+class BackgroundServer:
+    """An aiohttp app on a loopback port (0: a free one), in a thread with its own loop."""
 
-    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0) -> None:
-        self._app = make_app(seed, latency_s)
+    def __init__(self, app: web.Application, port: int = 0) -> None:
+        self._app = app
         self._port = port
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
@@ -193,7 +193,7 @@ class BackgroundSimServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> BackgroundSimServer:
+    def start(self) -> BackgroundServer:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
         return self
@@ -213,6 +213,13 @@ class BackgroundSimServer:
             self._runner = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+
+class BackgroundSimServer(BackgroundServer):
+    """The simulated endpoint, for the embedded default and for tests."""
+
+    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0) -> None:
+        super().__init__(make_app(seed, latency_s), port)
 
 
 def serve(host: str, port: int, seed: int, latency_s: float) -> None:

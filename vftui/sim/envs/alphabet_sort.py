@@ -12,8 +12,6 @@ imports it once its folder is on ``sys.path`` (see ``vftui.collector.envs``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import verifiers as vf
 from datasets import Dataset
 
@@ -44,7 +42,6 @@ def load_environment(
     max_names: int = 6,
     max_turns: int = 1,
     seed: int = 0,
-    **kwargs: Any,
 ) -> vf.Environment:
     """The verifiers entry point; every argument can be passed as ``--env-args`` JSON."""
     if num_examples < 1 or min_names < 1 or max_names < min_names or max_turns < 1:
@@ -58,5 +55,4 @@ def load_environment(
         system_prompt=SYSTEM_PROMPT,
         rubric=rubric,
         max_turns=max_turns,
-        **kwargs,
     )

@@ -1,0 +1,90 @@
+"""Endpoint trouble during a run: retried with backoff, reported, and bounded."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import pytest
+
+from tests.conftest import json_events, read_jsonl, run_cli, sim_admin, start_cli
+from tests.test_crash_resume import wait_for_lines
+from vftui.sim.server import BackgroundServer, BackgroundSimServer
+
+
+@contextlib.contextmanager
+def serve_app(app):
+    server = BackgroundServer(app).start()
+    try:
+        yield server.base_url
+    finally:
+        server.stop()
+
+
+def run_against(sim, tmp_path, *extra: str, steps: int = 4):
+    out = tmp_path / "groups.jsonl"
+    args = ["run", "--no-ui", "--json", "--steps", str(steps), "--group-size", "4", "--base-url", sim.base_url,
+            "--out", str(out), *extra]
+    result = run_cli(args, tmp_path)
+    troubles = [e for e in json_events(result.stdout) if e["event"] == "EndpointTrouble"]
+    return result, out, troubles
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [{"status": 500, "count": 6}, {"status": 429, "count": 5}, {"malformed": True, "count": 4}],
+    ids=["5xx", "429", "malformed"],
+)
+def test_transient_failures_are_retried_and_reported(sim, tmp_path, fault):
+    sim_admin(sim, "/sim/faults", fault)
+    result, out, troubles = run_against(sim, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(read_jsonl(out)) == 4
+    assert troubles and troubles[0]["attempt"] == 1 and troubles[0]["max_attempts"] == 6
+    assert "endpoint error (attempt 1/6)" in result.stderr
+
+
+def test_stalled_requests_time_out_and_are_retried(sim, tmp_path):
+    sim_admin(sim, "/sim/faults", {"stall_s": 4, "count": 4})
+    result, out, troubles = run_against(sim, tmp_path, "--timeout", "1")
+    assert result.returncode == 0, result.stderr
+    assert len(read_jsonl(out)) == 4
+    assert any("Timeout" in t["error"] or "timed out" in t["error"].lower() for t in troubles), troubles
+
+
+def test_an_endpoint_that_keeps_failing_fails_the_run_clearly(sim, tmp_path):
+    sim_admin(sim, "/sim/faults", {"status": 503, "count": -1})
+    result, out, troubles = run_against(sim, tmp_path, "--retries", "2")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "the endpoint failed 3 times in a row" in result.stderr
+    assert len(troubles) == 2
+    summary = next(e for e in json_events(result.stdout) if e["event"] == "RunSummary")
+    assert summary["state"] == "failed" and summary["groups_done"] == 0
+    assert out.exists() and read_jsonl(out) == []
+
+
+def test_connection_refused_mid_run_is_survived(tmp_path):
+    first = BackgroundSimServer(seed=0, latency_s=0.05).start()
+    port = first.port
+    out = tmp_path / "groups.jsonl"
+    proc = start_cli(
+        ["run", "--no-ui", "--json", "--steps", "12", "--group-size", "4", "--base-url", first.base_url, "--out", str(out)],
+        tmp_path,
+    )
+    second = None
+    try:
+        wait_for_lines(out, 2, proc)
+        first.stop()
+        time.sleep(1.5)
+        second = BackgroundSimServer(seed=0, latency_s=0.05, port=port).start()
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if second is not None:
+            second.stop()
+    assert proc.returncode == 0, stderr
+    assert len(read_jsonl(out)) == 12
+    troubles = [e for e in json_events(stdout) if e["event"] == "EndpointTrouble"]
+    assert troubles and any("Connect" in t["error"] or "connection" in t["error"].lower() for t in troubles), troubles
