@@ -101,8 +101,17 @@ def rollout_error(output: dict[str, Any]) -> str | None:
     if not error:
         return None
     if isinstance(error, dict):
-        return error.get("error_chain_repr") or error.get("message") or str(error)
-    return str(error)
+        text = error.get("error_chain_repr") or error.get("message") or str(error)
+    else:
+        text = str(error)
+    links = text.split(" -> ")
+    while len(links) > 1 and links[0].endswith("()"):
+        links.pop(0)  # wrappers such as ModelError() that add no information
+    return " -> ".join(links)
+
+
+QUIET_LOGGERS = ("verifiers",)
+"""Loggers that do not propagate to the root logger (verifiers disables propagation)."""
 
 
 def sft_generate_kwargs(

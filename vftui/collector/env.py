@@ -255,7 +255,8 @@ class VerifiersEnv(BaseEnv):
     def _record(self, group: ScoredDataGroup) -> None:
         """A group is on disk: checkpoint it, count it in the window, announce it."""
         self.groups_written += 1
-        self.save_checkpoint(self.curr_step)
+        if self.hooks.checkpoint_path is not None:
+            self.save_checkpoint(self.curr_step)
         meta = group[META]
         event = GroupCollected(
             index=self.groups_written,

@@ -24,7 +24,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
-from vftui.collector import endpoint, envs, hub
+from vftui.collector import compat, endpoint, envs, hub
 from vftui.collector.controls import Controls
 from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
@@ -139,6 +139,7 @@ class Run:
 
     def prepare(self) -> Plan:
         cfg = self.config
+        compat.quiet_libraries()
         if cfg.mode != "sft":
             raise UserError("--mode rl is not available in this version of vftui yet; use --mode sft")
         out_path, start_iter, groups_before = self._resolve_output()
@@ -270,8 +271,9 @@ class Run:
         started = time.time()
         loop = asyncio.get_running_loop()
         handler = EventLogHandler(self.emit, self._api_key if not self.config.simulated else "")
-        root = logging.getLogger()
-        root.addHandler(handler)
+        loggers = [logging.getLogger(), *map(logging.getLogger, compat.QUIET_LOGGERS)]
+        for logger in loggers:
+            logger.addHandler(handler)
         self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
         self.emit(
             RunStarted(
@@ -303,7 +305,8 @@ class Run:
         except SystemExit:
             state, error = RunState.FAILED, "atroposlib could not render the run's HTML view"
         finally:
-            root.removeHandler(handler)
+            for logger in loggers:
+                logger.removeHandler(handler)
             env.jsonl_writer.close()
             env.save_checkpoint(env.curr_step)
             await self._finish_wandb()

@@ -1,0 +1,87 @@
+"""The command line as a user meets it: help, headless output, the standalone sim-server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+from openai import OpenAI
+
+from tests.conftest import cli_env, run_cli
+from vftui.cli import RUN_FIELDS, build_parser
+from vftui.config import FLAG_OF_FIELD
+
+
+def test_help_explains_every_flag():
+    run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    for field in RUN_FIELDS:
+        flag = FLAG_OF_FIELD[field]
+        assert flag in run_help, flag
+    for action in build_parser()._subparsers._group_actions[0].choices["run"]._actions:
+        assert action.help and len(action.help) > 10, action.option_strings
+    top = build_parser().format_help()
+    assert "run" in top and "sim-server" in top and "SIMULATION" in top
+
+
+def test_json_mode_keeps_stdout_pure_and_says_why_it_is_headless(tmp_path):
+    result = run_cli(["run", "--json", "--steps", "2", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "RunStatus" and kinds[-1] == "RunSummary"
+    assert kinds.count("GroupCollected") == 2 and "RunStarted" in kinds and "MetricsWindow" in kinds
+    started = next(e for e in events if e["event"] == "RunStarted")
+    assert started["simulated"] is True and started["endpoint"] == "simulated"
+    assert "stdout is not a terminal; running headless" in result.stderr
+
+
+def test_python_dash_m_and_version(tmp_path):
+    result = run_cli(["--version"], tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("vftui ")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sim_server_on_its_own_speaks_openai(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vftui", "sim-server", "--port", str(port), "--seed", "3"],
+        env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="EMPTY")
+        assert [m.id for m in client.models.list()] == ["vftui-sim"]
+        reply = client.chat.completions.create(
+            model="vftui-sim",
+            messages=[{"role": "user", "content": "Sort these names alphabetically: Zoe, Ada, Mira"}],
+            temperature=0.0,
+            max_tokens=64,
+        )
+        assert reply.choices[0].message.content == "<alphabetical_sorted>\nAda\nMira\nZoe\n</alphabetical_sorted>"
+        assert reply.choices[0].finish_reason == "stop"
+        assert reply.usage.completion_tokens > 0 and reply.usage.prompt_tokens > 0
+        short = client.chat.completions.create(
+            model="vftui-sim", messages=[{"role": "user", "content": "Sort these names alphabetically: Zoe, Ada"}],
+            max_tokens=3,
+        )
+        assert short.choices[0].finish_reason == "length" and short.usage.completion_tokens == 3
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert "simulated endpoint (not a real model)" in out

@@ -1,0 +1,118 @@
+"""Controls drive a real run with no UI: pause, temperature, dump, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.conftest import read_jsonl, sim_admin
+from vftui.collector.runner import Run
+from vftui.config import RunConfig
+from vftui.events import GroupCollected, GroupsDumped, RunState, RunStatus, TemperatureChanged
+from vftui.sim.server import BackgroundSimServer
+
+
+@pytest.fixture
+def slow_sim():
+    server = BackgroundSimServer(seed=0, latency_s=0.03).start()
+    yield server
+    server.stop()
+
+
+async def until(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def start(sim, tmp_path, **overrides):
+    events: list = []
+    config = RunConfig(base_url=sim.base_url, group_size=4, steps=500, out=tmp_path / "groups.jsonl", **overrides)
+    run = Run(config, events.append)
+    run.prepare()
+    task = asyncio.ensure_future(run.execute())
+    return run, task, events
+
+
+def states(events) -> list[RunState]:
+    return [e.state for e in events if isinstance(e, RunStatus)]
+
+
+async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_path):
+    run, task, events = start(slow_sim, tmp_path)
+    controls = run.controls
+    await until(lambda: controls.groups_done >= 2)
+    controls.pause()
+    assert states(events)[-1] in (RunState.PAUSING, RunState.PAUSED)
+    await until(lambda: states(events)[-1] is RunState.PAUSED)
+    held = controls.groups_done
+    requests_before = sim_admin(slow_sim, "/sim/requests")["total"]
+    await asyncio.sleep(1.0)
+    assert controls.groups_done == held
+    assert len(read_jsonl(tmp_path / "groups.jsonl")) == held
+    assert sim_admin(slow_sim, "/sim/requests")["total"] == requests_before, "no request while paused"
+    controls.resume()
+    await until(lambda: controls.groups_done >= held + 2)
+    assert RunState.RUNNING in states(events)[-3:]
+    controls.stop()
+    summary = await task
+    assert summary.state is RunState.FINISHED and summary.groups_done < 500
+    run.close()
+
+
+async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
+    run, task, events = start(slow_sim, tmp_path)
+    controls = run.controls
+    await until(lambda: controls.groups_done >= 1)
+    assert controls.set_temperature(0.3) == 0.3
+    changed_at = controls.groups_done
+    await until(lambda: controls.groups_done >= changed_at + 3)
+    controls.stop()
+    await task
+    run.close()
+    temperatures = [r["temperature"] for r in sim_admin(slow_sim, "/sim/requests")["requests"]]
+    assert temperatures[0] == 1.0 and temperatures[-1] == 0.3
+    groups = [e for e in events if isinstance(e, GroupCollected)]
+    assert groups[-1].temperature == 0.3 and groups[0].temperature == 1.0
+    lines = read_jsonl(tmp_path / "groups.jsonl")
+    assert [g["generation_params"]["temperature"] for g in lines] == [g.temperature for g in groups]
+    assert any(isinstance(e, TemperatureChanged) and e.temperature == 0.3 for e in events)
+    with pytest.raises(ValueError):
+        controls.set_temperature(2.5)
+    assert controls.nudge_temperature(+5) == 2.0
+
+
+async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):
+    run, task, events = start(slow_sim, tmp_path, window=3)
+    controls = run.controls
+    await until(lambda: controls.groups_done >= 5)
+    controls.pause()
+    await until(lambda: states(events)[-1] is RunState.PAUSED)
+    path = controls.dump()
+    again = controls.dump(path)
+    controls.stop()
+    await task
+    run.close()
+    written = read_jsonl(tmp_path / "groups.jsonl")
+    assert read_jsonl(path) == written[-3:]
+    assert again != path and read_jsonl(again) == written[-3:], "a dump never overwrites"
+    assert [e.groups for e in events if isinstance(e, GroupsDumped)] == [3, 3]
+
+
+async def test_second_stop_cancels_the_group_in_flight(tmp_path):
+    server = BackgroundSimServer(seed=0, latency_s=3.0).start()
+    try:
+        run, task, events = start(server, tmp_path)
+        await until(lambda: sim_admin(server, "/sim/requests")["total"] >= 1)
+        started = time.monotonic()
+        run.controls.stop()
+        run.controls.stop()
+        summary = await task
+        assert time.monotonic() - started < 2.5, "the in-flight group was not waited for"
+        assert summary.groups_done == 0
+        run.close()
+    finally:
+        server.stop()

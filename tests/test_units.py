@@ -1,0 +1,165 @@
+"""The pure pieces: statistics, the store, config precedence, tokens, the policy."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
+from transformers import AutoTokenizer
+
+from vftui import stats, store
+from vftui.collector.compat import ChatTemplateTokenizer, rollout_error
+from vftui.collector.endpoint import is_loopback
+from vftui.collector.tokens import sft_tokens
+from vftui.config import load_config
+from vftui.errors import UserError
+from vftui.sim import policy, task
+from vftui.sim.server import TOKENIZER_DIR
+
+
+@dataclass
+class G:
+    scores: list[float]
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    turns: list[int] = field(default_factory=list)
+
+
+def test_reference_metrics_formulas():
+    m = stats.metrics_of([G([1.0, 0.0], {"f": [1, 0]}, [1, 3]), G([0.5, 0.5], {"f": [1, 1]}, [2, 2])])
+    assert m["metrics/mean_reward"] == 0.5
+    assert m["metrics/reward_std"] == pytest.approx(0.125**0.5)
+    assert m["metrics/f"] == 0.75
+    assert m["metrics/avg_num_turns"] == 2.0 and m["metrics/max_num_turns"] == 3.0
+    assert m["metrics/groups_with_identical_scores"] == 1.0 and m["metrics/groups_total"] == 2.0
+    assert m["metrics/identical_score_rate"] == 0.5
+    assert stats.population_std([3.0]) == 0.0
+    assert stats.metrics_of([]) == {}
+
+
+def test_unique_path_and_torn_tail(tmp_path):
+    target = tmp_path / "g.jsonl"
+    assert store.unique_path(target) == target
+    target.write_text('{"a": 1}\n{"b": ')
+    assert store.unique_path(target) == tmp_path / "g_1.jsonl"
+    assert store.repair_tail(target) == len('{"b": ')
+    assert target.read_text() == '{"a": 1}\n'
+    assert store.repair_tail(target) == 0
+
+
+def test_appender_writes_whole_lines_and_feeds_the_window(tmp_path):
+    window = store.GroupWindow(2)
+    appender = store.JsonlAppender(tmp_path / "g.jsonl", on_line=window.add)
+    for i in range(3):
+        appender.write({"tokens": [[i]], "scores": [float(i)]})
+    appender.close()
+    assert appender.lines_written == 3 and len(window) == 2
+    path, count = window.dump(tmp_path / "d.jsonl")
+    assert count == 2 and path.read_text().splitlines() == (tmp_path / "g.jsonl").read_text().splitlines()[1:]
+
+
+def test_read_groups_reports_bad_lines_with_numbers(tmp_path):
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"tokens": [], "scores": []}\nnot json\n{"x": 1}\n')
+    entries = list(store.read_groups(path))
+    assert entries[0][0] == 1
+    assert entries[1] == store.BadLine(2, entries[1].reason) and "not JSON" in entries[1].reason
+    assert entries[2].number == 3
+
+
+def test_config_precedence_flags_env_file_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty"))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('group-size = 3\nsteps = 7\ntemperature = 0.5\nenv_args = {max_turns = 2}\n')
+    env = {"VFTUI_STEPS": "9", "VFTUI_TEMPERATURE": "0.7"}
+    c = load_config({"temperature": 0.9, "mode": "process"}, cfg, env)
+    assert (c.group_size, c.steps, c.temperature, c.mode) == (3, 9, 0.9, "sft")
+    assert c.env_args == {"max_turns": 2}
+    assert load_config({}, None, {}).group_size == 8
+    bad = tmp_path / "bad.toml"
+    bad.write_text("colour = 'red'\n")
+    with pytest.raises(UserError, match="unknown setting 'colour'"):
+        load_config({}, bad, {})
+
+
+def test_default_config_file_lives_in_the_user_config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / "vftui").mkdir()
+    (tmp_path / "vftui" / "config.toml").write_text("[run]\nsteps = 11\n")
+    assert load_config({}, None, {}).steps == 11
+
+
+TOKENIZER = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+CHAT = [
+    {"role": "system", "content": "Sort."},
+    {"role": "user", "content": "Sort these names alphabetically: Zoe, Ada"},
+    {"role": "assistant", "content": "<alphabetical_sorted>\nAda\nZoe\n</alphabetical_sorted>"},
+]
+
+
+def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
+    broken = tokenize_for_trainer(TOKENIZER, CHAT, train_on_all_assistant_turns=True)
+    assert len(broken["tokens"]) != len(broken["masks"]) or len(broken["tokens"]) < 5
+    fixed = tokenize_for_trainer(ChatTemplateTokenizer(TOKENIZER), CHAT, train_on_all_assistant_turns=True)
+    assert len(fixed["tokens"]) == len(fixed["masks"]) > 20
+    trained = [t for t, m in zip(fixed["tokens"], fixed["masks"], strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == CHAT[2]["content"] + "<|im_end|>\n"
+
+
+def test_truncated_rollouts_drop_the_end_of_turn_tokens():
+    tok = ChatTemplateTokenizer(TOKENIZER)
+    cut = [*CHAT[:2], {"role": "assistant", "content": "<alphabetical_sorted>\nAda"}]
+    whole = sft_tokens(tok, cut, "stop")
+    truncated = sft_tokens(tok, cut, "length")
+    assert not whole.stripped_end_of_turn and truncated.stripped_end_of_turn
+    assert whole.tokens[: len(truncated.tokens)] == truncated.tokens
+    assert TOKENIZER.decode(whole.tokens[len(truncated.tokens) :]) == "<|im_end|>\n"
+    trained = [t for t, m in zip(truncated.tokens, truncated.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == "<alphabetical_sorted>\nAda"
+
+
+def test_simulated_policy_spread_grows_with_temperature():
+    rows = task.make_examples(60, 3, 6, 1, 0)
+
+    def spread(temperature: float) -> tuple[float, int]:
+        stds, identical = [], 0
+        for row in rows:
+            messages = [{"role": "system", "content": task.SYSTEM_PROMPT}, {"role": "user", "content": row["question"]}]
+            rng = random.Random(1)
+            scores = []
+            for _ in range(8):
+                answer = policy.answer(messages, temperature, rng)
+                completion = [{"role": "assistant", "content": answer}]
+                scores.append(task.sorted_correctly_score(completion, row["info"]["batches"]))
+            stds.append(stats.population_std(scores))
+            identical += stats.is_identical(scores)
+        return stats.mean(stds), identical
+
+    cold, warm, hot = spread(0.0), spread(1.0), spread(2.0)
+    assert cold == (0.0, 60)
+    assert 0 < warm[0] < hot[0]
+    assert 0 < warm[1] < 60, "some groups come out identical at the default temperature, not all"
+
+
+def test_unknown_prompts_get_a_labelled_reply():
+    text = policy.answer([{"role": "user", "content": "What is 2+2?"}], 1.0, random.Random(0))
+    assert "simulated" in text
+
+
+def test_loopback_detection_and_error_lines():
+    assert is_loopback("http://127.0.0.1:8000/v1") and is_loopback("http://localhost/v1")
+    assert is_loopback("http://[::1]:9/v1") and not is_loopback("https://api.example.com/v1")
+    assert rollout_error({"error": {"error_chain_repr": "ModelError() -> APIConnectionError('x')"}}) == (
+        "APIConnectionError('x')"
+    )
+    assert rollout_error({"error": None}) is None
+
+
+def test_shipped_tokenizer_is_small_and_loads_anywhere():
+    size = sum(p.stat().st_size for p in Path(TOKENIZER_DIR).iterdir())
+    assert size < 100_000
+    assert TOKENIZER.eos_token == "<|im_end|>"
+    text = "Ünïcode 漢字 and emoji 🙂 still round-trip"
+    assert TOKENIZER.decode(TOKENIZER.encode(text, add_special_tokens=False)) == text
