@@ -116,3 +116,20 @@ async def test_second_stop_cancels_the_group_in_flight(tmp_path):
         run.close()
     finally:
         server.stop()
+
+
+def test_concurrency_caps_requests_in_flight(tmp_path):
+    from tests.conftest import run_cli
+
+    def max_in_flight(*extra: str) -> int:
+        server = BackgroundSimServer(seed=0, latency_s=0.1).start()
+        try:
+            out = tmp_path / f"g{len(extra)}.jsonl"
+            args = ["run", "--no-ui", "--steps", "2", "--group-size", "6", "--base-url", server.base_url, "--out", str(out)]
+            assert run_cli([*args, *extra], tmp_path).returncode == 0
+            return sim_admin(server, "/sim/requests")["max_in_flight"]
+        finally:
+            server.stop()
+
+    assert max_in_flight("--concurrency", "2") == 2
+    assert max_in_flight() == 6, "default: the whole group at once"

@@ -55,6 +55,8 @@ class SimState:
         self.faults = Faults()
         self.requests: collections.deque[dict[str, Any]] = collections.deque(maxlen=2000)
         self.requests_total = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._seen: collections.Counter[str] = collections.Counter()
 
     def rng_for(self, messages: list[dict[str, Any]]) -> random.Random:
@@ -89,6 +91,15 @@ def _bad_request(message: str) -> web.Response:
 
 async def chat_completions(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
+    state.in_flight += 1
+    state.max_in_flight = max(state.max_in_flight, state.in_flight)
+    try:
+        return await _chat_completion(request, state)
+    finally:
+        state.in_flight -= 1
+
+
+async def _chat_completion(request: web.Request, state: SimState) -> web.Response:
     try:
         body = await request.json()
     except json.JSONDecodeError:
@@ -155,7 +166,9 @@ async def set_faults(request: web.Request) -> web.Response:
 
 async def recent_requests(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
-    return web.json_response({"total": state.requests_total, "requests": list(state.requests)})
+    return web.json_response(
+        {"total": state.requests_total, "max_in_flight": state.max_in_flight, "requests": list(state.requests)}
+    )
 
 
 async def info(request: web.Request) -> web.Response:
