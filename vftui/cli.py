@@ -67,6 +67,10 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=int, help="seconds before one request is abandoned and retried (default 300)")
     p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5)")
     p.add_argument("--window", type=int, help="recent groups kept in memory for views and dumps (default 256)")
+    p.add_argument("--theme", help="dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a Textual "
+                   "theme, or one of yours in the user themes folder")
+    p.add_argument("--identical-alert", type=float, metavar="RATE", help="highlight the identical-score rate above "
+                   "this fraction of groups (default 0.5)")
     p.add_argument("--no-ui", action="store_true", default=None, help="no dashboard: progress on stderr (CI)")
     p.add_argument("--json", dest="json_events", action="store_true", default=None,
                    help="with --no-ui, print every event as one JSON object per line on stdout")
@@ -101,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 RUN_FIELDS = (
     "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
-    "concurrency seed out resume wandb wandb_project wandb_name timeout retries window no_ui json_events"
+    "concurrency seed out resume wandb wandb_project wandb_name timeout retries window theme identical_alert "
+    "no_ui json_events"
 ).split()
 
 
@@ -121,7 +126,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         config = load_config(flags, args.config)
     if not config.no_ui:
-        reason = "stdout is not a terminal" if not sys.stdout.isatty() else "this build has no dashboard yet"
+        if sys.stdout.isatty() and sys.stdin.isatty() and not config.json_events:
+            from vftui.dashboard import run_dashboard
+
+            return run_dashboard(config)
+        reason = "--json was given" if config.json_events and sys.stdout.isatty() else "stdout is not a terminal"
         print(f"vftui: {reason}; running headless (--no-ui)", file=sys.stderr)
     from vftui.headless import run_headless
 

@@ -50,6 +50,8 @@ class RunConfig(BaseModel):
     timeout: int = Field(default=300, ge=1)
     retries: int = Field(default=5, ge=0)
     window: int = Field(default=256, ge=1)
+    theme: str | None = None
+    identical_alert: float = Field(default=0.5, ge=0.0, le=1.0)
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -79,7 +81,7 @@ class RunConfig(BaseModel):
     def public_dict(self) -> dict[str, Any]:
         """The settings as saved beside a run and sent to wandb (no secrets exist here)."""
         data = self.model_dump(mode="json")
-        for key in ("resume", "no_ui", "json_events"):
+        for key in ("resume", "no_ui", "json_events", "theme"):
             data.pop(key)
         return data
 

@@ -10,7 +10,8 @@ import dataclasses
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 
 class RunState(str, enum.Enum):
@@ -38,6 +39,7 @@ class RunStarted:
     group_size: int
     temperature: float
     reward_functions: list[str]
+    tokenizer: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,26 @@ Event = (
     | LogRecord
     | RunSummary
 )
+
+
+class RunControls(Protocol):
+    """What a view may do to a running collector (``vftui.collector.controls.Controls``)."""
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def paused(self) -> bool: ...
+
+    def toggle_pause(self) -> None: ...
+
+    def set_temperature(self, value: float) -> float: ...
+
+    def nudge_temperature(self, delta: float) -> float: ...
+
+    def dump(self, path: Path | None = None) -> Path: ...
+
+    def stop(self) -> None: ...
 
 
 def to_json_dict(event: Event) -> dict[str, Any]:

@@ -36,7 +36,14 @@ SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model
 class HeadlessView:
     """Turns events into lines a person (stderr) or a program (stdout, --json) reads."""
 
-    def __init__(self, json_events: bool, verbose: bool = False, err: TextIO | None = None, out: TextIO | None = None):
+    def __init__(
+        self,
+        json_events: bool,
+        verbose: bool = False,
+        err: TextIO | None = None,
+        out: TextIO | None = None,
+        simulated: bool = False,
+    ):
         self.json_events = json_events
         self.verbose = verbose
         self.err = err or sys.stderr
@@ -44,7 +51,7 @@ class HeadlessView:
         self._total = 0
         self._first_done = 0
         self._clock_start: float | None = None
-        self._simulated = False
+        self._simulated = simulated
 
     def __call__(self, event: Event) -> None:
         if self.json_events:
@@ -84,7 +91,7 @@ class HeadlessView:
                 return None
             return f"[{event.level.lower()}] {event.logger}: {event.message}"
         if isinstance(event, RunSummary):
-            return self._summary(event)
+            return self.summary_text(event)
         return None
 
     def _group_line(self, g: GroupCollected) -> str:
@@ -100,7 +107,7 @@ class HeadlessView:
             f"t={g.temperature:g}  {rate:.2f} groups/s"
         )
 
-    def _summary(self, s: RunSummary) -> str:
+    def summary_text(self, s: RunSummary) -> str:
         m = s.metrics
         head = {
             RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped",

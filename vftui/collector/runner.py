@@ -84,7 +84,7 @@ class EventLogHandler(logging.Handler):
         self._secret = secret
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno < logging.WARNING and not record.name.startswith(("vftui", "atroposlib")):
+        if record.levelno < logging.WARNING and not record.name.startswith("vftui"):
             return
         try:
             message = record.getMessage()
@@ -264,8 +264,12 @@ class Run:
 
     # -- the run itself ---------------------------------------------------------------
 
-    async def execute(self) -> RunSummary:
-        """Collect until done, stopped or failed; always flushes and checkpoints."""
+    async def execute(self, redirect_prints: bool = True) -> RunSummary:
+        """Collect until done, stopped or failed; always flushes and checkpoints.
+
+        Library ``print``s (atroposlib's HTML step) go to stderr so stdout can carry JSON
+        events; a Textual view, which captures prints itself, passes ``False``.
+        """
         plan, env, controls = self.plan, self._env, self.controls
         assert plan is not None and env is not None and controls is not None, "call prepare() first"
         started = time.time()
@@ -288,6 +292,7 @@ class Run:
                 group_size=self.config.group_size,
                 temperature=controls.temperature,
                 reward_functions=env.reward_func_names,
+                tokenizer=plan.tokenizer,
             )
         )
         state, error = RunState.FINISHED, ""
@@ -295,7 +300,8 @@ class Run:
         try:
             if env.n_groups_to_process > 0:
                 self.emit(RunStatus(RunState.RUNNING, controls.groups_done, plan.groups_total))
-                with contextlib.redirect_stdout(sys.stderr):
+                prints = contextlib.redirect_stdout(sys.stderr) if redirect_prints else contextlib.nullcontext()
+                with prints:
                     self._task = asyncio.ensure_future(env.process_manager())
                     await self._task
         except asyncio.CancelledError:

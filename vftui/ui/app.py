@@ -1,0 +1,242 @@
+"""The live dashboard: a Textual app that runs the collector as a background worker.
+
+The collector (built on the main thread before the app starts) runs in a thread worker
+with its own asyncio loop and puts events on a queue. A timer drains the queue at a fixed
+rate, folds the batch into the ``DashboardModel`` and hands the model down to the
+widgets, so a fast collector costs one repaint per tick, never a backlog. Every key is a
+method call on the run's controls.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer
+
+from vftui.events import Event, GroupCollected, RunControls, RunState, RunSummary
+from vftui.ui.decode import TokenDecoder
+from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.confirm_screen import ConfirmScreen
+from vftui.ui.widgets.help_screen import HelpScreen
+from vftui.ui.widgets.identical import IdenticalPanel
+from vftui.ui.widgets.log_panel import LogPanel
+from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
+from vftui.ui.widgets.rewards import RewardsPanel, RewardsTable
+from vftui.ui.widgets.status_bar import StatusBar
+from vftui.ui.widgets.temperature_screen import TemperatureScreen
+from vftui.ui.widgets.token_preview import TokenPreview
+from vftui.ui.widgets.turns import TurnsPanel
+
+TICK_S = 0.1
+MAX_EVENTS_PER_TICK = 20_000
+SMALL_WIDTH, SMALL_HEIGHT = 70, 20
+
+
+class VftuiApp(App[RunSummary | None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "vftui"
+    BINDINGS = [
+        Binding("space,p", "toggle_pause", "pause"),
+        Binding("plus,equals_sign", "temperature(0.1)", "T+"),
+        Binding("minus,underscore", "temperature(-0.1)", "T-"),
+        Binding("t", "type_temperature", "set T"),
+        Binding("d", "dump", "dump"),
+        Binding("j", "cursor(1)", "next group", show=False),
+        Binding("k", "cursor(-1)", "previous group", show=False),
+        Binding("enter", "next_rollout", "rollout"),
+        Binding("i", "toggle_ids", "token ids", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q,ctrl+c", "quit_run", "quit", priority=True),
+    ]
+    HELP = [
+        ("space / p", "pause or resume (pausing… until the group in flight finishes)"),
+        ("+ / -", "sampling temperature ±0.1 for the next groups (0–2)"),
+        ("t", "type an exact temperature"),
+        ("d", "dump the groups in memory to a new jsonl"),
+        ("j k ↑ ↓", "move through groups"),
+        ("enter", "next rollout of the selected group"),
+        ("i", "show token ids in the preview"),
+        ("tab / shift+tab", "move between panels"),
+        ("ctrl+p", "command palette (themes too)"),
+        ("q / ctrl+c", "quit (asks first while running; stops gracefully)"),
+    ]
+
+    def __init__(
+        self,
+        inbox: queue.SimpleQueue,
+        controls: RunControls | None = None,
+        execute: Callable[[], RunSummary] | None = None,
+        *,
+        window: int = 256,
+        identical_alert: float = 0.5,
+        theme_name: str = "vftui-dark",
+        extra_themes: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.inbox = inbox
+        self.controls = controls
+        self._execute = execute
+        self.model = DashboardModel(window=window, identical_alert=identical_alert)
+        self.decoder = TokenDecoder()
+        self.rollout = 0
+        self.show_ids = False
+        self.result: RunSummary | None = None
+        self._quitting = False
+        self._shown_version = -1
+        for theme in (extra_themes or {}).values():
+            self.register_theme(theme)
+        self.theme = theme_name
+
+    # -- layout -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield RewardsPanel(id="rewards")
+                yield TokenPreview(id="tokens")
+            with Vertical(id="right"):
+                yield RewardFunctionsPanel(id="functions")
+                yield TurnsPanel(id="turns")
+                yield IdenticalPanel(id="identical")
+                yield LogPanel(id="log", wrap=True, markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        titles = {"rewards": "rewards", "tokens": "tokens", "functions": "reward functions", "turns": "turns",
+                  "identical": "identical scores", "log": "log"}
+        for widget_id, title in titles.items():
+            self.query_one(f"#{widget_id}").border_title = title
+        self.set_interval(TICK_S, self.tick)
+        if self._execute is not None:
+            self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
+        self.query_one(RewardsTable).focus()
+        self.tick()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT, "-small")
+
+    # -- attributes down ----------------------------------------------------------------
+
+    def tick(self) -> None:
+        batch: list[Event] = []
+        while len(batch) < MAX_EVENTS_PER_TICK:
+            try:
+                batch.append(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        started_before = self.model.started
+        self.model.apply(batch)
+        if self.model.started is not started_before and self.model.started is not None:
+            self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
+        self.query_one(StatusBar).show(self.model)
+        if self.model.version != self._shown_version:
+            self._shown_version = self.model.version
+            for panel in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel, LogPanel):
+                self.query_one(panel).show(self.model)
+            self.refresh_preview()
+
+    def _load_decoder(self) -> None:
+        self.decoder = TokenDecoder.load(self.model.started.tokenizer)
+        self.call_from_thread(self.refresh_preview)
+
+    def selected_group(self) -> GroupCollected | None:
+        table = self.query_one(RewardsTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return next((g for g in reversed(self.model.groups) if str(g.index) == key), None)
+
+    def refresh_preview(self) -> None:
+        self.query_one(TokenPreview).refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.rollout = 0
+        self.refresh_preview()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_next_rollout()
+
+    # -- keys: each one a call on the controls ----------------------------------------------
+
+    def _live(self) -> bool:
+        if self.controls is None:
+            self.notify("not a live run", severity="warning")
+            return False
+        return True
+
+    def action_toggle_pause(self) -> None:
+        if self._live():
+            self.controls.toggle_pause()
+
+    def action_temperature(self, delta: float) -> None:
+        if self._live():
+            self.model.temperature = self.controls.nudge_temperature(delta)
+            self.query_one(StatusBar).show(self.model)
+
+    def action_type_temperature(self) -> None:
+        if not self._live():
+            return
+
+        def apply(value: float | None) -> None:
+            if value is not None:
+                self.model.temperature = self.controls.set_temperature(value)
+                self.query_one(StatusBar).show(self.model)
+
+        self.push_screen(TemperatureScreen(self.controls.temperature), apply)
+
+    def action_dump(self) -> None:
+        if self._live():
+            path: Path = self.controls.dump()
+            self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one(RewardsTable)
+        table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
+
+    def action_next_rollout(self) -> None:
+        self.rollout += 1
+        self.refresh_preview()
+
+    def action_toggle_ids(self) -> None:
+        self.show_ids = not self.show_ids
+        self.refresh_preview()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.HELP))
+
+    def action_quit_run(self) -> None:
+        if self._quitting and self.controls is not None:
+            self.controls.stop()  # a second quit cancels the group in flight
+            return
+        if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
+            self.exit(self.result)
+            return
+
+        def answer(yes: bool) -> None:
+            if yes:
+                self._quitting = True
+                self.controls.stop()
+                self.notify("stopping: finishing the group in flight (q again cancels it)")
+
+        self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?"), answer)
+
+    def on_worker_state_changed(self, event) -> None:
+        worker = event.worker
+        if worker.name != "collector" or not worker.is_finished:
+            return
+        if worker.error is not None:
+            self.model.state = RunState.FAILED
+            self.model.detail = f"collector crashed: {worker.error}"
+            self.notify(self.model.detail, severity="error", timeout=30)
+        else:
+            self.result = worker.result
+        self.tick()
+        if self._quitting:
+            self.exit(self.result)

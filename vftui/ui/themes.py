@@ -1,0 +1,64 @@
+"""Themes as data files: the shipped ``themes/`` folder, then the user's themes folder."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+from textual.theme import Theme
+
+from vftui import paths
+from vftui.errors import UserError
+
+COLOUR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
+               "success", "warning", "error", "boost")
+DEFAULT_THEME = "vftui-dark"
+
+
+def shipped_dirs() -> list[Path]:
+    """The repository's ``themes/`` (editable installs) or the wheel's data copy."""
+    candidates = [Path(__file__).resolve().parents[2] / "themes", Path(sys.prefix) / "share" / "vftui" / "themes"]
+    return [d for d in candidates if d.is_dir()]
+
+
+def load_theme(path: Path) -> Theme:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UserError(f"theme file {path} does not parse: {e}") from e
+    unknown = set(data) - {"name", "dark", *COLOUR_KEYS}
+    if unknown or "primary" not in data:
+        problem = f"unknown keys {sorted(unknown)}" if unknown else "no 'primary' colour"
+        raise UserError(f"theme file {path} is malformed: {problem}")
+    theme = Theme(
+        name=str(data.get("name", path.stem)),
+        dark=bool(data.get("dark", True)),
+        **{key: str(data[key]) for key in COLOUR_KEYS if key in data},
+    )
+    try:
+        theme.to_color_system()
+    except Exception as e:  # a colour Textual cannot parse
+        raise UserError(f"theme file {path} is malformed: {e}") from e
+    return theme
+
+
+def available_themes() -> dict[str, Theme]:
+    """Shipped themes, then user themes (which win on a name clash)."""
+    themes: dict[str, Theme] = {}
+    for folder in [*shipped_dirs(), paths.user_themes_dir()]:
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.toml")):
+                theme = load_theme(path)
+                themes[theme.name] = theme
+    return themes
+
+
+def resolve(name: str | None, builtin: set[str]) -> str:
+    """Check a --theme name against ours and Textual's own; return the name to use."""
+    name = name or DEFAULT_THEME
+    ours = available_themes()
+    if name not in ours and name not in builtin:
+        choices = ", ".join(sorted(set(ours) | builtin))
+        raise UserError(f"unknown theme '{name}'; available: {choices}")
+    return name

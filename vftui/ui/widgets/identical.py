@@ -1,0 +1,29 @@
+"""How often a whole group scores the same: no learning signal for GRPO-style trainers."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from vftui.ui.model import DashboardModel
+
+
+class IdenticalPanel(Vertical):
+    def compose(self):
+        yield Static(id="identical-text")
+        yield Sparkline([], id="identical-sparkline")
+
+    def show(self, model: DashboardModel) -> None:
+        window, run = model.identical_rates()
+        alert = window > model.identical_alert
+        self.set_class(alert, "-alert")
+        text = Text()
+        text.append(f"window {window:.0%}", style="bold red" if alert else "bold")
+        text.append(f"  run {run:.0%}")
+        if alert:
+            text.append(f"  > {model.identical_alert:.0%}", style="red")
+        self.query_one("#identical-text", Static).update(text)
+        history = list(model.identical_history)
+        smoothed = [sum(history[max(0, i - 9) : i + 1]) / len(history[max(0, i - 9) : i + 1]) for i in range(len(history))]
+        self.query_one(Sparkline).data = smoothed

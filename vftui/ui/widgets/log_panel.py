@@ -1,0 +1,25 @@
+"""The collector's log records and status changes, newest at the bottom."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widgets import RichLog
+
+from vftui.ui.model import DashboardModel
+
+LEVEL_STYLE = {"ERROR": "bold red", "CRITICAL": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
+
+
+class LogPanel(RichLog):
+    """Writes only the records added since the last ``show`` (the model counts them)."""
+
+    shown = 0
+
+    def show(self, model: DashboardModel) -> None:
+        fresh = min(model.logs_total - self.shown, len(model.logs))
+        for record in list(model.logs)[len(model.logs) - fresh :] if fresh > 0 else []:
+            stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+            self.write(Text(f"{stamp} ", style="dim").append(record.message, style=LEVEL_STYLE.get(record.level, "")))
+        self.shown = model.logs_total

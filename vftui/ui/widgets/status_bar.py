@@ -1,0 +1,61 @@
+"""The header: what runs where, its state, progress and speed, on two lines."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from vftui.events import RunState
+from vftui.ui.model import DashboardModel
+
+STATE_STYLE = {
+    RunState.STARTING: "bold",
+    RunState.RUNNING: "bold green",
+    RunState.PAUSING: "bold yellow",
+    RunState.PAUSED: "bold yellow",
+    RunState.STOPPING: "bold magenta",
+    RunState.FINISHED: "bold cyan",
+    RunState.FAILED: "bold red",
+}
+STATE_LABEL = {RunState.PAUSING: "pausing…", RunState.STOPPING: "stopping…"}
+
+
+def clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+class StatusBar(Static):
+    """Attributes down: the app calls ``show`` with the model after each batch."""
+
+    def show(self, model: DashboardModel) -> None:
+        self.update(render_status(model))
+
+
+def render_status(model: DashboardModel) -> Text:
+    s = model.started
+    line1 = Text()
+    if s is None:
+        line1.append("vftui ", style="bold").append("starting…")
+    else:
+        line1.append(f"{s.mode} ", style="bold").append(f"{s.env}  ").append(f"{s.model}  ", style="italic")
+        line1.append(s.endpoint)
+        if s.simulated:
+            line1.append("  SIMULATED", style="bold reverse yellow")
+    line1.append("  T=")
+    line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
+    line2 = Text()
+    label = STATE_LABEL.get(model.state, model.state.value)
+    if model.trouble is not None and model.state in (RunState.RUNNING, RunState.PAUSING):
+        line2.append("endpoint errors (retrying)", style="bold red")
+    else:
+        line2.append(label, style=STATE_STYLE[model.state])
+    groups_s, tokens_s = model.rates()
+    line2.append(f"  {model.groups_done}/{model.groups_total} groups")
+    line2.append(f"  {groups_s:.2f} g/s  {tokens_s:,.0f} tok/s  {clock(model.elapsed_s)}")
+    if s is not None:
+        line2.append(f"  → {s.out_path}", style="dim")
+    if model.detail and model.state in (RunState.FAILED, RunState.FINISHED):
+        line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
+    return Text("\n").join([line1, line2])
