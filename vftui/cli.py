@@ -92,6 +92,20 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--latency-ms", type=float, default=0.0, help="added delay per request (default 0)")
 
 
+def _view_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "view",
+        help="open a saved groups file (a run, a dump, Atropos process output) in the dashboard",
+        description="Browse a groups jsonl in the dashboard's panels; press / to filter groups. "
+        "Malformed lines are reported with their line numbers and skipped.",
+    )
+    p.add_argument("file", type=Path, help="the .jsonl file")
+    p.add_argument("--tokenizer", help="tokenizer to decode the token preview (default: the run's, if recorded)")
+    p.add_argument("--theme", help="dashboard theme (default vftui-dark)")
+    p.add_argument("--identical-alert", type=float, default=0.5, metavar="RATE",
+                   help="highlight the identical-score rate above this fraction (default 0.5)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vftui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -99,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vftui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _run_parser(sub)
+    _view_parser(sub)
     _sim_parser(sub)
     return parser
 
@@ -137,6 +152,17 @@ def _run(args: argparse.Namespace) -> int:
     return run_headless(config, verbose=args.verbose)
 
 
+def _view(args: argparse.Namespace) -> int:
+    from vftui.collector import compat
+
+    compat.quiet_libraries()
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UserError("vftui view needs a terminal")
+    from vftui.viewer import run_viewer
+
+    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert)
+
+
 def _sim_server(args: argparse.Namespace) -> int:
     from vftui.collector import compat
 
@@ -154,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"run": _run, "sim-server": _sim_server}[args.command](args)
+        return {"run": _run, "view": _view, "sim-server": _sim_server}[args.command](args)
     except UserError as e:
         print(f"vftui: error: {e}", file=sys.stderr)
         return e.exit_code

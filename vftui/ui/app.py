@@ -20,9 +20,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer
 
 from vftui.events import Event, GroupCollected, RunControls, RunState, RunSummary
+from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
-from vftui.ui.model import DashboardModel
+from vftui.ui.model import DashboardModel, parse_filter
 from vftui.ui.widgets.confirm_screen import ConfirmScreen
+from vftui.ui.widgets.filter_screen import FilterScreen
 from vftui.ui.widgets.help_screen import HelpScreen
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
@@ -51,6 +53,7 @@ class VftuiApp(App[RunSummary | None]):
         Binding("k", "cursor(-1)", "previous group", show=False),
         Binding("enter", "next_rollout", "rollout"),
         Binding("i", "toggle_ids", "token ids", show=False),
+        Binding("slash", "filter", "filter"),
         Binding("question_mark", "help", "help"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True),
     ]
@@ -62,6 +65,7 @@ class VftuiApp(App[RunSummary | None]):
         ("j k ↑ ↓", "move through groups"),
         ("enter", "next rollout of the selected group"),
         ("i", "show token ids in the preview"),
+        ("/", "filter groups: identical, varied, reward>0.5, std<0.1, item=3, turns>=2"),
         ("tab / shift+tab", "move between panels"),
         ("ctrl+p", "command palette (themes too)"),
         ("q / ctrl+c", "quit (asks first while running; stops gracefully)"),
@@ -77,19 +81,22 @@ class VftuiApp(App[RunSummary | None]):
         identical_alert: float = 0.5,
         theme_name: str = "vftui-dark",
         extra_themes: dict[str, Any] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
         self.inbox = inbox
         self.controls = controls
         self._execute = execute
         self.model = DashboardModel(window=window, identical_alert=identical_alert)
+        if clock is not None:
+            self.model.clock = clock
         self.decoder = TokenDecoder()
         self.rollout = 0
         self.show_ids = False
         self.result: RunSummary | None = None
         self._quitting = False
         self._shown_version = -1
-        for theme in (extra_themes or {}).values():
+        for theme in (themes.available_themes() if extra_themes is None else extra_themes).values():
             self.register_theme(theme)
         self.theme = theme_name
 
@@ -165,11 +172,14 @@ class VftuiApp(App[RunSummary | None]):
 
     # -- keys: each one a call on the controls ----------------------------------------------
 
+    LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "dump"})
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """Keys that steer a run are hidden when viewing a file."""
+        return not (action in self.LIVE_ONLY and self.controls is None)
+
     def _live(self) -> bool:
-        if self.controls is None:
-            self.notify("not a live run", severity="warning")
-            return False
-        return True
+        return self.controls is not None
 
     def action_toggle_pause(self) -> None:
         if self._live():
@@ -204,6 +214,16 @@ class VftuiApp(App[RunSummary | None]):
         self.rollout += 1
         self.refresh_preview()
 
+    def action_filter(self) -> None:
+        def apply(text: str | None) -> None:
+            if text is not None:
+                self.model.set_filter(text)
+                self.tick()
+                shown = len(self.model.visible_groups())
+                self.notify(f"{shown} of {len(self.model.groups)} groups match" if text.strip() else "filter cleared")
+
+        self.push_screen(FilterScreen(self.model.filter_text, parse_filter), apply)
+
     def action_toggle_ids(self) -> None:
         self.show_ids = not self.show_ids
         self.refresh_preview()
@@ -226,6 +246,11 @@ class VftuiApp(App[RunSummary | None]):
                 self.notify("stopping: finishing the group in flight (q again cancels it)")
 
         self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?"), answer)
+
+    def on_unmount(self) -> None:
+        """However the app ends, a collector still running is told to stop (and flush)."""
+        if self.controls is not None and self.result is None:
+            self.controls.stop()
 
     def on_worker_state_changed(self, event) -> None:
         worker = event.worker

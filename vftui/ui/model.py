@@ -8,6 +8,8 @@ up. Memory is bounded by the window of recent groups; totals cover the whole run
 from __future__ import annotations
 
 import collections
+import operator
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,13 +30,37 @@ from vftui.events import (
 
 HISTORY = 240
 LOG_LINES = 500
+FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$")
+FILTER_HELP = "terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7 (all must hold)"
+
+
+def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
+    """A predicate from a filter like ``varied reward<0.8``; bad syntax is a ValueError."""
+    checks: list[Callable[[GroupCollected], bool]] = []
+    for term in text.split():
+        if term == "identical":
+            checks.append(lambda g: g.identical)
+        elif term in ("varied", "!identical"):
+            checks.append(lambda g: not g.identical)
+        elif match := FILTER_TERM.match(term):
+            field_name, op, number = match.group(1), match.group(2), float(match.group(3))
+            value = {
+                "reward": lambda g: stats.mean(g.scores), "mean": lambda g: stats.mean(g.scores),
+                "std": lambda g: stats.population_std(g.scores), "item": lambda g: g.item,
+                "turns": lambda g: stats.mean([float(t) for t in g.turns]), "t": lambda g: g.temperature,
+            }[field_name]
+            compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}[op]
+            checks.append(lambda g, v=value, c=compare, n=number: c(v(g), n))
+        else:
+            raise ValueError(f"cannot read '{term}'; {FILTER_HELP}")
+    return lambda g: all(check(g) for check in checks)
 
 
 @dataclass
 class DashboardModel:
     window: int = 256
     identical_alert: float = 0.5
-    clock: Callable[[], float] = field(default=time.monotonic)
+    clock: Callable[[], float] = field(default=time.time)
     started: RunStarted | None = None
     state: RunState = RunState.STARTING
     detail: str = ""
@@ -52,6 +78,8 @@ class DashboardModel:
     tokens_total: int = 0
     logs_total: int = 0
     version: int = 0
+    filter_text: str = ""
+    _filter: Callable[[GroupCollected], bool] | None = None
     _t0: float | None = None
     _first_done: int = 0
     _rate_marks: collections.deque = field(init=False)
@@ -81,7 +109,7 @@ class DashboardModel:
             self.identical_history.append(1.0 if event.identical else 0.0)
             self.groups_done = max(self.groups_done, event.index)
             self.tokens_total += sum(len(t) for t in event.tokens)
-            self._rate_marks.append((self.clock(), event.index, self.tokens_total))
+            self._rate_marks.append((event.started_at + event.elapsed_s, event.index, self.tokens_total))
             self.trouble = None
         elif isinstance(event, RunStarted):
             self.started, self.temperature = event, event.temperature
@@ -89,23 +117,27 @@ class DashboardModel:
             self._t0, self._first_done = self.clock(), event.groups_done
         elif isinstance(event, RunStatus):
             if event.state is not self.state:
-                self.log(LogRecord("INFO", "run", f"run {event.state.value}" + (f": {event.detail}" if event.detail else "")))
+                self.note("INFO", f"run {event.state.value}" + (f": {event.detail}" if event.detail else ""))
             self.state, self.detail = event.state, event.detail
             self.groups_total = event.groups_total or self.groups_total
         elif isinstance(event, TemperatureChanged):
             self.temperature = event.temperature
         elif isinstance(event, EndpointTrouble):
             self.trouble = event
-            self.log(LogRecord("WARNING", "endpoint", f"endpoint error, attempt {event.attempt}/{event.max_attempts}: "
-                               f"{event.error}; retrying in {event.retry_in_s:.1f} s"))
+            self.note("WARNING", f"endpoint error, attempt {event.attempt}/{event.max_attempts}: "
+                      f"{event.error}; retrying in {event.retry_in_s:.1f} s")
         elif isinstance(event, GroupsDumped):
             self.last_dump = event
-            self.log(LogRecord("INFO", "run", f"dumped {event.groups} groups to {event.path}"))
+            self.note("INFO", f"dumped {event.groups} groups to {event.path}")
         elif isinstance(event, LogRecord):
             self.log(event)
         elif isinstance(event, RunSummary):
             self.summary, self.state, self.detail = event, event.state, event.error
             self.groups_done = event.groups_done
+
+    def note(self, level: str, message: str) -> None:
+        """A line of the model's own (status changes, dumps), stamped with its clock."""
+        self.log(LogRecord(level, "run", message, self.clock()))
 
     def log(self, record: LogRecord) -> None:
         self.logs.append(record)
@@ -122,7 +154,7 @@ class DashboardModel:
         return self.clock() - self._t0
 
     def rates(self) -> tuple[float, float]:
-        """(groups/s, tokens/s) over the last few dozen groups."""
+        """(groups/s, tokens/s) over the last few dozen groups, from their own timestamps."""
         if len(self._rate_marks) < 2:
             return 0.0, 0.0
         (t0, g0, k0), (t1, g1, k1) = self._rate_marks[0], self._rate_marks[-1]
@@ -132,6 +164,17 @@ class DashboardModel:
         if self.state is RunState.PAUSED or (idle and self.state not in (RunState.FINISHED, RunState.FAILED)):
             return 0.0, 0.0
         return ((g1 - g0) / span, (k1 - k0) / span) if span > 0 else (0.0, 0.0)
+
+    def set_filter(self, text: str) -> None:
+        """Show only matching groups (ValueError on bad syntax, keeping the old filter)."""
+        predicate = parse_filter(text) if text.strip() else None
+        self.filter_text, self._filter = text.strip(), predicate
+        self.version += 1
+
+    def visible_groups(self) -> list[GroupCollected]:
+        if self._filter is None:
+            return list(self.groups)
+        return [g for g in self.groups if self._filter(g)]
 
     def window_metrics(self) -> dict[str, float]:
         return stats.metrics_of(self.groups)

@@ -26,6 +26,8 @@ def reward_cells(scores: list[float], low: float, high: float) -> Text:
 class RewardsTable(DataTable):
     """Rows keyed by group index; new groups are appended, the oldest dropped."""
 
+    filter_text = ""
+
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.zebra_stripes = True
@@ -34,15 +36,20 @@ class RewardsTable(DataTable):
             self.add_column(label, key=key)
 
     def sync(self, model: DashboardModel) -> None:
-        groups = list(model.groups)
+        groups = model.visible_groups()
         if not groups:
+            self.clear()
+            self.filter_text = model.filter_text
             return
-        scores = [s for g in groups for s in g.scores]
+        scores = [s for g in model.groups for s in g.scores]
         low, high = min(scores), max(scores)
         keep = {str(g.index) for g in groups}
         for key in [k.value for k in self.rows if k.value not in keep]:
             self.remove_row(key)
         follow = self.row_count == 0 or self.cursor_row >= self.row_count - 1
+        if model.filter_text != self.filter_text:
+            self.filter_text = model.filter_text
+            self.clear()  # rebuild in order
         for g in groups:
             if str(g.index) not in self.rows:
                 self.add_row(*self.cells(g, low, high), key=str(g.index))

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from vftui.ui.model import DashboardModel
 
-BAR_WIDTH = 16
+BAR_WIDTH = 12
 
 
 class TurnsPanel(Static):

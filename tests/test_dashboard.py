@@ -1,0 +1,144 @@
+"""The real Textual app over a real run, driven by Pilot: keys must have effects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import re
+import time
+
+import pytest
+
+from tests.conftest import read_jsonl, sim_admin
+from vftui.collector.runner import Run
+from vftui.config import RunConfig
+from vftui.events import RunState
+from vftui.sim.server import BackgroundSimServer
+from vftui.ui.app import VftuiApp
+from vftui.ui.widgets.token_preview import TokenPreview
+
+
+@pytest.fixture
+def slow_sim():
+    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
+    yield server
+    server.stop()
+
+
+def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, Run]:
+    config = RunConfig(base_url=sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl", **overrides)
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    run = Run(config, inbox.put)
+    run.prepare()
+    app = VftuiApp(inbox, run.controls, execute=lambda: asyncio.run(run.execute(redirect_prints=False)),
+                   window=config.window)
+    return app, run
+
+
+async def until(pilot, predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await pilot.pause(0.05)
+
+
+async def quit_app(pilot, app) -> None:
+    await pilot.press("q")
+    await pilot.pause(0.2)
+    if app.is_running and app.screen.__class__.__name__ == "ConfirmScreen":
+        await pilot.press("y")
+    await until(pilot, lambda: app.result is not None, timeout=60)
+
+
+async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
+    app, run = make_app(slow_sim, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.groups_done >= 2)
+        await pilot.press("space")
+        await until(pilot, lambda: app.model.state is RunState.PAUSED)
+        assert "paused" in str(app.query_one("#status").render())
+        held = run.controls.groups_done
+        await pilot.pause(1.0)
+        assert run.controls.groups_done == held == len(read_jsonl(tmp_path / "groups.jsonl"))
+        await pilot.press("p")
+        await until(pilot, lambda: run.controls.groups_done >= held + 2)
+        await quit_app(pilot, app)
+    run.close()
+
+
+async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
+    app, run = make_app(slow_sim, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.groups_done >= 1)
+        await pilot.press("plus")
+        assert "T=1.10" in str(app.query_one("#status").render()), "shown at once"
+        changed_at = run.controls.groups_done
+        await until(pilot, lambda: run.controls.groups_done >= changed_at + 3)
+        await pilot.press("minus", "minus")
+        assert run.controls.temperature == pytest.approx(0.9)
+        await quit_app(pilot, app)
+    run.close()
+    requests = sim_admin(slow_sim, "/sim/requests")["requests"]
+    assert 1.1 in [r["temperature"] for r in requests]
+    temps = [g["generation_params"]["temperature"] for g in read_jsonl(tmp_path / "groups.jsonl")]
+    assert temps[0] == 1.0 and 1.1 in temps
+    first = temps.index(1.1)
+    assert set(temps[:first]) == {1.0} and temps[-1] == pytest.approx(0.9), temps
+
+
+async def test_dump_key_writes_exactly_the_window(slow_sim, tmp_path):
+    app, run = make_app(slow_sim, tmp_path, window=4)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.groups_done >= 6)
+        await pilot.press("space")
+        await until(pilot, lambda: app.model.state is RunState.PAUSED)
+        await pilot.press("d")
+        await until(pilot, lambda: app.model.last_dump is not None)
+        dump = app.model.last_dump
+        await quit_app(pilot, app)
+    run.close()
+    assert dump.groups == 4
+    assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == [json.loads(x) for x in open(dump.path)]
+
+
+async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path):
+    app, run = make_app(slow_sim, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.groups_done >= 3)
+        await pilot.press("q")
+        await pilot.pause(0.2)
+        assert app.screen.__class__.__name__ == "ConfirmScreen", "asks first while running"
+        await pilot.press("y")
+        await until(pilot, lambda: app.result is not None)
+    run.close()
+    summary = app.return_value
+    assert summary is not None and summary.state is RunState.FINISHED
+    data = (tmp_path / "groups.jsonl").read_bytes()
+    assert data.endswith(b"\n")
+    lines = read_jsonl(tmp_path / "groups.jsonl")
+    checkpoint = json.loads((tmp_path / "groups.checkpoint.json").read_text())
+    assert checkpoint["groups"] == len(lines) == summary.groups_done
+    assert checkpoint["iter"] == lines[-1]["vftui"]["item"] + 1
+
+
+async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
+    app, run = make_app(slow_sim, tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: app.model.groups_done >= 2)
+        await pilot.press("space")
+        await until(pilot, lambda: app.model.state is RunState.PAUSED)
+        await until(pilot, lambda: app.decoder.available)
+        await pilot.press("k", "enter")
+        await pilot.pause(0.2)
+        group = app.selected_group()
+        header = str(app.query_one(TokenPreview).query_one("#token-counts").render())
+        trained = int(re.search(r"trained (\d+)", header).group(1))
+        masked = int(re.search(r"masked (\d+)", header).group(1))
+        assert f"rollout 2/{len(group.tokens)}" in header
+        assert trained == sum(m != -100 for m in group.masks[1])
+        assert masked == sum(m == -100 for m in group.masks[1])
+        body = str(app.query_one(TokenPreview).query_one("#token-text").render())
+        assert "<|im_start|>assistant" in body, "decoded with the run's tokenizer"
+        await quit_app(pilot, app)
+    run.close()

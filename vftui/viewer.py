@@ -1,0 +1,38 @@
+"""``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels."""
+
+from __future__ import annotations
+
+import queue
+import sys
+from pathlib import Path
+
+from vftui.errors import UserError
+from vftui.groupfile import replay
+from vftui.sim.server import TOKENIZER_DIR
+from vftui.ui import themes
+from vftui.ui.app import VftuiApp
+
+
+def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float) -> int:
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    events, skipped = replay(path, tokenizer or "")
+    started = events[0]
+    if not started.tokenizer and started.simulated:
+        events[0] = type(started)(**{**started.__dict__, "tokenizer": str(TOKENIZER_DIR)})
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    for event in events:
+        inbox.put(event)
+    from textual.theme import BUILTIN_THEMES
+
+    app = VftuiApp(
+        inbox,
+        window=max(1, started.groups_total),
+        identical_alert=identical_alert,
+        theme_name=themes.resolve(theme, set(BUILTIN_THEMES)),
+        extra_themes=themes.available_themes(),
+    )
+    app.run()
+    if skipped:
+        print(f"vftui view: {skipped} malformed lines in {path} were skipped (see the log panel)", file=sys.stderr)
+    return 0
