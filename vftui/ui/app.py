@@ -120,10 +120,15 @@ class VftuiApp(App[RunSummary | None]):
                   "identical": "identical scores", "log": "log"}
         for widget_id, title in titles.items():
             self.query_one(f"#{widget_id}").border_title = title
+        self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
+                                                   LogPanel)]
+        self.status_bar = self.query_one(StatusBar)
+        self.table = self.query_one(RewardsTable)
+        self.preview = self.query_one(TokenPreview)
         self.set_interval(TICK_S, self.tick)
         if self._execute is not None:
             self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
-        self.query_one(RewardsTable).focus()
+        self.table.focus()
         self.tick()
 
     def on_resize(self) -> None:
@@ -142,11 +147,11 @@ class VftuiApp(App[RunSummary | None]):
         self.model.apply(batch)
         if self.model.started is not started_before and self.model.started is not None:
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
-        self.query_one(StatusBar).show(self.model)
+        self.status_bar.show(self.model)
         if self.model.version != self._shown_version:
             self._shown_version = self.model.version
-            for panel in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel, LogPanel):
-                self.query_one(panel).show(self.model)
+            for panel in self.panels:
+                panel.show(self.model)
             self.refresh_preview()
 
     def _load_decoder(self) -> None:
@@ -154,14 +159,14 @@ class VftuiApp(App[RunSummary | None]):
         self.call_from_thread(self.refresh_preview)
 
     def selected_group(self) -> GroupCollected | None:
-        table = self.query_one(RewardsTable)
+        table = self.table
         if table.row_count == 0:
             return None
         key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         return next((g for g in reversed(self.model.groups) if str(g.index) == key), None)
 
     def refresh_preview(self) -> None:
-        self.query_one(TokenPreview).refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
+        self.preview.refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.rollout = 0
@@ -188,7 +193,7 @@ class VftuiApp(App[RunSummary | None]):
     def action_temperature(self, delta: float) -> None:
         if self._live():
             self.model.temperature = self.controls.nudge_temperature(delta)
-            self.query_one(StatusBar).show(self.model)
+            self.status_bar.show(self.model)
 
     def action_type_temperature(self) -> None:
         if not self._live():
@@ -197,7 +202,7 @@ class VftuiApp(App[RunSummary | None]):
         def apply(value: float | None) -> None:
             if value is not None:
                 self.model.temperature = self.controls.set_temperature(value)
-                self.query_one(StatusBar).show(self.model)
+                self.status_bar.show(self.model)
 
         self.push_screen(TemperatureScreen(self.controls.temperature), apply)
 
@@ -207,7 +212,7 @@ class VftuiApp(App[RunSummary | None]):
             self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
 
     def action_cursor(self, step: int) -> None:
-        table = self.query_one(RewardsTable)
+        table = self.table
         table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
 
     def action_next_rollout(self) -> None:

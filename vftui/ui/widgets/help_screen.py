@@ -14,13 +14,13 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, bindings: list[tuple[str, str]]) -> None:
         super().__init__()
-        self._bindings = bindings
+        self._rows = bindings
 
     def compose(self):
         table = Table(box=None, show_header=False, padding=(0, 2))
         table.add_column(style="bold")
         table.add_column()
-        for keys, description in self._bindings:
+        for keys, description in self._rows:
             table.add_row(keys, description)
         with Vertical(id="help-box"):
             yield Static("[b]vftui keys[/b]  (esc closes)", id="help-title")

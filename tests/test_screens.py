@@ -1,0 +1,120 @@
+"""Screens that do not depend on a live run: snapshots, view mode, themes, small sizes."""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+
+import pytest
+
+from vftui.errors import UserError
+from vftui.groupfile import replay
+from vftui.sim.server import TOKENIZER_DIR
+from vftui.ui import themes
+from vftui.ui.app import VftuiApp
+
+FIXTURE = Path(__file__).parent / "data" / "groups.jsonl"
+FIXED_CLOCK = 1_796_000_000.0
+
+
+def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
+    events, _ = replay(path, str(TOKENIZER_DIR))
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    for event in events:
+        inbox.put(event)
+    return VftuiApp(inbox, window=max(1, events[0].groups_total), theme_name=theme, clock=lambda: FIXED_CLOCK)
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.3)
+    while not pilot.app.decoder.available:
+        await pilot.pause(0.05)
+    pilot.app.refresh_preview()
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)], ids=["100x30", "80x24"])
+def test_snapshot_main_screen(snap_compare, size):
+    assert snap_compare(viewer_app(), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)], ids=["100x30", "80x24"])
+def test_snapshot_help_screen(snap_compare, size):
+    async def open_help(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+
+    assert snap_compare(viewer_app(), terminal_size=size, run_before=open_help)
+
+
+def test_snapshot_view_filtered(snap_compare):
+    async def filtered(pilot):
+        await settle(pilot)
+        await pilot.press("slash", *"varied", "enter")
+        await pilot.pause(0.3)
+
+    assert snap_compare(viewer_app(), terminal_size=(100, 30), run_before=filtered)
+
+
+async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    lines = FIXTURE.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "{not json", lines[1], '{"scores": [1]}', *lines[2:]]) + "\n")
+    app = viewer_app(path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.3)
+        assert len(app.model.groups) == len(lines)
+        messages = [r.message for r in app.model.logs]
+        assert any("line 2 skipped: not JSON" in m for m in messages)
+        assert any("line 4 skipped" in m for m in messages)
+        await pilot.press("slash", *"identical", "enter")
+        await pilot.pause(0.3)
+        table = app.query_one("#rewards-table")
+        expected = [g for g in app.model.groups if g.identical]
+        assert table.row_count == len(expected)
+        await pilot.press("slash", "ctrl+a", "backspace", *"reward<", "enter")
+        await pilot.pause(0.2)
+        assert "cannot read" in str(app.screen.query_one("#filter-error").render()), "bad filter explained"
+        await pilot.press("escape")
+        await pilot.press("space")  # steering keys do nothing when viewing a file
+        assert app.model.state.value == "finished"
+
+
+@pytest.mark.parametrize("size", [(60, 16), (40, 12), (20, 8)])
+async def test_small_terminals_degrade_without_crashing(size):
+    app = viewer_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("j", "k", "enter", "question_mark", "escape", "tab")
+        await pilot.pause(0.1)
+        assert app.has_class("-small")
+        assert not app.query_one("#right").display
+
+
+def test_shipped_themes_load_and_bad_ones_are_explained(tmp_path, monkeypatch):
+    shipped = themes.available_themes()
+    assert {"vftui-dark", "vftui-light", "vftui-contrast"} <= set(shipped)
+    assert shipped["vftui-light"].dark is False
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    user_dir = tmp_path / "vftui" / "themes"
+    user_dir.mkdir(parents=True)
+    (user_dir / "mine.toml").write_text('name = "mine"\nprimary = "#ff8700"\n')
+    assert "mine" in themes.available_themes()
+    assert themes.resolve("mine", set()) == "mine"
+    with pytest.raises(UserError, match="unknown theme 'nope'; available: .*vftui-dark"):
+        themes.resolve("nope", set())
+    (user_dir / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
+    with pytest.raises(UserError, match="bad.toml is malformed"):
+        themes.available_themes()
+    (user_dir / "bad.toml").write_text('name = "bad"\nprimary = [\n')
+    with pytest.raises(UserError, match="bad.toml does not parse"):
+        themes.available_themes()
+
+
+async def test_every_shipped_theme_renders():
+    for name in ("vftui-dark", "vftui-light", "vftui-contrast"):
+        app = viewer_app(theme=name)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(0.2)
+            assert app.theme == name
