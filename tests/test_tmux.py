@@ -1,0 +1,67 @@
+"""End to end as a person sees it: the dashboard in a detached tmux session."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import cli_env, read_jsonl
+from vftui.sim.server import BackgroundSimServer
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def wait_for_screen(session: str, text: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if text in screen:
+            return screen
+        assert time.monotonic() < deadline, f"{text!r} never appeared; the screen was:\n{screen}"
+        time.sleep(0.2)
+
+
+def test_dashboard_pause_temperature_dump_quit(tmp_path):
+    sim = BackgroundSimServer(seed=0, latency_s=0.25).start()
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "groups.jsonl"
+    env = cli_env(tmp_path)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
+    command = (
+        f"cd {shlex.quote(str(tmp_path))} && env {exports} {shlex.quote(sys.executable)} -m vftui run --mode sft "
+        f"--steps 40 --group-size 4 --base-url {sim.base_url} --out {shlex.quote(str(out))}; "
+        "echo EXIT=$?; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    try:
+        screen = wait_for_screen(session, "running")
+        assert "SIMULATED" in screen and "rewards" in screen and "identical scores" in screen
+        wait_for_screen(session, "1.000  ")  # a group row with its mean reward
+        tmux("send-keys", "-t", session, "space")
+        screen = wait_for_screen(session, "paused")
+        tmux("send-keys", "-t", session, "+")
+        screen = wait_for_screen(session, "T=1.10")
+        tmux("send-keys", "-t", session, "d")
+        screen = wait_for_screen(session, "dumped the groups in memory")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "Stop it and quit?")
+        tmux("send-keys", "-t", session, "y")
+        screen = wait_for_screen(session, "EXIT=")
+        assert "EXIT=130" in screen and "run stopped" in screen and str(out) in screen.replace("\n", "")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        sim.stop()
+    groups = read_jsonl(out)
+    assert 0 < len(groups) < 40
+    dumps = list(tmp_path.glob("dump-*.jsonl"))
+    assert len(dumps) == 1 and read_jsonl(dumps[0]) == groups[: len(read_jsonl(dumps[0]))]
