@@ -10,6 +10,7 @@ method call on the run's controls.
 from __future__ import annotations
 
 import queue
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.turns import TurnsPanel
 
 TICK_S = 0.1
+PREVIEW_FOLLOW_S = 1.0
 MAX_EVENTS_PER_TICK = 20_000
 SMALL_WIDTH, SMALL_HEIGHT = 70, 20
 
@@ -96,6 +98,8 @@ class VftuiApp(App[RunSummary | None]):
         self.result: RunSummary | None = None
         self._quitting = False
         self._shown_version = -1
+        self._preview_key: tuple | None = None
+        self._preview_at = 0.0
         for theme in (themes.available_themes() if extra_themes is None else extra_themes).values():
             self.register_theme(theme)
         self.theme = theme_name
@@ -152,7 +156,7 @@ class VftuiApp(App[RunSummary | None]):
             self._shown_version = self.model.version
             for panel in self.panels:
                 panel.show(self.model)
-            self.refresh_preview()
+        self.refresh_preview(force=False)
 
     def _load_decoder(self) -> None:
         self.decoder = TokenDecoder.load(self.model.started.tokenizer)
@@ -165,12 +169,27 @@ class VftuiApp(App[RunSummary | None]):
         key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         return next((g for g in reversed(self.model.groups) if str(g.index) == key), None)
 
-    def refresh_preview(self) -> None:
-        self.preview.refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
+    def refresh_preview(self, force: bool = True) -> None:
+        """Re-render the token preview if what it shows changed.
+
+        While the table follows a live run the selection moves every tick; rendering a
+        2k-token rollout that often would starve the keyboard, so following refreshes
+        at most once a second. Anything the user does refreshes at once.
+        """
+        group = self.selected_group()
+        key = (group.index if group else None, self.rollout, self.show_ids, self.decoder.available)
+        if key == self._preview_key:
+            return
+        now = time.monotonic()
+        following = self.table.cursor_row >= self.table.row_count - 1 and self.model.state is RunState.RUNNING
+        if not force and following and now - self._preview_at < PREVIEW_FOLLOW_S:
+            return
+        self._preview_key, self._preview_at = key, now
+        self.preview.refresh_preview(group, self.rollout, self.decoder, self.show_ids)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.rollout = 0
-        self.refresh_preview()
+        self.refresh_preview(force=False)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_next_rollout()

@@ -1,0 +1,122 @@
+"""Dashboard responsiveness under load: key-to-repaint latency and memory growth.
+
+A feeder thread puts synthetic groups (group size 8, ~2k tokens per rollout) on the
+app's queue at a fixed rate while Pilot presses ``+`` and waits until the status line
+shows the new temperature and the screen has repainted. Then 10,000 groups are pushed
+through as fast as the app takes them, and the process RSS is compared before/after.
+
+    python bench/ui_latency.py [--rate 120] [--presses 100] [--groups 10000] [--window 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import queue
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from vftui.collector.controls import Controls
+from vftui.events import GroupCollected, RunStarted
+from vftui.store import GroupWindow
+from vftui.ui.app import VftuiApp
+
+TOKENS = 2000
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+def synthetic_group(index: int, rng: random.Random) -> GroupCollected:
+    tokens, masks = [], []
+    for _ in range(8):
+        ids = [rng.randrange(150_000) for _ in range(TOKENS)]
+        cut = TOKENS // 3
+        tokens.append(ids)
+        masks.append([-100] * cut + ids[cut:])
+    return GroupCollected(
+        index=index, item=index, example_id=index, scores=[rng.random() for _ in range(8)],
+        metrics={"f": [rng.random() for _ in range(8)]}, turns=[1] * 8, tokens=tokens, masks=masks,
+        messages=[[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]] * 8,
+        finish_reasons=["stop"] * 8, temperature=1.0, started_at=time.time(), elapsed_s=0.01,
+    )
+
+
+def feeder(inbox: queue.SimpleQueue, rate: float, stop: threading.Event, start_index: int) -> None:
+    rng, index = random.Random(0), start_index
+    pool = [synthetic_group(i, rng) for i in range(32)]  # building groups is not what we measure
+    next_at = time.perf_counter()
+    while not stop.is_set():
+        g = pool[index % len(pool)]
+        inbox.put(GroupCollected(**{**g.__dict__, "index": index, "started_at": time.time()}))
+        index += 1
+        next_at += 1 / rate
+        time.sleep(max(0.0, next_at - time.perf_counter()))
+
+
+async def measure(args: argparse.Namespace) -> None:
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    with tempfile.TemporaryDirectory() as tmp:
+        controls = Controls(1.0, GroupWindow(args.window), Path(tmp), inbox.put, groups_total=10**9)
+        inbox.put(RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"]))
+        app = VftuiApp(inbox, controls, window=args.window)
+        async with app.run_test(size=(100, 30)) as pilot:
+            stop = threading.Event()
+            thread = threading.Thread(target=feeder, args=(inbox, args.rate, stop, 1), daemon=True)
+            thread.start()
+            await pilot.pause(2.0)
+            latencies = []
+            for _ in range(args.presses):
+                key = "plus" if controls.temperature < 1.9 else "minus"
+                expected = round(controls.temperature + (0.1 if key == "plus" else -0.1), 2)
+                t0 = time.perf_counter()
+                await pilot.press(key)
+                while f"T={expected:.2f}" not in str(app.status_bar.render()):
+                    await asyncio.sleep(0.001)
+                await pilot.pause()
+                latencies.append((time.perf_counter() - t0) * 1000)
+                await pilot.pause(0.05)
+            ingested = app.model.groups_done
+            elapsed = 2.0 + sum(latencies) / 1000 + 0.05 * args.presses
+            stop.set()
+            thread.join()
+            await pilot.pause(0.5)
+            before = rss_mb()
+            start = app.model.groups_done + 1
+            rng = random.Random(1)
+            pool = [synthetic_group(i, rng) for i in range(32)]
+            for n in range(args.groups):
+                g = pool[n % len(pool)]
+                inbox.put(GroupCollected(**{**g.__dict__, "index": start + n}))
+                if n % 500 == 499:
+                    await pilot.pause(0.05)
+            while app.model.groups_done < start + args.groups - 1:
+                await pilot.pause(0.05)
+            await pilot.pause(0.5)
+            after = rss_mb()
+    latencies.sort()
+    p50 = statistics.median(latencies)
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    print(f"ingest rate ~{ingested / elapsed:.0f} groups/s offered {args.rate:g}/s (group size 8, {TOKENS} tokens/rollout)")
+    print(f"key-to-repaint latency over {len(latencies)} presses: p50 {p50:.1f} ms, p99 {p99:.1f} ms (target p99 < 50)")
+    print(f"RSS before {before:.1f} MB, after {args.groups} more groups {after:.1f} MB: "
+          f"growth {after - before:+.1f} MB (window {args.window}; target < 50)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=120)
+    parser.add_argument("--presses", type=int, default=100)
+    parser.add_argument("--groups", type=int, default=10_000)
+    parser.add_argument("--window", type=int, default=256)
+    asyncio.run(measure(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
