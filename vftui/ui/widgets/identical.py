@@ -23,7 +23,7 @@ class IdenticalPanel(Vertical):
         text.append(f"  run {run:.0%}")
         if alert:
             text.append(f"  > {model.identical_alert:.0%}", style="red")
-        self.query_one("#identical-text", Static).update(text)
+        self.query_one("#identical-text", Static).update(text, layout=False)
         history = list(model.identical_history)
         smoothed = [sum(history[max(0, i - 9) : i + 1]) / len(history[max(0, i - 9) : i + 1]) for i in range(len(history))]
         self.query_one(Sparkline).data = smoothed

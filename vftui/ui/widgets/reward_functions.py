@@ -23,4 +23,4 @@ class RewardFunctionsPanel(Static):
                       style="bold")
         for name, w, r in model.reward_function_rows():
             table.add_row(name, fmt(w), fmt(r))
-        self.update(table)
+        self.update(table, layout=False)

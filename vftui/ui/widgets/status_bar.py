@@ -30,7 +30,7 @@ class StatusBar(Static):
     """Attributes down: the app calls ``show`` with the model after each batch."""
 
     def show(self, model: DashboardModel) -> None:
-        self.update(render_status(model))
+        self.update(render_status(model), layout=False)
 
 
 def render_status(model: DashboardModel) -> Text:

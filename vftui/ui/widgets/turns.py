@@ -20,4 +20,4 @@ class TurnsPanel(Static):
         for turns, count in hist[-6:]:
             bar = "█" * max(1, round(count / peak * BAR_WIDTH))
             text.append(f"\n{turns:>3} ").append(bar, style="cyan").append(f" {count}")
-        self.update(text)
+        self.update(text, layout=False)
