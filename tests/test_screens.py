@@ -13,7 +13,13 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 
-FIXTURE = Path(__file__).parent / "data" / "groups.jsonl"
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
+
+
+@pytest.fixture(autouse=True)
+def at_repo_root(monkeypatch):
+    monkeypatch.chdir(REPO)
 FIXED_CLOCK = 1_796_000_000.0
 
 
