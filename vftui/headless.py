@@ -13,6 +13,7 @@ import sys
 import time
 from typing import TextIO
 
+from vftui import stats
 from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import (
@@ -97,9 +98,8 @@ class HeadlessView:
     def _group_line(self, g: GroupCollected) -> str:
         elapsed = time.monotonic() - (self._clock_start or time.monotonic())
         rate = (g.index - self._first_done) / elapsed if elapsed > 0 else 0.0
-        mean = sum(g.scores) / len(g.scores)
-        std = (sum((s - mean) ** 2 for s in g.scores) / len(g.scores)) ** 0.5
-        turns = sum(g.turns) / len(g.turns) if g.turns else 0
+        mean, std = stats.mean(g.scores), stats.population_std(g.scores)
+        turns = stats.mean([float(t) for t in g.turns])
         width = len(str(self._total))
         return (
             f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "

@@ -38,6 +38,7 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
+from vftui.groupfile import group_event
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
@@ -184,7 +185,7 @@ class Run:
             for entry in store.read_groups(out):
                 if not isinstance(entry, store.BadLine):
                     done += 1
-                    self.totals.add(_group_stats(entry[1]))
+                    self.totals.add(group_event(done, entry[1]))
             for line in _tail_lines(out, cfg.window):
                 self.window.add(line)
             return out, start_iter, done
@@ -346,18 +347,6 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
-
-
-@dataclass
-class _StoredGroup:
-    scores: list[float]
-    metrics: dict[str, list[float]]
-    turns: list[int]
-
-
-def _group_stats(group: dict[str, Any]) -> _StoredGroup:
-    meta = group.get(META, {})
-    return _StoredGroup(list(group["scores"]), meta.get("metrics", {}), meta.get("turns", []))
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:
