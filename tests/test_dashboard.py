@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import re
 import time
 
@@ -16,7 +15,8 @@ from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
-from vftui.ui.widgets.token_preview import TokenPreview
+from vftui.ui.widgets.token_preview import TokenPreview, TokenText
+from vftui.ui.inbox import Inbox
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def slow_sim():
 
 def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, Run]:
     config = RunConfig(base_url=sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl", **overrides)
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    inbox = Inbox()
     run = Run(config, inbox.put)
     run.prepare()
     app = VftuiApp(inbox, run.controls, execute=lambda: asyncio.run(run.execute(redirect_prints=False)),
@@ -138,7 +138,7 @@ async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
         assert f"rollout 2/{len(group.tokens)}" in header
         assert trained == sum(m != -100 for m in group.masks[1])
         assert masked == sum(m == -100 for m in group.masks[1])
-        body = str(app.query_one(TokenPreview).query_one("#token-text").render())
+        body = app.query_one(TokenText).plain
         assert "<|im_start|>assistant" in body, "decoded with the run's tokenizer"
         await quit_app(pilot, app)
     run.close()

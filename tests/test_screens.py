@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import queue
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from vftui.groupfile import replay
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
@@ -25,7 +25,7 @@ FIXED_CLOCK = 1_796_000_000.0
 
 def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
     events, _ = replay(path, str(TOKENIZER_DIR))
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    inbox = Inbox()
     for event in events:
         inbox.put(event)
     return VftuiApp(inbox, window=max(1, events[0].groups_total), theme_name=theme, clock=lambda: FIXED_CLOCK)

@@ -9,7 +9,6 @@ to the terminal, as in the headless view.
 from __future__ import annotations
 
 import asyncio
-import queue
 import sys
 
 from vftui.collector.runner import Run
@@ -18,12 +17,13 @@ from vftui.events import RunState
 from vftui.headless import EXIT_FAILED, HeadlessView, exit_code
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
 
 
 def run_dashboard(config: RunConfig) -> int:
     extra = themes.available_themes()
     theme = themes.resolve(config.theme, _textual_themes())
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    inbox = Inbox()
     run = Run(config, inbox.put)
     try:
         run.prepare()

@@ -6,6 +6,7 @@ so every place that shows ``metrics/mean_reward`` computes it the same way.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from numbers import Real
@@ -35,35 +36,75 @@ def is_identical(scores: list[float]) -> bool:
 
 
 @dataclass
-class Accumulator:
-    """Running sums for one window (or the whole run); ``add`` a group, read ``metrics``."""
+class Moments:
+    """Count, sum and sum of squares: mean and population std of values added and removed."""
 
-    rewards: list[float] = field(default_factory=list)
-    per_metric: dict[str, list[float]] = field(default_factory=dict)
-    turns: list[int] = field(default_factory=list)
+    count: int = 0
+    total: float = 0.0
+    total_sq: float = 0.0
+
+    def add(self, value: float, sign: int = 1) -> None:
+        self.count += sign
+        self.total += sign * value
+        self.total_sq += sign * value * value
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    @property
+    def std(self) -> float:
+        if self.count < 2:
+            return 0.0
+        mu = self.mean
+        return max(0.0, self.total_sq / self.count - mu * mu) ** 0.5
+
+
+@dataclass
+class Accumulator:
+    """Running statistics for one window (or a whole run): ``add`` and ``remove`` groups.
+
+    Constant memory and O(1) ``metrics``: a view reads the whole run's figures every frame,
+    and a sliding window removes the group that falls out instead of recomputing.
+    """
+
+    rewards: Moments = field(default_factory=Moments)
+    per_metric: dict[str, Moments] = field(default_factory=dict)
+    turn_counts: Counter[int] = field(default_factory=Counter)
     groups_total: int = 0
     groups_identical: int = 0
 
-    def add(self, group: GroupLike) -> None:
-        self.rewards.extend(group.scores)
+    def add(self, group: GroupLike, sign: int = 1) -> None:
+        for score in group.scores:
+            self.rewards.add(float(score), sign)
         for name, values in group.metrics.items():
-            numeric = [float(v) for v in values if isinstance(v, Real)]
-            self.per_metric.setdefault(name, []).extend(numeric)
-        self.turns.extend(group.turns)
-        self.groups_total += 1
-        self.groups_identical += int(is_identical(group.scores))
+            moments = self.per_metric.setdefault(name, Moments())
+            for value in values:
+                if isinstance(value, Real):
+                    moments.add(float(value), sign)
+        if sign > 0:
+            self.turn_counts.update(group.turns)
+        else:
+            self.turn_counts.subtract(group.turns)
+            self.turn_counts = +self.turn_counts  # drop turn counts no group has any more
+        self.groups_total += sign
+        self.groups_identical += sign * int(is_identical(group.scores))
+
+    def remove(self, group: GroupLike) -> None:
+        self.add(group, sign=-1)
 
     def metrics(self) -> dict[str, float]:
         out: dict[str, float] = {}
-        if self.rewards:
-            out["metrics/mean_reward"] = mean(self.rewards)
-            out["metrics/reward_std"] = population_std(self.rewards)
-        for name, values in self.per_metric.items():
-            if values:
-                out[f"metrics/{name}"] = mean(values)
-        if self.turns:
-            out["metrics/avg_num_turns"] = mean([float(t) for t in self.turns])
-            out["metrics/max_num_turns"] = float(max(self.turns))
+        if self.rewards.count:
+            out["metrics/mean_reward"] = self.rewards.mean
+            out["metrics/reward_std"] = self.rewards.std
+        for name, moments in self.per_metric.items():
+            if moments.count:
+                out[f"metrics/{name}"] = moments.mean
+        turns = sum(self.turn_counts.values())
+        if turns:
+            out["metrics/avg_num_turns"] = sum(t * n for t, n in self.turn_counts.items()) / turns
+            out["metrics/max_num_turns"] = float(max(self.turn_counts))
         if self.groups_total:
             out["metrics/groups_with_identical_scores"] = float(self.groups_identical)
             out["metrics/groups_total"] = float(self.groups_total)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import queue
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from vftui.groupfile import replay
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
 
 
 def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float) -> int:
@@ -20,7 +20,7 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     started = events[0]
     if not started.tokenizer and started.simulated:
         events[0] = type(started)(**{**started.__dict__, "tokenizer": str(TOKENIZER_DIR)})
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
+    inbox = Inbox()
     for event in events:
         inbox.put(event)
     from textual.theme import BUILTIN_THEMES

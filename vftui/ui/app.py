@@ -9,7 +9,7 @@ method call on the run's controls.
 
 from __future__ import annotations
 
-import queue
+import gc
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +18,12 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer
+from textual.widgets import Footer
 
-from vftui.events import Event, GroupCollected, RunControls, RunState, RunSummary
+from vftui.events import GroupCollected, RunControls, RunState, RunSummary
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
+from vftui.ui.inbox import Inbox
 from vftui.ui.model import DashboardModel, parse_filter
 from vftui.ui.widgets.confirm_screen import ConfirmScreen
 from vftui.ui.widgets.filter_screen import FilterScreen
@@ -30,7 +31,8 @@ from vftui.ui.widgets.help_screen import HelpScreen
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
-from vftui.ui.widgets.rewards import RewardsPanel, RewardsTable
+from vftui.ui.widgets.group_table import GroupTable
+from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
 from vftui.ui.widgets.temperature_screen import TemperatureScreen
 from vftui.ui.widgets.token_preview import TokenPreview
@@ -75,7 +77,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def __init__(
         self,
-        inbox: queue.SimpleQueue,
+        inbox: Inbox,
         controls: RunControls | None = None,
         execute: Callable[[], RunSummary] | None = None,
         *,
@@ -127,8 +129,11 @@ class VftuiApp(App[RunSummary | None]):
         self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
                                                    LogPanel)]
         self.status_bar = self.query_one(StatusBar)
-        self.table = self.query_one(RewardsTable)
+        self.table = self.query_one(GroupTable)
         self.preview = self.query_one(TokenPreview)
+        # Everything loaded so far lives as long as the app; keeping it out of the
+        # collector's reach stops full collections from stalling frames mid-run.
+        gc.freeze()
         self.set_interval(TICK_S, self.tick)
         if self._execute is not None:
             self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
@@ -141,12 +146,7 @@ class VftuiApp(App[RunSummary | None]):
     # -- attributes down ----------------------------------------------------------------
 
     def tick(self) -> None:
-        batch: list[Event] = []
-        while len(batch) < MAX_EVENTS_PER_TICK:
-            try:
-                batch.append(self.inbox.get_nowait())
-            except queue.Empty:
-                break
+        batch = self.inbox.drain(MAX_EVENTS_PER_TICK)
         started_before = self.model.started
         self.model.apply(batch)
         if self.model.started is not started_before and self.model.started is not None:
@@ -163,11 +163,7 @@ class VftuiApp(App[RunSummary | None]):
         self.call_from_thread(self.refresh_preview)
 
     def selected_group(self) -> GroupCollected | None:
-        table = self.table
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
-        return next((g for g in reversed(self.model.groups) if str(g.index) == key), None)
+        return self.table.selected
 
     def refresh_preview(self, force: bool = True) -> None:
         """Re-render the token preview if what it shows changed.
@@ -181,18 +177,14 @@ class VftuiApp(App[RunSummary | None]):
         if key == self._preview_key:
             return
         now = time.monotonic()
-        following = self.table.cursor_row >= self.table.row_count - 1 and self.model.state is RunState.RUNNING
-        if not force and following and now - self._preview_at < PREVIEW_FOLLOW_S:
+        if not force and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
             return
         self._preview_key, self._preview_at = key, now
         self.preview.refresh_preview(group, self.rollout, self.decoder, self.show_ids)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_group_table_highlighted(self, event: GroupTable.Highlighted) -> None:
         self.rollout = 0
-        self.refresh_preview(force=False)
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_next_rollout()
+        self.refresh_preview(force=event.by_user)
 
     # -- keys: each one a call on the controls ----------------------------------------------
 
@@ -231,8 +223,7 @@ class VftuiApp(App[RunSummary | None]):
             self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
 
     def action_cursor(self, step: int) -> None:
-        table = self.table
-        table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + step)))
+        self.table.action_move(step)
 
     def action_next_rollout(self) -> None:
         self.rollout += 1

@@ -8,11 +8,9 @@ up. Memory is bounded by the window of recent groups; totals cover the whole run
 from __future__ import annotations
 
 import collections
-import dataclasses
 import operator
 import re
 import time
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,16 +32,6 @@ HISTORY = 240
 LOG_LINES = 500
 FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$")
 FILTER_HELP = "terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7 (all must hold)"
-
-
-def compact(group: GroupCollected) -> GroupCollected:
-    """Token lists as machine arrays: a 2k-token rollout costs 8 KB instead of ~70 KB."""
-    return dataclasses.replace(
-        group,
-        tokens=[array("i", t) for t in group.tokens],
-        masks=[array("i", m) for m in group.masks],
-        logprobs=[array("f", lp) for lp in group.logprobs] if group.logprobs else None,
-    )
 
 
 def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
@@ -83,6 +71,7 @@ class DashboardModel:
     trouble: EndpointTrouble | None = None
     last_dump: GroupsDumped | None = None
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
+    in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
     groups: collections.deque = field(init=False)
     reward_history: collections.deque = field(init=False)
     identical_history: collections.deque = field(init=False)
@@ -95,6 +84,8 @@ class DashboardModel:
     _t0: float | None = None
     _first_done: int = 0
     _rate_marks: collections.deque = field(init=False)
+    _derived: dict = field(default_factory=dict)
+    _derived_version: int = -1
 
     def __post_init__(self) -> None:
         self.groups = collections.deque(maxlen=self.window)
@@ -115,8 +106,10 @@ class DashboardModel:
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
-            event = compact(event)
+            if len(self.groups) == self.groups.maxlen:
+                self.in_window.remove(self.groups[0])
             self.groups.append(event)
+            self.in_window.add(event)
             self.totals.add(event)
             self.reward_history.append(stats.mean(event.scores))
             self.identical_history.append(1.0 if event.identical else 0.0)
@@ -184,16 +177,34 @@ class DashboardModel:
         self.filter_text, self._filter = text.strip(), predicate
         self.version += 1
 
+    def _once_per_version(self, name: str, compute: Callable[[], object]):
+        """Derived values are computed once per batch of events, however many panels ask."""
+        if self._derived_version != self.version:
+            self._derived.clear()
+            self._derived_version = self.version
+        if name not in self._derived:
+            self._derived[name] = compute()
+        return self._derived[name]
+
     def visible_groups(self) -> list[GroupCollected]:
         if self._filter is None:
-            return list(self.groups)
-        return [g for g in self.groups if self._filter(g)]
+            return self._once_per_version("visible", lambda: list(self.groups))
+        return self._once_per_version("visible", lambda: [g for g in self.groups if self._filter(g)])
 
     def window_metrics(self) -> dict[str, float]:
-        return stats.metrics_of(self.groups)
+        return self._once_per_version("window", self.in_window.metrics)
+
+    def score_range(self) -> tuple[float, float]:
+        """Lowest and highest reward in the window, for colouring rewards relative to it."""
+
+        def compute() -> tuple[float, float]:
+            scores = [s for g in self.groups for s in g.scores]
+            return (min(scores), max(scores)) if scores else (0.0, 1.0)
+
+        return self._once_per_version("range", compute)
 
     def run_metrics(self) -> dict[str, float]:
-        return self.totals.metrics()
+        return self._once_per_version("run", self.totals.metrics)
 
     def identical_rates(self) -> tuple[float, float]:
         window = self.window_metrics().get("metrics/identical_score_rate", 0.0)
@@ -201,8 +212,7 @@ class DashboardModel:
         return window, run
 
     def turn_histogram(self) -> list[tuple[int, int]]:
-        counts = collections.Counter(t for g in self.groups for t in g.turns)
-        return sorted(counts.items())
+        return sorted(self.in_window.turn_counts.items())
 
     def reward_function_rows(self) -> list[tuple[str, float | None, float | None]]:
         window, run = self.window_metrics(), self.run_metrics()

@@ -14,10 +14,10 @@ def fmt(value: float | None) -> str:
 
 class RewardFunctionsPanel(Static):
     def show(self, model: DashboardModel) -> None:
-        table = Table(box=None, expand=True, padding=(0, 1), show_edge=False)
-        table.add_column("function", no_wrap=True, overflow="ellipsis")
-        table.add_column("window", justify="right", width=6, no_wrap=True)
-        table.add_column("run", justify="right", width=6, no_wrap=True)
+        table = Table(box=None, expand=True, padding=(0, 0, 0, 1), show_edge=False)
+        table.add_column("function", no_wrap=True, overflow="ellipsis", ratio=1)
+        table.add_column("window", justify="right", min_width=6, no_wrap=True)
+        table.add_column("run", justify="right", min_width=6, no_wrap=True)
         window, run = model.window_metrics(), model.run_metrics()
         table.add_row("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward")),
                       style="bold")

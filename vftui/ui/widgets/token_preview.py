@@ -1,11 +1,23 @@
-"""The selected rollout as the trainer sees it: token boundaries, masks and logprobs."""
+"""The selected rollout as the trainer sees it: token boundaries, masks and logprobs.
+
+A rollout can be thousands of tokens. The tokens are laid out into lines once per
+selection (and per width), and drawn with the line API: a repaint renders only the
+lines on screen, so a long rollout never slows the keyboard down.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 
+from rich.cells import cell_len, chop_cells
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Static
 
 from vftui.events import GroupCollected
@@ -13,6 +25,15 @@ from vftui.ui.decode import TokenDecoder
 
 SHADES = ("on grey15", "on grey23")
 HEAT = ["red", "dark_orange", "yellow", "green_yellow", "green"]
+MASKED = -100
+
+Piece = tuple[str, str]
+"""A token's display text (``\\n`` ends a line) and its style."""
+
+
+@functools.lru_cache(maxsize=256)
+def parsed(style: str) -> Style:
+    return Style.parse(style)
 
 
 def logprob_style(logprob: float) -> str:
@@ -20,46 +41,115 @@ def logprob_style(logprob: float) -> str:
     return f"bold {HEAT[min(len(HEAT) - 1, int(p * len(HEAT)))]}"
 
 
-def render_rollout(
-    group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False, limit: int = 4000
-) -> tuple[Text, int, int]:
-    """The preview text and the (trained, masked) token counts."""
+def rollout_pieces(
+    group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False, limit: int = 8000
+) -> tuple[list[Piece], int, int]:
+    """The rollout's tokens as styled pieces, and its (trained, masked) token counts."""
     tokens, masks = group.tokens[rollout], group.masks[rollout]
     logprobs = group.logprobs[rollout] if group.logprobs else None
-    trained = sum(1 for m in masks if m != -100)
-    text = Text()
+    trained = sum(1 for m in masks if m != MASKED)
+    pieces: list[Piece] = []
     for i, (token, mask) in enumerate(zip(tokens[:limit], masks[:limit], strict=False)):
-        piece = decoder.piece(token).replace("\n", "↵\n")
+        text = decoder.piece(token).replace("\n", "↵\n")
         if show_ids:
-            piece = f"{piece}·{token}"
+            text = f"{text}·{token}"
         shade = SHADES[i % 2]
-        if mask == -100:
-            text.append(piece, style=f"dim {shade}")
+        if mask == MASKED:
+            style = f"dim {shade}"
         elif logprobs is not None:
-            text.append(piece, style=f"{logprob_style(logprobs[i])} {shade}")
+            style = f"{logprob_style(logprobs[i])} {shade}"
         else:
-            text.append(piece, style=f"bold cyan {shade}")
+            style = f"bold cyan {shade}"
+        pieces.append((text, style))
     if len(tokens) > limit:
-        text.append(f"\n… {len(tokens) - limit} more tokens", style="italic")
-    return text, trained, len(tokens) - trained
+        pieces.append((f"\n… {len(tokens) - limit} more tokens", "italic"))
+    return pieces, trained, len(tokens) - trained
 
 
-class TokenPreview(VerticalScroll):
+def wrap_pieces(pieces: list[Piece], width: int) -> list[list[Segment]]:
+    """Lines of at most ``width`` cells; a token moves whole to the next line when it can."""
+    width = max(1, width)
+    lines: list[list[Segment]] = []
+    line: list[Segment] = []
+    used = 0
+    for text, style_name in pieces:
+        style = parsed(style_name)
+        for k, part in enumerate(text.split("\n")):
+            if k:
+                lines.append(line)
+                line, used = [], 0
+            if not part:
+                continue
+            size = cell_len(part)
+            if used + size > width and used:
+                lines.append(line)
+                line, used = [], 0
+            chunks = [part] if size <= width else chop_cells(part, width)
+            for n, chunk in enumerate(chunks):
+                if n:
+                    lines.append(line)
+                    line, used = [], 0
+                line.append(Segment(chunk, style))
+                used += cell_len(chunk)
+    lines.append(line)
+    return lines
+
+
+class TokenText(ScrollView, can_focus=True):
+    """The laid-out tokens; scroll with the arrow keys when focused.
+
+    Lines are wrapped to the width, so it never scrolls sideways, and the scrollbar's
+    gutter is always kept so the width does not change when a long rollout needs it.
+    """
+
+    DEFAULT_CSS = "TokenText { overflow-x: hidden; scrollbar-gutter: stable; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._pieces: list[Piece] = []
+        self._lines: list[list[Segment]] = []
+
+    @property
+    def plain(self) -> str:
+        return "\n".join("".join(s.text for s in line) for line in self._lines)
+
+    def show(self, pieces: list[Piece]) -> None:
+        self._pieces = pieces
+        self._layout()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    def _layout(self) -> None:
+        self._lines = wrap_pieces(self._pieces, self.scrollable_content_region.width or 80)
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self._lines))
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        row = int(self.scroll_offset.y) + y
+        if row >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        return Strip(self._lines[row]).apply_style(self.rich_style).crop_extend(0, width, self.rich_style)
+
+
+class TokenPreview(Vertical):
     """Shows ``group``'s rollout ``rollout``; the app sets both and calls ``refresh_preview``."""
 
     def compose(self):
         yield Static(id="token-counts")
-        yield Static(id="token-text")
+        yield TokenText(id="token-text")
 
     def refresh_preview(self, group: GroupCollected | None, rollout: int, decoder: TokenDecoder, show_ids: bool) -> None:
         counts = self.query_one("#token-counts", Static)
-        body = self.query_one("#token-text", Static)
+        body = self.query_one(TokenText)
         if group is None:
-            counts.update("no group selected")
-            body.update("")
+            counts.update("no group selected", layout=False)
+            body.show([])
             return
         rollout %= len(group.tokens)
-        text, trained, masked = render_rollout(group, rollout, decoder, show_ids)
+        pieces, trained, masked = rollout_pieces(group, rollout, decoder, show_ids)
         header = Text()
         header.append(f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold")
         header.append(f"reward {group.scores[rollout]:.3f} · ")
@@ -71,4 +161,4 @@ class TokenPreview(VerticalScroll):
         if not decoder.available:
             header.append(" · (no tokenizer: ids)", style="italic")
         counts.update(header)
-        body.update(text)
+        body.show(pieces)
