@@ -43,7 +43,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env", help="verifiers environment id, e.g. owner/name; default the built-in alphabet-sort")
     p.add_argument("--env-args", help="JSON object of arguments for the environment's load_environment, "
                    "e.g. '{\"max_turns\": 3}'")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; "
+    p.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint (sft) or vLLM/SGLang server "
+                   "(rl), e.g. http://127.0.0.1:9001/v1; repeat in rl mode to balance several servers; "
                    "default: the embedded simulation")
     p.add_argument("--model", help="model name sent to the endpoint; default the only model it lists")
     p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key "
@@ -71,12 +72,34 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
                    "theme, or one of yours in the user themes folder")
     p.add_argument("--identical-alert", type=float, metavar="RATE", help="highlight the identical-score rate above "
                    "this fraction of groups (default 0.5)")
+    rl = p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)")
+    rl.add_argument("--server-type", choices=["vllm", "sglang"], help="inference server kind (default vllm)")
+    rl.add_argument("--api-url", help="Atropos trajectory API (default http://localhost:8000)")
+    rl.add_argument("--start-api", action="store_true", default=None,
+                    help="start atroposlib's run-api on --api-url's port if none answers there; stopped on exit")
+    rl.add_argument("--batch-size", type=int, help="sequences per trainer batch (the registered trainer's wins)")
+    rl.add_argument("--sim-trainer", action=argparse.BooleanOptionalAction, default=None,
+                    help="start vftui's simulated trainer to pull batches (default: on with the embedded "
+                    "default and --start-api)")
     p.add_argument("--no-ui", action="store_true", default=None, help="no dashboard: progress on stderr (CI)")
     p.add_argument("--json", dest="json_events", action="store_true", default=None,
                    help="with --no-ui, print every event as one JSON object per line on stdout")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
                    f"(default {paths.default_config_file()})")
     p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
+
+
+def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim-trainer",
+        help="a simulated trainer: registers with a trajectory API and pulls batches (no model)",
+        description="Register with an Atropos trajectory API as a trainer and pull batches, printing a line "
+        "per batch, so an rl run can make progress without a GPU. Nothing is trained.",
+    )
+    p.add_argument("--api-url", default="http://localhost:8000", help="trajectory API (default http://localhost:8000)")
+    p.add_argument("--batch-size", type=int, default=8, help="sequences per batch; a multiple of the group size "
+                   "(default 8)")
+    p.add_argument("--batches", type=int, help="stop after this many batches (default: run until interrupted)")
 
 
 def _sim_parser(sub: argparse._SubParsersAction) -> None:
@@ -115,13 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     _run_parser(sub)
     _view_parser(sub)
     _sim_parser(sub)
+    _sim_trainer_parser(sub)
     return parser
 
 
 RUN_FIELDS = (
     "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
     "concurrency seed out resume wandb wandb_project wandb_name timeout retries window theme identical_alert "
-    "no_ui json_events"
+    "no_ui json_events server_type api_url start_api batch_size sim_trainer"
 ).split()
 
 
@@ -133,6 +157,9 @@ def _run(args: argparse.Namespace) -> int:
     from vftui.config import RunConfig, load_config
 
     flags = {name: getattr(args, name) for name in RUN_FIELDS}
+    if flags["base_url"]:
+        flags["base_url"], *more = flags["base_url"]
+        flags["extra_base_urls"] = more or None
     if args.resume is not None:
         saved = saved_config(args.resume)
         saved.pop("out", None)
@@ -173,6 +200,14 @@ def _sim_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim_trainer(args: argparse.Namespace) -> int:
+    from vftui.sim.trainer import run_trainer
+
+    if args.batch_size < 1:
+        raise UserError("--batch-size must be at least 1")
+    return run_trainer(args.api_url, args.batch_size, args.batches, say=lambda line: print(line, flush=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -180,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return {"run": _run, "view": _view, "sim-server": _sim_server}[args.command](args)
+        commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer}
+        return commands[args.command](args)
     except UserError as e:
         print(f"vftui: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -52,6 +52,13 @@ class RunConfig(BaseModel):
     window: int = Field(default=256, ge=1)
     theme: str | None = None
     identical_alert: float = Field(default=0.5, ge=0.0, le=1.0)
+    # rl (serve) mode
+    server_type: Literal["vllm", "sglang"] = "vllm"
+    extra_base_urls: list[str] = Field(default_factory=list)
+    api_url: str = "http://localhost:8000"
+    start_api: bool = False
+    batch_size: int | None = Field(default=None, ge=1)
+    sim_trainer: bool | None = None
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -73,6 +80,17 @@ class RunConfig(BaseModel):
     @property
     def simulated(self) -> bool:
         return self.base_url is None
+
+    @property
+    def base_urls(self) -> list[str]:
+        return [self.base_url, *self.extra_base_urls] if self.base_url else []
+
+    @property
+    def runs_sim_trainer(self) -> bool:
+        """rl on the embedded default starts the sim trainer with the API it starts, unless told not to."""
+        if self.sim_trainer is not None:
+            return self.sim_trainer
+        return self.mode == "rl" and self.simulated and self.start_api
 
     @property
     def max_concurrent(self) -> int:

@@ -88,12 +88,40 @@ class RunStatus:
 
 @dataclass(frozen=True)
 class EndpointTrouble:
-    """A failed attempt at a group; the collector retries after ``retry_in_s``."""
+    """A failed attempt; the collector retries after ``retry_in_s``.
+
+    ``service`` is what failed: the model ``endpoint`` or the ``trajectory API``;
+    ``max_attempts`` 0 means it is retried for as long as the run goes on.
+    """
 
     attempt: int
     max_attempts: int
     error: str
     retry_in_s: float
+    service: str = "endpoint"
+
+    @property
+    def attempts(self) -> str:
+        """``3/6``, or just ``3`` for what is retried as long as the run goes on."""
+        return f"{self.attempt}/{self.max_attempts}" if self.max_attempts else str(self.attempt)
+
+
+@dataclass(frozen=True)
+class GroupDropped:
+    """A scored group atroposlib would not send (all scores equal, too long, malformed)."""
+
+    item: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApiStatus:
+    """What the trajectory API said of our env on its last status poll (rl mode)."""
+
+    current_step: int
+    queue_size: int
+    env_weight: float
+    env_id: int | None
 
 
 @dataclass(frozen=True)
@@ -134,6 +162,8 @@ Event = (
     | MetricsWindow
     | RunStatus
     | EndpointTrouble
+    | GroupDropped
+    | ApiStatus
     | TemperatureChanged
     | GroupsDumped
     | LogRecord

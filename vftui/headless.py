@@ -78,7 +78,7 @@ class HeadlessView:
             return self._group_line(event)
         if isinstance(event, EndpointTrouble):
             return (
-                f"endpoint error (attempt {event.attempt}/{event.max_attempts}): {event.error}; "
+                f"{event.service} error (attempt {event.attempts}): {event.error}; "
                 f"retrying in {event.retry_in_s:.1f} s"
             )
         if isinstance(event, RunStatus) and event.state in (RunState.PAUSED, RunState.STOPPING, RunState.PAUSING):

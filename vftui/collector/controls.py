@@ -125,16 +125,24 @@ class Controls:
         self._on_force_stop = on_force_stop
 
     async def may_start_group(self) -> bool:
-        """Wait while paused; False once a stop was requested."""
+        """Wait while paused; False once a stop was requested or enough groups are under way."""
         while True:
             with self._lock:
-                if self._stop_requested:
+                if self._stop_requested or self.groups_done + self._in_flight >= self.groups_total:
                     return False
                 if not self._paused:
                     self._in_flight += 1
                     return True
             self._announce_paused()
             await self._wait_for_change()
+
+    async def wait_finished(self, poll_s: float = 0.2) -> None:
+        """Until every group is collected, or a stop was requested, with nothing in flight."""
+        while True:
+            with self._lock:
+                if (self._stop_requested or self.groups_done >= self.groups_total) and self._in_flight == 0:
+                    return
+            await asyncio.sleep(poll_s)
 
     def group_finished(self, written: bool) -> None:
         with self._lock:

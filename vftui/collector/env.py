@@ -1,7 +1,9 @@
 """VerifiersEnv: the Atropos BaseEnv that collects groups from a verifiers environment.
 
 It follows the reference collector (see ARCHITECTURE.md) and runs inside atroposlib's
-own machinery: ``process_manager`` for sft (process) mode. Instead of globals it takes
+own machinery: ``process_manager`` for sft (process) mode, ``env_manager`` for rl (serve)
+mode, where each rollout goes through a ManagedServer and groups go to the trajectory
+API. Instead of globals it takes
 ``Hooks``: the run's controls (pause, temperature, stop), an event sink, and where to
 keep its checkpoint. Without hooks it behaves like the reference and can be run with
 atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``.
@@ -10,26 +12,39 @@ atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...`
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
+from tenacity import stop_after_attempt
 
 from vftui import stats, store
-from vftui.collector import compat, envs
+from vftui.collector import compat, envs, managed
 from vftui.collector.controls import Controls
-from vftui.collector.tokens import sft_tokens
+from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
 from vftui.errors import RunFailed
-from vftui.events import EndpointTrouble, Event, GroupCollected, MetricsWindow
+from vftui.events import (
+    ApiStatus,
+    EndpointTrouble,
+    Event,
+    GroupCollected,
+    GroupDropped,
+    MetricsWindow,
+    RunState,
+    RunStatus,
+)
 
 logger = logging.getLogger(__name__)
 META = "vftui"
+TURNS = "_vftui_turns"
 
 
 class VfEnvConfig(BaseEnvConfig):
@@ -54,7 +69,13 @@ class Hooks:
     groups_before: int = 0
     max_retries: int = 5
     max_concurrent: int | None = None
+    attempt_timeout_s: float = 600.0
     extra_meta: dict[str, Any] = field(default_factory=dict)
+
+
+def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
+    """A tenacity-wrapped BaseEnv method with a single attempt: we retry it ourselves, visibly."""
+    return functools.partial(method.retry_with(stop=stop_after_attempt(1), reraise=True), env)
 
 
 def backoff_seconds(attempt: int) -> float:
@@ -89,6 +110,8 @@ class VerifiersEnv(BaseEnv):
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
         self.groups_written = self.hooks.groups_before
+        self.unsent = 0
+        self.iter = self.hooks.start_iter
         self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
 
@@ -158,7 +181,7 @@ class VerifiersEnv(BaseEnv):
 
     async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
         try:
-            group = await self._collect_sft_group(item)
+            group = await self._collect_group(item)
         except BaseException:
             self._group_done(written=False)
             raise
@@ -166,8 +189,8 @@ class VerifiersEnv(BaseEnv):
             self._group_done(written=False)
         return group, []
 
-    async def _generate_with_retries(self, item: dict[str, Any], temperature: float) -> list[dict] | None:
-        """One group's rollouts, retried with backoff; None when a stop cut the retries."""
+    async def _sft_attempt(self, item: dict[str, Any], temperature: float) -> list[dict]:
+        """sft: the group's rollouts from any OpenAI-compatible endpoint, in one generate call."""
         group_size = self.config.group_size
         kwargs = compat.sft_generate_kwargs(
             inputs=[compat.rollout_input(item) for _ in range(group_size)],
@@ -177,51 +200,88 @@ class VerifiersEnv(BaseEnv):
             max_tokens=self.config.max_token_length,
             max_concurrent=self.hooks.max_concurrent or group_size,
         )
+        return (await self.vf_env.generate(**kwargs))["outputs"]
+
+    async def _rl_attempt(self, item: dict[str, Any], temperature: float) -> list[dict]:
+        """rl: each rollout through its own ManagedServer, its turns' token ids recorded."""
+        sampling = {"temperature": temperature, "max_tokens": self.config.max_token_length}
+        model = self.server.servers[0].config.model_name
+        limit = asyncio.Semaphore(self.hooks.max_concurrent or self.config.group_size)
+
+        async def one() -> dict:
+            async with limit, managed.recorded_client(self.server, self.tokenizer) as (client, recorder):
+                output = await self.vf_env.run_rollout(
+                    compat.rollout_input(item), client, model, sampling, state_columns=["trajectory"]
+                )
+            return {**output, TURNS: recorder.turns}
+
+        return list(await asyncio.gather(*(one() for _ in range(self.config.group_size))))
+
+    async def _rollouts_with_retries(self, item: dict[str, Any], temperature: float) -> list[dict] | None:
+        """One group's rollouts, retried with backoff; None when a stop cut the retries."""
+        group_size = self.config.group_size
+        attempt_once = self._sft_attempt if self.process_mode else self._rl_attempt
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                outputs = (await self.vf_env.generate(**kwargs))["outputs"]
+                outputs = await asyncio.wait_for(attempt_once(item, temperature), timeout=self.hooks.attempt_timeout_s)
                 errors = [e for e in map(compat.rollout_error, outputs) if e]
                 if not errors and len(outputs) == group_size:
                     return outputs
                 problem = errors[0] if errors else f"{len(outputs)} of {group_size} rollouts returned"
             except compat.auth_errors() as e:
                 raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
+            except TimeoutError:
+                problem = f"no answer in {self.hooks.attempt_timeout_s:g} s (is the inference server up?)"
             except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
                 problem = f"{type(e).__name__}: {e}"
             if attempt == attempts:
                 raise RunFailed(f"the endpoint failed {attempts} times in a row; last error: {problem}")
-            delay = backoff_seconds(attempt)
-            self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2)))
-            logger.warning("group attempt %d/%d failed: %s", attempt, attempts, problem)
-            if self.hooks.controls is not None:
-                await self.hooks.controls.sleep(delay)
-                if self.hooks.controls.stop_requested:
-                    return None
-            else:
-                await asyncio.sleep(delay)
+            if not await self._back_off(attempt, attempts, problem, "endpoint"):
+                return None
         return None
 
-    async def _collect_sft_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
+    async def _back_off(self, attempt: int, attempts: int, problem: str, service: str) -> bool:
+        """Report a failed attempt and wait before the next; False when a stop cut the wait."""
+        delay = backoff_seconds(attempt)
+        self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2), service))
+        logger.warning("%s attempt %d/%d failed: %s", service, attempt, attempts, problem)
+        if self.hooks.controls is None:
+            await asyncio.sleep(delay)
+            return True
+        await self.hooks.controls.sleep(delay)
+        return not self.hooks.controls.stop_requested
+
+    async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
         started = time.time()
         temperature = self.temperature
-        outputs = await self._generate_with_retries(item, temperature)
+        outputs = await self._rollouts_with_retries(item, temperature)
         if outputs is None:
             return None
         group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
+        if not self.process_mode:
+            group["inference_logprobs"] = []
         metrics: dict[str, list[float]] = {}
         finish_reasons, turns, stripped = [], [], []
         for output in outputs:
             messages = compat.plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
             reason = compat.finish_reason(output)
-            tokenized = sft_tokens(self.trainer_tokenizer, messages, reason)
+            if self.process_mode:
+                tokenized = sft_tokens(self.trainer_tokenizer, messages, reason)
+                stripped.append(tokenized.stripped_end_of_turn)
+            else:
+                try:
+                    tokenized = rl_tokens(self.trainer_tokenizer, messages, output[TURNS])
+                except TemplateMismatch as e:
+                    raise RunFailed(f"cannot build the rollout's token sequence: {e}") from e
+                group["inference_logprobs"].append(tokenized.logprobs)
+                stripped.append(False)
             group["tokens"].append(tokenized.tokens)
             group["masks"].append(tokenized.masks)
             group["scores"].append(float(output.get("reward") or 0.0))
             group["messages"].append(messages)
             finish_reasons.append(reason)
             turns.append(compat.num_turns(output))
-            stripped.append(tokenized.stripped_end_of_turn)
             for name, value in (output.get("metrics") or {}).items():
                 if isinstance(value, (int, float)):
                     metrics.setdefault(name, []).append(float(value))
@@ -249,8 +309,59 @@ class VerifiersEnv(BaseEnv):
             written = lines_before is None or lines_after != lines_before
             if written and isinstance(scored_data, dict):
                 self._record(scored_data)
+            elif isinstance(scored_data, dict):
+                self.hooks.emit(GroupDropped(scored_data[META]["item"], self._drop_reason(scored_data)))
         finally:
             self._group_done(written)
+
+    # -- rl: the trajectory API, which may be down, restarted or slow --------------------
+
+    async def _until_it_works(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
+        """``call()`` retried with backoff for as long as the run goes on, each failure reported."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except aiohttp.ClientResponseError as e:
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    raise RunFailed(f"the trajectory API refused {what}: HTTP {e.status} {e.message}") from e
+                problem = f"HTTP {e.status}"
+            except Exception as e:  # noqa: BLE001 - unreachable, restarting or erroring: all retried
+                problem = f"{type(e).__name__}: {e}"
+            attempt += 1
+            if not await self._back_off(min(attempt, 8), 0, f"{what}: {problem}", "trajectory API"):
+                raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
+
+    async def _register_env(self):
+        data = await self._until_it_works(once(BaseEnv._register_env, self), "registering the env")
+        if data.get("status") != "success":
+            self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
+        return data
+
+    async def get_status(self):
+        await self._until_it_works(once(BaseEnv.get_status, self), "reading its status")
+        self.hooks.emit(ApiStatus(
+            current_step=int(self.status_dict.get("current_step", 0)),
+            queue_size=int(self.status_dict.get("queue_size", 0)),
+            env_weight=float(self.status_dict.get("env_weight", 0.0)),
+            env_id=getattr(self, "env_id", None),
+        ))
+
+    async def _send_scored_data_to_api(self, scored_data):
+        try:
+            await self._until_it_works(lambda: once(BaseEnv._send_scored_data_to_api, self)(scored_data),
+                                       "sending a group")
+        except RunFailed:
+            self.unsent += 1
+            logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")
+            raise
+
+    def _drop_reason(self, group: ScoredDataGroup) -> str:
+        if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
+            return "identical scores"
+        if self.max_token_len > 0 and any(len(t) >= self.max_token_len for t in group["tokens"]):
+            return f"a sequence reached the trainer's max_token_len ({self.max_token_len})"
+        return "malformed group"
 
     def _record(self, group: ScoredDataGroup) -> None:
         """A group is on disk: checkpoint it, count it in the window, announce it."""

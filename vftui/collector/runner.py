@@ -3,7 +3,8 @@
 ``Run.prepare()`` resolves everything a user can get wrong (paths, endpoint, key,
 tokenizer, environment) before any work, on the main thread (verifiers environments
 install signal handlers). ``Run.execute()`` then runs atroposlib's own process manager
-on the current asyncio loop and returns the summary. The view gets every event through
+(sft) or serve loop (rl, until ``--steps`` groups were sent) on the current asyncio loop
+and returns the summary. The view gets every event through
 ``emit`` and steers the run with ``run.controls``.
 """
 
@@ -14,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
-from vftui.collector import compat, endpoint, envs, hub
+from vftui.collector import compat, endpoint, envs, hub, trajectory_api
 from vftui.collector.controls import Controls
 from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
@@ -44,6 +46,7 @@ from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX = ".run.json", ".checkpoint.json"
+RL_STEP_LIMIT = 1_000_000_000
 
 
 def sidecars(out_path: Path) -> tuple[Path, Path]:
@@ -130,6 +133,8 @@ class Run:
         self._sim: BackgroundSimServer | None = None
         self._env: VerifiersEnv | None = None
         self._task: asyncio.Task | None = None
+        self._api: trajectory_api.ApiProcess | None = None
+        self._trainer: subprocess.Popen | None = None
 
     def emit(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
@@ -141,8 +146,8 @@ class Run:
     def prepare(self) -> Plan:
         cfg = self.config
         compat.quiet_libraries()
-        if cfg.mode != "sft":
-            raise UserError("--mode rl is not available in this version of vftui yet; use --mode sft")
+        if cfg.mode == "sft" and cfg.extra_base_urls:
+            raise UserError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
         out_path, start_iter, groups_before = self._resolve_output()
         vf_env = envs.load(cfg.env, cfg.env_args)
         if cfg.simulated:
@@ -151,11 +156,15 @@ class Run:
             tokenizer = cfg.tokenizer or str(SIM_TOKENIZER)
         else:
             base_url = endpoint.check_url(cfg.base_url)
+            for extra in cfg.extra_base_urls:
+                endpoint.check_url(extra)
             self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
             model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
             default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
             tokenizer = cfg.tokenizer or default
         hub.check_tokenizer(tokenizer)
+        if cfg.mode == "rl":
+            self._start_trajectory_side()
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, start_iter, groups_before)
         self.controls = Controls(
             cfg.temperature, self.window, out_path.parent, self.emit, groups_total=cfg.steps
@@ -165,6 +174,18 @@ class Run:
         if groups_before == 0:
             self._write_run_file()
         return self.plan
+
+    def _start_trajectory_side(self) -> None:
+        """rl: the trajectory API (started with --start-api) and the sim trainer, if asked for."""
+        cfg = self.config
+        if cfg.start_api:
+            self._api = trajectory_api.ApiProcess(cfg.api_url).start()
+        if cfg.runs_sim_trainer:
+            self._trainer = subprocess.Popen(
+                [sys.executable, "-m", "vftui", "sim-trainer", "--api-url", cfg.api_url,
+                 "--batch-size", str(cfg.batch_size or cfg.group_size)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
 
     def _resolve_output(self) -> tuple[Path, int, int]:
         """The jsonl to append to, the dataset position to start at, groups already done."""
@@ -203,27 +224,36 @@ class Run:
     def _build_env(self, vf_env: Any) -> VerifiersEnv:
         plan, cfg = self.plan, self.config
         assert plan is not None and self.controls is not None
+        rl = cfg.mode == "rl"
         env_config = VfEnvConfig(
             vf_env_name=cfg.env,
             env_args=json.dumps(cfg.env_args),
             tokenizer_name=plan.tokenizer,
             group_size=cfg.group_size,
-            total_steps=cfg.steps - plan.groups_before,
+            # sft: atroposlib's process manager counts the groups; rl: the run stops the
+            # serve loop itself once --steps groups were sent, so its own limit is out of reach.
+            total_steps=RL_STEP_LIMIT if rl else cfg.steps - plan.groups_before,
             max_token_length=cfg.max_tokens,
             use_wandb=cfg.wandb,
-            wandb_name=cfg.wandb_name,
-            ensure_scores_are_not_same=False,
             include_messages=True,
             data_path_to_save_groups=None,
+            **({"rollout_server_url": cfg.api_url, "batch_size": cfg.batch_size or -1,
+                # the API names the env after it ("desired_name"), so it cannot be empty
+                "wandb_name": cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"}
+               if rl else {"ensure_scores_are_not_same": False, "wandb_name": cfg.wandb_name}),
         )
-        server = APIServerConfig(
-            model_name=plan.model,
-            base_url=plan.base_url,
-            api_key=self._api_key,
-            server_type="openai",
-            timeout=int(cfg.timeout),
-            health_check=False,
-        )
+        servers = [
+            APIServerConfig(
+                model_name=plan.model,
+                base_url=url,
+                api_key=self._api_key,
+                server_type=cfg.server_type if rl else "openai",
+                tokenizer_name=plan.tokenizer,
+                timeout=int(cfg.timeout),
+                health_check=rl,
+            )
+            for url in ([plan.base_url, *cfg.extra_base_urls] if rl else [plan.base_url])
+        ]
         hooks = Hooks(
             controls=self.controls,
             emit=self.emit,
@@ -232,14 +262,16 @@ class Run:
             groups_before=plan.groups_before,
             max_retries=cfg.retries,
             max_concurrent=cfg.max_concurrent,
+            attempt_timeout_s=float(cfg.timeout),
             extra_meta={"model": plan.model, "simulated": plan.simulated},
         )
-        env = VerifiersEnv(env_config, [server], vf_env=vf_env, hooks=hooks)
-        # Process mode, as atroposlib's `process` command sets it up, writing through
-        # our crash-safe appender instead of an unflushed jsonlines writer.
-        env.process_mode = True
-        env.n_groups_to_process = env_config.total_steps
-        env.group_size_to_process = cfg.group_size
+        env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
+        # Process mode as atroposlib's `process` command sets it up; in both modes groups go
+        # to our crash-safe appender instead of an unflushed jsonlines writer.
+        env.process_mode = not rl
+        if not rl:
+            env.n_groups_to_process = env_config.total_steps
+            env.group_size_to_process = cfg.group_size
         env.config.data_path_to_save_groups = str(plan.out_path)
         env.jsonl_writer = store.JsonlAppender(plan.out_path, on_line=self.window.add)
         if cfg.wandb:
@@ -299,12 +331,15 @@ class Run:
         state, error = RunState.FINISHED, ""
         controls.bind(loop, on_force_stop=self._cancel)
         try:
-            if env.n_groups_to_process > 0:
+            if plan.groups_before < plan.groups_total:
                 self.emit(RunStatus(RunState.RUNNING, controls.groups_done, plan.groups_total))
                 prints = contextlib.redirect_stdout(sys.stderr) if redirect_prints else contextlib.nullcontext()
                 with prints:
-                    self._task = asyncio.ensure_future(env.process_manager())
-                    await self._task
+                    if env.process_mode:
+                        self._task = asyncio.ensure_future(env.process_manager())
+                        await self._task
+                    else:
+                        await self._serve(env, controls)
         except asyncio.CancelledError:
             state = RunState.FINISHED
         except RunFailed as e:
@@ -332,6 +367,22 @@ class Run:
         self.emit(summary)
         return summary
 
+    async def _serve(self, env: VerifiersEnv, controls: Controls) -> None:
+        """atroposlib's serve loop, until the groups are sent or a stop is requested."""
+        self._task = asyncio.ensure_future(env.env_manager())
+        finished = asyncio.ensure_future(controls.wait_finished())
+        try:
+            await asyncio.wait({self._task, finished}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            finished.cancel()
+            if not self._task.done():
+                self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if env.unsent:
+            logging.getLogger(__name__).warning("%d groups were not sent to the trajectory API; "
+                                                "they are in %s", env.unsent, self.plan.out_path)
+
     def _cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -344,6 +395,13 @@ class Run:
                 wandb.finish()
 
     def close(self) -> None:
+        if self._trainer is not None:
+            self._trainer.terminate()
+            self._trainer.wait(timeout=10)
+            self._trainer = None
+        if self._api is not None:
+            self._api.stop()
+            self._api = None
         if self._sim is not None:
             self._sim.stop()
             self._sim = None

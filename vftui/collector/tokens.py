@@ -1,4 +1,4 @@
-"""Turning a finished rollout into the token ids and masks a trainer consumes."""
+"""Turning a finished rollout into the token ids, masks (and logprobs) a trainer consumes."""
 
 from __future__ import annotations
 
@@ -53,3 +53,59 @@ def end_of_turn_start(tokenizer: Any, tokens: list[int]) -> int:
     while i > 0 and tokens[i - 1] in special:
         i -= 1
     return i
+
+
+class TemplateMismatch(ValueError):
+    """The chat template does not re-render earlier turns as they were generated."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call of a rollout, as the inference server returned it."""
+
+    output_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
+class RLTokenized:
+    tokens: list[int]
+    masks: list[int]
+    logprobs: list[float]
+
+
+def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], turns: list[Turn]) -> RLTokenized:
+    """One rollout as one sequence equal to its final context.
+
+    Walks the conversation turn by turn: the text the chat template adds before each
+    generation (prompt, environment replies, turn markers) is tokenized and masked (-100,
+    logprob 1.0); each generation appears once, as the server's own token ids with the
+    logprobs it returned. Unlike concatenating every step's prompt ids, history is never
+    repeated, and a generated end-of-turn token is not doubled by the template's own.
+    """
+    assistant_at = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if len(assistant_at) != len(turns):
+        raise TemplateMismatch(f"{len(turns)} model calls but {len(assistant_at)} assistant messages")
+    tokens: list[int] = []
+    masks: list[int] = []
+    logprobs: list[float] = []
+    text = ""
+
+    def add_context(rendered: str) -> str:
+        if not rendered.startswith(text):
+            raise TemplateMismatch("the chat template renders earlier turns differently from how they were generated")
+        ids = tokenizer.encode(rendered[len(text):], add_special_tokens=False) if len(rendered) > len(text) else []
+        tokens.extend(ids)
+        masks.extend([-100] * len(ids))
+        logprobs.extend([1.0] * len(ids))
+        return rendered
+
+    for at, turn in zip(assistant_at, turns, strict=True):
+        text = add_context(tokenizer.apply_chat_template(messages[:at], add_generation_prompt=True, tokenize=False))
+        tokens.extend(turn.output_ids)
+        masks.extend(turn.output_ids)
+        logprobs.extend(turn.logprobs)
+        text += tokenizer.decode(turn.output_ids, skip_special_tokens=False)
+    add_context(tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False))
+    return RLTokenized(tokens, masks, logprobs)

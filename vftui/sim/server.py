@@ -1,7 +1,9 @@
 """The simulated OpenAI-compatible endpoint, on loopback, for machines with no GPU or key.
 
 Serves ``/v1/models`` and ``/v1/chat/completions`` (with ``usage`` and ``finish_reason``,
-``max_tokens`` honoured with the shipped tokenizer). For tests and demos it can be told
+``max_tokens`` honoured with the shipped tokenizer), and the vLLM-style ``/health`` and
+token-level ``/generate`` that atroposlib's ManagedServer calls in rl mode: token ids in,
+token ids with their (simulated) logprobs out. For tests and demos it can be told
 to misbehave (``POST /sim/faults``) and it remembers what it was asked
 (``GET /sim/requests``), so a test can see the temperature that reached it.
 """
@@ -75,6 +77,18 @@ class SimState:
             )
         )
 
+    def generate_ids(
+        self, text: str, max_tokens: int | None, rng: random.Random, temperature: float
+    ) -> tuple[list[int], list[float], str]:
+        """The answer as token ids ending in end-of-turn (as vLLM returns them), with logprobs."""
+        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        reason = "stop"
+        if max_tokens is not None and len(ids) > max_tokens:
+            ids, reason = ids[:max_tokens], "length"
+        spread = 0.05 + 0.5 * temperature
+        logprobs = [round(-abs(rng.gauss(0.0, spread)), 6) for _ in ids]
+        return ids, logprobs, reason
+
     def complete(self, text: str, max_tokens: int | None) -> tuple[str, int, str]:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if max_tokens is not None and len(ids) > max_tokens:
@@ -87,6 +101,21 @@ SIM = web.AppKey("sim", SimState)
 
 def _bad_request(message: str) -> web.Response:
     return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
+
+
+async def _misbehave(state: SimState) -> web.Response | None:
+    """The injected fault for this request (after its stall), if any; then the set latency."""
+    fault = state.faults.take()
+    if fault is not None:
+        if fault.stall_s:
+            await asyncio.sleep(fault.stall_s)
+        if fault.status:
+            return web.json_response({"error": {"message": f"simulated {fault.status}"}}, status=fault.status)
+        if fault.malformed:
+            return web.Response(text='{"choices": [', content_type="application/json")
+    if state.latency_s:
+        await asyncio.sleep(state.latency_s)
+    return None
 
 
 async def chat_completions(request: web.Request) -> web.Response:
@@ -114,16 +143,8 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
     state.requests.append(
         {"temperature": temperature, "max_tokens": max_tokens, "model": body.get("model"), "n": n, "at": time.time()}
     )
-    fault = state.faults.take()
-    if fault is not None:
-        if fault.stall_s:
-            await asyncio.sleep(fault.stall_s)
-        if fault.status:
-            return web.json_response({"error": {"message": f"simulated {fault.status}"}}, status=fault.status)
-        if fault.malformed:
-            return web.Response(text='{"choices": [', content_type="application/json")
-    if state.latency_s:
-        await asyncio.sleep(state.latency_s)
+    if (failure := await _misbehave(state)) is not None:
+        return failure
     choices, completion_tokens = [], 0
     for index in range(n):
         text = policy.answer(messages, temperature, state.rng_for(messages))
@@ -147,6 +168,38 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
             },
         }
     )
+
+
+async def generate(request: web.Request) -> web.Response:
+    """vLLM's token-level ``/generate``: prompt token ids in, token ids and logprobs out."""
+    state: SimState = request.app[SIM]
+    try:
+        body = await request.json()
+        prompt_ids = [int(t) for t in body["prompt"]["prompt_token_ids"]]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return _bad_request("expected {'prompt': {'prompt_token_ids': [...]}, ...}")
+    temperature = float(body.get("temperature", 1.0))
+    max_tokens = body.get("max_tokens")
+    n = int(body.get("n") or 1)
+    state.requests_total += 1
+    state.requests.append(
+        {"temperature": temperature, "max_tokens": max_tokens, "n": n, "path": "/generate", "at": time.time()}
+    )
+    if (failure := await _misbehave(state)) is not None:
+        return failure
+    conversation = [{"role": "user", "content": state.tokenizer.decode(prompt_ids, skip_special_tokens=True)}]
+    logprobs, reasons, texts = [], [], []
+    for _ in range(n):
+        rng = state.rng_for(conversation)
+        ids, lps, reason = state.generate_ids(policy.answer(conversation, temperature, rng), max_tokens, rng, temperature)
+        logprobs.append([[{str(i): lp}] for i, lp in zip(ids, lps, strict=True)])
+        reasons.append(reason)
+        texts.append(state.tokenizer.decode(ids))
+    return web.json_response({"text": texts, "logprobs": logprobs, "finish_reasons": reasons})
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok", "simulated": True})
 
 
 async def models(request: web.Request) -> web.Response:
@@ -183,6 +236,8 @@ def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
         [
             web.get("/v1/models", models),
             web.post("/v1/chat/completions", chat_completions),
+            web.get("/health", health),
+            web.post("/generate", generate),
             web.post("/sim/faults", set_faults),
             web.get("/sim/requests", recent_requests),
             web.get("/sim/info", info),

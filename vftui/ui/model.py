@@ -130,7 +130,7 @@ class DashboardModel:
             self.temperature = event.temperature
         elif isinstance(event, EndpointTrouble):
             self.trouble = event
-            self.note("WARNING", f"endpoint error, attempt {event.attempt}/{event.max_attempts}: "
+            self.note("WARNING", f"{event.service} error, attempt {event.attempts}: "
                       f"{event.error}; retrying in {event.retry_in_s:.1f} s")
         elif isinstance(event, GroupsDumped):
             self.last_dump = event

@@ -48,7 +48,7 @@ def render_status(model: DashboardModel) -> Text:
     line2 = Text()
     label = STATE_LABEL.get(model.state, model.state.value)
     if model.trouble is not None and model.state in (RunState.RUNNING, RunState.PAUSING):
-        line2.append("endpoint errors (retrying)", style="bold red")
+        line2.append(f"{model.trouble.service} unreachable (retrying)", style="bold red")
     else:
         line2.append(label, style=STATE_STYLE[model.state])
     groups_s, tokens_s = model.rates()
