@@ -154,6 +154,7 @@ class RunSummary:
     elapsed_s: float
     metrics: dict[str, float]
     error: str = ""
+    groups_dropped: int = 0
 
 
 Event = (

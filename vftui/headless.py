@@ -18,6 +18,7 @@ from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import (
     EndpointTrouble,
+    GroupDropped,
     Event,
     GroupCollected,
     GroupsDumped,
@@ -81,6 +82,10 @@ class HeadlessView:
                 f"{event.service} error (attempt {event.attempts}): {event.error}; "
                 f"retrying in {event.retry_in_s:.1f} s"
             )
+        if isinstance(event, GroupDropped):
+            return f"group of item {event.item} not sent: {event.reason}"
+        if isinstance(event, RunStatus) and event.state is RunState.STARTING and event.detail:
+            return f"run starting: {event.detail}"
         if isinstance(event, RunStatus) and event.state in (RunState.PAUSED, RunState.STOPPING, RunState.PAUSING):
             return f"run {event.state.value}" + (f": {event.detail}" if event.detail else "")
         if isinstance(event, TemperatureChanged):
@@ -116,6 +121,8 @@ class HeadlessView:
         lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
         if s.error:
             lines.append(f"  reason: {s.error}")
+        if s.groups_dropped:
+            lines.append(f"  {s.groups_dropped} scored groups were not sent (see above: identical scores or too long)")
         if m:
             lines.append(
                 f"  mean reward {m.get('metrics/mean_reward', 0):.4f}, reward std {m.get('metrics/reward_std', 0):.4f}, "

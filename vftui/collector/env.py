@@ -111,6 +111,7 @@ class VerifiersEnv(BaseEnv):
         self.window = stats.Accumulator()
         self.groups_written = self.hooks.groups_before
         self.unsent = 0
+        self._said_waiting = False
         self.iter = self.hooks.start_iter
         self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
@@ -334,7 +335,8 @@ class VerifiersEnv(BaseEnv):
 
     async def _register_env(self):
         data = await self._until_it_works(once(BaseEnv._register_env, self), "registering the env")
-        if data.get("status") != "success":
+        if data.get("status") != "success" and not self._said_waiting:
+            self._said_waiting = True
             self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
         return data
 

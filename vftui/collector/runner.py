@@ -34,6 +34,7 @@ from vftui.errors import RunFailed, UserError
 from vftui.events import (
     Event,
     GroupCollected,
+    GroupDropped,
     LogRecord,
     RunStarted,
     RunState,
@@ -127,6 +128,7 @@ class Run:
         self._view_emit = emit
         self.window = store.GroupWindow(config.window)
         self.totals = stats.Accumulator()
+        self.dropped = 0
         self.plan: Plan | None = None
         self.controls: Controls | None = None
         self._api_key = ""
@@ -139,6 +141,8 @@ class Run:
     def emit(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
             self.totals.add(event)
+        elif isinstance(event, GroupDropped):
+            self.dropped += 1
         self._view_emit(event)
 
     # -- before any work ----------------------------------------------------------------
@@ -363,6 +367,7 @@ class Run:
             elapsed_s=round(time.time() - started, 3),
             metrics=self.totals.metrics(),
             error=error,
+            groups_dropped=self.dropped,
         )
         self.emit(summary)
         return summary

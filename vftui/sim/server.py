@@ -182,9 +182,8 @@ async def generate(request: web.Request) -> web.Response:
     max_tokens = body.get("max_tokens")
     n = int(body.get("n") or 1)
     state.requests_total += 1
-    state.requests.append(
-        {"temperature": temperature, "max_tokens": max_tokens, "n": n, "path": "/generate", "at": time.time()}
-    )
+    record = {"temperature": temperature, "max_tokens": max_tokens, "n": n, "path": "/generate", "at": time.time()}
+    state.requests.append(record)
     if (failure := await _misbehave(state)) is not None:
         return failure
     conversation = [{"role": "user", "content": state.tokenizer.decode(prompt_ids, skip_special_tokens=True)}]
@@ -195,6 +194,7 @@ async def generate(request: web.Request) -> web.Response:
         logprobs.append([[{str(i): lp}] for i, lp in zip(ids, lps, strict=True)])
         reasons.append(reason)
         texts.append(state.tokenizer.decode(ids))
+        record.setdefault("outputs", []).append({"ids": ids, "logprobs": lps})
     return web.json_response({"text": texts, "logprobs": logprobs, "finish_reasons": reasons})
 
 
@@ -220,7 +220,8 @@ async def set_faults(request: web.Request) -> web.Response:
 async def recent_requests(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
     return web.json_response(
-        {"total": state.requests_total, "max_in_flight": state.max_in_flight, "requests": list(state.requests)}
+        {"total": state.requests_total, "max_in_flight": state.max_in_flight, "faults_left": state.faults.count,
+         "requests": list(state.requests)}
     )
 
 

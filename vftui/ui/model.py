@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from vftui import stats
 from vftui.events import (
+    ApiStatus,
     EndpointTrouble,
+    GroupDropped,
     Event,
     GroupCollected,
     GroupsDumped,
@@ -70,6 +72,8 @@ class DashboardModel:
     summary: RunSummary | None = None
     trouble: EndpointTrouble | None = None
     last_dump: GroupsDumped | None = None
+    api: ApiStatus | None = None
+    dropped: int = 0
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
     groups: collections.deque = field(init=False)
@@ -132,6 +136,11 @@ class DashboardModel:
             self.trouble = event
             self.note("WARNING", f"{event.service} error, attempt {event.attempts}: "
                       f"{event.error}; retrying in {event.retry_in_s:.1f} s")
+        elif isinstance(event, ApiStatus):
+            self.api = event
+        elif isinstance(event, GroupDropped):
+            self.dropped += 1
+            self.note("WARNING", f"group of item {event.item} not sent: {event.reason}")
         elif isinstance(event, GroupsDumped):
             self.last_dump = event
             self.note("INFO", f"dumped {event.groups} groups to {event.path}")

@@ -43,6 +43,11 @@ def render_status(model: DashboardModel) -> Text:
         line1.append(s.endpoint)
         if s.simulated:
             line1.append("  SIMULATED", style="bold reverse yellow")
+    if model.api is not None:
+        a = model.api
+        line1.append(f"  API step {a.current_step} · queue {a.queue_size} · weight {a.env_weight:.2f}", style="dim")
+    if model.dropped:
+        line1.append(f"  dropped {model.dropped}", style="yellow")
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     line2 = Text()
@@ -56,6 +61,6 @@ def render_status(model: DashboardModel) -> Text:
     line2.append(f"  {groups_s:.2f} g/s  {tokens_s:,.0f} tok/s  {clock(model.elapsed_s)}")
     if s is not None:
         line2.append(f"  → {s.out_path}", style="dim")
-    if model.detail and model.state in (RunState.FAILED, RunState.FINISHED):
+    if model.detail and model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING):
         line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
     return Text("\n").join([line1, line2])

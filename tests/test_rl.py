@@ -1,0 +1,136 @@
+"""rl mode end to end on CPU: the real run-api, the simulated vLLM-style server, the real CLI.
+
+The test is the trainer: it registers with the trajectory API and pulls batches, then
+checks them against what the simulated inference server returned.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from transformers import AutoTokenizer
+
+from tests.conftest import read_jsonl, sim_admin, start_cli
+from vftui.collector.trajectory_api import ApiProcess
+from vftui.sim.server import TOKENIZER_DIR
+from vftui.sim.trainer import run_trainer
+
+GROUP_SIZE, GROUPS = 4, 4
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Trainer:
+    """run_trainer in a thread, keeping every batch it pulls."""
+
+    def __init__(self, api_url: str, batches: int) -> None:
+        self.batches: list[list[dict]] = []
+        self.thread = threading.Thread(
+            target=run_trainer, args=(api_url, 2 * GROUP_SIZE, batches),
+            kwargs={"say": lambda line: None, "on_batch": self.batches.append}, daemon=True,
+        )
+        self.thread.start()
+
+    @property
+    def groups(self) -> list[dict]:
+        return [group for batch in self.batches for group in batch]
+
+
+def finish(process, timeout: float = 240) -> tuple[int, str]:
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except Exception:
+        process.kill()
+        raise
+    return process.returncode, err
+
+
+def rl_args(sim, api_url: str, out) -> list[str]:
+    return ["run", "--mode", "rl", "--no-ui", "--steps", str(GROUPS), "--group-size", str(GROUP_SIZE),
+            "--base-url", sim.base_url, "--api-url", api_url, "--out", str(out), "--env-args", '{"max_turns": 3}']
+
+
+@pytest.fixture
+def api():
+    process = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
+    yield process
+    process.stop()
+
+
+def test_rl_batches_hold_one_sequence_per_rollout_with_the_servers_logprobs(sim, api, tmp_path):
+    trainer = Trainer(api.api_url, batches=GROUPS // 2)
+    out = tmp_path / "groups.jsonl"
+    code, err = finish(start_cli(rl_args(sim, api.api_url, out), tmp_path))
+    assert code == 0, err
+    trainer.thread.join(timeout=60)
+    saved = read_jsonl(out)
+    assert len(saved) == GROUPS and len(trainer.groups) == GROUPS, "every collected group reached the trainer"
+    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(map(str, (g["tokens"] for g in saved)))
+
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    returned = [(tuple(o["ids"]), tuple(o["logprobs"])) for r in sim_admin(sim, "/sim/requests")["requests"]
+                if r.get("path") == "/generate" for o in r["outputs"]]
+    for group in trainer.groups:
+        for tokens, masks, logprobs, messages in zip(
+            group["tokens"], group["masks"], group["inference_logprobs"], group["messages"], strict=True
+        ):
+            assert len(tokens) == len(masks) == len(logprobs)
+            assert sum(m["role"] == "assistant" for m in messages) == 3, "a 3-turn rollout"
+            final = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+            assert tokenizer.decode(tokens) == final, "the sequence is exactly the final conversation"
+            spans = generated_spans(tokens, masks, logprobs)
+            assert len(spans) == 3, "each turn's generation appears once"
+            for span in spans:
+                assert span in returned, "tokens and logprobs are the ones the server returned"
+            assert all(lp == 1.0 for lp, m in zip(logprobs, masks) if m == -100)
+            assert all(m == t for t, m in zip(tokens, masks) if m != -100)
+
+
+def generated_spans(tokens, masks, logprobs) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
+    """The runs of unmasked tokens, with their logprobs."""
+    spans, ids, lps = [], [], []
+    for token, mask, lp in [*zip(tokens, masks, logprobs), (None, -100, None)]:
+        if mask != -100:
+            ids.append(token)
+            lps.append(round(lp, 6))
+        elif ids:
+            spans.append((tuple(ids), tuple(lps)))
+            ids, lps = [], []
+    return spans
+
+
+def test_rl_waits_for_an_api_that_is_down_at_start(sim, tmp_path):
+    api_url = f"http://127.0.0.1:{free_port()}"
+    out = tmp_path / "groups.jsonl"
+    process = start_cli(rl_args(sim, api_url, out), tmp_path)
+    time.sleep(8)
+    assert process.poll() is None, "still waiting for the API, not crashed"
+    api = ApiProcess(api_url).start()
+    try:
+        trainer = Trainer(api_url, batches=GROUPS // 2)
+        code, err = finish(process)
+        trainer.thread.join(timeout=60)
+    finally:
+        api.stop()
+    assert code == 0, err
+    assert "trajectory API error" in err, "the outage was reported"
+    assert len(trainer.groups) == len(read_jsonl(out)) == GROUPS
+
+
+def test_rl_rides_out_inference_server_errors(sim, api, tmp_path):
+    # atroposlib retries each /generate 3 times itself: 12 failures outlast that for a group of 4
+    sim_admin(sim, "/sim/faults", {"status": 503, "count": 12})
+    trainer = Trainer(api.api_url, batches=GROUPS // 2)
+    out = tmp_path / "groups.jsonl"
+    code, err = finish(start_cli([*rl_args(sim, api.api_url, out), "--retries", "8"], tmp_path))
+    trainer.thread.join(timeout=60)
+    assert code == 0, err
+    assert sim_admin(sim, "/sim/requests")["faults_left"] == 0, "every injected 503 was served"
+    assert len(trainer.groups) == len(read_jsonl(out)) == GROUPS, "no group lost or sent twice"
