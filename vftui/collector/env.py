@@ -69,7 +69,9 @@ class Hooks:
     groups_before: int = 0
     max_retries: int = 5
     max_concurrent: int | None = None
-    attempt_timeout_s: float = 600.0
+    attempt_timeout_s: float | None = None
+    """rl: a whole group's limit, since atroposlib waits forever for an unhealthy server;
+    sft leaves it to the client's per-request timeout."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -225,7 +227,7 @@ class VerifiersEnv(BaseEnv):
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                outputs = await asyncio.wait_for(attempt_once(item, temperature), timeout=self.hooks.attempt_timeout_s)
+                outputs = await asyncio.wait_for(attempt_once(item, temperature), self.hooks.attempt_timeout_s)
                 errors = [e for e in map(compat.rollout_error, outputs) if e]
                 if not errors and len(outputs) == group_size:
                     return outputs
@@ -233,7 +235,7 @@ class VerifiersEnv(BaseEnv):
             except compat.auth_errors() as e:
                 raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
             except TimeoutError:
-                problem = f"no answer in {self.hooks.attempt_timeout_s:g} s (is the inference server up?)"
+                problem = f"the group timed out after {self.hooks.attempt_timeout_s:g} s (is the inference server up?)"
             except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
                 problem = f"{type(e).__name__}: {e}"
             if attempt == attempts:

@@ -266,7 +266,7 @@ class Run:
             groups_before=plan.groups_before,
             max_retries=cfg.retries,
             max_concurrent=cfg.max_concurrent,
-            attempt_timeout_s=float(cfg.timeout),
+            attempt_timeout_s=float(cfg.timeout) * max_turns(vf_env) if rl else None,
             extra_meta={"model": plan.model, "simulated": plan.simulated},
         )
         env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
@@ -410,6 +410,12 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
+
+
+def max_turns(vf_env: Any) -> int:
+    """Model calls a rollout may make (1 for single-turn or unbounded environments)."""
+    turns = getattr(vf_env, "max_turns", None)
+    return turns if isinstance(turns, int) and turns > 0 else 1
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:
