@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from vftui.collector.trajectory_api import ApiProcess
 from vftui.sim.server import BackgroundSimServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,3 +78,19 @@ def sim_admin(server: BackgroundSimServer, path: str, body: dict | None = None) 
     response = httpx.post(url, json=body, timeout=10) if body is not None else httpx.get(url, timeout=10)
     response.raise_for_status()
     return response.json()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def api() -> Iterator[ApiProcess]:
+    """atroposlib's real trajectory API (run-api) on a free loopback port."""
+    process = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
+    try:
+        yield process
+    finally:
+        process.stop()

@@ -6,34 +6,29 @@ checks them against what the simulated inference server returned.
 
 from __future__ import annotations
 
-import socket
+import subprocess
 import threading
 import time
 
-import pytest
+import httpx
+
 from transformers import AutoTokenizer
 
-from tests.conftest import read_jsonl, sim_admin, start_cli
+from tests.conftest import free_port, read_jsonl, sim_admin, start_cli
 from vftui.collector.trajectory_api import ApiProcess
-from vftui.sim.server import TOKENIZER_DIR
+from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
 GROUP_SIZE, GROUPS = 4, 4
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Trainer:
     """run_trainer in a thread, keeping every batch it pulls."""
 
-    def __init__(self, api_url: str, batches: int) -> None:
+    def __init__(self, api_url: str, batches: int, groups_per_batch: int = 2) -> None:
         self.batches: list[list[dict]] = []
         self.thread = threading.Thread(
-            target=run_trainer, args=(api_url, 2 * GROUP_SIZE, batches),
+            target=run_trainer, args=(api_url, groups_per_batch * GROUP_SIZE, batches),
             kwargs={"say": lambda line: None, "on_batch": self.batches.append}, daemon=True,
         )
         self.thread.start()
@@ -46,22 +41,16 @@ class Trainer:
 def finish(process, timeout: float = 240) -> tuple[int, str]:
     try:
         _, err = process.communicate(timeout=timeout)
-    except Exception:
+    except subprocess.TimeoutExpired:
         process.kill()
-        raise
+        _, err = process.communicate()
+        raise AssertionError(f"the run did not finish in {timeout:g} s; its stderr:\n{err[-4000:]}") from None
     return process.returncode, err
 
 
 def rl_args(sim, api_url: str, out) -> list[str]:
     return ["run", "--mode", "rl", "--no-ui", "--steps", str(GROUPS), "--group-size", str(GROUP_SIZE),
             "--base-url", sim.base_url, "--api-url", api_url, "--out", str(out), "--env-args", '{"max_turns": 3}']
-
-
-@pytest.fixture
-def api():
-    process = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
-    yield process
-    process.stop()
 
 
 def test_rl_batches_hold_one_sequence_per_rollout_with_the_servers_logprobs(sim, api, tmp_path):
@@ -134,3 +123,32 @@ def test_rl_rides_out_inference_server_errors(sim, api, tmp_path):
     assert code == 0, err
     assert sim_admin(sim, "/sim/requests")["faults_left"] == 0, "every injected 503 was served"
     assert len(trainer.groups) == len(read_jsonl(out)) == GROUPS, "no group lost or sent twice"
+
+
+def test_rl_survives_an_api_restart_mid_run(tmp_path):
+    sim = BackgroundSimServer(seed=0, latency_s=0.2).start()
+    api_url = f"http://127.0.0.1:{free_port()}"
+    api = ApiProcess(api_url).start()
+    steps = 6
+    trainer = Trainer(api_url, batches=steps, groups_per_batch=1)  # every group is pulled as soon as it is sent
+    out = tmp_path / "groups.jsonl"
+    args = [*rl_args(sim, api_url, out), "--steps", str(steps)]
+    process = start_cli(args, tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while len(trainer.groups) < 2 or httpx.get(f"{api_url}/status", timeout=5).json()["queue_size"]:
+            assert time.monotonic() < deadline and process.poll() is None, "no groups reached the trainer"
+            time.sleep(0.05)
+        api.stop()  # run-api keeps its queue in memory: stop it when the trainer has pulled everything
+        time.sleep(3)
+        api = ApiProcess(api_url).start()
+        code, err = finish(process)
+        trainer.thread.join(timeout=60)
+    finally:
+        api.stop()
+        sim.stop()
+    assert code == 0, err
+    assert "trajectory API error" in err, "the outage was reported"
+    saved = read_jsonl(out)
+    assert len(saved) == steps and len(trainer.groups) == steps, "every group arrived once"
+    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(map(str, (g["tokens"] for g in saved)))

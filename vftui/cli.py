@@ -89,6 +89,20 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
 
 
+def _watch_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="show a trajectory API's status live (a run started elsewhere; no collector)",
+        description="Attach to an Atropos trajectory API and show, live, whether a trainer is registered, "
+        "its step (batches pulled) and the queue. Read only: nothing is registered or sent.",
+    )
+    p.add_argument("--api-url", default="http://localhost:8000", help="trajectory API (default http://localhost:8000)")
+    p.add_argument("--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)")
+    p.add_argument("--no-ui", action="store_true", help="print a status line per poll instead of the app")
+    p.add_argument("--count", type=int, help="with --no-ui, stop after this many polls (default: until interrupted)")
+    p.add_argument("--theme", help="app theme (default vftui-dark)")
+
+
 def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sim-trainer",
@@ -139,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     _view_parser(sub)
     _sim_parser(sub)
     _sim_trainer_parser(sub)
+    _watch_parser(sub)
     return parser
 
 
@@ -200,6 +215,16 @@ def _sim_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watch(args: argparse.Namespace) -> int:
+    from vftui.watcher import run_watch
+
+    if args.every <= 0:
+        raise UserError("--every must be a positive number of seconds")
+    if args.count is not None and args.count < 1:
+        raise UserError("--count must be at least 1")
+    return run_watch(args.api_url, args.every, args.no_ui, args.count, args.theme)
+
+
 def _sim_trainer(args: argparse.Namespace) -> int:
     from vftui.sim.trainer import run_trainer
 
@@ -215,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer}
+        commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer,
+                    "watch": _watch}
         return commands[args.command](args)
     except UserError as e:
         print(f"vftui: error: {e}", file=sys.stderr)

@@ -116,12 +116,22 @@ class GroupDropped:
 
 @dataclass(frozen=True)
 class ApiStatus:
-    """What the trajectory API said of our env on its last status poll (rl mode)."""
+    """One poll of the trajectory API: by an rl run (our env's view) or by ``vftui watch``.
 
-    current_step: int
-    queue_size: int
-    env_weight: float
-    env_id: int | None
+    ``current_step`` counts the batches trainers pulled; ``queue_size`` is in groups;
+    ``env_weight`` and ``env_id`` are our env's (None when watching from outside).
+    """
+
+    api_url: str
+    reachable: bool
+    trainer_registered: bool = False
+    batch_size: int = -1
+    current_step: int = 0
+    queue_size: int = 0
+    env_weight: float | None = None
+    env_id: int | None = None
+    error: str = ""
+    polled_at: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)

@@ -131,10 +131,21 @@ class Controls:
                 if self._stop_requested or self.groups_done + self._in_flight >= self.groups_total:
                     return False
                 if not self._paused:
-                    self._in_flight += 1
                     return True
             self._announce_paused()
             await self._wait_for_change()
+
+    def begin_group(self) -> bool:
+        """Claim a slot for a group about to be collected; False when none is left.
+
+        Separate from ``may_start_group`` because atroposlib's serve loop also restarts
+        groups it cancelled (its backlog) without asking for a new item.
+        """
+        with self._lock:
+            if self._stop_requested or self.groups_done + self._in_flight >= self.groups_total:
+                return False
+            self._in_flight += 1
+            return True
 
     async def wait_finished(self, poll_s: float = 0.2) -> None:
         """Until every group is collected, or a stop was requested, with nothing in flight."""

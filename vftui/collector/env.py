@@ -75,6 +75,10 @@ class Hooks:
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
 
+class ApiNotReady(RuntimeError):
+    """The trajectory API is up but has not (again) confirmed our env's registration."""
+
+
 def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
     """A tenacity-wrapped BaseEnv method with a single attempt: we retry it ourselves, visibly."""
     return functools.partial(method.retry_with(stop=stop_after_attempt(1), reraise=True), env)
@@ -114,6 +118,7 @@ class VerifiersEnv(BaseEnv):
         self.groups_written = self.hooks.groups_before
         self.unsent = 0
         self._said_waiting = False
+        self._api_knows_us = False
         self.iter = self.hooks.start_iter
         self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
@@ -183,6 +188,8 @@ class VerifiersEnv(BaseEnv):
         return self._client
 
     async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
+        if self.hooks.controls is not None and not self.hooks.controls.begin_group():
+            return None, []
         try:
             group = await self._collect_group(item)
         except BaseException:
@@ -332,7 +339,8 @@ class VerifiersEnv(BaseEnv):
             except Exception as e:  # noqa: BLE001 - unreachable, restarting or erroring: all retried
                 problem = f"{type(e).__name__}: {e}"
             attempt += 1
-            if not await self._back_off(min(attempt, 8), 0, f"{what}: {problem}", "trajectory API"):
+            self._api_knows_us = False  # it may have restarted and forgotten us: the status poll checks
+            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", "trajectory API"):
                 raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
 
     async def _register_env(self):
@@ -340,21 +348,47 @@ class VerifiersEnv(BaseEnv):
         if data.get("status") != "success" and not self._said_waiting:
             self._said_waiting = True
             self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
+        elif data.get("status") == "success" and self._said_waiting:
+            self.hooks.emit(RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered"))
+        self._api_knows_us = data.get("status") == "success"
         return data
 
     async def get_status(self):
-        await self._until_it_works(once(BaseEnv.get_status, self), "reading its status")
+        await self._until_it_works(self._status_or_register_again, "reading its status")
         self.hooks.emit(ApiStatus(
+            api_url=self.config.rollout_server_url,
+            reachable=True,
+            trainer_registered=True,  # our env registered, which only succeeds once a trainer has
+            batch_size=int(self.config.batch_size),
             current_step=int(self.status_dict.get("current_step", 0)),
             queue_size=int(self.status_dict.get("queue_size", 0)),
             env_weight=float(self.status_dict.get("env_weight", 0.0)),
             env_id=getattr(self, "env_id", None),
         ))
 
-    async def _send_scored_data_to_api(self, scored_data):
+    async def _status_or_register_again(self) -> None:
+        """Our env's status; a run-api that restarted has forgotten us (it answers 500), so register again."""
         try:
-            await self._until_it_works(lambda: once(BaseEnv._send_scored_data_to_api, self)(scored_data),
-                                       "sending a group")
+            await once(BaseEnv.get_status, self)()
+        except aiohttp.ClientResponseError as e:
+            if e.status < 500:
+                raise
+            logger.warning("the trajectory API does not know this env any more (restarted?); registering again")
+            self._said_waiting = False
+            await self.register_env()
+            await once(BaseEnv.get_status, self)()
+        self._api_knows_us = True
+
+    async def _send_scored_data_to_api(self, scored_data):
+        async def send() -> None:
+            # A group sent to a restarted run-api before its trainer and our env registered
+            # again leaves it half set up (trainers can no longer register): wait instead.
+            if not self._api_knows_us:
+                raise ApiNotReady("waiting until the trajectory API knows this env again")
+            await once(BaseEnv._send_scored_data_to_api, self)(scored_data)
+
+        try:
+            await self._until_it_works(send, "sending a group")
         except RunFailed:
             self.unsent += 1
             logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")

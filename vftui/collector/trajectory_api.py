@@ -1,19 +1,23 @@
 """The Atropos trajectory API (``run-api``) that rl mode sends groups to.
 
 ``--start-api`` runs atroposlib's own server as a child process on a loopback port and
-stops it when the run ends; ``api_status`` is one poll of what a trainer sees.
+stops it when the run ends; ``poll`` and ``watch`` read its status from outside, for
+``vftui watch``.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 import httpx
 
 from vftui.errors import UserError
+from vftui.events import ApiStatus
 
 
 def is_up(api_url: str, timeout: float = 2.0) -> bool:
@@ -65,3 +69,29 @@ class ApiProcess:
             except subprocess.TimeoutExpired:
                 self._process.kill()
         self._process = None
+
+
+def poll(client: httpx.Client, api_url: str) -> ApiStatus:
+    """What a trainer and the envs see of the API right now; never raises."""
+    api_url = api_url.rstrip("/")
+    try:
+        status = client.get(f"{api_url}/status").json()
+        info = client.get(f"{api_url}/info").json()
+    except (httpx.HTTPError, ValueError) as e:
+        return ApiStatus(api_url, reachable=False, error=f"{type(e).__name__}: {e}".strip(": "))
+    return ApiStatus(
+        api_url,
+        reachable=True,
+        trainer_registered=info.get("batch_size", -1) != -1,
+        batch_size=int(info.get("batch_size", -1)),
+        current_step=int(status.get("current_step", 0)),
+        queue_size=int(status.get("queue_size", 0)),
+    )
+
+
+def watch(api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0) -> None:
+    """Poll until ``stop`` is set, emitting each snapshot (``vftui watch``)."""
+    with httpx.Client(timeout=max(1.0, every_s)) as client:
+        while not stop.is_set():
+            emit(poll(client, api_url))
+            stop.wait(every_s)

@@ -47,22 +47,19 @@ def run_trainer(
     """Register, then pull batches until ``batches`` were pulled (forever when None)."""
     api_url = api_url.rstrip("/")
     with httpx.Client(timeout=30) as client:
-        while True:
-            try:
-                client.post(f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}).raise_for_status()
-                break
-            except httpx.HTTPError as e:
-                say(f"sim-trainer: trajectory API not reachable at {api_url} ({type(e).__name__}); retrying")
-                time.sleep(1.0)
-        say(f"sim-trainer (SIMULATION: no model is trained): registered with {api_url}, batch size {batch_size}")
+        register(client, api_url, batch_size, say)
         pulled = 0
         while batches is None or pulled < batches:
             try:
-                batch = client.get(f"{api_url}/batch").json().get("batch")
+                answer = client.get(f"{api_url}/batch").json()
             except (httpx.HTTPError, ValueError) as e:
                 say(f"sim-trainer: {type(e).__name__} pulling a batch; retrying")
                 time.sleep(1.0)
                 continue
+            if answer.get("status") == "error":  # a restarted API has forgotten its trainer
+                register(client, api_url, batch_size, say)
+                continue
+            batch = answer.get("batch")
             if not batch:
                 time.sleep(poll_s)
                 continue
@@ -71,3 +68,15 @@ def run_trainer(
             if on_batch is not None:
                 on_batch(batch)
     return 0
+
+
+def register(client: httpx.Client, api_url: str, batch_size: int, say: Callable[[str], None]) -> None:
+    """Register as the trainer, retrying until the API answers."""
+    while True:
+        try:
+            client.post(f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}).raise_for_status()
+            break
+        except httpx.HTTPError as e:
+            say(f"sim-trainer: trajectory API not reachable at {api_url} ({type(e).__name__}); retrying")
+            time.sleep(1.0)
+    say(f"sim-trainer (SIMULATION: no model is trained): registered with {api_url}, batch size {batch_size}")

@@ -36,12 +36,14 @@ from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
 from vftui.ui.widgets.temperature_screen import TemperatureScreen
 from vftui.ui.widgets.token_preview import TokenPreview
+from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
 TICK_S = 0.1
 PREVIEW_FOLLOW_S = 1.0
 MAX_EVENTS_PER_TICK = 20_000
 SMALL_WIDTH, SMALL_HEIGHT = 70, 20
+SHORT_HEIGHT = 36  # below this, rl mode gives the turns panel's rows to the trajectory API's
 
 
 class VftuiApp(App[RunSummary | None]):
@@ -118,16 +120,17 @@ class VftuiApp(App[RunSummary | None]):
                 yield RewardFunctionsPanel(id="functions")
                 yield TurnsPanel(id="turns")
                 yield IdenticalPanel(id="identical")
+                yield TrajectoryPanel(id="trajectory")
                 yield LogPanel(id="log", wrap=True, markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         titles = {"rewards": "rewards", "tokens": "tokens", "functions": "reward functions", "turns": "turns",
-                  "identical": "identical scores", "log": "log"}
+                  "identical": "identical scores", "trajectory": "trajectory API", "log": "log"}
         for widget_id, title in titles.items():
             self.query_one(f"#{widget_id}").border_title = title
         self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
-                                                   LogPanel)]
+                                                   TrajectoryPanel, LogPanel)]
         self.status_bar = self.query_one(StatusBar)
         self.table = self.query_one(GroupTable)
         self.preview = self.query_one(TokenPreview)
@@ -142,6 +145,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT, "-small")
+        self.set_class(self.size.height < SHORT_HEIGHT, "-short")
 
     # -- attributes down ----------------------------------------------------------------
 
@@ -150,6 +154,7 @@ class VftuiApp(App[RunSummary | None]):
         started_before = self.model.started
         self.model.apply(batch)
         if self.model.started is not started_before and self.model.started is not None:
+            self.set_class(self.model.started.mode == "rl", "-rl")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
         self.status_bar.show(self.model)
         if self.model.version != self._shown_version:

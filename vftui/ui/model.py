@@ -71,14 +71,16 @@ class DashboardModel:
     groups_total: int = 0
     summary: RunSummary | None = None
     trouble: EndpointTrouble | None = None
+    api_trouble: EndpointTrouble | None = None
     last_dump: GroupsDumped | None = None
     api: ApiStatus | None = None
-    dropped: int = 0
+    dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
     groups: collections.deque = field(init=False)
     reward_history: collections.deque = field(init=False)
     identical_history: collections.deque = field(init=False)
+    queue_history: collections.deque = field(init=False)
     logs: collections.deque = field(init=False)
     tokens_total: int = 0
     logs_total: int = 0
@@ -95,6 +97,7 @@ class DashboardModel:
         self.groups = collections.deque(maxlen=self.window)
         self.reward_history = collections.deque(maxlen=HISTORY)
         self.identical_history = collections.deque(maxlen=HISTORY)
+        self.queue_history = collections.deque(maxlen=HISTORY)
         self.logs = collections.deque(maxlen=LOG_LINES)
         self._rate_marks = collections.deque(maxlen=64)
 
@@ -120,7 +123,7 @@ class DashboardModel:
             self.groups_done = max(self.groups_done, event.index)
             self.tokens_total += sum(len(t) for t in event.tokens)
             self._rate_marks.append((event.started_at + event.elapsed_s, event.index, self.tokens_total))
-            self.trouble = None
+            self.trouble = self.api_trouble = None
         elif isinstance(event, RunStarted):
             self.started, self.temperature = event, event.temperature
             self.groups_total, self.groups_done = event.groups_total, event.groups_done
@@ -133,13 +136,16 @@ class DashboardModel:
         elif isinstance(event, TemperatureChanged):
             self.temperature = event.temperature
         elif isinstance(event, EndpointTrouble):
-            self.trouble = event
+            if event.service == "trajectory API":
+                self.api_trouble = event
+            else:
+                self.trouble = event
             self.note("WARNING", f"{event.service} error, attempt {event.attempts}: "
                       f"{event.error}; retrying in {event.retry_in_s:.1f} s")
         elif isinstance(event, ApiStatus):
-            self.api = event
+            self._apply_api(event)
         elif isinstance(event, GroupDropped):
-            self.dropped += 1
+            self.dropped[event.reason] += 1
             self.note("WARNING", f"group of item {event.item} not sent: {event.reason}")
         elif isinstance(event, GroupsDumped):
             self.last_dump = event
@@ -149,6 +155,20 @@ class DashboardModel:
         elif isinstance(event, RunSummary):
             self.summary, self.state, self.detail = event, event.state, event.error
             self.groups_done = event.groups_done
+
+    def _apply_api(self, status: ApiStatus) -> None:
+        """A poll of the trajectory API; what changed goes to the log."""
+        before = self.api
+        if status.reachable:
+            self.api_trouble = None
+        if before is None or before.reachable != status.reachable:
+            self.note("INFO" if status.reachable else "WARNING",
+                      f"trajectory API {'reachable' if status.reachable else 'unreachable: ' + status.error}")
+        if status.trainer_registered and (before is None or not before.trainer_registered):
+            self.note("INFO", f"trainer registered (batch size {status.batch_size})")
+        self.api = status
+        if status.reachable:
+            self.queue_history.append(float(status.queue_size))
 
     def note(self, level: str, message: str) -> None:
         """A line of the model's own (status changes, dumps), stamped with its clock."""

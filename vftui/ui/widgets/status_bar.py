@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from vftui.events import RunState
+from vftui.events import EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
 
 STATE_STYLE = {
@@ -33,6 +33,10 @@ class StatusBar(Static):
         self.update(render_status(model), layout=False)
 
 
+def trouble_label(trouble: EndpointTrouble) -> str:
+    return "API unreachable" if trouble.service == "trajectory API" else "endpoint errors"
+
+
 def render_status(model: DashboardModel) -> Text:
     s = model.started
     line1 = Text()
@@ -43,17 +47,13 @@ def render_status(model: DashboardModel) -> Text:
         line1.append(s.endpoint)
         if s.simulated:
             line1.append("  SIMULATED", style="bold reverse yellow")
-    if model.api is not None:
-        a = model.api
-        line1.append(f"  API step {a.current_step} · queue {a.queue_size} · weight {a.env_weight:.2f}", style="dim")
-    if model.dropped:
-        line1.append(f"  dropped {model.dropped}", style="yellow")
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     line2 = Text()
     label = STATE_LABEL.get(model.state, model.state.value)
-    if model.trouble is not None and model.state in (RunState.RUNNING, RunState.PAUSING):
-        line2.append(f"{model.trouble.service} unreachable (retrying)", style="bold red")
+    trouble = model.api_trouble or model.trouble
+    if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):
+        line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
     else:
         line2.append(label, style=STATE_STYLE[model.state])
     groups_s, tokens_s = model.rates()
