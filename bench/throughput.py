@@ -7,7 +7,13 @@ driving the VerifiersEnv with no vftui runner; "vftui" is ``vftui run --no-ui``;
 tmux). The rate is read from each group's timestamps in the jsonl, so interpreter
 start-up is excluded.
 
-    python bench/throughput.py [--groups 200] [--group-size 8] [--repeats 3] [--latency-ms 0]
+The rl columns run atroposlib's serve mode against the same simulated server's vLLM-style
+``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
+serve" is ``python -m vftui.collector.env serve``, "vftui rl" is ``vftui run --mode rl
+--no-ui``. Their rate is the trainer's arrival rate (first group to last), so start-up and
+registration are excluded there too.
+
+    python bench/throughput.py [--groups 200] [--group-size 8] [--repeats 3] [--latency-ms 0] [--rl-groups 40]
 """
 
 from __future__ import annotations
@@ -17,15 +23,19 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
+from vftui.collector.trajectory_api import ApiProcess
 from vftui.sim.server import MODEL, TOKENIZER_DIR, BackgroundSimServer
+from vftui.sim.trainer import run_trainer
 
 
 def groups_per_second(path: Path) -> float:
@@ -58,6 +68,12 @@ def vftui(base_url: str, out: Path, groups: int, group_size: int) -> list[str]:
     ]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def tui(base_url: str, out: Path, groups: int, group_size: int) -> list[str]:
     return [arg for arg in vftui(base_url, out, groups, group_size) if arg != "--no-ui"]
 
@@ -81,6 +97,42 @@ def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> 
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
+def bare_serve(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
+    tokenizer = str(TOKENIZER_DIR)
+    return [
+        sys.executable, "-m", "vftui.collector.env", "serve",
+        "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", tokenizer, "--env.group_size", str(group_size),
+        "--env.rollout_server_url", api_url, "--env.use_wandb", "False", "--env.total_steps", "1000000",
+        "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x",
+        "--openai.server_type", "vllm", "--openai.tokenizer_name", tokenizer,
+        "--env.data_path_to_save_groups", str(out),  # both keep a local copy of what they send
+    ]
+
+
+def vftui_rl(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
+    return [sys.executable, "-m", "vftui", "run", "--mode", "rl", "--no-ui", "--steps", "1000000",
+            "--group-size", str(group_size), "--base-url", base_url, "--api-url", api_url, "--out", str(out)]
+
+
+def serve_rate(cmd: list[str], env: dict[str, str], api_url: str, groups: int, group_size: int) -> float:
+    """Groups/s reaching a trainer that pulls one group per batch, first to last arrival."""
+    arrivals: list[float] = []
+    trainer = threading.Thread(
+        target=run_trainer, args=(api_url, group_size, groups + 1),
+        kwargs={"say": lambda line: None, "on_batch": lambda batch: arrivals.append(time.monotonic())}, daemon=True,
+    )
+    trainer.start()
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        trainer.join(timeout=900)
+        if trainer.is_alive():
+            sys.exit(f"the serve run did not deliver {groups + 1} groups in time: {' '.join(cmd)}")
+    finally:
+        process.kill()
+        process.wait()
+    return groups / (arrivals[-1] - arrivals[0])
+
+
 ENV_OVERRIDES = {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
 
 
@@ -90,6 +142,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=0.0, help="simulated per-request latency")
+    parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run (0: skip the rl columns)")
     args = parser.parse_args()
     env = {**os.environ, **ENV_OVERRIDES}
     server = BackgroundSimServer(seed=0, latency_s=args.latency_ms / 1000).start()
@@ -108,15 +161,27 @@ def main() -> None:
                     run_in_tmux(cmd, env, out, args.groups) if name == "tui" else run(cmd, env)
                     rates[name].append(groups_per_second(out))
                     print(f"  run {i + 1} {name:>5}: {rates[name][-1]:8.2f} groups/s", flush=True)
+                for name, build in (("serve", bare_serve), ("rl", vftui_rl)) if args.rl_groups else ():
+                    api = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
+                    try:
+                        cmd = build(server.base_url, api.api_url, args.group_size, Path(tmp) / f"{name}-{i}.jsonl")
+                        rate = serve_rate(cmd, {**env, "VFTUI_WINDOW": "64"}, api.api_url, args.rl_groups,
+                                          args.group_size)
+                    finally:
+                        api.stop()
+                    rates.setdefault(name, []).append(rate)
+                    print(f"  run {i + 1} {name:>5}: {rate:8.2f} groups/s", flush=True)
     finally:
         server.stop()
     median = {name: statistics.median(values) for name, values in rates.items()}
-    labels = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)"}
+    labels = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)",
+              "serve": "atroposlib serve (bare)", "rl": "vftui run --mode rl"}
     print(f"groups={args.groups} group_size={args.group_size} latency={args.latency_ms:g} ms repeats={args.repeats}")
     print(f"{'collector':<28}{'groups/s (median)':>18}{'ratio to bare':>15}")
     for name, rate in median.items():
-        print(f"{labels[name]:<28}{rate:>18.2f}{rate / median['bare']:>15.3f}")
-    print("targets: headless >= 0.98 x bare, dashboard >= 0.95 x bare")
+        base = median["serve"] if name in ("serve", "rl") else median["bare"]
+        print(f"{labels[name]:<28}{rate:>18.2f}{rate / base:>15.3f}")
+    print("targets: headless >= 0.98 x bare, dashboard >= 0.95 x bare (process); rl is against bare serve")
 
 
 if __name__ == "__main__":

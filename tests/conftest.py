@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,11 @@ def api() -> Iterator[ApiProcess]:
         yield process
     finally:
         process.stop()
+
+
+async def until(predicate, timeout: float = 60.0, pilot=None) -> None:
+    """Wait for ``predicate``, letting the app (with ``pilot``) or the loop run meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await (pilot.pause(0.05) if pilot is not None else asyncio.sleep(0.02))

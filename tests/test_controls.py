@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import read_jsonl, sim_admin
+from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import GroupCollected, GroupsDumped, RunState, RunStatus, TemperatureChanged
@@ -19,13 +19,6 @@ def slow_sim():
     server = BackgroundSimServer(seed=0, latency_s=0.03).start()
     yield server
     server.stop()
-
-
-async def until(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def start(sim, tmp_path, **overrides):

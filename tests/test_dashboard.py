@@ -5,18 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 
 import pytest
 
-from tests.conftest import read_jsonl, sim_admin
+from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
-from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 from vftui.ui.inbox import Inbox
+from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 
 @pytest.fixture
@@ -36,33 +35,26 @@ def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, Run]:
     return app, run
 
 
-async def until(pilot, predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
-
-
 async def quit_app(pilot, app) -> None:
     await pilot.press("q")
     await pilot.pause(0.2)
     if app.is_running and app.screen.__class__.__name__ == "ConfirmScreen":
         await pilot.press("y")
-    await until(pilot, lambda: app.result is not None, timeout=60)
+    await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
 
 
 async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.model.groups_done >= 2)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
         await pilot.press("space")
-        await until(pilot, lambda: app.model.state is RunState.PAUSED)
+        await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         assert "paused" in str(app.query_one("#status").render())
         held = run.controls.groups_done
         await pilot.pause(1.0)
         assert run.controls.groups_done == held == len(read_jsonl(tmp_path / "groups.jsonl"))
         await pilot.press("p")
-        await until(pilot, lambda: run.controls.groups_done >= held + 2)
+        await until(pilot=pilot, predicate=lambda: run.controls.groups_done >= held + 2)
         await quit_app(pilot, app)
     run.close()
 
@@ -70,11 +62,11 @@ async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
 async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.model.groups_done >= 1)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
         await pilot.press("plus")
         assert "T=1.10" in str(app.query_one("#status").render()), "shown at once"
         changed_at = run.controls.groups_done
-        await until(pilot, lambda: run.controls.groups_done >= changed_at + 3)
+        await until(pilot=pilot, predicate=lambda: run.controls.groups_done >= changed_at + 3)
         await pilot.press("minus", "minus")
         assert run.controls.temperature == pytest.approx(0.9)
         await quit_app(pilot, app)
@@ -90,11 +82,11 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
 async def test_dump_key_writes_exactly_the_window(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path, window=4)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.model.groups_done >= 6)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 6)
         await pilot.press("space")
-        await until(pilot, lambda: app.model.state is RunState.PAUSED)
+        await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         await pilot.press("d")
-        await until(pilot, lambda: app.model.last_dump is not None)
+        await until(pilot=pilot, predicate=lambda: app.model.last_dump is not None)
         dump = app.model.last_dump
         await quit_app(pilot, app)
     run.close()
@@ -105,12 +97,12 @@ async def test_dump_key_writes_exactly_the_window(slow_sim, tmp_path):
 async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.model.groups_done >= 3)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 3)
         await pilot.press("q")
         await pilot.pause(0.2)
         assert app.screen.__class__.__name__ == "ConfirmScreen", "asks first while running"
         await pilot.press("y")
-        await until(pilot, lambda: app.result is not None)
+        await until(pilot=pilot, predicate=lambda: app.result is not None)
     run.close()
     summary = app.return_value
     assert summary is not None and summary.state is RunState.FINISHED
@@ -125,10 +117,10 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path)
 async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: app.model.groups_done >= 2)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
         await pilot.press("space")
-        await until(pilot, lambda: app.model.state is RunState.PAUSED)
-        await until(pilot, lambda: app.decoder.available)
+        await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
+        await until(pilot=pilot, predicate=lambda: app.decoder.available)
         await pilot.press("k", "enter")
         await pilot.pause(0.2)
         group = app.selected_group()

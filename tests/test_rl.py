@@ -6,18 +6,24 @@ checks them against what the simulated inference server returned.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import threading
 import time
 
 import httpx
-
 from transformers import AutoTokenizer
 
-from tests.conftest import free_port, read_jsonl, sim_admin, start_cli
+from tests.conftest import free_port, read_jsonl, sim_admin, start_cli, until
+from vftui.collector.runner import Run
 from vftui.collector.trajectory_api import ApiProcess
+from vftui.config import RunConfig
+from vftui.events import RunState
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 GROUP_SIZE, GROUPS = 4, 4
 
@@ -152,3 +158,27 @@ def test_rl_survives_an_api_restart_mid_run(tmp_path):
     saved = read_jsonl(out)
     assert len(saved) == steps and len(trainer.groups) == steps, "every group arrived once"
     assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(map(str, (g["tokens"] for g in saved)))
+
+
+async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path):
+    trainer = Trainer(api.api_url, batches=GROUPS // 2)
+    config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=GROUP_SIZE, steps=GROUPS,
+                       out=tmp_path / "groups.jsonl")
+    inbox = Inbox()
+    run = Run(config, inbox.put)
+    run.prepare()
+    app = VftuiApp(inbox, run.controls, execute=lambda: asyncio.run(run.execute(redirect_prints=False)))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)
+            await pilot.pause(0.3)
+            panel = app.query_one(TrajectoryPanel)
+            assert panel.display, "shown in rl mode"
+            text = str(panel.query_one("#api-text").render())
+            assert "trainer registered · batch 8" in text
+            assert f"sent {GROUPS}" in text and "dropped" in text
+            await pilot.press("q")
+    finally:
+        run.close()
+    trainer.thread.join(timeout=60)
+    assert len(trainer.groups) == GROUPS

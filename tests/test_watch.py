@@ -6,8 +6,7 @@ import threading
 
 import httpx
 
-from tests.conftest import run_cli
-from tests.test_dashboard import until
+from tests.conftest import run_cli, until
 from vftui.collector import trajectory_api
 from vftui.sim.trainer import REGISTRATION
 from vftui.ui.inbox import Inbox
@@ -44,7 +43,7 @@ async def test_watch_app_shows_trainer_and_queue(api):
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             panel = app.query_one(TrajectoryPanel)
-            await until(pilot, lambda: "trainer registered · batch 8" in str(panel.query_one("#api-text").render()))
+            await until(pilot=pilot, predicate=lambda: "trainer registered · batch 8" in str(panel.query_one("#api-text").render()))
             assert "step 0" in str(panel.query_one("#api-text").render())
             assert any("trainer registered" in r.message for r in app.model.logs)
             await pilot.press("q")

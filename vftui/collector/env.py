@@ -105,6 +105,7 @@ class VerifiersEnv(BaseEnv):
     ) -> None:
         super().__init__(config, server_configs, slurm, testing)
         self.hooks = hooks or Hooks()
+        self.process_mode = False  # atroposlib's process command (and vftui's sft runner) set it
         if vf_env is None:
             envs.expose_builtins()
             vf_env = compat.load_vf_environment(config.vf_env_name, config.get_env_args())
