@@ -27,11 +27,11 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.model import DashboardModel, parse_filter
 from vftui.ui.widgets.confirm_screen import ConfirmScreen
 from vftui.ui.widgets.filter_screen import FilterScreen
+from vftui.ui.widgets.group_table import GroupTable
 from vftui.ui.widgets.help_screen import HelpScreen
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
-from vftui.ui.widgets.group_table import GroupTable
 from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
 from vftui.ui.widgets.temperature_screen import TemperatureScreen
@@ -39,7 +39,10 @@ from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
-TICK_S = 0.1
+# Panels repaint 4 times a second: a full frame costs ~15 ms of the GIL the collector
+# thread shares, so 10 Hz cost a CPU-bound collector a third of its rate (bench/throughput.py).
+# Keys do not wait for a tick: their effects are shown at once.
+TICK_S = 0.25
 PREVIEW_FOLLOW_S = 1.0
 MAX_EVENTS_PER_TICK = 20_000
 SMALL_WIDTH, SMALL_HEIGHT = 70, 20

@@ -18,9 +18,9 @@ from vftui import stats
 from vftui.events import (
     ApiStatus,
     EndpointTrouble,
-    GroupDropped,
     Event,
     GroupCollected,
+    GroupDropped,
     GroupsDumped,
     LogRecord,
     RunStarted,

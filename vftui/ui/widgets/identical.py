@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Sparkline
 
 from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.quiet_static import QuietStatic
 
 
 class IdenticalPanel(Vertical):
     def compose(self):
-        yield Static(id="identical-text")
+        yield QuietStatic(id="identical-text")
         yield Sparkline([], id="identical-sparkline")
 
     def show(self, model: DashboardModel) -> None:
@@ -23,7 +24,8 @@ class IdenticalPanel(Vertical):
         text.append(f"  run {run:.0%}")
         if alert:
             text.append(f"  > {model.identical_alert:.0%}", style="red")
-        self.query_one("#identical-text", Static).update(text, layout=False)
+        self.query_one("#identical-text", QuietStatic).show_if_changed(text.markup, lambda: text)
         history = list(model.identical_history)
-        smoothed = [sum(history[max(0, i - 9) : i + 1]) / len(history[max(0, i - 9) : i + 1]) for i in range(len(history))]
+        windows = (history[max(0, i - 9) : i + 1] for i in range(len(history)))
+        smoothed = [sum(w) / len(w) for w in windows]
         self.query_one(Sparkline).data = smoothed

@@ -141,7 +141,9 @@ class TokenPreview(Vertical):
         yield Static(id="token-counts")
         yield TokenText(id="token-text")
 
-    def refresh_preview(self, group: GroupCollected | None, rollout: int, decoder: TokenDecoder, show_ids: bool) -> None:
+    def refresh_preview(
+        self, group: GroupCollected | None, rollout: int, decoder: TokenDecoder, show_ids: bool
+    ) -> None:
         counts = self.query_one("#token-counts", Static)
         body = self.query_one(TokenText)
         if group is None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Sparkline
 
 from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.quiet_static import QuietStatic
 
 
 def api_state(model: DashboardModel) -> tuple[str, str]:
@@ -41,10 +42,11 @@ def render_api(model: DashboardModel, live_run: bool) -> Text:
 
 class TrajectoryPanel(Vertical):
     def compose(self):
-        yield Static(id="api-text")
+        yield QuietStatic(id="api-text")
         yield Sparkline([], id="queue-sparkline")
 
     def show(self, model: DashboardModel) -> None:
         live_run = model.started is not None
-        self.query_one("#api-text", Static).update(render_api(model, live_run), layout=False)
+        text = render_api(model, live_run)
+        self.query_one("#api-text", QuietStatic).show_if_changed(text.markup, lambda: text)
         self.query_one(Sparkline).data = list(model.queue_history)
