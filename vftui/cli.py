@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from vftui import __version__, paths
+from vftui.config import DEFAULT_API_URL
 from vftui.errors import RunFailed, UserError
 
 DESCRIPTION = """\
@@ -74,7 +75,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
                    "this fraction of groups (default 0.5)")
     rl = p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)")
     rl.add_argument("--server-type", choices=["vllm", "sglang"], help="inference server kind (default vllm)")
-    rl.add_argument("--api-url", help="Atropos trajectory API (default http://localhost:8000)")
+    rl.add_argument("--api-url", help=f"Atropos trajectory API (default {DEFAULT_API_URL})")
     rl.add_argument("--start-api", action="store_true", default=None,
                     help="start atroposlib's run-api on --api-url's port if none answers there; stopped on exit")
     rl.add_argument("--batch-size", type=int, help="sequences per trainer batch (the registered trainer's wins)")
@@ -96,7 +97,7 @@ def _watch_parser(sub: argparse._SubParsersAction) -> None:
         description="Attach to an Atropos trajectory API and show, live, whether a trainer is registered, "
         "its step (batches pulled) and the queue. Read only: nothing is registered or sent.",
     )
-    p.add_argument("--api-url", default="http://localhost:8000", help="trajectory API (default http://localhost:8000)")
+    p.add_argument("--api-url", default=DEFAULT_API_URL, help=f"trajectory API (default {DEFAULT_API_URL})")
     p.add_argument("--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)")
     p.add_argument("--no-ui", action="store_true", help="print a status line per poll instead of the app")
     p.add_argument("--count", type=int, help="with --no-ui, stop after this many polls (default: until interrupted)")
@@ -110,7 +111,7 @@ def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
         description="Register with an Atropos trajectory API as a trainer and pull batches, printing a line "
         "per batch, so an rl run can make progress without a GPU. Nothing is trained.",
     )
-    p.add_argument("--api-url", default="http://localhost:8000", help="trajectory API (default http://localhost:8000)")
+    p.add_argument("--api-url", default=DEFAULT_API_URL, help=f"trajectory API (default {DEFAULT_API_URL})")
     p.add_argument("--batch-size", type=int, default=8, help="sequences per batch; a multiple of the group size "
                    "(default 8)")
     p.add_argument("--batches", type=int, help="stop after this many batches (default: run until interrupted)")

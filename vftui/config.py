@@ -20,6 +20,7 @@ from vftui.errors import UserError
 MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
 DEFAULT_ENV = "alphabet-sort"
 DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
+DEFAULT_API_URL = "http://localhost:8000"
 
 
 class RunConfig(BaseModel):
@@ -55,7 +56,7 @@ class RunConfig(BaseModel):
     # rl (serve) mode
     server_type: Literal["vllm", "sglang"] = "vllm"
     extra_base_urls: list[str] = Field(default_factory=list)
-    api_url: str = "http://localhost:8000"
+    api_url: str = DEFAULT_API_URL
     start_api: bool = False
     batch_size: int | None = Field(default=None, ge=1)
     sim_trainer: bool | None = None
