@@ -7,6 +7,7 @@ checks them against what the simulated inference server returned.
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import threading
 import time
@@ -182,3 +183,41 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
         run.close()
     trainer.thread.join(timeout=60)
     assert len(trainer.groups) == GROUPS
+
+
+def test_rl_on_the_embedded_default_starts_api_and_sim_trainer(tmp_path):
+    out = tmp_path / "groups.jsonl"
+    args = ["run", "--mode", "rl", "--no-ui", "--start-api", "--api-url", f"http://127.0.0.1:{free_port()}",
+            "--steps", "2", "--group-size", str(GROUP_SIZE), "--out", str(out)]
+    code, err = finish(start_cli(args, tmp_path))
+    assert code == 0, err
+    assert "SIMULATION" in err and len(read_jsonl(out)) == 2
+
+
+def test_rl_balances_several_inference_servers(sim, api, tmp_path):
+    second = BackgroundSimServer(seed=1).start()
+    try:
+        trainer = Trainer(api.api_url, batches=GROUPS // 2)
+        args = [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--base-url", second.base_url]
+        code, err = finish(start_cli(args, tmp_path))
+        trainer.thread.join(timeout=60)
+        served = [sum(r.get("path") == "/generate" for r in sim_admin(s, "/sim/requests")["requests"])
+                  for s in (sim, second)]
+    finally:
+        second.stop()
+    assert code == 0, err
+    assert all(n > 0 for n in served), f"both servers generated: {served}"
+    assert len(trainer.groups) == GROUPS
+
+
+def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp_path):
+    process = start_cli([*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0"], tmp_path)
+    Trainer(api.api_url, batches=1)
+    deadline = time.monotonic() + 120
+    while "not sent: identical scores" not in (line := process.stderr.readline()):
+        assert line and time.monotonic() < deadline, "no group was reported as dropped"
+    process.send_signal(signal.SIGINT)
+    code, err = finish(process)
+    assert code == 130, err
+    assert "scored groups were not sent" in err
+    assert read_jsonl(tmp_path / "groups.jsonl") == [], "at temperature 0 every group scores the same"
