@@ -156,11 +156,11 @@ class TokenPreview(Vertical):
         header.append(f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold")
         header.append(f"reward {group.scores[rollout]:.3f} · ")
         header.append(f"trained {trained}", style="bold cyan").append(" · ")
-        header.append(f"masked {masked}", style="dim").append(f" · total {trained + masked}")
+        header.append(f"masked {masked}", style="dim")
         reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
         if reason:
             header.append(f" · {reason}")
         if not decoder.available:
             header.append(" · (no tokenizer: ids)", style="italic")
-        counts.update(header)
+        counts.update(header, layout=False)
         body.show(pieces)
