@@ -83,10 +83,6 @@ class RunConfig(BaseModel):
         return self.base_url is None
 
     @property
-    def base_urls(self) -> list[str]:
-        return [self.base_url, *self.extra_base_urls] if self.base_url else []
-
-    @property
     def runs_sim_trainer(self) -> bool:
         """rl on the embedded default starts the sim trainer with the API it starts, unless told not to."""
         if self.sim_trainer is not None:

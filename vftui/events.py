@@ -86,6 +86,10 @@ class RunStatus:
     detail: str = ""
 
 
+TRAJECTORY_API = "trajectory API"
+"""``EndpointTrouble.service`` of the Atropos trajectory API (rl mode)."""
+
+
 @dataclass(frozen=True)
 class EndpointTrouble:
     """A failed attempt; the collector retries after ``retry_in_s``.

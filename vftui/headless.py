@@ -18,9 +18,9 @@ from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import (
     EndpointTrouble,
-    GroupDropped,
     Event,
     GroupCollected,
+    GroupDropped,
     GroupsDumped,
     LogRecord,
     RunStarted,

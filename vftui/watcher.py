@@ -18,7 +18,9 @@ def status_line(status: ApiStatus) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.polled_at))
     if not status.reachable:
         return f"{stamp} {status.api_url} unreachable: {status.error}"
-    trainer = f"trainer registered (batch {status.batch_size})" if status.trainer_registered else "waiting for a trainer"
+    trainer = "waiting for a trainer"
+    if status.trainer_registered:
+        trainer = f"trainer registered (batch {status.batch_size})"
     return f"{stamp} {status.api_url} {trainer} · step {status.current_step} · queue {status.queue_size} groups"
 
 

@@ -128,7 +128,7 @@ class Controls:
         """Wait while paused; False once a stop was requested or enough groups are under way."""
         while True:
             with self._lock:
-                if self._stop_requested or self.groups_done + self._in_flight >= self.groups_total:
+                if self._no_group_left():
                     return False
                 if not self._paused:
                     return True
@@ -142,10 +142,14 @@ class Controls:
         groups it cancelled (its backlog) without asking for a new item.
         """
         with self._lock:
-            if self._stop_requested or self.groups_done + self._in_flight >= self.groups_total:
+            if self._no_group_left():
                 return False
             self._in_flight += 1
             return True
+
+    def _no_group_left(self) -> bool:
+        """Under the lock: stopping, or every remaining group is done or under way."""
+        return self._stop_requested or self.groups_done + self._in_flight >= self.groups_total
 
     async def wait_finished(self, poll_s: float = 0.2) -> None:
         """Until every group is collected, or a stop was requested, with nothing in flight."""

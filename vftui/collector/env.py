@@ -32,6 +32,7 @@ from vftui.collector.controls import Controls
 from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
 from vftui.errors import RunFailed
 from vftui.events import (
+    TRAJECTORY_API,
     ApiStatus,
     EndpointTrouble,
     Event,
@@ -69,9 +70,6 @@ class Hooks:
     groups_before: int = 0
     max_retries: int = 5
     max_concurrent: int | None = None
-    attempt_timeout_s: float | None = None
-    """rl: a whole group's limit, since atroposlib waits forever for an unhealthy server;
-    sft leaves it to the client's per-request timeout."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -232,10 +230,11 @@ class VerifiersEnv(BaseEnv):
         """One group's rollouts, retried with backoff; None when a stop cut the retries."""
         group_size = self.config.group_size
         attempt_once = self._sft_attempt if self.process_mode else self._rl_attempt
+        time_limit = None if self.process_mode else self._rl_group_time_limit_s()
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                outputs = await asyncio.wait_for(attempt_once(item, temperature), self.hooks.attempt_timeout_s)
+                outputs = await asyncio.wait_for(attempt_once(item, temperature), time_limit)
                 errors = [e for e in map(compat.rollout_error, outputs) if e]
                 if not errors and len(outputs) == group_size:
                     return outputs
@@ -243,7 +242,7 @@ class VerifiersEnv(BaseEnv):
             except compat.auth_errors() as e:
                 raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
             except TimeoutError:
-                problem = f"the group timed out after {self.hooks.attempt_timeout_s:g} s (is the inference server up?)"
+                problem = f"the group timed out after {time_limit:g} s (is the inference server up?)"
             except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
                 problem = f"{type(e).__name__}: {e}"
             if attempt == attempts:
@@ -251,6 +250,15 @@ class VerifiersEnv(BaseEnv):
             if not await self._back_off(attempt, attempts, problem, "endpoint"):
                 return None
         return None
+
+    def _rl_group_time_limit_s(self) -> float:
+        """The request timeout for each model call a rollout may make (one when unbounded).
+
+        sft leaves time limits to the client's per-request timeout; in rl atroposlib waits
+        forever for an unhealthy server, so a whole group gets a limit.
+        """
+        calls = self.max_turns if isinstance(self.max_turns, int) and self.max_turns > 0 else 1
+        return float(self.server.servers[0].config.timeout) * calls
 
     async def _back_off(self, attempt: int, attempts: int, problem: str, service: str) -> bool:
         """Report a failed attempt and wait before the next; False when a stop cut the wait."""
@@ -341,7 +349,7 @@ class VerifiersEnv(BaseEnv):
                 problem = f"{type(e).__name__}: {e}"
             attempt += 1
             self._api_knows_us = False  # it may have restarted and forgotten us: the status poll checks
-            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", "trajectory API"):
+            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API):
                 raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
 
     async def _register_env(self):

@@ -256,7 +256,7 @@ class Run:
                 timeout=int(cfg.timeout),
                 health_check=rl,
             )
-            for url in ([plan.base_url, *cfg.extra_base_urls] if rl else [plan.base_url])
+            for url in [plan.base_url, *cfg.extra_base_urls]  # sft was refused extra URLs in prepare()
         ]
         hooks = Hooks(
             controls=self.controls,
@@ -266,7 +266,6 @@ class Run:
             groups_before=plan.groups_before,
             max_retries=cfg.retries,
             max_concurrent=cfg.max_concurrent,
-            attempt_timeout_s=float(cfg.timeout) * max_turns(vf_env) if rl else None,
             extra_meta={"model": plan.model, "simulated": plan.simulated},
         )
         env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
@@ -410,12 +409,6 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
-
-
-def max_turns(vf_env: Any) -> int:
-    """Model calls a rollout may make (1 for single-turn or unbounded environments)."""
-    turns = getattr(vf_env, "max_turns", None)
-    return turns if isinstance(turns, int) and turns > 0 else 1
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:

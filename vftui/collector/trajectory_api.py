@@ -57,10 +57,6 @@ class ApiProcess:
             time.sleep(0.2)
         return self
 
-    @property
-    def started_here(self) -> bool:
-        return self._process is not None
-
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

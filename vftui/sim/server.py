@@ -190,7 +190,8 @@ async def generate(request: web.Request) -> web.Response:
     logprobs, reasons, texts = [], [], []
     for _ in range(n):
         rng = state.rng_for(conversation)
-        ids, lps, reason = state.generate_ids(policy.answer(conversation, temperature, rng), max_tokens, rng, temperature)
+        answer = policy.answer(conversation, temperature, rng)
+        ids, lps, reason = state.generate_ids(answer, max_tokens, rng, temperature)
         logprobs.append([[{str(i): lp}] for i, lp in zip(ids, lps, strict=True)])
         reasons.append(reason)
         texts.append(state.tokenizer.decode(ids))

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import httpx
 
+from vftui import stats
+
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",
     "wandb_project": "vftui",
@@ -32,7 +34,7 @@ def summarize(batch: list[dict]) -> dict:
         "sequences": sequences,
         "tokens": sum(len(t) for g in batch for t in g["tokens"]),
         "trained_tokens": sum(1 for g in batch for m in g["masks"] for x in m if x != -100),
-        "mean_score": round(sum(scores) / len(scores), 4) if scores else 0.0,
+        "mean_score": round(stats.mean(scores), 4),
     }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from vftui import stats
 from vftui.events import (
+    TRAJECTORY_API,
     ApiStatus,
     EndpointTrouble,
     Event,
@@ -136,7 +137,7 @@ class DashboardModel:
         elif isinstance(event, TemperatureChanged):
             self.temperature = event.temperature
         elif isinstance(event, EndpointTrouble):
-            if event.service == "trajectory API":
+            if event.service == TRAJECTORY_API:
                 self.api_trouble = event
             else:
                 self.trouble = event

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from vftui.events import EndpointTrouble, RunState
+from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
 
 STATE_STYLE = {
@@ -34,7 +34,7 @@ class StatusBar(Static):
 
 
 def trouble_label(trouble: EndpointTrouble) -> str:
-    return "API unreachable" if trouble.service == "trajectory API" else "endpoint errors"
+    return "API unreachable" if trouble.service == TRAJECTORY_API else "endpoint errors"
 
 
 def render_status(model: DashboardModel) -> Text:
