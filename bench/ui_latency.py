@@ -2,9 +2,12 @@
 
 A feeder thread puts synthetic groups (group size 8, ~2k tokens per rollout) on the
 app's queue at a fixed rate while ``+`` / ``-`` key events go in through the app's driver,
-as a terminal's would. Latency is from sending the key to the end of the first frame
-painted after the status line shows the new temperature. (Pilot's ``press`` is not used:
-it waits for the whole process to go idle, which never happens under a steady feed.)
+as a terminal's would. Latency is from sending the key to the end of the first frame that
+painted the status line while it showed the new temperature: each frame records, as it
+starts, whether the status bar is among the widgets it repaints and what it says. (Polling
+the status line from the bench instead misses frames painted before the poll runs and
+reports the next tick's frame; Pilot's ``press`` waits for the whole process to go idle,
+which never happens under a steady feed.)
 Then 10,000 groups are pushed through, 50 at a time as fast as the app takes them, and the process RSS
 is compared before/after.
 
@@ -54,19 +57,26 @@ def synthetic_group(index: int, rng: random.Random) -> GroupCollected:
     )
 
 
-def painted_frames(app: VftuiApp) -> list[tuple[float, float]]:
-    """(start, end) of every frame the screen paints from now on."""
-    frames: list[tuple[float, float]] = []
+def painted_frames(app: VftuiApp) -> list[tuple[float, float, str]]:
+    """(start, end, status text painted) of every frame the screen paints from now on."""
+    frames: list[tuple[float, float, str]] = []
     screen = app.screen
     paint = screen._compositor_refresh
 
     def timed() -> None:
         start = time.perf_counter()
+        dirty = screen._dirty_widgets
+        status = str(app.status_bar.render()) if app.status_bar in dirty or screen in dirty else ""
         paint()
-        frames.append((start, time.perf_counter()))
+        frames.append((start, time.perf_counter(), status))
 
     screen._compositor_refresh = timed
     return frames
+
+
+def first_frame_showing(frames: list[tuple[float, float, str]], after: float, text: str) -> float | None:
+    """End of the first frame since ``after`` that painted ``text`` on the status line."""
+    return next((end for start, end, status in frames if start >= after and text in status), None)
 
 
 def feeder(inbox: Inbox, rate: float, stop: threading.Event, start_index: int) -> None:
@@ -99,12 +109,9 @@ async def measure(args: argparse.Namespace) -> None:
                 expected = round(controls.temperature + (0.1 if key == "plus" else -0.1), 2)
                 t0 = time.perf_counter()
                 app._driver.send_message(events.Key(key, char))
-                while f"T={expected:.2f}" not in str(app.status_bar.render()):
+                while (painted := first_frame_showing(frames, t0, f"T={expected:.2f}")) is None:
                     await asyncio.sleep(0.0005)
-                shown = time.perf_counter()
-                while not frames or frames[-1][0] < shown:
-                    await asyncio.sleep(0.0005)
-                latencies.append((frames[-1][1] - t0) * 1000)
+                latencies.append((painted - t0) * 1000)
                 await pilot.pause(0.05)
             ingested = app.model.groups_done
             elapsed = 2.0 + sum(latencies) / 1000 + 0.05 * args.presses
