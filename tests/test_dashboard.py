@@ -1,15 +1,14 @@
-"""The real Textual app over a real run, driven by Pilot: keys must have effects."""
+"""The real Textual app over a real run in its collector process, driven by Pilot: keys must have effects."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
 import pytest
 
 from tests.conftest import read_jsonl, sim_admin, until
-from vftui.collector.runner import Run
+from vftui.collector.process import CollectorProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.sim.server import BackgroundSimServer
@@ -25,13 +24,12 @@ def slow_sim():
     server.stop()
 
 
-def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, Run]:
+def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, CollectorProcess]:
     config = RunConfig(base_url=sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl", **overrides)
     inbox = Inbox()
-    run = Run(config, inbox.put)
-    run.prepare()
-    app = VftuiApp(inbox, run.controls, execute=lambda: asyncio.run(run.execute(redirect_prints=False)),
-                   window=config.window)
+    run = CollectorProcess(config, inbox.put)
+    run.start()
+    app = VftuiApp(inbox, run.controls, execute=run.wait_summary, window=config.window)
     return app, run
 
 
@@ -50,11 +48,11 @@ async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         assert "paused" in str(app.query_one("#status").render())
-        held = run.controls.groups_done
+        held = app.model.groups_done
         await pilot.pause(1.0)
-        assert run.controls.groups_done == held == len(read_jsonl(tmp_path / "groups.jsonl"))
+        assert app.model.groups_done == held == len(read_jsonl(tmp_path / "groups.jsonl"))
         await pilot.press("p")
-        await until(pilot=pilot, predicate=lambda: run.controls.groups_done >= held + 2)
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= held + 2)
         await quit_app(pilot, app)
     run.close()
 
@@ -65,8 +63,8 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
         await pilot.press("plus")
         assert "T=1.10" in str(app.query_one("#status").render()), "shown at once"
-        changed_at = run.controls.groups_done
-        await until(pilot=pilot, predicate=lambda: run.controls.groups_done >= changed_at + 3)
+        changed_at = app.model.groups_done
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= changed_at + 3)
         await pilot.press("minus", "minus")
         assert run.controls.temperature == pytest.approx(0.9)
         await quit_app(pilot, app)

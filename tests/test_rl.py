@@ -6,7 +6,6 @@ checks them against what the simulated inference server returned.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import subprocess
 import threading
@@ -16,7 +15,7 @@ import httpx
 from transformers import AutoTokenizer
 
 from tests.conftest import free_port, read_jsonl, sim_admin, start_cli, until
-from vftui.collector.runner import Run
+from vftui.collector.process import CollectorProcess
 from vftui.collector.trajectory_api import ApiProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
@@ -166,9 +165,9 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
     config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=GROUP_SIZE, steps=GROUPS,
                        out=tmp_path / "groups.jsonl")
     inbox = Inbox()
-    run = Run(config, inbox.put)
-    run.prepare()
-    app = VftuiApp(inbox, run.controls, execute=lambda: asyncio.run(run.execute(redirect_prints=False)))
+    run = CollectorProcess(config, inbox.put)
+    run.start()
+    app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)

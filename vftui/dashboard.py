@@ -1,17 +1,17 @@
 """The live view: the Textual dashboard over a collector run, then the summary.
 
-The run is prepared here on the main thread (verifiers environments must be built
-there), its events go through a queue to the app, and the collector itself runs in the
-app's thread worker. After the app exits, the summary and the output path are printed
-to the terminal, as in the headless view.
+The run goes to a child process (``collector.process``): it is prepared there before
+the app opens, so a bad setting is one sentence and an exit code, never a half-drawn
+screen. Its events reach the app through the inbox, the app's thread worker waits for
+its summary, and keys go to its controls. After the app exits, the summary and the
+output path are printed to the terminal, as in the headless view.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
-from vftui.collector.runner import Run
+from vftui.collector.process import CollectorProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.headless import EXIT_FAILED, HeadlessView, exit_code
@@ -24,13 +24,13 @@ def run_dashboard(config: RunConfig) -> int:
     extra = themes.available_themes()
     theme = themes.resolve(config.theme, _textual_themes())
     inbox = Inbox()
-    run = Run(config, inbox.put)
+    collector = CollectorProcess(config, inbox.put)
+    prepared = collector.start()
     try:
-        run.prepare()
         app = VftuiApp(
             inbox,
-            run.controls,
-            execute=lambda: asyncio.run(run.execute(redirect_prints=False)),
+            collector.controls,
+            execute=collector.wait_summary,
             window=config.window,
             identical_alert=config.identical_alert,
             theme_name=theme,
@@ -38,11 +38,11 @@ def run_dashboard(config: RunConfig) -> int:
         )
         summary = app.run()
     finally:
-        run.close()
+        collector.close()
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
-    view = HeadlessView(json_events=False, simulated=run.plan is not None and run.plan.simulated)
+    view = HeadlessView(json_events=False, simulated=prepared.simulated)
     print(view.summary_text(summary), file=sys.stderr)
     return exit_code(summary) if summary.state is not RunState.FAILED else EXIT_FAILED
 

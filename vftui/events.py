@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -68,6 +69,21 @@ class GroupCollected:
     @property
     def trained_tokens(self) -> int:
         return sum(sum(1 for m in mask if m != -100) for mask in self.masks)
+
+    def compacted(self) -> GroupCollected:
+        """The group with its token ids, masks and logprobs as machine arrays.
+
+        A view keeps hundreds of groups and a pipe carries every one: a 2k-token rollout
+        is 8 KB this way instead of ~70 KB of Python ints.
+        """
+        if all(isinstance(t, array) for t in self.tokens):
+            return self
+        return dataclasses.replace(
+            self,
+            tokens=[array("i", t) for t in self.tokens],
+            masks=[array("i", m) for m in self.masks],
+            logprobs=[array("f", lp) for lp in self.logprobs] if self.logprobs else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ import json
 import signal
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from vftui import stats
-from vftui.collector.runner import Run
 from vftui.config import RunConfig
 from vftui.events import (
     EndpointTrouble,
@@ -30,6 +29,9 @@ from vftui.events import (
     TemperatureChanged,
     to_json_dict,
 )
+
+if TYPE_CHECKING:  # the dashboard's process shares this module's summary, not the collector
+    from vftui.collector.runner import Run
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
@@ -166,6 +168,8 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     view = HeadlessView(config.json_events, verbose)
+    from vftui.collector.runner import Run
+
     run = Run(config, view)
     try:
         run.prepare()

@@ -1,10 +1,10 @@
-"""The live dashboard: a Textual app that runs the collector as a background worker.
+"""The live dashboard: a Textual app that watches a collector run and steers it.
 
-The collector (built on the main thread before the app starts) runs in a thread worker
-with its own asyncio loop and puts events on a queue. A timer drains the queue at a fixed
-rate, folds the batch into the ``DashboardModel`` and hands the model down to the
-widgets, so a fast collector costs one repaint per tick, never a backlog. Every key is a
-method call on the run's controls.
+Events arrive on the inbox (from the collector process's pipe, see
+``collector.process``); a thread worker waits for the run's summary. A timer drains the
+inbox at a fixed rate, folds the batch into the ``DashboardModel`` and hands the model
+down to the widgets, so a fast collector costs one repaint per tick, never a backlog.
+Every key is a method call on the run's controls.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
-# Panels repaint 4 times a second: a full frame costs ~15 ms of the GIL the collector
-# thread shares, so 10 Hz cost a CPU-bound collector a third of its rate (bench/throughput.py).
+# Panels repaint 4 times a second: a full frame costs ~15 ms of CPU, and on a small
+# machine that core is one the collector or a local endpoint wants (bench/throughput.py).
 # Keys do not wait for a tick: their effects are shown at once.
 TICK_S = 0.25
 PREVIEW_FOLLOW_S = 1.0
@@ -226,9 +226,14 @@ class VftuiApp(App[RunSummary | None]):
         self.push_screen(TemperatureScreen(self.controls.temperature), apply)
 
     def action_dump(self) -> None:
-        if self._live():
+        if not self._live():
+            return
+        try:
             path: Path = self.controls.dump()
-            self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
+        except OSError as e:
+            self.notify(f"dump failed: {e}", title="dump", severity="error", timeout=8)
+            return
+        self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
 
     def action_cursor(self, step: int) -> None:
         self.table.action_move(step)

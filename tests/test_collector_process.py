@@ -1,0 +1,125 @@
+"""The dashboard's collector process: refusals, a killed collector, a killed dashboard."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from textual.widgets._toast import Toast
+
+from tests.conftest import cli_env, read_jsonl, until
+from vftui.collector.process import CollectorGone, CollectorProcess
+from vftui.config import RunConfig
+from vftui.errors import UserError
+from vftui.events import RunState
+from vftui.sim.server import BackgroundSimServer
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+
+
+@pytest.fixture
+def slow_sim():
+    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
+    yield server
+    server.stop()
+
+
+def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
+    run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put)
+    with pytest.raises(UserError, match="is a folder; give a .jsonl file path"):
+        run.start()
+    assert run.pid is not None and not _alive(run.pid), "the refused child is reaped"
+
+
+async def test_a_killed_collector_shows_as_failed_and_the_app_stays_open(slow_sim, tmp_path):
+    out = tmp_path / "groups.jsonl"
+    inbox = Inbox()
+    run = CollectorProcess(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=out), inbox.put)
+    run.start()
+    app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+    try:
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
+            os.kill(run.pid, signal.SIGKILL)  # as the OOM killer would
+            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FAILED)
+            status = str(app.query_one("#status").render())
+            assert "failed" in status and "collector crashed" in status and "exit code -9" in status
+            with pytest.raises(CollectorGone):
+                run.controls.dump()
+            await pilot.press("d")
+            await until(pilot=pilot, predicate=lambda: "dump failed" in _toasts(app), timeout=5)
+            assert app.is_running, "a failed run stays open for reading"
+            await pilot.press("q")  # no question once the run is over
+            await until(pilot=pilot, predicate=lambda: not app.is_running, timeout=10)
+    finally:
+        run.close()
+    assert len(read_jsonl(out)) >= 2, "every line written before the kill is whole"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
+    sim = BackgroundSimServer(seed=0, latency_s=0.05).start()
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "groups.jsonl"
+    env = cli_env(tmp_path)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
+    command = (f"env {exports} {shlex.quote(sys.executable)} -m vftui run --steps 100000 --group-size 4 "
+               f"--base-url {sim.base_url} --out {shlex.quote(str(out))}")
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not out.exists() or len(read_jsonl(out)) < 3:
+            assert time.monotonic() < deadline, "the run did not start collecting"
+            time.sleep(0.2)
+        pane = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dashboard = int(pane)
+        collector = _collector_of(dashboard)
+        os.kill(dashboard, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while _alive(collector):
+            assert time.monotonic() < deadline, "the collector kept running without its dashboard"
+            time.sleep(0.2)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        sim.stop()
+    groups = read_jsonl(out)
+    checkpoint = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert out.read_bytes().endswith(b"\n")
+    assert checkpoint["groups"] == len(groups) and checkpoint["iter"] == groups[-1]["vftui"]["item"] + 1
+
+
+def _toasts(app: VftuiApp) -> str:
+    return " ".join(str(toast.render()) for toast in app.query(Toast))
+
+
+def _collector_of(dashboard: int) -> int:
+    """The dashboard's child running the collector (spawned by multiprocessing)."""
+    deadline = time.monotonic() + 30
+    while True:
+        listing = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(dashboard)], capture_output=True,
+                                 text=True, check=False).stdout
+        found = [int(line.split()[0]) for line in listing.splitlines() if "spawn_main" in line
+                 and "resource_tracker" not in line]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no collector process under {dashboard}:\n{listing}"
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its dead parent's reaper) counts as gone
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[-1][0] != "Z"

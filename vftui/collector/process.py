@@ -1,0 +1,358 @@
+"""The collector in a process of its own, for the dashboard.
+
+A CPU-bound collector and a Textual app in one interpreter share one GIL: every frame
+the app paints is time the collector does not run (bench/throughput.py measured the
+dashboard at 0.83x the bare collector that way). So the dashboard spawns the run:
+
+- the child prepares the run on its own main thread (verifiers environments install
+  signal handlers there) and reports ``Prepared`` or the error it refused with;
+- its events go back in batches over one pipe, sent by a thread of their own, so the
+  collector never waits on the view;
+- ``RemoteControls`` forwards each control call over a second pipe and returns the
+  child's answer, so keys still are method calls on the run's controls;
+- the child stays until the parent hangs up (a dump after the end still works); a parent
+  that dies is a hang-up too, and the child then stops the run gracefully and flushes.
+
+Nothing here imports atroposlib or verifiers in the parent: the child imports the runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import multiprocessing
+import os
+import queue
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from vftui.config import RunConfig
+from vftui.events import Event, GroupCollected, RunControls, RunSummary
+
+REPLY_TIMEOUT_S = 10.0
+EXIT_TIMEOUT_S = 30.0
+COMMANDS = frozenset({"temperature", "paused", "toggle_pause", "set_temperature", "nudge_temperature", "dump", "stop"})
+LOG_SUFFIX = ".collector.log"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The run is ready; what the parent needs to describe it afterwards."""
+
+    out_path: str
+    simulated: bool
+
+
+@dataclass(frozen=True)
+class Refused:
+    """``prepare`` failed: the exception to raise in the parent (a UserError, usually)."""
+
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """An unexpected exception in the child, as text."""
+
+    traceback: str
+
+
+class CollectorGone(ConnectionError):
+    """The collector process has ended and answers no more calls."""
+
+
+# -- the parent's side ------------------------------------------------------------------
+
+
+class RemoteControls(RunControls):
+    """The run's controls, one pipe round trip per call.
+
+    Once the child has gone, ``stop`` and ``toggle_pause`` do nothing, temperature calls
+    return the last known value and ``dump`` raises ``CollectorGone``.
+    """
+
+    def __init__(self, conn: Connection, temperature: float) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._temperature = temperature
+
+    def _call(self, name: str, *args: Any) -> Any:
+        with self._lock:
+            try:
+                self._conn.send((name, args))
+                if not self._conn.poll(REPLY_TIMEOUT_S):
+                    raise CollectorGone(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
+                ok, value = self._conn.recv()
+            except (EOFError, OSError) as e:
+                raise CollectorGone("the collector process has ended") from e
+        if not ok:
+            raise value
+        return value
+
+    def _temperature_call(self, name: str, *args: Any) -> float:
+        with contextlib.suppress(CollectorGone):
+            self._temperature = self._call(name, *args)
+        return self._temperature
+
+    @property
+    def temperature(self) -> float:
+        return self._temperature_call("temperature")
+
+    @property
+    def paused(self) -> bool:
+        try:
+            return self._call("paused")
+        except CollectorGone:
+            return False
+
+    def toggle_pause(self) -> None:
+        with contextlib.suppress(CollectorGone):
+            self._call("toggle_pause")
+
+    def set_temperature(self, value: float) -> float:
+        return self._temperature_call("set_temperature", value)
+
+    def nudge_temperature(self, delta: float) -> float:
+        return self._temperature_call("nudge_temperature", delta)
+
+    def dump(self, path: Path | None = None) -> Path:
+        return self._call("dump", path)
+
+    def stop(self) -> None:
+        with contextlib.suppress(CollectorGone):
+            self._call("stop")
+
+
+class CollectorProcess:
+    """The parent's handle on a run in a child process.
+
+    ``start`` returns once the run is prepared (or raises what prepare raised);
+    ``wait_summary`` blocks until the run's summary arrives (for the app's worker);
+    ``close`` hangs up and reaps the child.
+    """
+
+    def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._events, child_events = context.Pipe(duplex=False)
+        self._commands, child_commands = context.Pipe()
+        self._child_ends = (child_events, child_commands)
+        self._process = context.Process(
+            target=child_main, args=(config, child_events, child_commands), name="vftui-collector"
+        )
+        self._emit = emit
+        self.controls = RemoteControls(self._commands, config.temperature)
+        self._summary: RunSummary | None = None
+        self._crash = ""
+        self._ended = threading.Event()
+
+    @property
+    def pid(self) -> int | None:
+        """The collector process's id, once started."""
+        return self._process.pid
+
+    def start(self) -> Prepared:
+        self._process.start()
+        for end in self._child_ends:
+            end.close()  # so a dead child reads as EOF here
+        try:
+            prepared = self._until_prepared()
+        except BaseException:
+            self.close(timeout=5)
+            raise
+        threading.Thread(target=self._pump, name="collector-events", daemon=True).start()
+        return prepared
+
+    def _until_prepared(self) -> Prepared:
+        """Wait for the child's first word; events that came with it go to the view."""
+        prepared: Prepared | None = None
+        while prepared is None:
+            try:
+                batch = self._events.recv()
+            except EOFError:
+                self._process.join(5)
+                raise RuntimeError(
+                    f"the collector process exited (code {self._process.exitcode}) before it was ready"
+                ) from None
+            for item in batch:
+                if isinstance(item, Refused):
+                    raise item.error
+                if isinstance(item, Crashed):
+                    raise RuntimeError(f"the collector failed to start:\n{item.traceback}")
+                if isinstance(item, Prepared):
+                    prepared = item
+                else:
+                    self._emit(item)
+        return prepared
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                for item in self._events.recv():
+                    if isinstance(item, Crashed):
+                        self._crash = item.traceback
+                        self._ended.set()
+                        continue
+                    self._emit(item)
+                    if isinstance(item, RunSummary):
+                        self._summary = item
+                        self._ended.set()
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._ended.set()
+
+    def wait_summary(self) -> RunSummary:
+        """The run's summary; raises if the child ended without one."""
+        self._ended.wait()
+        if self._summary is not None:
+            return self._summary
+        self._process.join(timeout=5)
+        if self._crash:
+            raise RuntimeError(self._crash.strip().splitlines()[-1])
+        raise RuntimeError(f"the collector process ended without a summary (exit code {self._process.exitcode})")
+
+    def close(self, timeout: float = EXIT_TIMEOUT_S) -> None:
+        """Hang up (the child stops the run gracefully) and wait for it to exit."""
+        self._commands.close()
+        if self._process.pid is None:
+            return
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(5)
+        self._events.close()
+
+
+# -- the child's side -------------------------------------------------------------------
+
+
+class Outbox:
+    """Events queued by any thread, sent in batches by a thread of its own."""
+
+    _CLOSE = object()
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._send_all, name="collector-outbox", daemon=True)
+        self._thread.start()
+
+    def put(self, event: Any) -> None:
+        self._queue.put(event)
+
+    def _send_all(self) -> None:
+        hung_up = False
+        while True:
+            batch = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 1000:
+                    batch.append(self._queue.get_nowait())
+            closing = batch[-1] is self._CLOSE
+            if closing:
+                batch.pop()
+            if batch and not hung_up:
+                try:
+                    self._conn.send([e.compacted() if isinstance(e, GroupCollected) else e for e in batch])
+                except OSError:
+                    hung_up = True  # the parent is gone; the run still stops and flushes
+            if closing:
+                return
+
+    def close(self) -> None:
+        """Send what is queued, then stop."""
+        self._queue.put(self._CLOSE)
+        self._thread.join(timeout=EXIT_TIMEOUT_S)
+
+
+def serve_commands(conn: Connection, controls: RunControls) -> None:
+    """Answer control calls until the parent hangs up; a hang-up stops the run."""
+    while True:
+        try:
+            name, args = conn.recv()
+        except (EOFError, OSError):
+            controls.stop()
+            return
+        try:
+            if name not in COMMANDS:
+                raise ValueError(f"unknown control {name!r}")
+            member = getattr(controls, name)
+            reply = (True, member(*args) if callable(member) else member)
+        except Exception as e:  # noqa: BLE001 - the caller re-raises it
+            reply = (False, e)
+        try:
+            conn.send(reply)
+        except OSError:
+            controls.stop()
+            return
+
+
+def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:
+    """The child process: prepare, report, collect, answer controls until hung up."""
+    import asyncio
+
+    from vftui.collector.runner import Run
+
+    outbox = Outbox(events)
+    run = Run(config, outbox.put)
+    try:
+        try:
+            plan = run.prepare()
+        except KeyboardInterrupt:
+            return
+        except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
+            outbox.put(Refused(e) if _picklable(e) else Crashed(traceback.format_exc()))
+            return
+        # From here the parent drives the run: terminal signals go to it, and the
+        # terminal is the dashboard's, so library output goes to a file beside the run.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        log_path = _redirect_output(plan.out_path)
+        outbox.put(Prepared(str(plan.out_path), plan.simulated))
+        server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
+        server.start()
+        try:
+            asyncio.run(run.execute(redirect_prints=True))
+        except Exception:  # noqa: BLE001 - reported to the parent, which shows it
+            outbox.put(Crashed(traceback.format_exc()))
+        server.join()
+        _remove_if_empty(log_path)
+    finally:
+        run.close()
+        outbox.close()
+
+
+def _picklable(error: BaseException) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(error)
+    except Exception:  # noqa: BLE001 - any failure means "send it as text"
+        return False
+    return True
+
+
+def _redirect_output(out_path: Path) -> Path:
+    """Point stdout/stderr (Python's and the file descriptors) at ``<run>.collector.log``."""
+    log_path = out_path.with_suffix(LOG_SUFFIX)
+    log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    faulthandler.enable(log)
+    return log_path
+
+
+def _remove_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == 0:
+            path.unlink()
