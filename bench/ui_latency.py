@@ -1,33 +1,38 @@
 """Dashboard responsiveness under load: key-to-repaint latency and memory growth.
 
-A feeder thread puts synthetic groups (group size 8, ~2k tokens per rollout) on the
-app's queue at a fixed rate while ``+`` / ``-`` key events go in through the app's driver,
-as a terminal's would. Latency is from sending the key to the end of the first frame that
+The app is fed the way a run feeds it: a stand-in collector process (``CollectorProcess``
+with a synthetic target) sends groups (group size 8, ~2k tokens per rollout) over the
+pipe at a fixed rate and serves the real ``Controls``, so each ``+`` / ``-`` makes the
+same round trip to the child as in a run. Keys go in through the app's driver, as a
+terminal's would. Latency is from sending the key to the end of the first frame that
 painted the status line while it showed the new temperature: each frame records, as it
 starts, whether the status bar is among the widgets it repaints and what it says. (Polling
 the status line from the bench instead misses frames painted before the poll runs and
 reports the next tick's frame; Pilot's ``press`` waits for the whole process to go idle,
 which never happens under a steady feed.)
-Then 10,000 groups are pushed through, 50 at a time as fast as the app takes them, and the process RSS
-is compared before/after.
+Then 10,000 groups are put straight on the app's inbox, 50 at a time as fast as the app
+takes them, and the process RSS is compared before/after.
 
-    python bench/ui_latency.py [--rate 120] [--presses 100] [--groups 10000] [--window 256]
-"""
+    python bench/ui_latency.py [--rate 120] [--presses 100] [--groups 10000] [--window 256]"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import random
 import statistics
 import tempfile
 import threading
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from textual import events
 
 from vftui.collector.controls import Controls
+from vftui.collector.process import CollectorProcess, Outbox, Prepared, serve_commands
+from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
 from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
@@ -79,59 +84,64 @@ def first_frame_showing(frames: list[tuple[float, float, str]], after: float, te
     return next((end for start, end, status in frames if start >= after and text in status), None)
 
 
-def feeder(inbox: Inbox, rate: float, stop: threading.Event, start_index: int) -> None:
-    rng, index = random.Random(0), start_index
-    pool = [synthetic_group(i, rng) for i in range(32)]  # building groups is not what we measure
-    next_at = time.perf_counter()
-    while not stop.is_set():
-        g = pool[index % len(pool)]
-        inbox.put(GroupCollected(**{**g.__dict__, "index": index, "started_at": time.time()}))
-        index += 1
-        next_at += 1 / rate
-        time.sleep(max(0.0, next_at - time.perf_counter()))
+def synthetic_collector(rate: float, config: RunConfig, event_pipe: Connection, command_pipe: Connection) -> None:
+    """The child: real Controls over the command pipe, synthetic groups at ``rate`` until hung up."""
+    outbox = Outbox(event_pipe)
+    with tempfile.TemporaryDirectory() as tmp:
+        controls = Controls(1.0, GroupWindow(config.window), Path(tmp), outbox.put, groups_total=10**9)
+        outbox.put(Prepared(tmp, simulated=True))
+        outbox.put(RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"]))
+        hung_up = threading.Event()
+        threading.Thread(target=lambda: (serve_commands(command_pipe, controls), hung_up.set()), daemon=True).start()
+        rng, index = random.Random(0), 1
+        pool = [synthetic_group(i, rng) for i in range(32)]  # building groups is not what we measure
+        next_at = time.perf_counter()
+        while not hung_up.is_set():
+            g = pool[index % len(pool)]
+            outbox.put(GroupCollected(**{**g.__dict__, "index": index, "started_at": time.time()}))
+            index += 1
+            next_at += 1 / rate
+            time.sleep(max(0.0, next_at - time.perf_counter()))
+    outbox.close()
 
 
 async def measure(args: argparse.Namespace) -> None:
     inbox = Inbox()
-    with tempfile.TemporaryDirectory() as tmp:
-        controls = Controls(1.0, GroupWindow(args.window), Path(tmp), inbox.put, groups_total=10**9)
-        inbox.put(RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"]))
-        app = VftuiApp(inbox, controls, window=args.window)
-        async with app.run_test(size=(100, 30)) as pilot:
-            stop = threading.Event()
-            thread = threading.Thread(target=feeder, args=(inbox, args.rate, stop, 1), daemon=True)
-            thread.start()
-            await pilot.pause(2.0)
-            frames = painted_frames(app)
-            latencies = []
-            for _ in range(args.presses):
-                key, char = ("plus", "+") if controls.temperature < 1.9 else ("minus", "-")
-                expected = round(controls.temperature + (0.1 if key == "plus" else -0.1), 2)
-                t0 = time.perf_counter()
-                app._driver.send_message(events.Key(key, char))
-                while (painted := first_frame_showing(frames, t0, f"T={expected:.2f}")) is None:
-                    await asyncio.sleep(0.0005)
-                latencies.append((painted - t0) * 1000)
-                await pilot.pause(0.05)
-            ingested = app.model.groups_done
-            elapsed = 2.0 + sum(latencies) / 1000 + 0.05 * args.presses
-            stop.set()
-            thread.join()
-            await pilot.pause(0.5)
-            before = rss_mb()
-            start = app.model.groups_done + 1
-            rng = random.Random(1)
-            pool = [synthetic_group(i, rng) for i in range(32)]
-            for n in range(args.groups):
-                g = pool[n % len(pool)]
-                inbox.put(GroupCollected(**{**g.__dict__, "index": start + n}))
-                if n % BULK_CHUNK == BULK_CHUNK - 1:
-                    while app.model.groups_done < start + n:
-                        await pilot.pause(0.01)
-            while app.model.groups_done < start + args.groups - 1:
-                await pilot.pause(0.05)
-            await pilot.pause(0.5)
-            after = rss_mb()
+    collector = CollectorProcess(RunConfig(window=args.window), inbox.put,
+                                 target=functools.partial(synthetic_collector, args.rate))
+    collector.start()
+    app = VftuiApp(inbox, collector.controls, window=args.window)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(2.0)
+        frames = painted_frames(app)
+        latencies, temperature = [], 1.0
+        for _ in range(args.presses):
+            key, char = ("plus", "+") if temperature < 1.9 else ("minus", "-")
+            temperature = round(temperature + (0.1 if key == "plus" else -0.1), 2)
+            t0 = time.perf_counter()
+            app._driver.send_message(events.Key(key, char))
+            while (painted := first_frame_showing(frames, t0, f"T={temperature:.2f}")) is None:
+                await asyncio.sleep(0.0005)
+            latencies.append((painted - t0) * 1000)
+            await pilot.pause(0.05)
+        ingested = app.model.groups_done
+        elapsed = 2.0 + sum(latencies) / 1000 + 0.05 * args.presses
+        collector.close()
+        await pilot.pause(0.5)
+        before = rss_mb()
+        start = app.model.groups_done + 1
+        rng = random.Random(1)
+        pool = [synthetic_group(i, rng) for i in range(32)]
+        for n in range(args.groups):
+            g = pool[n % len(pool)]
+            inbox.put(GroupCollected(**{**g.__dict__, "index": start + n}))
+            if n % BULK_CHUNK == BULK_CHUNK - 1:
+                while app.model.groups_done < start + n:
+                    await pilot.pause(0.01)
+        while app.model.groups_done < start + args.groups - 1:
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        after = rss_mb()
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]

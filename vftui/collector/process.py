@@ -138,13 +138,19 @@ class CollectorProcess:
     ``close`` hangs up and reaps the child.
     """
 
-    def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        emit: Callable[[Event], None],
+        target: Callable[[RunConfig, Connection, Connection], None] | None = None,
+    ) -> None:
+        """``target`` is what the child runs (``child_main``; a bench passes a stand-in)."""
         context = multiprocessing.get_context("spawn")
         self._events, child_events = context.Pipe(duplex=False)
         self._commands, child_commands = context.Pipe()
         self._child_ends = (child_events, child_commands)
         self._process = context.Process(
-            target=child_main, args=(config, child_events, child_commands), name="vftui-collector"
+            target=target or child_main, args=(config, child_events, child_commands), name="vftui-collector"
         )
         self._emit = emit
         self.controls = RemoteControls(self._commands, config.temperature)
