@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import itertools
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from vftui.config import RunConfig
-from vftui.events import Event, GroupCollected, RunControls, RunSummary
+from vftui.events import Event, GroupCollected, LogRecord, RunControls, RunSummary
 
 REPLY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 30.0
@@ -82,15 +85,24 @@ class RemoteControls(RunControls):
         self._conn = conn
         self._lock = threading.Lock()
         self._temperature = temperature
+        self._calls = itertools.count()
 
     def _call(self, name: str, *args: Any) -> Any:
+        """Send a call and wait for its answer; a late answer to an earlier call is skipped."""
         with self._lock:
+            call = next(self._calls)
+            deadline = time.monotonic() + REPLY_TIMEOUT_S
             try:
-                self._conn.send((name, args))
-                if not self._conn.poll(REPLY_TIMEOUT_S):
-                    raise CollectorGone(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
-                ok, value = self._conn.recv()
+                self._conn.send((call, name, args))
+                while True:
+                    if not self._conn.poll(max(0.0, deadline - time.monotonic())):
+                        raise CollectorGone(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
+                    answered, ok, value = self._conn.recv()
+                    if answered == call:
+                        break
             except (EOFError, OSError) as e:
+                if isinstance(e, CollectorGone):
+                    raise
                 raise CollectorGone("the collector process has ended") from e
         if not ok:
             raise value
@@ -188,7 +200,7 @@ class CollectorProcess:
                 ) from None
             for item in batch:
                 if isinstance(item, Refused):
-                    raise item.error
+                    raise item.error  # noqa: TRY004 - it is the exception prepare raised
                 if isinstance(item, Crashed):
                     raise RuntimeError(f"the collector failed to start:\n{item.traceback}")
                 if isinstance(item, Prepared):
@@ -264,12 +276,22 @@ class Outbox:
             if closing:
                 batch.pop()
             if batch and not hung_up:
-                try:
-                    self._conn.send([e.compacted() if isinstance(e, GroupCollected) else e for e in batch])
-                except OSError:
-                    hung_up = True  # the parent is gone; the run still stops and flushes
+                hung_up = not self._send(batch)  # the parent is gone; the run still stops and flushes
             if closing:
                 return
+
+    def _send(self, batch: list[Any]) -> bool:
+        """Send one batch; False once the parent has hung up."""
+        try:
+            self._conn.send([e.compacted() if isinstance(e, GroupCollected) else e for e in batch])
+        except OSError:
+            return False
+        except Exception:  # noqa: BLE001 - an event that does not pickle: send the rest and say so
+            try:
+                self._conn.send([_sendable(e) for e in batch])
+            except OSError:
+                return False
+        return True
 
     def close(self) -> None:
         """Send what is queued, then stop."""
@@ -281,7 +303,7 @@ def serve_commands(conn: Connection, controls: RunControls) -> None:
     """Answer control calls until the parent hangs up; a hang-up stops the run."""
     while True:
         try:
-            name, args = conn.recv()
+            call, name, args = conn.recv()
         except (EOFError, OSError):
             controls.stop()
             return
@@ -289,9 +311,9 @@ def serve_commands(conn: Connection, controls: RunControls) -> None:
             if name not in COMMANDS:
                 raise ValueError(f"unknown control {name!r}")
             member = getattr(controls, name)
-            reply = (True, member(*args) if callable(member) else member)
+            reply = (call, True, member(*args) if callable(member) else member)
         except Exception as e:  # noqa: BLE001 - the caller re-raises it
-            reply = (False, e)
+            reply = (call, False, e if _picklable(e) else RuntimeError(str(e)))
         try:
             conn.send(reply)
         except OSError:
@@ -334,12 +356,18 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         outbox.close()
 
 
-def _picklable(error: BaseException) -> bool:
-    import pickle
+def _sendable(event: Any) -> Any:
+    """The event, or a log line saying it could not be sent."""
+    event = event.compacted() if isinstance(event, GroupCollected) else event
+    if _picklable(event):
+        return event
+    return LogRecord("ERROR", "vftui", f"a {type(event).__name__} event could not be sent to the dashboard")
 
+
+def _picklable(value: Any) -> bool:
     try:
-        pickle.dumps(error)
-    except Exception:  # noqa: BLE001 - any failure means "send it as text"
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure means "send something else"
         return False
     return True
 
