@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import itertools
 import multiprocessing
 import os
@@ -342,6 +343,10 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         log_path = _redirect_output(plan.out_path)
+        # The libraries and the environment loaded by now live as long as the run; keeping
+        # them out of the collector's reach keeps full collections (which stall control
+        # calls as well as collecting) short.
+        gc.freeze()
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()
