@@ -3,44 +3,38 @@
 It follows the reference collector (see ARCHITECTURE.md) and runs inside atroposlib's
 own machinery: ``process_manager`` for sft (process) mode, ``env_manager`` for rl (serve)
 mode, where each rollout goes through a ManagedServer and groups go to the trajectory
-API. Instead of globals it takes
-``Hooks``: the run's controls (pause, temperature, stop), an event sink, and where to
-keep its checkpoint. Without hooks it behaves like the reference and can be run with
+API (its retries and re-registration are ``trajectory_link.TrajectoryApiLink``). Instead
+of globals it takes ``Hooks``: the run's controls (pause, temperature, stop), an event
+sink, and where to keep its checkpoint. Without hooks it behaves like the reference and can be run with
 atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
-from tenacity import stop_after_attempt
 
 from vftui import stats, store
 from vftui.collector import compat, envs, managed
 from vftui.collector.controls import Controls
 from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
+from vftui.collector.trajectory_link import TrajectoryApiLink
 from vftui.errors import RunFailed
 from vftui.events import (
-    TRAJECTORY_API,
-    ApiStatus,
     EndpointTrouble,
     Event,
     GroupCollected,
     GroupDropped,
     MetricsWindow,
-    RunState,
-    RunStatus,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,21 +67,12 @@ class Hooks:
     extra_meta: dict[str, Any] = field(default_factory=dict)
 
 
-class ApiNotReady(RuntimeError):
-    """The trajectory API is up but has not (again) confirmed our env's registration."""
-
-
-def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
-    """A tenacity-wrapped BaseEnv method with a single attempt: we retry it ourselves, visibly."""
-    return functools.partial(method.retry_with(stop=stop_after_attempt(1), reraise=True), env)
-
-
 def backoff_seconds(attempt: int) -> float:
     """0.5 s doubling to 30 s, with jitter so several collectors don't retry in step."""
     return min(30.0, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
 
 
-class VerifiersEnv(BaseEnv):
+class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     name = "verifiers"
     env_config_cls = VfEnvConfig  # type: ignore[assignment]
 
@@ -115,9 +100,6 @@ class VerifiersEnv(BaseEnv):
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
         self.groups_written = self.hooks.groups_before
-        self.unsent = 0
-        self._said_waiting = False
-        self._api_knows_us = False
         self.iter = self.hooks.start_iter
         self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
@@ -332,76 +314,6 @@ class VerifiersEnv(BaseEnv):
                 self.hooks.emit(GroupDropped(scored_data[META]["item"], self._drop_reason(scored_data)))
         finally:
             self._group_done(written)
-
-    # -- rl: the trajectory API, which may be down, restarted or slow --------------------
-
-    async def _until_it_works(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
-        """``call()`` retried with backoff for as long as the run goes on, each failure reported."""
-        attempt = 0
-        while True:
-            try:
-                return await call()
-            except aiohttp.ClientResponseError as e:
-                if 400 <= e.status < 500 and e.status not in (408, 429):
-                    raise RunFailed(f"the trajectory API refused {what}: HTTP {e.status} {e.message}") from e
-                problem = f"HTTP {e.status}"
-            except Exception as e:  # noqa: BLE001 - unreachable, restarting or erroring: all retried
-                problem = f"{type(e).__name__}: {e}"
-            attempt += 1
-            self._api_knows_us = False  # it may have restarted and forgotten us: the status poll checks
-            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API):
-                raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
-
-    async def _register_env(self):
-        data = await self._until_it_works(once(BaseEnv._register_env, self), "registering the env")
-        if data.get("status") != "success" and not self._said_waiting:
-            self._said_waiting = True
-            self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
-        elif data.get("status") == "success" and self._said_waiting:
-            self.hooks.emit(RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered"))
-        self._api_knows_us = data.get("status") == "success"
-        return data
-
-    async def get_status(self):
-        await self._until_it_works(self._status_or_register_again, "reading its status")
-        self.hooks.emit(ApiStatus(
-            api_url=self.config.rollout_server_url,
-            reachable=True,
-            trainer_registered=True,  # our env registered, which only succeeds once a trainer has
-            batch_size=int(self.config.batch_size),
-            current_step=int(self.status_dict.get("current_step", 0)),
-            queue_size=int(self.status_dict.get("queue_size", 0)),
-            env_weight=float(self.status_dict.get("env_weight", 0.0)),
-            env_id=getattr(self, "env_id", None),
-        ))
-
-    async def _status_or_register_again(self) -> None:
-        """Our env's status; a run-api that restarted has forgotten us (it answers 500), so register again."""
-        try:
-            await once(BaseEnv.get_status, self)()
-        except aiohttp.ClientResponseError as e:
-            if e.status < 500:
-                raise
-            logger.warning("the trajectory API does not know this env any more (restarted?); registering again")
-            self._said_waiting = False
-            await self.register_env()
-            await once(BaseEnv.get_status, self)()
-        self._api_knows_us = True
-
-    async def _send_scored_data_to_api(self, scored_data):
-        async def send() -> None:
-            # A group sent to a restarted run-api before its trainer and our env registered
-            # again leaves it half set up (trainers can no longer register): wait instead.
-            if not self._api_knows_us:
-                raise ApiNotReady("waiting until the trajectory API knows this env again")
-            await once(BaseEnv._send_scored_data_to_api, self)(scored_data)
-
-        try:
-            await self._until_it_works(send, "sending a group")
-        except RunFailed:
-            self.unsent += 1
-            logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")
-            raise
 
     def _drop_reason(self, group: ScoredDataGroup) -> str:
         if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:

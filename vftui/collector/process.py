@@ -200,14 +200,15 @@ class CollectorProcess:
                     f"the collector process exited (code {self._process.exitcode}) before it was ready"
                 ) from None
             for item in batch:
-                if isinstance(item, Refused):
-                    raise item.error  # noqa: TRY004 - it is the exception prepare raised
-                if isinstance(item, Crashed):
-                    raise RuntimeError(f"the collector failed to start:\n{item.traceback}")
-                if isinstance(item, Prepared):
-                    prepared = item
-                else:
-                    self._emit(item)
+                match item:
+                    case Refused(error=error):
+                        raise error
+                    case Crashed(traceback=text):
+                        raise RuntimeError(f"the collector failed to start:\n{text}")
+                    case Prepared():
+                        prepared = item
+                    case _:
+                        self._emit(item)
         return prepared
 
     def _pump(self) -> None:

@@ -1,0 +1,109 @@
+"""rl: how VerifiersEnv talks to the Atropos trajectory API, which may be down, restarted or slow.
+
+atroposlib's own calls retry three times, silently, then raise into the serve loop. This
+mixin, placed before ``BaseEnv`` in ``VerifiersEnv``'s bases, wraps them: every call is
+retried with backoff for as long as the run goes on and each failure is reported; a 4xx
+answer fails the run with a clear sentence; a run-api that restarted and forgot our env is
+registered with again, and sends wait until it knows us. It relies on the env's
+``hooks``, ``_back_off``, ``groups_written`` and ``config``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from atroposlib.envs.base import BaseEnv
+from tenacity import stop_after_attempt
+
+from vftui.errors import RunFailed
+from vftui.events import TRAJECTORY_API, ApiStatus, RunState, RunStatus
+
+logger = logging.getLogger(__name__)
+
+
+class ApiNotReady(RuntimeError):
+    """The trajectory API is up but has not (again) confirmed our env's registration."""
+
+
+def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
+    """A tenacity-wrapped BaseEnv method with a single attempt: we retry it ourselves, visibly."""
+    return functools.partial(method.retry_with(stop=stop_after_attempt(1), reraise=True), env)
+
+
+class TrajectoryApiLink:
+    unsent = 0  # groups a stop cut off before the API took them (they stay in the jsonl)
+    _said_waiting = False
+    _api_knows_us = False
+
+    async def _until_it_works(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
+        """``call()`` retried with backoff for as long as the run goes on, each failure reported."""
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except aiohttp.ClientResponseError as e:
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    raise RunFailed(f"the trajectory API refused {what}: HTTP {e.status} {e.message}") from e
+                problem = f"HTTP {e.status}"
+            except Exception as e:  # noqa: BLE001 - unreachable, restarting or erroring: all retried
+                problem = f"{type(e).__name__}: {e}"
+            attempt += 1
+            self._api_knows_us = False  # it may have restarted and forgotten us: the status poll checks
+            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API):
+                raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
+
+    async def _register_env(self):
+        data = await self._until_it_works(once(BaseEnv._register_env, self), "registering the env")
+        if data.get("status") != "success" and not self._said_waiting:
+            self._said_waiting = True
+            self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
+        elif data.get("status") == "success" and self._said_waiting:
+            self.hooks.emit(RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered"))
+        self._api_knows_us = data.get("status") == "success"
+        return data
+
+    async def get_status(self):
+        await self._until_it_works(self._status_or_register_again, "reading its status")
+        self.hooks.emit(ApiStatus(
+            api_url=self.config.rollout_server_url,
+            reachable=True,
+            trainer_registered=True,  # our env registered, which only succeeds once a trainer has
+            batch_size=int(self.config.batch_size),
+            current_step=int(self.status_dict.get("current_step", 0)),
+            queue_size=int(self.status_dict.get("queue_size", 0)),
+            env_weight=float(self.status_dict.get("env_weight", 0.0)),
+            env_id=getattr(self, "env_id", None),
+        ))
+
+    async def _status_or_register_again(self) -> None:
+        """Our env's status; a run-api that restarted has forgotten us (it answers 500), so register again."""
+        try:
+            await once(BaseEnv.get_status, self)()
+        except aiohttp.ClientResponseError as e:
+            if e.status < 500:
+                raise
+            logger.warning("the trajectory API does not know this env any more (restarted?); registering again")
+            self._said_waiting = False
+            await self.register_env()
+            await once(BaseEnv.get_status, self)()
+        self._api_knows_us = True
+
+    async def _send_scored_data_to_api(self, scored_data):
+        async def send() -> None:
+            # A group sent to a restarted run-api before its trainer and our env registered
+            # again leaves it half set up (trainers can no longer register): wait instead.
+            if not self._api_knows_us:
+                raise ApiNotReady("waiting until the trajectory API knows this env again")
+            await once(BaseEnv._send_scored_data_to_api, self)(scored_data)
+
+        try:
+            await self._until_it_works(send, "sending a group")
+        except RunFailed:
+            self.unsent += 1
+            logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")
+            raise
+
