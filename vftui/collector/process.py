@@ -168,6 +168,7 @@ class CollectorProcess:
         self._emit = emit
         self.controls = RemoteControls(self._commands, config.temperature)
         self._summary: RunSummary | None = None
+        self._prepared: Prepared | None = None
         self._crash = ""
         self._ended = threading.Event()
 
@@ -185,6 +186,7 @@ class CollectorProcess:
         except BaseException:
             self.close(timeout=5)
             raise
+        self._prepared = prepared
         threading.Thread(target=self._pump, name="collector-events", daemon=True).start()
         return prepared
 
@@ -235,18 +237,18 @@ class CollectorProcess:
             return self._summary
         self._process.join(timeout=5)
         if self._crash:
-            raise RuntimeError(self._crash.strip().splitlines()[-1])
+            where = Path(self._prepared.out_path).with_suffix(LOG_SUFFIX) if self._prepared else "the collector log"
+            raise RuntimeError(f"{self._crash.strip().splitlines()[-1]} (traceback in {where})")
         raise RuntimeError(f"the collector process ended without a summary (exit code {self._process.exitcode})")
 
     def close(self, timeout: float = EXIT_TIMEOUT_S) -> None:
         """Hang up (the child stops the run gracefully) and wait for it to exit."""
         self._commands.close()
-        if self._process.pid is None:
-            return
-        self._process.join(timeout)
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(5)
+        if self._process.pid is not None:
+            self._process.join(timeout)
+            if self._process.is_alive():
+                self._process.terminate()
+                self._process.join(5)
         self._events.close()
 
 
@@ -354,6 +356,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         try:
             asyncio.run(run.execute(redirect_prints=True))
         except Exception:  # noqa: BLE001 - reported to the parent, which shows it
+            traceback.print_exc()  # into the log file, for the whole story
             outbox.put(Crashed(traceback.format_exc()))
         server.join()
         _remove_if_empty(log_path)
