@@ -285,8 +285,7 @@ class VftuiApp(App[RunSummary | None]):
         if worker.name != "collector" or not worker.is_finished:
             return
         if worker.error is not None:
-            self.model.state = RunState.FAILED
-            self.model.detail = f"collector crashed: {worker.error}"
+            self.model.fail(f"collector crashed: {worker.error}")
             self.notify(self.model.detail, severity="error", timeout=30)
         else:
             self.result = worker.result

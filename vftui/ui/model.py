@@ -171,6 +171,12 @@ class DashboardModel:
         if status.reachable:
             self.queue_history.append(float(status.queue_size))
 
+    def fail(self, detail: str) -> None:
+        """The run ended without a summary (its process died): a failed run, in the log too."""
+        self.state, self.detail = RunState.FAILED, detail
+        self.note("ERROR", detail)
+        self.version += 1
+
     def note(self, level: str, message: str) -> None:
         """A line of the model's own (status changes, dumps), stamped with its clock."""
         self.log(LogRecord(level, "run", message, self.clock()))
