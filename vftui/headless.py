@@ -30,7 +30,7 @@ from vftui.events import (
     to_json_dict,
 )
 
-if TYPE_CHECKING:  # the dashboard's process shares this module's summary, not the collector
+if TYPE_CHECKING:  # the dashboard imports this module for its summary and exit codes, not the collector
     from vftui.collector.runner import Run
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
