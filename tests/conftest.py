@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -33,6 +34,13 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def tmux_cli_command(tmp_path: Path, args: str) -> str:
+    """A shell command for a tmux pane: ``vftui <args>`` under ``cli_env`` (tmux does not pass our env on)."""
+    env = cli_env(tmp_path)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
+    return f"env {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 
 def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:

@@ -8,14 +8,13 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 from textual.widgets._toast import Toast
 
-from tests.conftest import cli_env, read_jsonl, until
+from tests.conftest import read_jsonl, tmux_cli_command, until
 from vftui.collector.process import CollectorGone, CollectorProcess
 from vftui.config import RunConfig
 from vftui.errors import UserError
@@ -70,10 +69,8 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.05).start()
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
-    env = cli_env(tmp_path)
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
-    command = (f"env {exports} {shlex.quote(sys.executable)} -m vftui run --steps 100000 --group-size 4 "
-               f"--base-url {sim.base_url} --out {shlex.quote(str(out))}")
+    command = tmux_cli_command(tmp_path, f"run --steps 100000 --group-size 4 --base-url {sim.base_url} "
+                                         f"--out {shlex.quote(str(out))}")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
     try:
         deadline = time.monotonic() + 60

@@ -5,13 +5,12 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-from tests.conftest import cli_env, read_jsonl
+from tests.conftest import read_jsonl, tmux_cli_command
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
@@ -35,12 +34,11 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.25).start()
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
-    env = cli_env(tmp_path)
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
     command = (
-        f"cd {shlex.quote(str(tmp_path))} && env {exports} {shlex.quote(sys.executable)} -m vftui run --mode sft "
-        f"--steps 40 --group-size 4 --base-url {sim.base_url} --out {shlex.quote(str(out))}; "
-        "echo EXIT=$?; sleep 60"
+        f"cd {shlex.quote(str(tmp_path))} && "
+        + tmux_cli_command(tmp_path, f"run --mode sft --steps 40 --group-size 4 --base-url {sim.base_url} "
+                                     f"--out {shlex.quote(str(out))}")
+        + "; echo EXIT=$?; sleep 60"
     )
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:
