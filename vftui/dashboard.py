@@ -22,7 +22,7 @@ from vftui.ui.inbox import Inbox
 
 def run_dashboard(config: RunConfig) -> int:
     extra = themes.available_themes()
-    theme = themes.resolve(config.theme, _textual_themes())
+    theme = themes.resolve(config.theme)
     inbox = Inbox()
     collector = CollectorProcess(config, inbox.put)
     prepared = collector.start()
@@ -45,9 +45,3 @@ def run_dashboard(config: RunConfig) -> int:
     view = HeadlessView(json_events=False, simulated=prepared.simulated)
     print(view.summary_text(summary), file=sys.stderr)
     return exit_code(summary) if summary.state is not RunState.FAILED else EXIT_FAILED
-
-
-def _textual_themes() -> set[str]:
-    from textual.theme import BUILTIN_THEMES
-
-    return set(BUILTIN_THEMES)

@@ -23,13 +23,11 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     inbox = Inbox()
     for event in events:
         inbox.put(event)
-    from textual.theme import BUILTIN_THEMES
-
     app = VftuiApp(
         inbox,
         window=max(1, started.groups_total),
         identical_alert=identical_alert,
-        theme_name=themes.resolve(theme, set(BUILTIN_THEMES)),
+        theme_name=themes.resolve(theme),
         extra_themes=themes.available_themes(),
     )
     app.run()

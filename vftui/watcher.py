@@ -40,8 +40,6 @@ def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
 
 
 def watch_dashboard(api_url: str, every_s: float, theme: str | None) -> int:
-    from textual.theme import BUILTIN_THEMES
-
     from vftui.ui import themes
     from vftui.ui.inbox import Inbox
     from vftui.ui.watch_app import WatchApp
@@ -49,7 +47,7 @@ def watch_dashboard(api_url: str, every_s: float, theme: str | None) -> int:
     inbox = Inbox()
     stop = threading.Event()
     poller = threading.Thread(target=trajectory_api.watch, args=(api_url, inbox.put, stop, every_s), daemon=True)
-    app = WatchApp(inbox, api_url, themes.resolve(theme, set(BUILTIN_THEMES)), themes.available_themes())
+    app = WatchApp(inbox, api_url, themes.resolve(theme), themes.available_themes())
     poller.start()
     try:
         app.run()

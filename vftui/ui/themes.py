@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 
-from textual.theme import Theme
+from textual.theme import BUILTIN_THEMES, Theme
 
 from vftui import paths
 from vftui.errors import UserError
@@ -54,11 +55,11 @@ def available_themes() -> dict[str, Theme]:
     return themes
 
 
-def resolve(name: str | None, builtin: set[str]) -> str:
+def resolve(name: str | None, builtin: Collection[str] = BUILTIN_THEMES) -> str:
     """Check a --theme name against ours and Textual's own; return the name to use."""
     name = name or DEFAULT_THEME
     ours = available_themes()
     if name not in ours and name not in builtin:
-        choices = ", ".join(sorted(set(ours) | builtin))
+        choices = ", ".join(sorted(set(ours) | set(builtin)))
         raise UserError(f"unknown theme '{name}'; available: {choices}")
     return name
