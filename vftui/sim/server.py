@@ -248,6 +248,9 @@ def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
     return app
 
 
+STOP_GRACE_S = 1.0
+
+
 class BackgroundServer:
     """An aiohttp app on a loopback port (0: a free one), in a thread with its own loop."""
 
@@ -269,7 +272,9 @@ class BackgroundServer:
         return self
 
     async def _start(self) -> None:
-        self._runner = web.AppRunner(self._app, access_log=None)
+        # A simulated endpoint has nothing to drain: stop() must be quick and bounded even
+        # when a client hangs up mid-response (aiohttp's graceful default waits 60 s).
+        self._runner = web.AppRunner(self._app, access_log=None, shutdown_timeout=STOP_GRACE_S)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -279,7 +284,7 @@ class BackgroundServer:
 
     def stop(self) -> None:
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10 + 2 * STOP_GRACE_S)
             self._runner = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
