@@ -22,7 +22,7 @@ from vftui.ui.inbox import Inbox
 
 def run_dashboard(config: RunConfig) -> int:
     extra = themes.available_themes()
-    theme = themes.resolve(config.theme)
+    theme = themes.resolve(config.theme, ours=extra)
     inbox = Inbox()
     collector = CollectorProcess(config, inbox.put)
     prepared = collector.start()

@@ -20,6 +20,8 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     started = events[0]
     if not started.tokenizer and started.simulated:
         events[0] = type(started)(**{**started.__dict__, "tokenizer": str(TOKENIZER_DIR)})
+    ours = themes.available_themes()
+    theme_name = themes.resolve(theme, ours=ours)
     inbox = Inbox()
     for event in events:
         inbox.put(event)
@@ -27,8 +29,8 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
         inbox,
         window=max(1, started.groups_total),
         identical_alert=identical_alert,
-        theme_name=themes.resolve(theme),
-        extra_themes=themes.available_themes(),
+        theme_name=theme_name,
+        extra_themes=ours,
     )
     app.run()
     if skipped:

@@ -47,7 +47,8 @@ def watch_dashboard(api_url: str, every_s: float, theme: str | None) -> int:
     inbox = Inbox()
     stop = threading.Event()
     poller = threading.Thread(target=trajectory_api.watch, args=(api_url, inbox.put, stop, every_s), daemon=True)
-    app = WatchApp(inbox, api_url, themes.resolve(theme), themes.available_themes())
+    ours = themes.available_themes()
+    app = WatchApp(inbox, api_url, themes.resolve(theme, ours=ours), ours)
     poller.start()
     try:
         app.run()

@@ -107,9 +107,7 @@ class VftuiApp(App[RunSummary | None]):
         self._shown_version = -1
         self._preview_key: tuple | None = None
         self._preview_at = 0.0
-        for theme in (themes.available_themes() if extra_themes is None else extra_themes).values():
-            self.register_theme(theme)
-        self.theme = theme_name
+        themes.install(self, theme_name, extra_themes)
 
     # -- layout -------------------------------------------------------------------------
 

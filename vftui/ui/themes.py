@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from textual.app import App
 from textual.theme import BUILTIN_THEMES, Theme
 
 from vftui import paths
@@ -55,11 +56,20 @@ def available_themes() -> dict[str, Theme]:
     return themes
 
 
-def resolve(name: str | None, builtin: Collection[str] = BUILTIN_THEMES) -> str:
-    """Check a --theme name against ours and Textual's own; return the name to use."""
+def resolve(
+    name: str | None, builtin: Collection[str] = BUILTIN_THEMES, ours: Mapping[str, Theme] | None = None
+) -> str:
+    """Check a --theme name against ours (read from disk unless given) and Textual's own; return the name to use."""
     name = name or DEFAULT_THEME
-    ours = available_themes()
+    ours = available_themes() if ours is None else ours
     if name not in ours and name not in builtin:
         choices = ", ".join(sorted(set(ours) | set(builtin)))
         raise UserError(f"unknown theme '{name}'; available: {choices}")
     return name
+
+
+def install(app: App, name: str, ours: Mapping[str, Theme] | None = None) -> None:
+    """Register our themes with ``app`` (read from disk unless given) and switch it to ``name``."""
+    for theme in (available_themes() if ours is None else ours).values():
+        app.register_theme(theme)
+    app.theme = name

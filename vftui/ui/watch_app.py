@@ -31,9 +31,7 @@ class WatchApp(App[None]):
         self.inbox = inbox
         self.api_url = api_url
         self.model = DashboardModel()
-        for theme in (themes.available_themes() if extra_themes is None else extra_themes).values():
-            self.register_theme(theme)
-        self.theme = theme_name
+        themes.install(self, theme_name, extra_themes)
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
