@@ -284,10 +284,18 @@ class BackgroundServer:
 
     def stop(self) -> None:
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10 + 2 * STOP_GRACE_S)
+            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10 + 2 * STOP_GRACE_S)
             self._runner = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+    async def _stop(self) -> None:
+        """Close the site, then end what the grace period cut short, so no task dies pending with the loop."""
+        await self._runner.cleanup()
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
 
 class BackgroundSimServer(BackgroundServer):
