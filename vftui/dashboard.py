@@ -21,8 +21,8 @@ from vftui.ui.inbox import Inbox
 
 
 def run_dashboard(config: RunConfig) -> int:
-    extra = themes.available_themes()
-    theme = themes.resolve(config.theme, ours=extra)
+    ours = themes.available_themes()
+    theme = themes.resolve(config.theme, ours=ours)
     inbox = Inbox()
     collector = CollectorProcess(config, inbox.put)
     prepared = collector.start()
@@ -34,7 +34,7 @@ def run_dashboard(config: RunConfig) -> int:
             window=config.window,
             identical_alert=config.identical_alert,
             theme_name=theme,
-            extra_themes=extra,
+            extra_themes=ours,
         )
         summary = app.run()
     finally:

@@ -101,9 +101,9 @@ class RemoteControls(RunControls):
                     answered, ok, value = self._conn.recv()
                     if answered == call:
                         break
+            except CollectorGone:
+                raise
             except (EOFError, OSError) as e:
-                if isinstance(e, CollectorGone):
-                    raise
                 raise CollectorGone("the collector process has ended") from e
         if not ok:
             raise value

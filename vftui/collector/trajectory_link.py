@@ -58,12 +58,13 @@ class TrajectoryApiLink:
 
     async def _register_env(self):
         data = await self._until_it_works(once(BaseEnv._register_env, self), "registering the env")
-        if data.get("status") != "success" and not self._said_waiting:
+        registered = data.get("status") == "success"
+        if not registered and not self._said_waiting:
             self._said_waiting = True
             self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
-        elif data.get("status") == "success" and self._said_waiting:
+        elif registered and self._said_waiting:
             self.hooks.emit(RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered"))
-        self._api_knows_us = data.get("status") == "success"
+        self._api_knows_us = registered
         return data
 
     async def get_status(self):
