@@ -65,6 +65,17 @@ def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
     )
 
 
+def wait_for_lines(path: Path, count: int, proc: subprocess.Popen, timeout: float = 90) -> None:
+    """Until ``path`` has ``count`` lines; fails at once if ``proc`` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} lines after {timeout} s")
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -77,6 +88,16 @@ def json_events(stdout: str) -> list[dict]:
 def sim() -> Iterator[BackgroundSimServer]:
     """The simulated endpoint on a free loopback port, in this process."""
     server = BackgroundSimServer(seed=0).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def slow_sim() -> Iterator[BackgroundSimServer]:
+    """The simulated endpoint taking 50 ms per request, so a run lasts long enough to steer."""
+    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
     try:
         yield server
     finally:

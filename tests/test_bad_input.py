@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
+from tests.conftest import free_port
 from vftui.cli import main
 
 
@@ -16,12 +15,6 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def fails_with(args: list[str], capsys, expected: str) -> str:
@@ -64,7 +57,8 @@ def test_step_count_is_named_in_the_message(capsys):
 
 
 def test_unreachable_endpoint(capsys):
-    fails_with(["--base-url", f"http://127.0.0.1:{closed_port()}/v1"], capsys, "cannot reach the endpoint")
+    nobody = free_port()  # free: nothing listens there
+    fails_with(["--base-url", f"http://127.0.0.1:{nobody}/v1"], capsys, "cannot reach the endpoint")
 
 
 def test_endpoint_that_is_not_an_openai_api(capsys, tmp_path):

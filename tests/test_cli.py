@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -11,7 +10,7 @@ import time
 import httpx
 from openai import OpenAI
 
-from tests.conftest import cli_env, run_cli
+from tests.conftest import cli_env, free_port, run_cli
 from vftui.cli import RUN_FIELDS, build_parser
 from vftui.config import FLAG_OF_FIELD
 
@@ -42,12 +41,6 @@ def test_json_mode_keeps_stdout_pure_and_says_why_it_is_headless(tmp_path):
 def test_python_dash_m_and_version(tmp_path):
     result = run_cli(["--version"], tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("vftui ")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_sim_server_on_its_own_speaks_openai(tmp_path):

@@ -24,13 +24,6 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 
 
-@pytest.fixture
-def slow_sim():
-    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
-    yield server
-    server.stop()
-
-
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
     run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put)
     with pytest.raises(UserError, match="is a folder; give a .jsonl file path"):

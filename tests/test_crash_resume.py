@@ -5,29 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 
-import pytest
-
-from tests.conftest import read_jsonl, run_cli, start_cli
-from vftui.sim.server import BackgroundSimServer
-
-
-@pytest.fixture
-def slow_sim():
-    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
-    yield server
-    server.stop()
-
-
-def wait_for_lines(path, count: int, proc, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} lines after {timeout} s")
+from tests.conftest import read_jsonl, run_cli, start_cli, wait_for_lines
 
 
 def run_args(server, out, steps=40) -> list[str]:

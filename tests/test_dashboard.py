@@ -11,17 +11,9 @@ from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.process import CollectorProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
-from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
-
-
-@pytest.fixture
-def slow_sim():
-    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
-    yield server
-    server.stop()
 
 
 def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, CollectorProcess]:

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import json_events, read_jsonl, run_cli, sim_admin, start_cli
-from tests.test_crash_resume import wait_for_lines
+from tests.conftest import json_events, read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 
