@@ -56,7 +56,10 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, help="groups to collect (default 1000)")
     p.add_argument("--max-tokens", type=int, help="max completion tokens per turn (default 2048)")
     p.add_argument("--temperature", type=float, help="sampling temperature in [0, 2] (default 1.0)")
-    p.add_argument("--concurrency", type=int, help="max requests in flight (default: the group size)")
+    p.add_argument("--concurrency", type=int, metavar="N", help="requests in flight to the endpoint across all "
+                   "groups (default 32): about N / group size groups are collected at once, fewer while the "
+                   "endpoint rate-limits (429/503 with Retry-After); in rl mode atroposlib's worker limit "
+                   "becomes N / group size groups")
     p.add_argument("--seed", type=int, help="seed of the simulated endpoint (default 0)")
     p.add_argument("--out", type=Path, help="jsonl file for the groups; default a new run folder under "
                    f"{paths.runs_dir()}; an existing file is never overwritten (a _1 suffix is added)")

@@ -39,7 +39,7 @@ class RunConfig(BaseModel):
     steps: int = Field(default=1000, ge=1)
     max_tokens: int = Field(default=2048, ge=1)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    concurrency: int | None = Field(default=None, ge=1)
+    concurrency: int = Field(default=32, ge=1)
     seed: int = 0
     out: Path | None = None
     resume: Path | None = None
@@ -88,10 +88,6 @@ class RunConfig(BaseModel):
         if self.sim_trainer is not None:
             return self.sim_trainer
         return self.mode == "rl" and self.simulated and self.start_api
-
-    @property
-    def max_concurrent(self) -> int:
-        return self.concurrency or self.group_size
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as saved beside a run and sent to wandb (no secrets exist here)."""

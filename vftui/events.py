@@ -127,6 +127,41 @@ class EndpointTrouble:
 
 
 @dataclass(frozen=True)
+class RequestStats:
+    """The model endpoint's traffic (sft), sent about once a second while collecting.
+
+    ``limit`` is how many requests may be in flight now: ``ceiling`` (``--concurrency``)
+    until the endpoint rate-limits, then lower until it stops. Rates and latencies cover
+    the last few seconds; the totals cover the run.
+    """
+
+    in_flight: int
+    limit: int
+    ceiling: int
+    groups_in_flight: int
+    requests_per_s: float
+    tokens_per_s: float
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    rate_limited: bool
+    requests_total: int = 0
+    rate_limited_total: int = 0
+    failed_total: int = 0
+
+    @property
+    def line(self) -> str:
+        """One line for a status bar or a progress line, the same in every view."""
+        parts = [f"in flight {self.in_flight}/{self.limit if self.rate_limited else self.ceiling}"]
+        if self.rate_limited:
+            parts.append(f"rate-limited (max {self.ceiling})")
+        parts.append(f"{self.requests_per_s:.1f} req/s")
+        if self.latency_p50_s is not None and self.latency_p95_s is not None:
+            parts.append(f"p50 {self.latency_p50_s:.2f} s p95 {self.latency_p95_s:.2f} s")
+        parts.append(f"{self.tokens_per_s:,.0f} tok/s")
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True)
 class GroupDropped:
     """A scored group atroposlib would not send (all scores equal, too long, malformed)."""
 
@@ -193,6 +228,7 @@ Event = (
     | MetricsWindow
     | RunStatus
     | EndpointTrouble
+    | RequestStats
     | GroupDropped
     | ApiStatus
     | TemperatureChanged

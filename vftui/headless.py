@@ -22,6 +22,7 @@ from vftui.events import (
     GroupDropped,
     GroupsDumped,
     LogRecord,
+    RequestStats,
     RunStarted,
     RunState,
     RunStatus,
@@ -56,6 +57,7 @@ class HeadlessView:
         self._first_done = 0
         self._clock_start: float | None = None
         self._simulated = simulated
+        self._requests: RequestStats | None = None
 
     def __call__(self, event: Event) -> None:
         if self.json_events:
@@ -79,6 +81,9 @@ class HeadlessView:
             return "\n".join(lines)
         if isinstance(event, GroupCollected):
             return self._group_line(event)
+        if isinstance(event, RequestStats):
+            self._requests = event
+            return None
         if isinstance(event, EndpointTrouble):
             return (
                 f"{event.service} error (attempt {event.attempts}): {event.error}; "
@@ -108,11 +113,12 @@ class HeadlessView:
         mean, std = stats.mean(g.scores), stats.population_std(g.scores)
         turns = stats.mean([float(t) for t in g.turns])
         width = len(str(self._total))
-        return (
+        line = (
             f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "
             f"identical {'yes' if g.identical else 'no '}  turns {turns:.1f}  "
             f"t={g.temperature:g}  {rate:.2f} groups/s"
         )
+        return f"{line}  {self._requests.line}" if self._requests is not None else line
 
     def summary_text(self, s: RunSummary) -> str:
         m = s.metrics

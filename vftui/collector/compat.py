@@ -43,11 +43,11 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message="Trainer requested to ignore max length")
 
 
-def chat_client(base_url: str, api_key: str, timeout: float):
+def chat_client(base_url: str, api_key: str, timeout: float, http_client: Any = None):
     """A verifiers client over AsyncOpenAI; retries are ours (so each one is reported)."""
     import verifiers as vf
 
-    openai = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    openai = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client)
     return vf.OpenAIChatCompletionsClient(openai)
 
 

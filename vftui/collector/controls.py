@@ -19,6 +19,11 @@ from vftui.store import GroupWindow
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 2.0
 
 
+def finishing(groups: int) -> str:
+    """The status detail while groups in flight are finished before a pause or a stop."""
+    return f"finishing {groups} group{'s' if groups != 1 else ''} in flight"
+
+
 class Controls:
     def __init__(
         self,
@@ -57,6 +62,10 @@ class Controls:
     def stop_requested(self) -> bool:
         return self._stop_requested
 
+    @property
+    def groups_in_flight(self) -> int:
+        return self._in_flight
+
     def pause(self) -> None:
         """No new group starts; groups in flight finish and are kept."""
         with self._lock:
@@ -65,7 +74,7 @@ class Controls:
             self._paused, self._said_paused = True, False
             in_flight = self._in_flight
         if in_flight:
-            self._status(RunState.PAUSING, "finishing the group in flight")
+            self._status(RunState.PAUSING, finishing(in_flight))
         else:
             self._announce_paused()
         self._wake_collector()
@@ -106,7 +115,7 @@ class Controls:
         return written
 
     def stop(self) -> None:
-        """Graceful: the group in flight finishes, files are flushed. Twice: cancel it."""
+        """Graceful: no new group starts, those in flight finish, files are flushed. Twice: cancel them."""
         with self._lock:
             again = self._stop_requested
             self._stop_requested = True
@@ -114,7 +123,7 @@ class Controls:
             if self._on_force_stop is not None and self._loop is not None:
                 self._loop.call_soon_threadsafe(self._on_force_stop)
             return
-        self._status(RunState.STOPPING, "finishing the group in flight" if self._in_flight else "")
+        self._status(RunState.STOPPING, finishing(self._in_flight) if self._in_flight else "")
         self._wake_collector()
 
     # -- the collector's side ---------------------------------------------------------
@@ -124,22 +133,29 @@ class Controls:
         self._wake = asyncio.Event()
         self._on_force_stop = on_force_stop
 
-    async def may_start_group(self) -> bool:
-        """Wait while paused; False once a stop was requested or enough groups are under way."""
+    async def claim_group(self) -> bool:
+        """Wait while paused, then claim a slot for a new group; False once none is left.
+
+        Claiming as the item is handed out (not when its group starts) keeps a pool that
+        starts many groups from asking for more items than there are groups left.
+        """
         while True:
             with self._lock:
                 if self._no_group_left():
                     return False
                 if not self._paused:
+                    self._in_flight += 1
                     return True
-            self._announce_paused()
+                settled = self._in_flight == 0
+            if settled:
+                self._announce_paused()
             await self._wait_for_change()
 
     def begin_group(self) -> bool:
-        """Claim a slot for a group about to be collected; False when none is left.
+        """Claim a slot for a group collected again; False when none is left.
 
-        Separate from ``may_start_group`` because atroposlib's serve loop also restarts
-        groups it cancelled (its backlog) without asking for a new item.
+        atroposlib's serve loop restarts groups it cancelled (its backlog) without asking
+        for a new item, so their slot is claimed here rather than in ``claim_group``.
         """
         with self._lock:
             if self._no_group_left():
@@ -160,10 +176,16 @@ class Controls:
             await asyncio.sleep(poll_s)
 
     def group_finished(self, written: bool) -> None:
+        """A group left the flight; while pausing or stopping, say how many are left."""
         with self._lock:
             self._in_flight -= 1
             if written:
                 self.groups_done += 1
+            left, paused, stopping = self._in_flight, self._paused, self._stop_requested
+        if stopping and left:
+            self._status(RunState.STOPPING, finishing(left))
+        elif paused and not stopping:
+            self._status(RunState.PAUSING, finishing(left)) if left else self._announce_paused()
 
     async def sleep(self, seconds: float) -> None:
         """Sleep that a stop request cuts short."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,9 @@ from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, Scored
 
 from vftui import stats, store
 from vftui.collector import compat, envs, managed
+from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
+from vftui.collector.ledger import ItemLedger
 from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
 from vftui.collector.trajectory_link import TrajectoryApiLink
 from vftui.errors import RunFailed
@@ -40,6 +41,7 @@ from vftui.events import (
 logger = logging.getLogger(__name__)
 META = "vftui"
 TURNS = "_vftui_turns"
+CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
 
 
 class VfEnvConfig(BaseEnvConfig):
@@ -60,16 +62,15 @@ class Hooks:
     controls: Controls | None = None
     emit: Callable[[Event], None] = lambda event: None
     checkpoint_path: Path | None = None
-    start_iter: int = 0
+    ledger: ItemLedger = field(default_factory=ItemLedger)
     groups_before: int = 0
     max_retries: int = 5
     max_concurrent: int | None = None
+    http_client: Any = None
+    """sft: the httpx client every request to the endpoint goes through (``traffic``)."""
+    on_tokens: Callable[[int], None] = lambda count: None
+    """sft: generated tokens of each written group, for tokens/s."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
-
-
-def backoff_seconds(attempt: int) -> float:
-    """0.5 s doubling to 30 s, with jitter so several collectors don't retry in step."""
-    return min(30.0, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
 
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
@@ -100,7 +101,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
         self.groups_written = self.hooks.groups_before
-        self.iter = self.hooks.start_iter
+        self.ledger = self.hooks.ledger
         self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
 
@@ -132,15 +133,13 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     async def setup(self) -> None:
         self.train = self.vf_env.get_dataset().to_list()
-        self.iter = self.hooks.start_iter
 
     async def get_next_item(self) -> dict[str, Any] | None:
         controls = self.hooks.controls
-        if controls is not None and not await controls.may_start_group():
+        if controls is not None and not await controls.claim_group():
             return None
-        index = self.iter
-        self.iter += 1
-        return {**self.train[index % len(self.train)], "_item": index}
+        index = self.ledger.take()
+        return {**self.train[index % len(self.train)], "_item": index, CLAIMED: controls is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
         """Evaluation is out of scope for the collector."""
@@ -148,7 +147,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     def save_checkpoint(self, step, data=None) -> None:
         data = dict(data or {})
-        data["iter"] = self.iter
+        data["iter"] = self.ledger.next_item
+        data.update(self.ledger.to_json())
         if self.hooks.checkpoint_path is None:
             super().save_checkpoint(step, data)
             return
@@ -165,11 +165,12 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     def _sft_client(self):
         if self._client is None:
             cfg = self.server.servers[0].config
-            self._client = compat.chat_client(cfg.base_url, cfg.api_key or "EMPTY", cfg.timeout)
+            self._client = compat.chat_client(cfg.base_url, cfg.api_key or "EMPTY", cfg.timeout, self.hooks.http_client)
         return self._client
 
     async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
-        if self.hooks.controls is not None and not self.hooks.controls.begin_group():
+        controls = self.hooks.controls
+        if controls is not None and not item.pop(CLAIMED, False) and not controls.begin_group():
             return None, []
         try:
             group = await self._collect_group(item)
@@ -325,9 +326,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     def _record(self, group: ScoredDataGroup) -> None:
         """A group is on disk: checkpoint it, count it in the window, announce it."""
         self.groups_written += 1
+        meta = group[META]
+        self.ledger.mark_done(meta["item"])
         if self.hooks.checkpoint_path is not None:
             self.save_checkpoint(self.curr_step)
-        meta = group[META]
+        self.hooks.on_tokens(sum(sum(1 for m in mask if m != -100) for mask in group["masks"]))
         event = GroupCollected(
             index=self.groups_written,
             item=meta["item"],

@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
 from vftui.collector import compat, endpoint, envs, hub, trajectory_api
 from vftui.collector.controls import Controls
 from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
+from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
+from vftui.collector.ledger import ItemLedger
+from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
@@ -48,6 +52,7 @@ from vftui.sim.server import BackgroundSimServer
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX = ".run.json", ".checkpoint.json"
 RL_STEP_LIMIT = 1_000_000_000
+STATS_EVERY_S = 1.0
 
 
 def sidecars(out_path: Path) -> tuple[Path, Path]:
@@ -109,7 +114,6 @@ class Plan:
     base_url: str
     model: str
     tokenizer: str
-    start_iter: int
     groups_before: int
 
     @property
@@ -137,6 +141,10 @@ class Run:
         self._task: asyncio.Task | None = None
         self._api: trajectory_api.ApiProcess | None = None
         self._trainer: subprocess.Popen | None = None
+        self.ledger = ItemLedger()
+        self.request_limit = AdaptiveLimit(config.concurrency)
+        self.traffic = TrafficStats()
+        self._http: httpx.AsyncClient | None = None
 
     def emit(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
@@ -152,7 +160,7 @@ class Run:
         compat.quiet_libraries()
         if cfg.mode == "sft" and cfg.extra_base_urls:
             raise UserError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
-        out_path, start_iter, groups_before = self._resolve_output()
+        out_path, groups_before = self._resolve_output()
         vf_env = envs.load(cfg.env, cfg.env_args)
         if cfg.simulated:
             self._sim = BackgroundSimServer(seed=cfg.seed).start()
@@ -169,7 +177,7 @@ class Run:
         hub.check_tokenizer(tokenizer)
         if cfg.mode == "rl":
             self._start_trajectory_side()
-        self.plan = Plan(cfg, out_path, base_url, model, tokenizer, start_iter, groups_before)
+        self.plan = Plan(cfg, out_path, base_url, model, tokenizer, groups_before)
         self.controls = Controls(
             cfg.temperature, self.window, out_path.parent, self.emit, groups_total=cfg.steps
         )
@@ -191,8 +199,8 @@ class Run:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
 
-    def _resolve_output(self) -> tuple[Path, int, int]:
-        """The jsonl to append to, the dataset position to start at, groups already done."""
+    def _resolve_output(self) -> tuple[Path, int]:
+        """The jsonl to append to and the groups already in it; fills the ledger on --resume."""
         cfg = self.config
         if cfg.resume is not None:
             out = find_resumable(cfg.resume)
@@ -200,20 +208,24 @@ class Run:
             if cut:
                 logging.getLogger(__name__).warning("cut a torn last line (%d bytes) from %s", cut, out)
             _, checkpoint = sidecars(out)
-            start_iter = 0
+            next_item = 0
             if checkpoint.exists():
-                start_iter = int(json.loads(checkpoint.read_text()).get("iter", 0))
-            last = store.last_group(out) if out.exists() else None
-            if last is not None:
-                start_iter = max(start_iter, int(last.get(META, {}).get("item", -1)) + 1)
-            done = 0
+                next_item = int(json.loads(checkpoint.read_text()).get("iter", 0))
+            done_items, done = [], 0
             for entry in store.read_groups(out):
                 if not isinstance(entry, store.BadLine):
                     done += 1
                     self.totals.add(group_event(done, entry[1]))
+                    done_items.append(int(entry[1].get(META, {}).get("item", done - 1)))
+            # The file is the truth: an item is done when its line is there, whatever the checkpoint says.
+            self.ledger = ItemLedger(done_items, next_item)
+            if self.ledger.lost:
+                logging.getLogger(__name__).warning(
+                    "%d items were in flight when the run stopped; collecting them again first", len(self.ledger.lost)
+                )
             for line in _tail_lines(out, cfg.window):
                 self.window.add(line)
-            return out, start_iter, done
+            return out, done
         out = cfg.out if cfg.out is not None else paths.new_run_dir(cfg.env) / "groups.jsonl"
         out = out.expanduser().resolve()
         if out.is_dir():
@@ -223,7 +235,7 @@ class Run:
         free = store.unique_path(out)
         if free != out:
             logging.getLogger(__name__).warning("%s exists; writing to %s instead", out, free)
-        return free, 0, 0
+        return free, 0
 
     def _build_env(self, vf_env: Any) -> VerifiersEnv:
         plan, cfg = self.plan, self.config
@@ -242,6 +254,8 @@ class Run:
             include_messages=True,
             data_path_to_save_groups=None,
             **({"rollout_server_url": cfg.api_url, "batch_size": cfg.batch_size or -1,
+                # --concurrency is requests in flight in both modes; atroposlib counts groups
+                "max_num_workers": groups_for(cfg.concurrency, cfg.group_size),
                 # the API names the env after it ("desired_name"), so it cannot be empty
                 "wandb_name": cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"}
                if rl else {"ensure_scores_are_not_same": False, "wandb_name": cfg.wandb_name}),
@@ -258,14 +272,21 @@ class Run:
             )
             for url in [plan.base_url, *cfg.extra_base_urls]  # sft was refused extra URLs in prepare()
         ]
+        if not rl:
+            transport = LimitedTransport(
+                self.request_limit, self.traffic, timeout_s=cfg.timeout, retries=cfg.retries, on_cut=_say_rate_limited
+            )
+            self._http = httpx.AsyncClient(transport=transport, timeout=cfg.timeout)
         hooks = Hooks(
             controls=self.controls,
             emit=self.emit,
             checkpoint_path=sidecars(plan.out_path)[1],
-            start_iter=plan.start_iter,
+            ledger=self.ledger,
             groups_before=plan.groups_before,
             max_retries=cfg.retries,
-            max_concurrent=cfg.max_concurrent,
+            max_concurrent=min(cfg.concurrency, cfg.group_size),
+            http_client=self._http,
+            on_tokens=self.traffic.tokens,
             extra_meta={"model": plan.model, "simulated": plan.simulated},
         )
         env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
@@ -339,8 +360,7 @@ class Run:
                 prints = contextlib.redirect_stdout(sys.stderr) if redirect_prints else contextlib.nullcontext()
                 with prints:
                     if env.process_mode:
-                        self._task = asyncio.ensure_future(env.process_manager())
-                        await self._task
+                        await self._process(env, controls)
                     else:
                         await self._serve(env, controls)
         except asyncio.CancelledError:
@@ -355,6 +375,8 @@ class Run:
             env.jsonl_writer.close()
             env.save_checkpoint(env.curr_step)
             await self._finish_wandb()
+            if self._http is not None:
+                await self._http.aclose()
         if state is RunState.FINISHED and controls.groups_done < plan.groups_total:
             error = "stopped before all groups were collected"
         self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
@@ -370,6 +392,24 @@ class Run:
         )
         self.emit(summary)
         return summary
+
+    async def _process(self, env: VerifiersEnv, controls: Controls) -> None:
+        """sft: groups in flight as the request limit allows, the traffic figures once a second."""
+        group_size = self.config.group_size
+        self._task = asyncio.ensure_future(
+            process_in_flight(env, lambda: groups_with_spares(self.request_limit.size, group_size))
+        )
+        ticker = asyncio.ensure_future(self._report_traffic(controls))
+        try:
+            await self._task
+        finally:
+            ticker.cancel()
+            self.emit(self.traffic.snapshot(self.request_limit, controls.groups_in_flight))
+
+    async def _report_traffic(self, controls: Controls) -> None:
+        while True:
+            await asyncio.sleep(STATS_EVERY_S)
+            self.emit(self.traffic.snapshot(self.request_limit, controls.groups_in_flight))
 
     async def _serve(self, env: VerifiersEnv, controls: Controls) -> None:
         """atroposlib's serve loop, until the groups are sent or a stop is requested."""
@@ -409,6 +449,12 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
+
+
+def _say_rate_limited(limit: int, wait_s: float) -> None:
+    logging.getLogger(__name__).warning(
+        "the endpoint is rate-limiting: waiting %.1f s, then at most %d requests in flight", wait_s, limit
+    )
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:

@@ -24,6 +24,7 @@ from vftui.events import (
     GroupDropped,
     GroupsDumped,
     LogRecord,
+    RequestStats,
     RunStarted,
     RunState,
     RunStatus,
@@ -75,6 +76,7 @@ class DashboardModel:
     api_trouble: EndpointTrouble | None = None
     last_dump: GroupsDumped | None = None
     api: ApiStatus | None = None
+    requests: RequestStats | None = None
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -145,6 +147,8 @@ class DashboardModel:
                       f"{event.error}; retrying in {event.retry_in_s:.1f} s")
         elif isinstance(event, ApiStatus):
             self._apply_api(event)
+        elif isinstance(event, RequestStats):
+            self.requests = event
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
             self.note("WARNING", f"group of item {event.item} not sent: {event.reason}")

@@ -59,6 +59,8 @@ def render_status(model: DashboardModel) -> Text:
     groups_s, tokens_s = model.rates()
     line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     line2.append(f"  {groups_s:.2f} g/s  {tokens_s:,.0f} tok/s  {clock(model.elapsed_s)}")
+    if model.requests is not None and model.state not in (RunState.FINISHED, RunState.FAILED):
+        line2.append(f"  {model.requests.line}", style="bold yellow" if model.requests.rate_limited else "")
     if s is not None:
         line2.append(f"  → {s.out_path}", style="dim")
     if model.detail and model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING):

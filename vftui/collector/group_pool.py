@@ -1,0 +1,116 @@
+"""sft with many groups in flight: atroposlib's process manager without its one-at-a-time loop.
+
+atroposlib's ``process_manager`` waits for each group before it asks for the next item,
+so requests in flight can never exceed one group. Here each group still goes through
+atroposlib's own steps, in its own task (``collect_trajectories`` →
+``postprocess_histories`` → ``handle_send_to_api(do_send_to_api=False)`` → ``wandb_log``),
+and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
+in flight (about ``requests allowed / group size``: ``groups_with_spares``). Groups finish in any order; the env's one appender writes
+each as one whole line, and its ledger records which items are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import string
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from atroposlib.frontend.jsonl2html import generate_html
+
+if TYPE_CHECKING:
+    from vftui.collector.env import VerifiersEnv
+
+
+async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]) -> None:
+    """Collect ``env.n_groups_to_process`` groups, ``groups_allowed()`` at a time.
+
+    A group that fails the run (``RunFailed``) cancels the others; cancelling this
+    coroutine (a second Ctrl-C) cancels every group in flight.
+    """
+    await env.setup()
+    if env.config.use_wandb:
+        _start_wandb(env)
+    env.curr_step = 0
+    env.config.group_size = env.group_size_to_process
+    room = asyncio.Event()
+    in_flight = 0
+
+    async def one(item) -> None:
+        nonlocal in_flight
+        try:
+            group, _ = await env.collect_trajectories(item)
+            if group:
+                processed = await env.postprocess_histories(group)
+                await env.handle_send_to_api(
+                    processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+                )
+                await env.wandb_log()
+                env.curr_step += 1
+        finally:
+            in_flight -= 1
+            room.set()
+
+    try:
+        async with asyncio.TaskGroup() as pool:
+            while True:
+                while in_flight >= max(1, groups_allowed()):
+                    room.clear()
+                    await room.wait()
+                item = await env.get_next_item()  # waits while paused; None once stopping or enough
+                if item is None:
+                    break
+                in_flight += 1
+                pool.create_task(one(item))
+    except BaseExceptionGroup as group:
+        raise _first_cause(group) from None
+    env.jsonl_writer.close()
+    generate_html(env.config.data_path_to_save_groups)
+
+
+def groups_for(requests: int, group_size: int) -> int:
+    """Groups that keep ``requests`` requests busy: one request per rollout at a time."""
+    return max(1, math.ceil(requests / group_size))
+
+
+def groups_with_spares(requests: int, group_size: int) -> int:
+    """``groups_for`` and a quarter more, whose requests wait at the request limit.
+
+    A group's last answers come back together and then take CPU time to score and
+    tokenize; the spare groups' requests go out the moment those answers free their
+    slots, so the endpoint stays busy while the finished groups are processed.
+    """
+    base = groups_for(requests, group_size)
+    return base + math.ceil(base / 4)
+
+
+def _first_cause(group: BaseExceptionGroup) -> BaseException:
+    """The error to report for a group of failures: the run's own failure first."""
+    from vftui.errors import RunFailed
+
+    leaves = list(_leaves(group))
+    return next((e for e in leaves if isinstance(e, RunFailed)), leaves[0])
+
+
+def _leaves(group: BaseExceptionGroup):
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
+
+
+def _start_wandb(env: VerifiersEnv) -> None:
+    """wandb as atroposlib's process manager starts it: one run named after the env and the date."""
+    import wandb
+
+    suffix = "".join(random.choices(string.ascii_lowercase, k=6))
+    wandb.init(
+        project=env.wandb_project,
+        name=f"{env.name}-{datetime.now():%Y-%m-%d}-{suffix}",
+        group=env.wandb_group,
+        config=env.config.model_dump(),
+    )

@@ -1,0 +1,276 @@
+"""Every request to the model endpoint in sft mode goes through here.
+
+verifiers bounds requests per ``generate`` call, that is per group; with many groups in
+flight the bound has to sit below them all, so it lives in the HTTP client's transport:
+
+- ``AdaptiveLimit`` keeps at most ``--concurrency`` requests in flight, halves that when
+  the endpoint rate-limits (once per back-off step) and grows it back by one for every
+  limit's worth of answered requests (additive increase, multiplicative decrease);
+- ``LimitedTransport`` honours ``Retry-After`` on 429 (and on 503 when the server sends
+  one): every request waits until then, and the rejected one is sent again, up to
+  ``--retries`` times, so a group never loses its finished rollouts to a rate limit. It
+  also bounds each request as a whole (connect to last byte) and the size of its body,
+  and sends through aiohttp: httpcore's pool walks every connection for every request,
+  which with dozens of connections cost more CPU than the rest of the collector;
+- ``TrafficStats`` turns what passed into the figures the views show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import email.utils
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiohttp
+import httpx
+
+from vftui.collector.backoff import backoff_seconds
+from vftui.events import RequestStats
+
+RATE_LIMITED = frozenset({429})
+SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
+MAX_BODY_BYTES = 64 * 1024**2
+OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})  # aiohttp writes these itself
+RECENT_S = 10.0  # requests/s, tokens/s and "rate-limited" look this far back
+LATENCY_SAMPLES = 512
+
+
+class AdaptiveLimit:
+    """A semaphore whose size follows the endpoint's rate limit, with a gate for Retry-After."""
+
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        self.in_flight = 0
+        self._size = float(ceiling)
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._open_at = 0.0  # monotonic time before which no request is sent
+        self._last_cut = -math.inf
+
+    @property
+    def size(self) -> int:
+        return max(1, int(self._size))
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the ``size`` slots, sent no earlier than the gate allows."""
+        await self._acquire()
+        try:
+            while (wait := self._open_at - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
+            yield
+        finally:
+            self.in_flight -= 1
+            self._hand_over()
+
+    async def _acquire(self) -> None:
+        if not self._waiters and self.in_flight < self.size:
+            self.in_flight += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter  # _hand_over counted us in before waking us
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.in_flight -= 1
+                self._hand_over()
+            raise
+
+    def _hand_over(self) -> None:
+        """Wake as many waiters, oldest first, as there are free slots."""
+        while self._waiters and self.in_flight < self.size:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+
+    def answered(self) -> None:
+        """A request was answered: grow by one slot per ``size`` answers, up to the ceiling."""
+        if self._size < self.ceiling:
+            self._size = min(float(self.ceiling), self._size + 1.0 / self._size)
+            self._hand_over()
+
+    def rate_limited(self, wait_s: float) -> bool:
+        """Close the gate for ``wait_s``; halve the size once per back-off step. True if it was cut."""
+        now = time.monotonic()
+        self._open_at = max(self._open_at, now + wait_s)
+        if now - self._last_cut < wait_s:
+            return False  # the rest of a burst sent before the first rejection came back
+        self._last_cut = now
+        self._size = max(1.0, self._size / 2)
+        return True
+
+
+def retry_after_s(response: httpx.Response) -> float | None:
+    """The server's wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or a date)."""
+    headers = response.headers
+    try:
+        if "retry-after-ms" in headers:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+class TrafficStats:
+    """Counts and recent samples of requests and generated tokens."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._answered: collections.deque[float] = collections.deque(maxlen=8192)
+        self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_SAMPLES)
+        self._tokens: collections.deque[tuple[float, int]] = collections.deque(maxlen=8192)
+        self.requests_total = 0
+        self.rate_limited_total = 0
+        self.failed_total = 0
+        self._last_rate_limited = -math.inf
+
+    def answer(self, latency_s: float) -> None:
+        self.requests_total += 1
+        self._answered.append(self._clock())
+        self._latencies.append(latency_s)
+
+    def rejection(self) -> None:
+        self.requests_total += 1
+        self.rate_limited_total += 1
+        self._last_rate_limited = self._clock()
+
+    def failure(self) -> None:
+        self.requests_total += 1
+        self.failed_total += 1
+
+    def tokens(self, count: int) -> None:
+        self._tokens.append((self._clock(), count))
+
+    def snapshot(self, limit: AdaptiveLimit, groups_in_flight: int) -> RequestStats:
+        now = self._clock()
+        since = now - RECENT_S
+        recent = sum(1 for t in self._answered if t >= since)
+        tokens = sum(n for t, n in self._tokens if t >= since)
+        ordered = sorted(self._latencies)
+        return RequestStats(
+            in_flight=limit.in_flight,
+            limit=limit.size,
+            ceiling=limit.ceiling,
+            groups_in_flight=groups_in_flight,
+            requests_per_s=round(recent / RECENT_S, 2),
+            tokens_per_s=round(tokens / RECENT_S, 1),
+            latency_p50_s=_quantile(ordered, 0.5),
+            latency_p95_s=_quantile(ordered, 0.95),
+            rate_limited=limit.size < limit.ceiling or now - self._last_rate_limited < RECENT_S,
+            requests_total=self.requests_total,
+            rate_limited_total=self.rate_limited_total,
+            failed_total=self.failed_total,
+        )
+
+
+def _quantile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
+
+
+class RequestTooLarge(httpx.ReadError):
+    """The response body passed the size cap."""
+
+
+class LimitedTransport(httpx.AsyncBaseTransport):
+    """httpx transport: the adaptive limit, Retry-After, a whole-request timeout, a body cap."""
+
+    def __init__(
+        self,
+        limit: AdaptiveLimit,
+        stats: TrafficStats,
+        *,
+        timeout_s: float,
+        retries: int,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        on_cut=None,
+    ) -> None:
+        self._session: aiohttp.ClientSession | None = None
+        self._limit = limit
+        self._stats = stats
+        self._timeout_s = timeout_s
+        self._retries = retries
+        self._max_body = max_body_bytes
+        self._on_cut = on_cut or (lambda size, wait_s: None)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()  # a rejected request is sent again, so its body must be replayable
+        for attempt in range(1, self._retries + 2):
+            async with self._limit.slot():
+                started = time.monotonic()
+                try:
+                    status, headers, body, extensions = await self._send(request)
+                except BaseException:
+                    self._stats.failure()
+                    raise
+            response = httpx.Response(status, headers=headers, content=body, extensions=extensions, request=request)
+            wait_s = self._wait_asked(response, attempt)
+            if wait_s is None or attempt > self._retries:
+                if wait_s is None and status < 500:
+                    self._stats.answer(time.monotonic() - started)
+                    self._limit.answered()
+                elif wait_s is not None:
+                    self._stats.rejection()
+                else:
+                    self._stats.failure()
+                return response
+            self._stats.rejection()
+            if self._limit.rate_limited(wait_s):
+                self._on_cut(self._limit.size, wait_s)
+        raise AssertionError("unreachable: the last attempt returns")
+
+    def _wait_asked(self, response: httpx.Response, attempt: int) -> float | None:
+        """How long the endpoint asked us to wait, or None when it did not."""
+        if response.status_code in RATE_LIMITED:
+            asked = retry_after_s(response)
+            return asked if asked is not None else backoff_seconds(attempt)
+        if response.status_code in SLOW_DOWN:
+            return retry_after_s(response)
+        return None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=2 * self._limit.ceiling, limit_per_host=0)
+            # the body is handed on as it came (compressed or not), with its own headers
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+        return self._session
+
+    async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes, dict]:
+        """One attempt, connect to last byte, within the timeout and the body cap."""
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                async with self._client().request(
+                    request.method, str(request.url), data=request.content,
+                    headers=[(k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS],
+                    allow_redirects=False, compress=None, skip_auto_headers=("User-Agent", "Accept-Encoding"),
+                ) as response:
+                    chunks, size = [], 0
+                    async for chunk in response.content.iter_any():
+                        size += len(chunk)
+                        if size > self._max_body:
+                            raise RequestTooLarge(f"the response body passed {self._max_body:,} bytes", request=request)
+                        chunks.append(chunk)
+                    return response.status, list(response.raw_headers), b"".join(chunks), {}
+        except TimeoutError as e:
+            raise httpx.ReadTimeout(f"the request took longer than {self._timeout_s:g} s", request=request) from e
+        except aiohttp.ClientConnectorError as e:
+            raise httpx.ConnectError(f"cannot connect to {request.url.host}:{request.url.port}", request=request) from e
+        except aiohttp.ClientError as e:
+            raise httpx.RemoteProtocolError(f"{type(e).__name__}: {e}", request=request) from e
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
