@@ -38,10 +38,17 @@ async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_pa
     run, task, events = start(slow_sim, tmp_path)
     controls = run.controls
     await until(lambda: controls.groups_done >= 2)
+    seen = len(events)
     controls.pause()
-    assert states(events)[-1] in (RunState.PAUSING, RunState.PAUSED)
     await until(lambda: states(events)[-1] is RunState.PAUSED)
+    after = [e for e in events[seen:] if isinstance(e, RunStatus)]
+    pausing = after[0]
+    assert pausing.state is RunState.PAUSING, "groups were in flight (ten of four at --concurrency 32)"
+    in_flight = int(pausing.detail.split()[1])
+    assert in_flight > 1 and pausing.detail == f"finishing {in_flight} groups in flight"
+    assert after[-2].detail == "finishing 1 group in flight", "the status counts down to the last group"
     held = controls.groups_done
+    assert held == pausing.groups_done + in_flight, "every group in flight finished and was kept"
     requests_before = sim_admin(slow_sim, "/sim/requests")["total"]
     await asyncio.sleep(1.0)
     assert controls.groups_done == held
@@ -113,18 +120,19 @@ async def test_second_stop_cancels_the_group_in_flight(tmp_path):
         server.stop()
 
 
-def test_concurrency_caps_requests_in_flight(tmp_path):
+def test_concurrency_caps_requests_in_flight_across_groups(tmp_path):
     from tests.conftest import run_cli
 
     def max_in_flight(*extra: str) -> int:
-        server = BackgroundSimServer(seed=0, latency_s=0.1).start()
+        server = BackgroundSimServer(seed=0, latency_s=0.3).start()
         try:
-            out = tmp_path / f"g{len(extra)}.jsonl"
-            args = ["run", "--no-ui", "--steps", "2", "--group-size", "6", "--base-url", server.base_url, "--out", str(out)]
+            out = tmp_path / f"g{len(extra)}-{extra[-1] if extra else 'default'}.jsonl"
+            args = ["run", "--no-ui", "--steps", "6", "--group-size", "6", "--base-url", server.base_url, "--out", str(out)]
             assert run_cli([*args, *extra], tmp_path).returncode == 0
             return sim_admin(server, "/sim/requests")["max_in_flight"]
         finally:
             server.stop()
 
     assert max_in_flight("--concurrency", "2") == 2
-    assert max_in_flight() == 6, "default: the whole group at once"
+    assert max_in_flight("--concurrency", "12") == 12, "two groups of six at once"
+    assert max_in_flight() == 32, "default: 32 requests, across the six groups"

@@ -5,12 +5,90 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
+
+import pytest
 
 from tests.conftest import read_jsonl, run_cli, start_cli, wait_for_lines
+from vftui.sim.server import BackgroundSimServer
 
 
 def run_args(server, out, steps=40) -> list[str]:
     return ["run", "--no-ui", "--steps", str(steps), "--group-size", "4", "--base-url", server.base_url, "--out", str(out)]
+
+
+@pytest.fixture
+def busy_sim():
+    """0.2 s a request at 16 requests in flight: five groups of four at once, about 20 groups/s."""
+    server = BackgroundSimServer(seed=0, latency_s=0.2).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def busy_args(server, out, steps=100) -> list[str]:
+    return [*run_args(server, out, steps), "--concurrency", "16"]
+
+
+def checkpoint_of(out):
+    return json.loads(out.with_suffix(".checkpoint.json").read_text())
+
+
+def assert_resume_completes(out, tmp_path, before: list[dict], steps: int) -> None:
+    """--resume appends the rest: every item once, the lines written before untouched."""
+    lost = set(range(checkpoint_of(out)["iter"])) - {g["vftui"]["item"] for g in before}
+    result = run_cli(["run", "--no-ui", "--resume", str(out.parent)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    if lost:
+        assert f"{len(lost)} items were in flight when the run stopped; collecting them again first" in result.stderr
+    groups = read_jsonl(out)
+    assert groups[: len(before)] == before, "resume only appends"
+    items = [g["vftui"]["item"] for g in groups]
+    assert sorted(items) == list(range(steps)), "no item skipped or collected twice"
+    checkpoint = checkpoint_of(out)
+    assert checkpoint["groups"] == steps and checkpoint["done_below"] == steps and checkpoint["done_above"] == []
+
+
+def test_kill_9_with_groups_in_flight_loses_only_them(tmp_path, busy_sim):
+    out = tmp_path / "run" / "groups.jsonl"
+    proc = start_cli(busy_args(busy_sim, out), tmp_path)
+    wait_for_lines(out, 12, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    data = out.read_bytes()
+    assert data.endswith(b"\n")
+    killed_at = [json.loads(line) for line in data.splitlines()]
+    assert 12 <= len(killed_at) < 100
+    written = [g["vftui"]["item"] for g in killed_at]
+    assert len(set(written)) == len(written)
+    checkpoint = checkpoint_of(out)
+    assert set(range(checkpoint["done_below"])) | set(checkpoint["done_above"]) <= set(written)
+    assert_resume_completes(out, tmp_path, killed_at, 100)
+
+
+def test_ctrl_c_finishes_the_groups_in_flight_and_twice_cancels_them(tmp_path, busy_sim):
+    once, twice = tmp_path / "once" / "groups.jsonl", tmp_path / "twice" / "groups.jsonl"
+    for out, signals in ((once, 1), (twice, 2)):
+        proc = start_cli(busy_args(busy_sim, out), tmp_path)
+        wait_for_lines(out, 12, proc)
+        for _ in range(signals):
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.05)
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr
+        assert "Traceback" not in stderr and "run stopped" in stderr
+        groups = read_jsonl(out)
+        checkpoint = checkpoint_of(out)
+        assert checkpoint["groups"] == len(groups) < 100
+        items = sorted(g["vftui"]["item"] for g in groups)
+        if signals == 1:
+            assert "finishing" in stderr and "in flight" in stderr
+            assert items == list(range(len(items))), "every group in flight was finished and kept"
+            assert checkpoint["iter"] == checkpoint["done_below"] == len(items)
+        else:
+            assert checkpoint["iter"] > len(items), "the groups in flight were cancelled, not waited for"
+        assert_resume_completes(out, tmp_path, groups, 100)
 
 
 def test_kill_9_leaves_whole_lines_and_resume_finishes_the_run(tmp_path, slow_sim):
@@ -23,30 +101,7 @@ def test_kill_9_leaves_whole_lines_and_resume_finishes_the_run(tmp_path, slow_si
     assert data.endswith(b"\n")
     killed_at = [json.loads(line) for line in data.splitlines()]
     assert 5 <= len(killed_at) < 40
-
-    result = run_cli(["run", "--no-ui", "--resume", str(out.parent)], tmp_path)
-    assert result.returncode == 0, result.stderr
-    groups = read_jsonl(out)
-    assert len(groups) == 40
-    assert groups[: len(killed_at)] == killed_at, "resume only appends"
-    assert [g["vftui"]["item"] for g in groups] == list(range(40)), "no item skipped or collected twice"
-    checkpoint = json.loads(out.with_suffix(".checkpoint.json").read_text())
-    assert checkpoint["iter"] == 40 and checkpoint["groups"] == 40
-
-
-def test_ctrl_c_stops_gracefully_with_files_flushed(tmp_path, slow_sim):
-    out = tmp_path / "groups.jsonl"
-    proc = start_cli(run_args(slow_sim, out, steps=200), tmp_path)
-    wait_for_lines(out, 3, proc)
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr
-    assert "run stopped" in stderr
-    groups = read_jsonl(out)
-    checkpoint = json.loads(out.with_suffix(".checkpoint.json").read_text())
-    assert checkpoint["groups"] == len(groups) < 200
-    assert checkpoint["iter"] == groups[-1]["vftui"]["item"] + 1
+    assert_resume_completes(out, tmp_path, killed_at, 40)
 
 
 def test_resume_repairs_a_torn_last_line(tmp_path, slow_sim):

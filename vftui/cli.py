@@ -131,6 +131,14 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
     p.add_argument("--seed", type=int, default=0, help="seed of the noisy policy (default 0)")
     p.add_argument("--latency-ms", type=float, default=0.0, help="added delay per request (default 0)")
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help="answer at most R requests a second, like a hosted API: beyond it, 429 with Retry-After "
+        "(default 0: no limit)",
+    )
 
 
 def _view_parser(sub: argparse._SubParsersAction) -> None:
@@ -215,7 +223,7 @@ def _sim_server(args: argparse.Namespace) -> int:
     compat.quiet_libraries()
     from vftui.sim.server import serve
 
-    serve(args.host, args.port, args.seed, args.latency_ms / 1000)
+    serve(args.host, args.port, args.seed, args.latency_ms / 1000, args.rate_limit)
     return 0
 
 

@@ -38,6 +38,13 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
 
+def _worth_saying(record: LogRecord) -> bool:
+    """Without --verbose: our own warnings (a repaired file, a rate limit) and errors not from verifiers."""
+    if record.logger.startswith("vftui"):
+        return record.level in ("WARNING", "ERROR", "CRITICAL")
+    return record.level in ("ERROR", "CRITICAL") and not record.logger.startswith("verifiers")
+
+
 class HeadlessView:
     """Turns events into lines a person (stderr) or a program (stdout, --json) reads."""
 
@@ -99,9 +106,7 @@ class HeadlessView:
             return f"temperature -> {event.temperature:g} (from the next group)"
         if isinstance(event, GroupsDumped):
             return f"dumped {event.groups} groups to {event.path}"
-        if isinstance(event, LogRecord) and (self.verbose or event.level in ("ERROR", "CRITICAL")):
-            if event.logger.startswith("verifiers") and not self.verbose:
-                return None
+        if isinstance(event, LogRecord) and (self.verbose or _worth_saying(event)):
             return f"[{event.level.lower()}] {event.logger}: {event.message}"
         if isinstance(event, RunSummary):
             return self.summary_text(event)

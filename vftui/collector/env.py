@@ -247,7 +247,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         """Report a failed attempt and wait before the next; False when a stop cut the wait."""
         delay = backoff_seconds(attempt)
         self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2), service))
-        logger.warning("%s attempt %d/%d failed: %s", service, attempt, attempts, problem)
+        logger.info("%s attempt %d/%d failed: %s", service, attempt, attempts, problem)  # the event is the warning
         if self.hooks.controls is None:
             await asyncio.sleep(delay)
             return True

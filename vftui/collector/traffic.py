@@ -135,10 +135,14 @@ class TrafficStats:
         self.rate_limited_total = 0
         self.failed_total = 0
         self._last_rate_limited = -math.inf
+        self._first_answer: float | None = None
 
     def answer(self, latency_s: float) -> None:
         self.requests_total += 1
-        self._answered.append(self._clock())
+        now = self._clock()
+        if self._first_answer is None:
+            self._first_answer = now
+        self._answered.append(now)
         self._latencies.append(latency_s)
 
     def rejection(self) -> None:
@@ -156,6 +160,8 @@ class TrafficStats:
     def snapshot(self, limit: AdaptiveLimit, groups_in_flight: int) -> RequestStats:
         now = self._clock()
         since = now - RECENT_S
+        # a young run is measured over its life so far, not diluted over the whole window
+        span = RECENT_S if self._first_answer is None else min(RECENT_S, max(1.0, now - self._first_answer))
         recent = sum(1 for t in self._answered if t >= since)
         tokens = sum(n for t, n in self._tokens if t >= since)
         ordered = sorted(self._latencies)
@@ -164,8 +170,8 @@ class TrafficStats:
             limit=limit.size,
             ceiling=limit.ceiling,
             groups_in_flight=groups_in_flight,
-            requests_per_s=round(recent / RECENT_S, 2),
-            tokens_per_s=round(tokens / RECENT_S, 1),
+            requests_per_s=round(recent / span, 2),
+            tokens_per_s=round(tokens / span, 1),
             latency_p50_s=_quantile(ordered, 0.5),
             latency_p95_s=_quantile(ordered, 0.95),
             rate_limited=limit.size < limit.ceiling or now - self._last_rate_limited < RECENT_S,

@@ -4,7 +4,8 @@ Serves ``/v1/models`` and ``/v1/chat/completions`` (with ``usage`` and ``finish_
 ``max_tokens`` honoured with the shipped tokenizer), and the vLLM-style ``/health`` and
 token-level ``/generate`` that atroposlib's ManagedServer calls in rl mode: token ids in,
 token ids with their (simulated) logprobs out. For tests and demos it can be told
-to misbehave (``POST /sim/faults``) and it remembers what it was asked
+to misbehave (``POST /sim/faults``), to rate-limit like a hosted API (at most R requests
+a second, 429 with ``Retry-After`` beyond it), and it remembers what it was asked
 (``GET /sim/requests``), so a test can see the temperature that reached it.
 """
 
@@ -14,6 +15,7 @@ import asyncio
 import collections
 import hashlib
 import json
+import math
 import random
 import socket
 import threading
@@ -47,12 +49,33 @@ class Faults:
         return self
 
 
+class TokenBucket:
+    """At most ``rate`` requests a second on average, bursts up to one second's worth."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._tokens = max(1.0, rate)
+        self._at = time.monotonic()
+
+    def wait_s(self) -> float:
+        """0 when a request may go now (and takes its token); else how long until one may."""
+        now = time.monotonic()
+        self._tokens = min(max(1.0, self.rate), self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self.rate
+
+
 class SimState:
-    def __init__(self, seed: int, latency_s: float) -> None:
+    def __init__(self, seed: int, latency_s: float, rate_limit: float = 0.0) -> None:
         from transformers import AutoTokenizer
 
         self.seed = seed
         self.latency_s = latency_s
+        self.bucket = TokenBucket(rate_limit) if rate_limit > 0 else None
+        self.rate_limited_total = 0
         self.tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
         self.faults = Faults()
         self.requests: collections.deque[dict[str, Any]] = collections.deque(maxlen=2000)
@@ -103,8 +126,18 @@ def _bad_request(message: str) -> web.Response:
     return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
 
 
+def _too_many(wait_s: float) -> web.Response:
+    """A hosted API's 429: the wait in whole seconds (``Retry-After``) and in ms, as OpenAI sends it."""
+    headers = {"Retry-After": str(max(1, math.ceil(wait_s))), "retry-after-ms": str(max(1, round(wait_s * 1000)))}
+    body = {"error": {"message": "simulated rate limit", "type": "rate_limit_error"}}
+    return web.json_response(body, status=429, headers=headers)
+
+
 async def _misbehave(state: SimState) -> web.Response | None:
-    """The injected fault for this request (after its stall), if any; then the set latency."""
+    """A 429 over the rate limit; else the injected fault (after its stall), if any; then the latency."""
+    if state.bucket is not None and (wait_s := state.bucket.wait_s()):
+        state.rate_limited_total += 1
+        return _too_many(wait_s)
     fault = state.faults.take()
     if fault is not None:
         if fault.stall_s:
@@ -222,7 +255,7 @@ async def recent_requests(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
     return web.json_response(
         {"total": state.requests_total, "max_in_flight": state.max_in_flight, "faults_left": state.faults.count,
-         "requests": list(state.requests)}
+         "rate_limited": state.rate_limited_total, "requests": list(state.requests)}
     )
 
 
@@ -231,9 +264,9 @@ async def info(request: web.Request) -> web.Response:
     return web.json_response({"simulated": True, "model": MODEL, "seed": state.seed})
 
 
-def make_app(seed: int = 0, latency_s: float = 0.0) -> web.Application:
+def make_app(seed: int = 0, latency_s: float = 0.0, rate_limit: float = 0.0) -> web.Application:
     app = web.Application(client_max_size=64 * 1024**2)
-    app[SIM] = SimState(seed, latency_s)
+    app[SIM] = SimState(seed, latency_s, rate_limit)
     app.add_routes(
         [
             web.get("/v1/models", models),
@@ -301,11 +334,12 @@ class BackgroundServer:
 class BackgroundSimServer(BackgroundServer):
     """The simulated endpoint, for the embedded default and for tests."""
 
-    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0) -> None:
-        super().__init__(make_app(seed, latency_s), port)
+    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0, rate_limit: float = 0.0) -> None:
+        super().__init__(make_app(seed, latency_s, rate_limit), port)
 
 
-def serve(host: str, port: int, seed: int, latency_s: float) -> None:
+def serve(host: str, port: int, seed: int, latency_s: float, rate_limit: float = 0.0) -> None:
     """``vftui sim-server``: serve until interrupted."""
-    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'", flush=True)
-    web.run_app(make_app(seed, latency_s), host=host, port=port, print=None, access_log=None)
+    limit = f", at most {rate_limit:g} requests/s" if rate_limit > 0 else ""
+    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}", flush=True)
+    web.run_app(make_app(seed, latency_s, rate_limit), host=host, port=port, print=None, access_log=None)
