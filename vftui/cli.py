@@ -70,7 +70,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wandb-project", help="wandb project (default vftui)")
     p.add_argument("--wandb-name", help="wandb run name prefix (atroposlib adds the date and an id)")
     p.add_argument("--timeout", type=int, help="seconds before one request is abandoned and retried (default 300)")
-    p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5)")
+    p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5); a "
+                   "rate-limited request (429) waits as long as the endpoint asks, up to 2 minutes, without using them")
     p.add_argument("--window", type=int, help="recent groups kept in memory for views and dumps (default 256)")
     p.add_argument("--theme", help="dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a Textual "
                    "theme, or one of yours in the user themes folder")

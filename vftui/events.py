@@ -151,7 +151,8 @@ class RequestStats:
     @property
     def line(self) -> str:
         """One line for a status bar or a progress line, the same in every view."""
-        parts = [f"in flight {self.in_flight}/{self.limit if self.rate_limited else self.ceiling}"]
+        groups = f"{self.groups_in_flight} group{'s' if self.groups_in_flight != 1 else ''}"
+        parts = [f"in flight {self.in_flight}/{self.limit if self.rate_limited else self.ceiling} in {groups}"]
         if self.rate_limited:
             parts.append(f"rate-limited (max {self.ceiling})")
         parts.append(f"{self.requests_per_s:.1f} req/s")

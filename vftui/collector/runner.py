@@ -274,7 +274,7 @@ class Run:
         ]
         if not rl:
             transport = LimitedTransport(
-                self.request_limit, self.traffic, timeout_s=cfg.timeout, retries=cfg.retries, on_cut=_say_rate_limited
+                self.request_limit, self.traffic, timeout_s=cfg.timeout, on_cut=_say_rate_limited
             )
             self._http = httpx.AsyncClient(transport=transport, timeout=cfg.timeout)
         hooks = Hooks(

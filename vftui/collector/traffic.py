@@ -7,8 +7,10 @@ flight the bound has to sit below them all, so it lives in the HTTP client's tra
   the endpoint rate-limits (once per back-off step) and grows it back by one for every
   limit's worth of answered requests (additive increase, multiplicative decrease);
 - ``LimitedTransport`` honours ``Retry-After`` on 429 (and on 503 when the server sends
-  one): every request waits until then, and the rejected one is sent again, up to
-  ``--retries`` times, so a group never loses its finished rollouts to a rate limit. It
+  one): every request waits until then, and the rejected one is sent again, ahead of
+  those not yet sent, for up to ``RATE_LIMIT_PATIENCE_S`` of waiting, so a group never
+  loses its finished rollouts to a rate limit (a 429 for an exhausted quota is not a
+  rate limit and goes straight back, a failure like any other). It
   also bounds each request as a whole (connect to last byte) and the size of its body,
   and sends through aiohttp: httpcore's pool walks every connection for every request,
   which with dozens of connections cost more CPU than the rest of the collector;
@@ -33,6 +35,8 @@ from vftui.events import RequestStats
 
 RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
+RATE_LIMIT_PATIENCE_S = 120.0  # waiting on rate limits, per request, before its 429 counts as a failure
+NOT_A_RATE_LIMIT = (b"insufficient_quota",)  # OpenAI's 429 for billing: waiting will not help
 MAX_BODY_BYTES = 64 * 1024**2
 OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})  # aiohttp writes these itself
 RECENT_S = 10.0  # requests/s, tokens/s and "rate-limited" look this far back
@@ -55,9 +59,12 @@ class AdaptiveLimit:
         return max(1, int(self._size))
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one of the ``size`` slots, sent no earlier than the gate allows."""
-        await self._acquire()
+    async def slot(self, again: bool = False) -> AsyncIterator[None]:
+        """Hold one of the ``size`` slots, sent no earlier than the gate allows.
+
+        A request sent ``again`` after a rejection waits ahead of those not yet sent.
+        """
+        await self._acquire(again)
         try:
             while (wait := self._open_at - time.monotonic()) > 0:
                 await asyncio.sleep(wait)
@@ -66,12 +73,12 @@ class AdaptiveLimit:
             self.in_flight -= 1
             self._hand_over()
 
-    async def _acquire(self) -> None:
+    async def _acquire(self, first: bool) -> None:
         if not self._waiters and self.in_flight < self.size:
             self.in_flight += 1
             return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        self._waiters.appendleft(waiter) if first else self._waiters.append(waiter)
         try:
             await waiter  # _hand_over counted us in before waking us
         except asyncio.CancelledError:
@@ -200,7 +207,6 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         stats: TrafficStats,
         *,
         timeout_s: float,
-        retries: int,
         max_body_bytes: int = MAX_BODY_BYTES,
         on_cut=None,
     ) -> None:
@@ -208,14 +214,14 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         self._limit = limit
         self._stats = stats
         self._timeout_s = timeout_s
-        self._retries = retries
         self._max_body = max_body_bytes
         self._on_cut = on_cut or (lambda size, wait_s: None)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()  # a rejected request is sent again, so its body must be replayable
-        for attempt in range(1, self._retries + 2):
-            async with self._limit.slot():
+        rejections, waited = 0, 0.0
+        while True:
+            async with self._limit.slot(again=rejections > 0):
                 started = time.monotonic()
                 try:
                     status, headers, body, extensions = await self._send(request)
@@ -223,26 +229,28 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     self._stats.failure()
                     raise
             response = httpx.Response(status, headers=headers, content=body, extensions=extensions, request=request)
-            wait_s = self._wait_asked(response, attempt)
-            if wait_s is None or attempt > self._retries:
-                if wait_s is None and status < 500:
+            wait_s = self._wait_asked(response, rejections + 1)
+            if wait_s is None:
+                if status < 500 and status not in RATE_LIMITED:
                     self._stats.answer(time.monotonic() - started)
                     self._limit.answered()
-                elif wait_s is not None:
-                    self._stats.rejection()
                 else:
                     self._stats.failure()
                 return response
             self._stats.rejection()
+            if waited + wait_s > RATE_LIMIT_PATIENCE_S:
+                return response  # a failed attempt for the group's own retries
+            rejections, waited = rejections + 1, waited + wait_s
             if self._limit.rate_limited(wait_s):
                 self._on_cut(self._limit.size, wait_s)
-        raise AssertionError("unreachable: the last attempt returns")
 
-    def _wait_asked(self, response: httpx.Response, attempt: int) -> float | None:
+    def _wait_asked(self, response: httpx.Response, rejection: int) -> float | None:
         """How long the endpoint asked us to wait, or None when it did not."""
         if response.status_code in RATE_LIMITED:
+            if any(marker in response.content for marker in NOT_A_RATE_LIMIT):
+                return None
             asked = retry_after_s(response)
-            return asked if asked is not None else backoff_seconds(attempt)
+            return asked if asked is not None else backoff_seconds(rejection)
         if response.status_code in SLOW_DOWN:
             return retry_after_s(response)
         return None

@@ -1,0 +1,106 @@
+"""Requests across groups in flight: the item ledger, the adaptive limit, rate limits end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+
+import httpx
+
+from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
+from vftui.collector.ledger import ItemLedger
+from vftui.collector.traffic import AdaptiveLimit, TrafficStats, retry_after_s
+from vftui.sim.server import BackgroundSimServer
+
+
+def test_ledger_hands_out_lost_items_first_and_never_twice():
+    ledger = ItemLedger()
+    taken = [ledger.take() for _ in range(5)]
+    assert taken == [0, 1, 2, 3, 4]
+    for item in (3, 0, 4):
+        ledger.mark_done(item)
+    assert ledger.to_json() == {"done_below": 1, "done_above": [3, 4]}
+    assert ledger.done_count == 3 and not ledger.is_done(1) and ledger.is_done(3)
+
+    # a resumed run rebuilt from the written items and the position: 1 and 2 were in flight
+    resumed = ItemLedger(done=[0, 3, 4], next_item=5)
+    assert resumed.lost == [1, 2]
+    assert [resumed.take() for _ in range(4)] == [1, 2, 5, 6]
+    for item in (6, 1, 2, 5):
+        resumed.mark_done(item)
+    assert resumed.to_json() == {"done_below": 7, "done_above": []}
+    assert ItemLedger(done=[0, 9]).next_item == 10, "a written item past the position moves it"
+
+
+async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_back():
+    limit = AdaptiveLimit(8)
+    peak = 0
+
+    async def request() -> None:
+        nonlocal peak
+        async with limit.slot():
+            peak = max(peak, limit.in_flight)
+            await asyncio.sleep(0.01)
+
+    await asyncio.gather(*(request() for _ in range(40)))
+    assert peak == 8 and limit.in_flight == 0
+
+    assert limit.rate_limited(0.05) is True and limit.size == 4
+    assert limit.rate_limited(0.05) is False and limit.size == 4, "one cut per back-off step, not per rejection"
+    started = time.monotonic()
+    peak = 0
+    await asyncio.gather(*(request() for _ in range(8)))
+    assert time.monotonic() - started >= 0.05, "nothing is sent before Retry-After has passed"
+    assert peak == 4
+    for _ in range(100):
+        limit.answered()
+    assert limit.size == 8 and limit.ceiling == 8, "additive increase back to the ceiling, no further"
+
+
+def test_retry_after_in_milliseconds_seconds_or_a_date():
+    def wait(**headers: str) -> float | None:
+        return retry_after_s(httpx.Response(429, headers=headers))
+
+    assert wait(**{"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert wait(**{"retry-after": "3"}) == 3.0
+    in_a_minute = email.utils.formatdate(time.time() + 60, usegmt=True)
+    assert 55 < wait(**{"retry-after": in_a_minute}) <= 60
+    assert wait(**{"retry-after": "soon"}) is None and wait() is None
+
+
+def test_traffic_figures_cover_recent_requests():
+    now = [100.0]
+    traffic = TrafficStats(clock=lambda: now[0])
+    for latency in (0.1, 0.2, 0.3, 0.4):
+        traffic.answer(latency)
+        traffic.tokens(50)
+        now[0] += 0.5
+    traffic.rejection()
+    snap = traffic.snapshot(AdaptiveLimit(16), groups_in_flight=3)
+    assert snap.requests_per_s == 2.0 and snap.tokens_per_s == 100.0, "four answers over the run's two seconds"
+    assert (snap.latency_p50_s, snap.latency_p95_s) == (0.3, 0.4)
+    assert snap.requests_total == 5 and snap.rate_limited_total == 1 and snap.rate_limited
+    assert "rate-limited" in snap.line and "in flight 0/16 in 3 groups ·" in snap.line
+
+
+def test_a_rate_limited_endpoint_is_backed_off_not_hammered(tmp_path):
+    """20 requests/s at 0.5 s each allow 10 in flight; the run asks for 32 and must settle near 10."""
+    server = BackgroundSimServer(seed=0, latency_s=0.5, rate_limit=20).start()
+    try:
+        out = tmp_path / "groups.jsonl"
+        args = ["run", "--no-ui", "--json", "--steps", "25", "--group-size", "4", "--base-url", server.base_url,
+                "--out", str(out)]
+        result = run_cli(args, tmp_path)
+        sim = sim_admin(server, "/sim/requests")
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    assert len(read_jsonl(out)) == 25
+    events = json_events(result.stdout)
+    assert not [e for e in events if e["event"] == "EndpointTrouble"], "no group restarted for a rate limit"
+    stats = [e for e in events if e["event"] == "RequestStats"]
+    assert any(s["rate_limited"] and s["limit"] < s["ceiling"] == 32 for s in stats), "the limit came down"
+    assert stats[-1]["rate_limited_total"] == sim["rate_limited"] > 0
+    assert sim["rate_limited"] < 50, "backed off: rejections are a fraction of the run's 100 answered requests"
+    assert "the endpoint is rate-limiting" in result.stderr and "rate-limited" in result.stderr
