@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from vftui.errors import UserError
+from vftui.events import GroupCollected
 from vftui.groupfile import replay
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
@@ -124,3 +126,24 @@ async def test_every_shipped_theme_renders():
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause(0.2)
             assert app.theme == name
+
+
+def test_view_orders_groups_by_file_item_or_start_time(tmp_path):
+    """With groups in flight a file is in finishing order; the view can put it back."""
+    lines = FIXTURE.read_text().splitlines()
+    shuffled = [lines[i] for i in (3, 0, 7, 1, 6, 2, 5, 4)]
+    raw = [json.loads(line) for line in shuffled]
+    for group, started in zip(raw, (5.0, 1.0, 2.0, 8.0, 3.0, 4.0, 7.0, 6.0), strict=True):
+        group["vftui"]["started_at"] = started
+    path = tmp_path / "finished-out-of-order.jsonl"
+    path.write_text("".join(json.dumps(g) + "\n" for g in raw))
+
+    def groups(order: str) -> list:
+        events, _ = replay(path, str(TOKENIZER_DIR), order)
+        collected = [e for e in events if isinstance(e, GroupCollected)]
+        assert [g.index for g in collected] == list(range(1, 9))
+        return collected
+
+    assert [g.item for g in groups("file")] == [3, 0, 7, 1, 6, 2, 5, 4]
+    assert [g.item for g in groups("item")] == list(range(8))
+    assert [g.started_at for g in groups("time")] == sorted(g["vftui"]["started_at"] for g in raw)

@@ -9,6 +9,7 @@ from pathlib import Path
 from vftui import __version__, paths
 from vftui.config import DEFAULT_API_URL
 from vftui.errors import RunFailed, UserError
+from vftui.groupfile import ORDERS
 
 DESCRIPTION = """\
 vftui runs the Atropos verifiers collector and shows what it produces.
@@ -154,6 +155,9 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--theme", help="dashboard theme (default vftui-dark)")
     p.add_argument("--identical-alert", type=float, default=0.5, metavar="RATE",
                    help="highlight the identical-score rate above this fraction (default 0.5)")
+    p.add_argument("--order", choices=sorted(ORDERS), default="file",
+                   help="group order: as written, which is the order groups finished when several were in flight "
+                   "(file, default), by dataset item (item) or by start time (time)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,7 +219,7 @@ def _view(args: argparse.Namespace) -> int:
         raise UserError("vftui view needs a terminal")
     from vftui.viewer import run_viewer
 
-    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert)
+    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order)
 
 
 def _sim_server(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ the messages and the temperature from ``generation_params`` when present.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,12 @@ from vftui import store
 from vftui.events import Event, GroupCollected, LogRecord, RunStarted, RunState, RunSummary
 
 META = "vftui"
+# With many groups in flight a file is in the order groups finished; a view can reorder it.
+ORDERS = {
+    "file": None,
+    "item": lambda g: g.item,
+    "time": lambda g: g.started_at,
+}
 
 
 def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
@@ -49,8 +56,8 @@ def run_description(path: Path) -> dict[str, Any]:
         return {}
 
 
-def replay(path: Path, tokenizer: str) -> tuple[list[Event], int]:
-    """Every event the file stands for, and how many lines were skipped."""
+def replay(path: Path, tokenizer: str, order: str = "file") -> tuple[list[Event], int]:
+    """Every event the file stands for, groups in ``order`` (see ORDERS), and how many lines were skipped."""
     description = run_description(path)
     groups, problems, first_meta = [], [], {}
     for entry in store.read_groups(path):
@@ -64,6 +71,8 @@ def replay(path: Path, tokenizer: str) -> tuple[list[Event], int]:
                 problems.append(LogRecord("WARNING", "view", f"{path.name} line {number} skipped: bad group ({e})"))
                 continue
             first_meta = first_meta or raw.get(META) or {}
+    if (key := ORDERS[order]) is not None:
+        groups = [dataclasses.replace(g, index=n) for n, g in enumerate(sorted(groups, key=key), 1)]
     config = description.get("config", {})
     names: list[str] = []
     for g in groups:
@@ -82,7 +91,7 @@ def replay(path: Path, tokenizer: str) -> tuple[list[Event], int]:
         reward_functions=[n for n in names if n != "num_turns"],
         tokenizer=tokenizer or description.get("tokenizer", ""),
     )
-    span = (groups[-1].started_at + groups[-1].elapsed_s - groups[0].started_at) if groups else 0.0
+    span = (max(g.started_at + g.elapsed_s for g in groups) - min(g.started_at for g in groups)) if groups else 0.0
     summary = RunSummary(RunState.FINISHED, len(groups), len(groups), str(path), round(max(0.0, span), 3), {},
                          f"{len(problems)} malformed lines skipped" if problems else "")
     return [started, *problems, *groups, summary], len(problems)

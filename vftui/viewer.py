@@ -13,10 +13,10 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 
 
-def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float) -> int:
+def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str) -> int:
     if not path.is_file():
         raise UserError(f"no such file: {path}")
-    events, skipped = replay(path, tokenizer or "")
+    events, skipped = replay(path, tokenizer or "", order)
     started = events[0]
     if not started.tokenizer and started.simulated:
         events[0] = type(started)(**{**started.__dict__, "tokenizer": str(TOKENIZER_DIR)})
