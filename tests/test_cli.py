@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from openai import OpenAI
@@ -13,6 +14,7 @@ from openai import OpenAI
 from tests.conftest import cli_env, free_port, run_cli
 from vftui.cli import RUN_FIELDS, build_parser
 from vftui.config import FLAG_OF_FIELD
+from vftui.sim.server import BackgroundSimServer
 
 
 def test_help_explains_every_flag():
@@ -46,7 +48,7 @@ def test_python_dash_m_and_version(tmp_path):
 def test_sim_server_on_its_own_speaks_openai(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vftui", "sim-server", "--port", str(port), "--seed", "3"],
+        [sys.executable, "-m", "vftui", "sim-server", "--port", str(port), "--seed", "3", "--rate-limit", "20"],
         env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -74,7 +76,30 @@ def test_sim_server_on_its_own_speaks_openai(tmp_path):
             max_tokens=3,
         )
         assert short.choices[0].finish_reason == "length" and short.usage.completion_tokens == 3
+        def ask(_: int) -> httpx.Response:
+            body = {"messages": [{"role": "user", "content": "hi"}]}
+            return httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=30)
+
+        with ThreadPoolExecutor(max_workers=30) as pool:
+            burst = list(pool.map(ask, range(60)))
+        rejected = [r for r in burst if r.status_code == 429]
+        assert rejected and float(rejected[0].headers["retry-after-ms"]) > 0 and rejected[0].headers["retry-after"]
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
-    assert "simulated endpoint (not a real model)" in out
+    assert "simulated endpoint (not a real model)" in out and "at most 20 requests/s" in out
+
+
+def test_sim_answers_can_be_as_long_as_a_reasoning_models():
+    server = BackgroundSimServer(think_words=1500).start()
+    try:
+        client = OpenAI(base_url=server.base_url, api_key="EMPTY")
+        reply = client.chat.completions.create(
+            model="vftui-sim", messages=[{"role": "user", "content": "Sort these names alphabetically: Zoe, Ada"}],
+            temperature=0.0,
+        )
+    finally:
+        server.stop()
+    text = reply.choices[0].message.content
+    assert text.startswith("<think>\n") and text.endswith("<alphabetical_sorted>\nAda\nZoe\n</alphabetical_sorted>")
+    assert reply.usage.completion_tokens > 1500

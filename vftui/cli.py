@@ -141,6 +141,9 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
         help="answer at most R requests a second, like a hosted API: beyond it, 429 with Retry-After "
         "(default 0: no limit)",
     )
+    p.add_argument("--think-words", type=int, default=0, metavar="N",
+                   help="start each answer with N words of thinking, for rollouts as long as a reasoning model's "
+                   "(default 0)")
 
 
 def _view_parser(sub: argparse._SubParsersAction) -> None:
@@ -226,9 +229,10 @@ def _sim_server(args: argparse.Namespace) -> int:
     from vftui.collector import compat
 
     compat.quiet_libraries()
-    from vftui.sim.server import serve
+    from vftui.sim.server import SimSettings, serve
 
-    serve(args.host, args.port, args.seed, args.latency_ms / 1000, args.rate_limit)
+    settings = SimSettings(args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words)
+    serve(args.host, args.port, settings)
     return 0
 
 

@@ -29,6 +29,7 @@ from aiohttp import web
 from vftui.sim import policy
 
 MODEL = "vftui-sim"
+THINKING = ("sort", "names", "first", "letter", "compare", "then", "next", "check", "order", "list")
 TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 
 
@@ -68,13 +69,24 @@ class TokenBucket:
         return (1.0 - self._tokens) / self.rate
 
 
+@dataclass(frozen=True)
+class SimSettings:
+    """How the simulated endpoint behaves; each field is a ``vftui sim-server`` flag."""
+
+    seed: int = 0
+    latency_s: float = 0.0
+    rate_limit: float = 0.0  # requests a second; 0: no limit
+    think_words: int = 0  # words of thinking before each answer, for long rollouts
+
+
 class SimState:
-    def __init__(self, seed: int, latency_s: float, rate_limit: float = 0.0) -> None:
+    def __init__(self, settings: SimSettings) -> None:
         from transformers import AutoTokenizer
 
-        self.seed = seed
-        self.latency_s = latency_s
-        self.bucket = TokenBucket(rate_limit) if rate_limit > 0 else None
+        self.seed = settings.seed
+        self.latency_s = settings.latency_s
+        self.think_words = settings.think_words
+        self.bucket = TokenBucket(settings.rate_limit) if settings.rate_limit > 0 else None
         self.rate_limited_total = 0
         self.tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
         self.faults = Faults()
@@ -92,6 +104,14 @@ class SimState:
         if len(self._seen) > 200_000:
             self._seen.clear()
         return random.Random(f"{self.seed}|{digest}|{nth}")
+
+    def answer(self, messages: list[dict[str, Any]], temperature: float, rng: random.Random) -> str:
+        """The policy's answer, after ``think_words`` of thinking when set (a reasoning model's length)."""
+        text = policy.answer(messages, temperature, rng)
+        if not self.think_words:
+            return text
+        words = " ".join(rng.choice(THINKING) for _ in range(self.think_words))
+        return f"<think>\n{words}\n</think>\n{text}"
 
     def count_prompt(self, messages: list[dict[str, Any]]) -> int:
         return len(
@@ -180,7 +200,7 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
         return failure
     choices, completion_tokens = [], 0
     for index in range(n):
-        text = policy.answer(messages, temperature, state.rng_for(messages))
+        text = state.answer(messages, temperature, state.rng_for(messages))
         text, used, reason = state.complete(text, max_tokens)
         completion_tokens += used
         choices.append(
@@ -223,7 +243,7 @@ async def generate(request: web.Request) -> web.Response:
     logprobs, reasons, texts = [], [], []
     for _ in range(n):
         rng = state.rng_for(conversation)
-        answer = policy.answer(conversation, temperature, rng)
+        answer = state.answer(conversation, temperature, rng)
         ids, lps, reason = state.generate_ids(answer, max_tokens, rng, temperature)
         logprobs.append([[{str(i): lp}] for i, lp in zip(ids, lps, strict=True)])
         reasons.append(reason)
@@ -264,9 +284,9 @@ async def info(request: web.Request) -> web.Response:
     return web.json_response({"simulated": True, "model": MODEL, "seed": state.seed})
 
 
-def make_app(seed: int = 0, latency_s: float = 0.0, rate_limit: float = 0.0) -> web.Application:
+def make_app(settings: SimSettings = SimSettings()) -> web.Application:
     app = web.Application(client_max_size=64 * 1024**2)
-    app[SIM] = SimState(seed, latency_s, rate_limit)
+    app[SIM] = SimState(settings)
     app.add_routes(
         [
             web.get("/v1/models", models),
@@ -334,12 +354,12 @@ class BackgroundServer:
 class BackgroundSimServer(BackgroundServer):
     """The simulated endpoint, for the embedded default and for tests."""
 
-    def __init__(self, seed: int = 0, latency_s: float = 0.0, port: int = 0, rate_limit: float = 0.0) -> None:
-        super().__init__(make_app(seed, latency_s, rate_limit), port)
+    def __init__(self, port: int = 0, **settings: Any) -> None:
+        super().__init__(make_app(SimSettings(**settings)), port)
 
 
-def serve(host: str, port: int, seed: int, latency_s: float, rate_limit: float = 0.0) -> None:
+def serve(host: str, port: int, settings: SimSettings) -> None:
     """``vftui sim-server``: serve until interrupted."""
-    limit = f", at most {rate_limit:g} requests/s" if rate_limit > 0 else ""
+    limit = f", at most {settings.rate_limit:g} requests/s" if settings.rate_limit > 0 else ""
     print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}", flush=True)
-    web.run_app(make_app(seed, latency_s, rate_limit), host=host, port=port, print=None, access_log=None)
+    web.run_app(make_app(settings), host=host, port=port, print=None, access_log=None)
