@@ -7,13 +7,22 @@ driving the VerifiersEnv with no vftui runner; "vftui" is ``vftui run --no-ui``;
 tmux). The rate is read from each group's timestamps in the jsonl, so interpreter
 start-up is excluded.
 
-The rl columns run atroposlib's serve mode against the same simulated server's vLLM-style
-``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
-serve" is ``python -m vftui.collector.env serve``, "vftui rl" is ``vftui run --mode rl
---no-ui``. Their rate is the trainer's arrival rate (first group to last), so start-up and
-registration are excluded there too.
+Sections (``--sections``, all by default):
 
-    python bench/throughput.py [--groups 200] [--group-size 8] [--repeats 3] [--latency-ms 0] [--rl-groups 40]
+- ``cpu``: no added latency, so the collector's own cost shows: ratio to bare.
+- ``latency``: 0.2 s and 1 s per request, single- and 3-turn, ``--concurrency 64``. The
+  limit is what 64 requests in flight allow: 64 / latency / group size / turns groups/s;
+  every column is a ratio to it. Bare atroposlib collects one group at a time.
+- ``rate``: an endpoint that answers at most R requests/s (429 with Retry-After beyond
+  it): answered requests/s against R, rejections, back-off steps and rejections per step.
+- ``memory``: peak RSS of ``vftui run --no-ui`` with ~2k-token rollouts at 64 and at 8
+  requests in flight, 1 s latency.
+- ``rl``: atroposlib's serve mode against the same simulated server's vLLM-style
+  ``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
+  serve" is ``python -m vftui.collector.env serve``, "vftui rl" is ``vftui run --mode rl
+  --no-ui``. Their rate is the trainer's arrival rate (first group to last).
+
+    python bench/throughput.py [--sections cpu,latency,rate,memory,rl] [--groups 200] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -33,49 +42,59 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
+
 from vftui.collector.trajectory_api import ApiProcess
 from vftui.sim.server import MODEL, TOKENIZER_DIR, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
 
 def groups_per_second(path: Path) -> float:
+    """First start to last end over every group: with groups in flight the file is in finishing order."""
     metas = [json.loads(line)["vftui"] for line in path.read_text().splitlines() if line.strip()]
-    start = metas[0]["started_at"]
-    end = metas[-1]["started_at"] + metas[-1]["elapsed_s"]
+    start = min(m["started_at"] for m in metas)
+    end = max(m["started_at"] + m["elapsed_s"] for m in metas)
     return len(metas) / (end - start)
 
 
-def run(cmd: list[str], env: dict[str, str]) -> None:
+def run(cmd: list[str], env: dict[str, str]) -> str:
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"benchmark command failed ({result.returncode}): {' '.join(cmd)}\n{result.stderr[-2000:]}")
+    return result.stderr
 
 
-def bare(base_url: str, out: Path, groups: int, group_size: int) -> list[str]:
+def bare(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "") -> list[str]:
+    extra = ["--env.env_args", env_args] if env_args else []
     return [
         sys.executable, "-m", "vftui.collector.env", "process",
         "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", str(TOKENIZER_DIR),
         "--env.group_size", str(group_size), "--env.total_steps", str(groups),
         "--env.data_path_to_save_groups", str(out),
-        "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x",
+        "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x", *extra,
     ]
 
 
-def vftui(base_url: str, out: Path, groups: int, group_size: int) -> list[str]:
-    return [
+def vftui(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "", concurrency: int = 0) -> list[str]:
+    cmd = [
         sys.executable, "-m", "vftui", "run", "--no-ui", "--steps", str(groups), "--group-size", str(group_size),
         "--base-url", base_url, "--out", str(out),
     ]
+    if env_args:
+        cmd += ["--env-args", env_args]
+    if concurrency:
+        cmd += ["--concurrency", str(concurrency)]
+    return cmd
+
+
+def tui(base_url: str, out: Path, groups: int, group_size: int, **options) -> list[str]:
+    return [arg for arg in vftui(base_url, out, groups, group_size, **options) if arg != "--no-ui"]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def tui(base_url: str, out: Path, groups: int, group_size: int) -> list[str]:
-    return [arg for arg in vftui(base_url, out, groups, group_size) if arg != "--no-ui"]
 
 
 def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> None:
@@ -100,6 +119,13 @@ def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> 
         time.sleep(1.0)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def collect(name: str, build, server: BackgroundSimServer, env: dict[str, str], out: Path, groups: int,
+            group_size: int, **options) -> float:
+    cmd = build(server.base_url, out, groups, group_size, **options)
+    run_in_tmux(cmd, env, out, groups) if name == "tui" else run(cmd, env)
+    return groups_per_second(out)
 
 
 def bare_serve(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
@@ -138,55 +164,171 @@ def serve_rate(cmd: list[str], env: dict[str, str], api_url: str, groups: int, g
     return groups / (arrivals[-1] - arrivals[0])
 
 
+def peak_rss_mb(cmd: list[str], env: dict[str, str]) -> float:
+    """The highest resident set size of ``cmd`` (read from /proc every 50 ms) until it exits."""
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    status, peak = Path(f"/proc/{process.pid}/status"), 0
+    while process.poll() is None:
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            peak = max(peak, int(fields["VmRSS"].split()[0]))
+        except (OSError, KeyError, ValueError):
+            pass
+        time.sleep(0.05)
+    if process.returncode != 0:
+        sys.exit(f"benchmark command failed ({process.returncode}): {' '.join(cmd)}\n{process.stderr.read()[-2000:]}")
+    return peak / 1024
+
+
 ENV_OVERRIDES = {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+LABELS = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)",
+          "serve": "atroposlib serve (bare)", "rl": "vftui run --mode rl"}
+IN_FLIGHT = 64  # the latency columns' --concurrency
+
+
+def cpu_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
+    server = BackgroundSimServer(seed=0).start()
+    rates: dict[str, list[float]] = {name: [] for name, _ in kinds}
+    try:
+        for i in range(args.repeats):
+            for name, build in kinds:
+                rates[name].append(collect(name, build, server, env, tmp / f"cpu-{name}-{i}.jsonl", args.groups,
+                                           args.group_size))
+                print(f"  run {i + 1} {name:>5}: {rates[name][-1]:8.2f} groups/s", flush=True)
+    finally:
+        server.stop()
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    print(f"\n## no added latency: groups={args.groups} group_size={args.group_size} repeats={args.repeats}")
+    print(f"{'collector':<28}{'groups/s (median)':>18}{'ratio to bare':>15}")
+    for name, rate in median.items():
+        print(f"{LABELS[name]:<28}{rate:>18.2f}{rate / median['bare']:>15.3f}")
+    print("target: headless >= 0.98 x bare, dashboard >= 0.95 x bare\n", flush=True)
+
+
+def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
+    rows = []
+    for latency_s in (0.2, 1.0):
+        server = BackgroundSimServer(seed=0, latency_s=latency_s).start()
+        try:
+            for turns in (1, 3):
+                limit = IN_FLIGHT / latency_s / args.group_size / turns
+                env_args = json.dumps({"max_turns": turns}) if turns > 1 else ""
+                # as many groups as keep every request slot busy for ~10 s; bare goes one group at a time
+                groups = max(2 * IN_FLIGHT // args.group_size, round(10 * limit))
+                row = {"latency": latency_s, "turns": turns, "limit": limit}
+                for name, build in kinds:
+                    options = {"env_args": env_args}
+                    if name != "bare":
+                        options["concurrency"] = IN_FLIGHT
+                    count = max(4, round(8 / (latency_s * turns))) if name == "bare" else groups
+                    row[name] = collect(name, build, server, env, tmp / f"lat-{latency_s}-{turns}-{name}.jsonl",
+                                        count, args.group_size, **options)
+                    print(f"  {latency_s:g} s x {turns} turns {name:>5}: {row[name]:8.2f} groups/s "
+                          f"({row[name] / limit:.2f} x limit {limit:.2f})", flush=True)
+                rows.append(row)
+        finally:
+            server.stop()
+    names = [name for name, _ in kinds]
+    print(f"\n## with latency: --concurrency {IN_FLIGHT}, group_size={args.group_size}; groups/s (ratio to the limit)")
+    print(f"{'latency':>8}{'turns':>6}{'limit':>8}" + "".join(f"{LABELS[n]:>30}" for n in names))
+    for row in rows:
+        cells = "".join(f"{row[n]:>22.2f} ({row[n] / row['limit']:.2f}x)" for n in names)
+        print(f"{row['latency']:>7g}s{row['turns']:>6}{row['limit']:>8.2f}{cells}")
+    print("target: >= 0.85 x the limit at 1 s, single- and 3-turn\n", flush=True)
+
+
+def rate_section(args, env: dict[str, str], tmp: Path) -> None:
+    rate, latency_s, groups = 40.0, 0.5, 60
+    server = BackgroundSimServer(seed=0, latency_s=latency_s, rate_limit=rate).start()
+    try:
+        out = tmp / "rate.jsonl"
+        started = time.monotonic()
+        stderr = run(vftui(server.base_url, out, groups, args.group_size, concurrency=IN_FLIGHT), env)
+        seen = httpx.get(server.base_url.removesuffix("/v1") + "/sim/requests", timeout=10).json()
+    finally:
+        server.stop()
+    answered = groups * args.group_size
+    span = groups / groups_per_second(out) if out.exists() else time.monotonic() - started
+    steps = stderr.count("the endpoint is rate-limiting")
+    print(f"\n## rate-limited endpoint: at most {rate:g} requests/s, {latency_s:g} s each "
+          f"(room for {rate * latency_s:g} in flight), --concurrency {IN_FLIGHT}, {groups} groups of {args.group_size}")
+    print(f"answered {answered / span:.1f} requests/s ({answered / span / rate:.2f} x the rate); "
+          f"{seen['rate_limited']} rejected (429) for {answered} answered ({seen['rate_limited'] / answered:.1%}); "
+          f"{steps} back-off steps, {seen['rate_limited'] / max(1, steps):.1f} rejections per step\n", flush=True)
+
+
+def memory_section(args, env: dict[str, str], tmp: Path) -> None:
+    think_words, groups = 750, 48
+    server = BackgroundSimServer(seed=0, latency_s=1.0, think_words=think_words).start()
+    peaks = {}
+    try:
+        for in_flight in (8, IN_FLIGHT):
+            out = tmp / f"mem-{in_flight}.jsonl"
+            peaks[in_flight] = peak_rss_mb(vftui(server.base_url, out, groups, args.group_size,
+                                                 concurrency=in_flight), env)
+        tokens = [len(t) for line in out.read_text().splitlines() for t in json.loads(line)["tokens"]]
+    finally:
+        server.stop()
+    print(f"\n## memory: {groups} groups of {args.group_size}, rollouts of ~{statistics.mean(tokens):.0f} tokens, "
+          "1 s latency")
+    print(f"peak RSS of vftui run --no-ui: {peaks[8]:.0f} MB at 8 requests in flight, {peaks[IN_FLIGHT]:.0f} MB at "
+          f"{IN_FLIGHT}: {peaks[IN_FLIGHT] - peaks[8]:+.0f} MB (target < 50)\n", flush=True)
+
+
+def rl_section(args, env: dict[str, str], tmp: Path) -> None:
+    server = BackgroundSimServer(seed=0).start()
+    rates: dict[str, list[float]] = {}
+    try:
+        for i in range(args.repeats):
+            for name, build in (("serve", bare_serve), ("rl", vftui_rl)):
+                api = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
+                try:
+                    cmd = build(server.base_url, api.api_url, args.group_size, tmp / f"{name}-{i}.jsonl")
+                    rate = serve_rate(cmd, {**env, "VFTUI_WINDOW": "64"}, api.api_url, args.rl_groups, args.group_size)
+                finally:
+                    api.stop()
+                rates.setdefault(name, []).append(rate)
+                print(f"  run {i + 1} {name:>5}: {rate:8.2f} groups/s", flush=True)
+    finally:
+        server.stop()
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    print(f"\n## rl: {args.rl_groups} groups to a trainer, group_size={args.group_size}")
+    for name, rate in median.items():
+        print(f"{LABELS[name]:<28}{rate:>18.2f}{rate / median['serve']:>15.3f}")
+    print("", flush=True)
+
+
+SECTIONS = ("cpu", "latency", "rate", "memory", "rl")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    parser.add_argument("--groups", type=int, default=200, help="groups per run in the cpu section")
     parser.add_argument("--group-size", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="simulated per-request latency")
-    parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run (0: skip the rl columns)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per collector in the cpu and rl sections")
+    parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run")
     args = parser.parse_args()
+    sections = [name.strip() for name in args.sections.split(",") if name.strip()]
+    if unknown := set(sections) - set(SECTIONS):
+        parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
     env = {**os.environ, **ENV_OVERRIDES}
-    server = BackgroundSimServer(seed=0, latency_s=args.latency_ms / 1000).start()
     kinds = [("bare", bare), ("vftui", vftui)]
     if shutil.which("tmux"):
         kinds.append(("tui", tui))
     else:
         print("tmux is not installed: no dashboard column", file=sys.stderr)
-    rates: dict[str, list[float]] = {name: [] for name, _ in kinds}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for i in range(args.repeats):
-                for name, build in kinds:
-                    out = Path(tmp) / f"{name}-{i}.jsonl"
-                    cmd = build(server.base_url, out, args.groups, args.group_size)
-                    run_in_tmux(cmd, env, out, args.groups) if name == "tui" else run(cmd, env)
-                    rates[name].append(groups_per_second(out))
-                    print(f"  run {i + 1} {name:>5}: {rates[name][-1]:8.2f} groups/s", flush=True)
-                for name, build in (("serve", bare_serve), ("rl", vftui_rl)) if args.rl_groups else ():
-                    api = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
-                    try:
-                        cmd = build(server.base_url, api.api_url, args.group_size, Path(tmp) / f"{name}-{i}.jsonl")
-                        rate = serve_rate(cmd, {**env, "VFTUI_WINDOW": "64"}, api.api_url, args.rl_groups,
-                                          args.group_size)
-                    finally:
-                        api.stop()
-                    rates.setdefault(name, []).append(rate)
-                    print(f"  run {i + 1} {name:>5}: {rate:8.2f} groups/s", flush=True)
-    finally:
-        server.stop()
-    median = {name: statistics.median(values) for name, values in rates.items()}
-    labels = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)",
-              "serve": "atroposlib serve (bare)", "rl": "vftui run --mode rl"}
-    print(f"groups={args.groups} group_size={args.group_size} latency={args.latency_ms:g} ms repeats={args.repeats}")
-    print(f"{'collector':<28}{'groups/s (median)':>18}{'ratio to bare':>15}")
-    for name, rate in median.items():
-        base = median["serve"] if name in ("serve", "rl") else median["bare"]
-        print(f"{labels[name]:<28}{rate:>18.2f}{rate / base:>15.3f}")
-    print("targets: headless >= 0.98 x bare, dashboard >= 0.95 x bare (process); rl is against bare serve")
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        run_section = {
+            "cpu": lambda: cpu_section(args, env, kinds, tmp),
+            "latency": lambda: latency_section(args, env, kinds, tmp),
+            "rate": lambda: rate_section(args, env, tmp),
+            "memory": lambda: memory_section(args, env, tmp),
+            "rl": lambda: rl_section(args, env, tmp),
+        }
+        for name in sections:
+            run_section[name]()
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
     def on_signal() -> None:
         if not controls.stop_requested:
-            print("stopping after the group in flight (press Ctrl-C again to cancel it)", file=view.err, flush=True)
+            print("stopping after the groups in flight (press Ctrl-C again to cancel them)", file=view.err, flush=True)
         controls.stop()
 
     for sig in (signal.SIGINT, signal.SIGTERM):

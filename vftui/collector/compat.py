@@ -6,6 +6,7 @@ Checked against verifiers 0.3.x (the classic Environment API, served from
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import Any
@@ -61,7 +62,18 @@ def auth_errors() -> tuple[type[BaseException], ...]:
 def load_vf_environment(name: str, args: dict[str, Any]):
     import verifiers as vf
 
+    _ask_git_once()
     return vf.load_environment(name, **args)
+
+
+def _ask_git_once() -> None:
+    """verifiers runs ``git rev-parse`` twice on every ``generate`` call (once per group) for
+    its own and the env's commit; neither changes while a run lives, and with dozens of
+    groups a second the forks were a few percent of the collector's CPU."""
+    from verifiers.legacy.utils import save_utils
+
+    if not hasattr(save_utils.get_version_info, "cache_info"):
+        save_utils.get_version_info = functools.lru_cache(maxsize=8)(save_utils.get_version_info)
 
 
 def reward_function_names(vf_env: Any) -> list[str]:

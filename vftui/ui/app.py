@@ -67,7 +67,7 @@ class VftuiApp(App[RunSummary | None]):
         Binding("q,ctrl+c", "quit_run", "quit", priority=True),
     ]
     HELP = [
-        ("space / p", "pause or resume (pausing… until the group in flight finishes)"),
+        ("space / p", "pause or resume (pausing… until the groups in flight finish)"),
         ("+ / -", "sampling temperature ±0.1 for the next groups (0–2)"),
         ("t", "type an exact temperature"),
         ("d", "dump the groups in memory to a new jsonl"),
@@ -259,7 +259,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_quit_run(self) -> None:
         if self._quitting and self.controls is not None:
-            self.controls.stop()  # a second quit cancels the group in flight
+            self.controls.stop()  # a second quit cancels the groups in flight
             return
         if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
             self.exit(self.result)
@@ -269,7 +269,7 @@ class VftuiApp(App[RunSummary | None]):
             if yes:
                 self._quitting = True
                 self.controls.stop()
-                self.notify("stopping: finishing the group in flight (q again cancels it)")
+                self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
         self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?"), answer)
 
