@@ -213,8 +213,8 @@ def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
             for turns in (1, 3):
                 limit = IN_FLIGHT / latency_s / args.group_size / turns
                 env_args = json.dumps({"max_turns": turns}) if turns > 1 else ""
-                # as many groups as keep every request slot busy for ~10 s; bare goes one group at a time
-                groups = max(2 * IN_FLIGHT // args.group_size, round(10 * limit))
+                # as many groups as keep every request slot busy for ~20 s; bare goes one group at a time
+                groups = max(2 * IN_FLIGHT // args.group_size, round(20 * limit))
                 row = {"latency": latency_s, "turns": turns, "limit": limit}
                 for name, build in kinds:
                     options = {"env_args": env_args}

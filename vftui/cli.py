@@ -65,7 +65,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="jsonl file for the groups; default a new run folder under "
                    f"{paths.runs_dir()}; an existing file is never overwritten (a _1 suffix is added)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run (its folder or .jsonl): "
-                   "appends, starting after the last collected item")
+                   "collects again the items that were in flight when it stopped, then carries on; only appends")
     p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=None,
                    help="log metrics to Weights & Biases (honours WANDB_MODE=offline); default off")
     p.add_argument("--wandb-project", help="wandb project (default vftui)")

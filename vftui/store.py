@@ -136,21 +136,6 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
             yield number, obj
 
 
-def count_lines(path: Path) -> int:
-    if not path.exists():
-        return 0
-    with path.open("rb") as f:
-        return sum(1 for raw in f if raw.strip())
-
-
-def last_group(path: Path) -> dict[str, Any] | None:
-    last = None
-    for entry in read_groups(path):
-        if not isinstance(entry, BadLine):
-            last = entry[1]
-    return last
-
-
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Replace ``path`` in one rename, so a crash leaves the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")

@@ -1,13 +1,13 @@
 """VerifiersEnv: the Atropos BaseEnv that collects groups from a verifiers environment.
 
-It follows the reference collector (see ARCHITECTURE.md) and runs inside atroposlib's
-own machinery: ``process_manager`` for sft (process) mode, ``env_manager`` for rl (serve)
-mode, where each rollout goes through a ManagedServer and groups go to the trajectory
-API (its retries and re-registration are ``trajectory_link.TrajectoryApiLink``). Instead
-of globals it takes ``Hooks``: the run's controls (pause, temperature, stop), an event
-sink, and where to keep its checkpoint. Without hooks it behaves like the reference and can be run with
-atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``.
-"""
+It runs inside atroposlib's own machinery: its per-group methods (``collect_trajectories``,
+``postprocess_histories``, ``handle_send_to_api``) under vftui's ``group_pool`` for sft
+(process) mode, with many groups in flight, and ``env_manager`` for rl (serve) mode, where
+each rollout goes through a ManagedServer and groups go to the trajectory API (its retries
+and re-registration are ``trajectory_link.TrajectoryApiLink``). Instead of globals it takes
+``Hooks``: the run's controls (pause, temperature, stop), an event sink, the item ledger and
+where to keep its checkpoint. Without hooks it behaves like atroposlib's own environments
+and can be run with atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``."""
 
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ so requests in flight can never exceed one group. Here each group still goes thr
 atroposlib's own steps, in its own task (``collect_trajectories`` →
 ``postprocess_histories`` → ``handle_send_to_api(do_send_to_api=False)`` → ``wandb_log``),
 and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
-in flight (about ``requests allowed / group size``: ``groups_with_spares``). Groups finish in any order; the env's one appender writes
-each as one whole line, and its ledger records which items are done.
+in flight (about requests allowed / group size: ``groups_with_spares``). Groups finish
+in any order; the env's one appender writes each as one whole line, and its ledger
+records which items are done.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from atroposlib.frontend.jsonl2html import generate_html
+
+from vftui.errors import RunFailed
 
 if TYPE_CHECKING:
     from vftui.collector.env import VerifiersEnv
@@ -89,8 +92,6 @@ def groups_with_spares(requests: int, group_size: int) -> int:
 
 def _first_cause(group: BaseExceptionGroup) -> BaseException:
     """The error to report for a group of failures: the run's own failure first."""
-    from vftui.errors import RunFailed
-
     leaves = list(_leaves(group))
     return next((e for e in leaves if isinstance(e, RunFailed)), leaves[0])
 
