@@ -85,7 +85,10 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     groups = read_jsonl(out)
     checkpoint = json.loads(out.with_suffix(".checkpoint.json").read_text())
     assert out.read_bytes().endswith(b"\n")
-    assert checkpoint["groups"] == len(groups) and checkpoint["iter"] == groups[-1]["vftui"]["item"] + 1
+    assert checkpoint["groups"] == len(groups)
+    items = sorted(g["vftui"]["item"] for g in groups)
+    assert items == list(range(len(groups))) and checkpoint["done_below"] == checkpoint["iter"] == len(groups), \
+        "the groups in flight were finished, none lost"
 
 
 def _toasts(app: VftuiApp) -> str:
