@@ -37,9 +37,14 @@ async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
     app, run = make_app(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
+        await until(pilot=pilot, predicate=lambda: "req/s" in str(app.query_one("#status").render()))
+        status = str(app.query_one("#status").render())
+        assert re.search(r"in flight \d+/32 in \d+ groups? · [\d.]+ req/s · p50 [\d.]+ s p95 [\d.]+ s", status), status
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         assert "paused" in str(app.query_one("#status").render())
+        said = [r.message for r in app.model.logs if r.message.startswith("run pausing")]
+        assert said and re.fullmatch(r"run pausing: finishing \d+ groups? in flight", said[0]), said
         held = app.model.groups_done
         await pilot.pause(1.0)
         assert app.model.groups_done == held == len(read_jsonl(tmp_path / "groups.jsonl"))

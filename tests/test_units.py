@@ -16,8 +16,11 @@ from vftui.collector.endpoint import is_loopback
 from vftui.collector.tokens import sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
+from vftui.events import RequestStats, RunState, RunStatus
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
+from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.status_bar import render_status
 
 
 @dataclass
@@ -163,3 +166,17 @@ def test_shipped_tokenizer_is_small_and_loads_anywhere():
     assert TOKENIZER.eos_token == "<|im_end|>"
     text = "Ünïcode 漢字 and emoji 🙂 still round-trip"
     assert TOKENIZER.decode(TOKENIZER.encode(text, add_special_tokens=False)) == text
+
+
+def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_figures():
+    model = DashboardModel()
+    stats = RequestStats(in_flight=12, limit=16, ceiling=32, groups_in_flight=3, requests_per_s=20.4, tokens_per_s=417,
+                         latency_p50_s=0.52, latency_p95_s=0.57, rate_limited=True, requests_total=90,
+                         rate_limited_total=7, failed_total=0)
+    model.apply([RunStatus(RunState.PAUSING, 3, 10, "finishing 3 groups in flight"), stats])
+    line = render_status(model).plain.splitlines()[1]
+    assert line.startswith("pausing… (finishing 3 groups in flight)  0/10 groups")
+    assert "in flight 12/32 in 3 groups · rate-limited to 16 · 20.4 req/s · p50 0.52 s p95 0.57 s · 417 tok/s" in line
+    assert line.count("tok/s") == 1, "one tokens/s figure, the endpoint's"
+    model.apply([RunStatus(RunState.PAUSED, 6, 10)])
+    assert render_status(model).plain.splitlines()[1].startswith("paused  0/10 groups")

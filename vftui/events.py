@@ -152,9 +152,9 @@ class RequestStats:
     def line(self) -> str:
         """One line for a status bar or a progress line, the same in every view."""
         groups = f"{self.groups_in_flight} group{'s' if self.groups_in_flight != 1 else ''}"
-        parts = [f"in flight {self.in_flight}/{self.limit if self.rate_limited else self.ceiling} in {groups}"]
+        parts = [f"in flight {self.in_flight}/{self.ceiling} in {groups}"]
         if self.rate_limited:
-            parts.append(f"rate-limited (max {self.ceiling})")
+            parts.append(f"rate-limited to {self.limit}")
         parts.append(f"{self.requests_per_s:.1f} req/s")
         if self.latency_p50_s is not None and self.latency_p95_s is not None:
             parts.append(f"p50 {self.latency_p50_s:.2f} s p95 {self.latency_p95_s:.2f} s")

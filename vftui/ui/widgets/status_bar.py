@@ -56,11 +56,16 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
     else:
         line2.append(label, style=STATE_STYLE[model.state])
+    if model.detail and model.state in (RunState.PAUSING, RunState.STOPPING):
+        line2.append(f" ({model.detail})", style=STATE_STYLE[model.state])  # "finishing 3 groups in flight"
     groups_s, tokens_s = model.rates()
-    line2.append(f"  {model.groups_done}/{model.groups_total} groups")
-    line2.append(f"  {groups_s:.2f} g/s  {tokens_s:,.0f} tok/s  {clock(model.elapsed_s)}")
-    if model.requests is not None and model.state not in (RunState.FINISHED, RunState.FAILED):
-        line2.append(f"  {model.requests.line}", style="bold yellow" if model.requests.rate_limited else "")
+    line2.append(f"  {model.groups_done}/{model.groups_total} groups  {groups_s:.2f} g/s")
+    requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
+    if requests is None:
+        line2.append(f"  {tokens_s:,.0f} tok/s")
+    line2.append(f"  {clock(model.elapsed_s)}")
+    if requests is not None:  # its tok/s replaces the groups' own
+        line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
     if s is not None:
         line2.append(f"  → {s.out_path}", style="dim")
     if model.detail and model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING):
