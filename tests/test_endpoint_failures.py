@@ -81,7 +81,8 @@ def test_connection_refused_mid_run_is_survived(tmp_path):
     port = first.port
     out = tmp_path / "groups.jsonl"
     proc = start_cli(
-        ["run", "--no-ui", "--json", "--steps", "12", "--group-size", "4", "--base-url", first.base_url, "--out", str(out)],
+        ["run", "--no-ui", "--json", "--steps", "40", "--group-size", "4", "--concurrency", "4", "--base-url",
+         first.base_url, "--out", str(out)],  # one group at a time, so the run is still going when the server goes
         tmp_path,
     )
     second = None
@@ -97,6 +98,6 @@ def test_connection_refused_mid_run_is_survived(tmp_path):
         if second is not None:
             second.stop()
     assert proc.returncode == 0, stderr
-    assert len(read_jsonl(out)) == 12
+    assert len(read_jsonl(out)) == 40
     troubles = [e for e in json_events(stdout) if e["event"] == "EndpointTrouble"]
     assert troubles and any("Connect" in t["error"] or "connection" in t["error"].lower() for t in troubles), troubles

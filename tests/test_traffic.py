@@ -7,11 +7,12 @@ import email.utils
 import time
 
 import httpx
+from aiohttp import web
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
 from vftui.collector.ledger import ItemLedger
-from vftui.collector.traffic import AdaptiveLimit, TrafficStats, retry_after_s
-from vftui.sim.server import BackgroundSimServer
+from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
+from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 
 def test_ledger_hands_out_lost_items_first_and_never_twice():
@@ -31,6 +32,8 @@ def test_ledger_hands_out_lost_items_first_and_never_twice():
         resumed.mark_done(item)
     assert resumed.to_json() == {"done_below": 7, "done_above": []}
     assert ItemLedger(done=[0, 9]).next_item == 10, "a written item past the position moves it"
+    saved = {"iter": 12, **ItemLedger(done=[0, 1, 2, 5, 9], next_item=12).to_json()}
+    assert ItemLedger(ItemLedger.done_in(saved), saved["iter"]).lost == [3, 4, 6, 7, 8, 10, 11]
 
 
 async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_back():
@@ -46,16 +49,41 @@ async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_ba
     await asyncio.gather(*(request() for _ in range(40)))
     assert peak == 8 and limit.in_flight == 0
 
-    assert limit.rate_limited(0.05) is True and limit.size == 4
-    assert limit.rate_limited(0.05) is False and limit.size == 4, "one cut per back-off step, not per rejection"
+    sent_before = time.monotonic()
+    assert limit.rate_limited(0.05, sent_at=sent_before) is True and limit.size == 4
+    assert limit.rate_limited(0.05, sent_at=sent_before) is False and limit.size == 4, \
+        "one cut per back-off step: the rest of the burst sent before the cut does not cut again"
     started = time.monotonic()
     peak = 0
     await asyncio.gather(*(request() for _ in range(8)))
     assert time.monotonic() - started >= 0.05, "nothing is sent before Retry-After has passed"
     assert peak == 4
-    for _ in range(100):
+    assert limit.rate_limited(0.01, sent_at=time.monotonic()) is True and limit.size == 2, "sent after it: a new step"
+    for _ in range(200):
         limit.answered()
     assert limit.size == 8 and limit.ceiling == 8, "additive increase back to the ceiling, no further"
+
+
+async def test_holders_over_a_cut_limit_give_up_their_slots_at_the_gate():
+    """Requests that took their slots before a cut must not all fire when the gate opens."""
+    limit = AdaptiveLimit(8)
+    sending, peak = 0, 0
+
+    async def request() -> None:
+        nonlocal sending, peak
+        async with limit.slot():
+            sending += 1
+            peak = max(peak, sending)
+            await asyncio.sleep(0.02)
+            sending -= 1
+
+    limit.rate_limited(0.1, sent_at=time.monotonic())  # size 4, the gate closed for 0.1 s
+    tasks = [asyncio.ensure_future(request()) for _ in range(8)]
+    await asyncio.sleep(0.02)
+    assert limit.in_flight == 4, "four hold slots at the gate, four wait in line"
+    limit.rate_limited(0.1, sent_at=time.monotonic())  # a request sent after the cut is rejected: size 2
+    await asyncio.gather(*tasks)
+    assert peak == 2 and limit.in_flight == 0
 
 
 def test_retry_after_in_milliseconds_seconds_or_a_date():
@@ -104,3 +132,31 @@ def test_a_rate_limited_endpoint_is_backed_off_not_hammered(tmp_path):
     assert stats[-1]["rate_limited_total"] == sim["rate_limited"] > 0
     assert sim["rate_limited"] < 50, "backed off: rejections are a fraction of the run's 100 answered requests"
     assert "the endpoint is rate-limiting" in result.stderr and "rate-limited" in result.stderr
+
+
+async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_exhausted_quota():
+    asked = {"count": 0}
+
+    async def chat(request: web.Request) -> web.Response:
+        asked["count"] += 1
+        if request.headers.get("x-case") == "quota":
+            return web.json_response({"error": {"code": "insufficient_quota"}}, status=429)
+        if asked["count"] <= 3:
+            return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0"})
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.add_routes([web.post("/chat", chat)])
+    server = BackgroundServer(app).start()
+    transport = LimitedTransport(AdaptiveLimit(4), TrafficStats(), timeout_s=10)
+    try:
+        async with httpx.AsyncClient(transport=transport) as client:
+            url = f"http://127.0.0.1:{server.port}/chat"
+            started = time.monotonic()
+            answer = await client.post(url, json={})
+            assert answer.status_code == 200 and asked["count"] == 4
+            assert time.monotonic() - started >= 0.5, "three short back-offs, not a hot loop"
+            quota = await client.post(url, json={}, headers={"x-case": "quota"})
+            assert quota.status_code == 429 and asked["count"] == 5, "waiting does not refill a quota"
+    finally:
+        server.stop()

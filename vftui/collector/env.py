@@ -312,7 +312,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if written and isinstance(scored_data, dict):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
-                self.hooks.emit(GroupDropped(scored_data[META]["item"], self._drop_reason(scored_data)))
+                item = scored_data[META]["item"]
+                self.ledger.mark_done(item)  # seen and judged: a resume does not collect it again
+                if self.hooks.checkpoint_path is not None:
+                    self.save_checkpoint(self.curr_step)
+                self.hooks.emit(GroupDropped(item, self._drop_reason(scored_data)))
         finally:
             self._group_done(written)
 
@@ -349,6 +353,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         )
         self.window.add(event)
         self.hooks.emit(event)
+
+    def release_unstarted(self, item: dict[str, Any]) -> None:
+        """Give back the slot of a claimed item whose group never started (cancelled first)."""
+        if item.pop(CLAIMED, False):
+            self._group_done(written=False)
 
     def _group_done(self, written: bool) -> None:
         if self.hooks.controls is not None:

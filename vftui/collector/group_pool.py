@@ -13,6 +13,7 @@ records which items are done.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import random
 import string
@@ -43,19 +44,18 @@ async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
     in_flight = 0
 
     async def one(item) -> None:
+        group, _ = await env.collect_trajectories(item)
+        if group:
+            processed = await env.postprocess_histories(group)
+            await env.handle_send_to_api(processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
+            await env.wandb_log()
+            env.curr_step += 1
+
+    def left(task: asyncio.Task, item) -> None:
         nonlocal in_flight
-        try:
-            group, _ = await env.collect_trajectories(item)
-            if group:
-                processed = await env.postprocess_histories(group)
-                await env.handle_send_to_api(
-                    processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-                )
-                await env.wandb_log()
-                env.curr_step += 1
-        finally:
-            in_flight -= 1
-            room.set()
+        in_flight -= 1
+        room.set()
+        env.release_unstarted(item)  # a task cancelled before its first step never ran its own finally
 
     try:
         async with asyncio.TaskGroup() as pool:
@@ -65,9 +65,14 @@ async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
                     await room.wait()
                 item = await env.get_next_item()  # waits while paused; None once stopping or enough
                 if item is None:
-                    break
+                    if in_flight == 0:
+                        break
+                    room.clear()  # a group in flight may yet be dropped, leaving room for one more
+                    await room.wait()
+                    continue
                 in_flight += 1
-                pool.create_task(one(item))
+                task = pool.create_task(one(item))
+                task.add_done_callback(functools.partial(left, item=item))
     except BaseExceptionGroup as group:
         raise _first_cause(group) from None
     env.jsonl_writer.close()

@@ -54,6 +54,11 @@ class ItemLedger:
     def is_done(self, item: int) -> bool:
         return item < self._done_below or item in self._done_above
 
+    @staticmethod
+    def done_in(saved: dict[str, Any]) -> list[int]:
+        """The items a checkpoint written by ``to_json`` records as done."""
+        return [*range(int(saved.get("done_below", 0))), *map(int, saved.get("done_above", []))]
+
     def to_json(self) -> dict[str, Any]:
-        """For the checkpoint: every item below ``done_below`` is written, and those in ``done_above``."""
+        """For the checkpoint: every item below ``done_below`` is done (written, or dropped), and those in ``done_above``."""
         return {"done_below": self._done_below, "done_above": sorted(self._done_above)}

@@ -208,17 +208,16 @@ class Run:
             if cut:
                 logging.getLogger(__name__).warning("cut a torn last line (%d bytes) from %s", cut, out)
             _, checkpoint = sidecars(out)
-            next_item = 0
-            if checkpoint.exists():
-                next_item = int(json.loads(checkpoint.read_text()).get("iter", 0))
+            saved = json.loads(checkpoint.read_text()) if checkpoint.exists() else {}
             done_items, done = [], 0
             for entry in store.read_groups(out):
                 if not isinstance(entry, store.BadLine):
                     done += 1
                     self.totals.add(group_event(done, entry[1]))
                     done_items.append(int(entry[1].get(META, {}).get("item", done - 1)))
-            # The file is the truth: an item is done when its line is there, whatever the checkpoint says.
-            self.ledger = ItemLedger(done_items, next_item)
+            # An item is done when its line is in the file (the checkpoint may lag it by one) or
+            # the checkpoint says so (a dropped group has no line).
+            self.ledger = ItemLedger([*done_items, *ItemLedger.done_in(saved)], int(saved.get("iter", 0)))
             if self.ledger.lost:
                 logging.getLogger(__name__).warning(
                     "%d items were in flight when the run stopped; collecting them again first", len(self.ledger.lost)

@@ -48,7 +48,7 @@ class AdaptiveLimit:
 
     def __init__(self, ceiling: int) -> None:
         self.ceiling = ceiling
-        self.in_flight = 0
+        self.in_flight = 0  # slots held: requests being sent, and those waiting at the gate
         self._size = float(ceiling)
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._open_at = 0.0  # monotonic time before which no request is sent
@@ -59,19 +59,26 @@ class AdaptiveLimit:
         return max(1, int(self._size))
 
     @asynccontextmanager
-    async def slot(self, again: bool = False) -> AsyncIterator[None]:
-        """Hold one of the ``size`` slots, sent no earlier than the gate allows.
+    async def slot(self, again: bool = False) -> AsyncIterator[float]:
+        """Hold one of the ``size`` slots, sent no earlier than the gate allows; yields the send time.
 
-        A request sent ``again`` after a rejection waits ahead of those not yet sent.
+        A request sent ``again`` after a rejection waits ahead of those not yet sent. One
+        that held its slot through a cut gives it up at the gate if the new size has no
+        room for it, so no more than ``size`` requests go out when the gate opens.
         """
-        await self._acquire(again)
+        await self._acquire(first=again)
         try:
-            while (wait := self._open_at - time.monotonic()) > 0:
-                await asyncio.sleep(wait)
-            yield
+            while True:
+                if (wait := self._open_at - time.monotonic()) > 0:
+                    await asyncio.sleep(wait)
+                elif self.in_flight > self.size:
+                    self._release()
+                    await self._acquire(first=True)
+                else:
+                    break
+            yield time.monotonic()
         finally:
-            self.in_flight -= 1
-            self._hand_over()
+            self._release()
 
     async def _acquire(self, first: bool) -> None:
         if not self._waiters and self.in_flight < self.size:
@@ -83,9 +90,12 @@ class AdaptiveLimit:
             await waiter  # _hand_over counted us in before waking us
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self.in_flight -= 1
-                self._hand_over()
+                self._release()
             raise
+
+    def _release(self) -> None:
+        self.in_flight -= 1
+        self._hand_over()
 
     def _hand_over(self) -> None:
         """Wake as many waiters, oldest first, as there are free slots."""
@@ -101,12 +111,16 @@ class AdaptiveLimit:
             self._size = min(float(self.ceiling), self._size + 1.0 / self._size)
             self._hand_over()
 
-    def rate_limited(self, wait_s: float) -> bool:
-        """Close the gate for ``wait_s``; halve the size once per back-off step. True if it was cut."""
+    def rate_limited(self, wait_s: float, sent_at: float) -> bool:
+        """Close the gate for ``wait_s``; halve the size once per back-off step. True if it was cut.
+
+        A rejection of a request sent before the last cut belongs to that step (the rest
+        of the burst the cut answered), so it closes the gate but does not cut again.
+        """
         now = time.monotonic()
         self._open_at = max(self._open_at, now + wait_s)
-        if now - self._last_cut < wait_s:
-            return False  # the rest of a burst sent before the first rejection came back
+        if sent_at < self._last_cut:
+            return False
         self._last_cut = now
         self._size = max(1.0, self._size / 2)
         return True
@@ -194,7 +208,7 @@ def _quantile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
 
 
-class RequestTooLarge(httpx.ReadError):
+class ResponseTooLarge(httpx.ReadError):
     """The response body passed the size cap."""
 
 
@@ -219,50 +233,65 @@ class LimitedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()  # a rejected request is sent again, so its body must be replayable
-        rejections, waited = 0, 0.0
+        rejections, first_rejected = 0, 0.0
         while True:
-            async with self._limit.slot(again=rejections > 0):
-                started = time.monotonic()
+            async with self._limit.slot(again=rejections > 0) as sent_at:
                 try:
-                    status, headers, body, extensions = await self._send(request)
-                except BaseException:
+                    status, headers, body = await self._send(request)
+                except Exception:  # a cancellation is not the endpoint's failure
                     self._stats.failure()
                     raise
-            response = httpx.Response(status, headers=headers, content=body, extensions=extensions, request=request)
-            wait_s = self._wait_asked(response, rejections + 1)
-            if wait_s is None:
-                if status < 500 and status not in RATE_LIMITED:
-                    self._stats.answer(time.monotonic() - started)
-                    self._limit.answered()
-                else:
-                    self._stats.failure()
-                return response
-            self._stats.rejection()
-            if waited + wait_s > RATE_LIMIT_PATIENCE_S:
-                return response  # a failed attempt for the group's own retries
-            rejections, waited = rejections + 1, waited + wait_s
-            if self._limit.rate_limited(wait_s):
-                self._on_cut(self._limit.size, wait_s)
+                response = httpx.Response(status, headers=headers, content=body, request=request)
+                wait_s = self._wait_s(response, rejections + 1)
+                if wait_s is None:
+                    self._count(status, time.monotonic() - sent_at)
+                    return response
+                rejections += 1
+                first_rejected = first_rejected or time.monotonic()
+                self._stats.rejection()
+                if time.monotonic() - first_rejected > RATE_LIMIT_PATIENCE_S:
+                    return response  # a failed attempt for the group's own retries
+                if self._limit.rate_limited(wait_s, sent_at):  # before the slot is handed on
+                    self._on_cut(self._limit.size, wait_s)
 
-    def _wait_asked(self, response: httpx.Response, rejection: int) -> float | None:
-        """How long the endpoint asked us to wait, or None when it did not."""
-        if response.status_code in RATE_LIMITED:
-            if any(marker in response.content for marker in NOT_A_RATE_LIMIT):
-                return None
+    def _count(self, status: int, latency_s: float) -> None:
+        if status < 500 and status not in RATE_LIMITED:
+            self._stats.answer(latency_s)
+            self._limit.answered()
+        else:
+            self._stats.failure()
+
+    @staticmethod
+    def _wait_s(response: httpx.Response, rejection: int) -> float | None:
+        """How long to wait before sending again, or None when this is not a rate limit.
+
+        As long as the endpoint asks, and never less than a fifth of the usual back-off, so
+        a server that asks for 0 s does not get a hot loop; a 429 that does not say gets
+        the usual back-off.
+        """
+        status = response.status_code
+        if status in RATE_LIMITED and not any(marker in response.content for marker in NOT_A_RATE_LIMIT):
             asked = retry_after_s(response)
-            return asked if asked is not None else backoff_seconds(rejection)
-        if response.status_code in SLOW_DOWN:
-            return retry_after_s(response)
-        return None
+        elif status in SLOW_DOWN and (asked := retry_after_s(response)) is not None:
+            pass
+        else:
+            return None
+        usual = backoff_seconds(rejection)
+        return usual if asked is None else max(asked, usual / 5)
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=2 * self._limit.ceiling, limit_per_host=0)
-            # the body is handed on as it came (compressed or not), with its own headers
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                auto_decompress=False,  # the body is handed on as it came, with its own headers
+                timeout=aiohttp.ClientTimeout(total=None),  # --timeout is ours, whole-request
+                trust_env=True,  # HTTPS_PROXY, NO_PROXY and netrc, as httpx would
+                cookie_jar=aiohttp.DummyCookieJar(),  # cookies are httpx's business, not a second jar
+            )
         return self._session
 
-    async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes, dict]:
+    async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """One attempt, connect to last byte, within the timeout and the body cap."""
         try:
             async with asyncio.timeout(self._timeout_s):
@@ -275,9 +304,9 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     async for chunk in response.content.iter_any():
                         size += len(chunk)
                         if size > self._max_body:
-                            raise RequestTooLarge(f"the response body passed {self._max_body:,} bytes", request=request)
+                            raise ResponseTooLarge(f"the response body passed {self._max_body:,} bytes", request=request)
                         chunks.append(chunk)
-                    return response.status, list(response.raw_headers), b"".join(chunks), {}
+                    return response.status, list(response.raw_headers), b"".join(chunks)
         except TimeoutError as e:
             raise httpx.ReadTimeout(f"the request took longer than {self._timeout_s:g} s", request=request) from e
         except aiohttp.ClientConnectorError as e:
