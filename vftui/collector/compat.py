@@ -7,6 +7,7 @@ Checked against verifiers 0.3.x (the classic Environment API, served from
 from __future__ import annotations
 
 import functools
+import json
 import os
 import warnings
 from typing import Any
@@ -21,15 +22,23 @@ class ChatTemplateTokenizer:
 
     transformers 5 made ``apply_chat_template`` return a dict by default; atroposlib's
     ``tokenize_for_trainer`` then takes the dict's keys for tokens and silently produces
-    two-element masks. Everything else is delegated unchanged.
+    two-element masks. ``with_tools`` binds the tool schemas a rollout's model was sent,
+    so every rendering atroposlib asks for shows them as the model saw them. Everything
+    else is delegated unchanged.
     """
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, tools: list[dict[str, Any]] | None = None) -> None:
         self._tokenizer = tokenizer
+        self._tools = tools or None
+
+    def with_tools(self, tools: list[dict[str, Any]] | None) -> ChatTemplateTokenizer:
+        return ChatTemplateTokenizer(self._tokenizer, tools) if tools else self
 
     def apply_chat_template(self, conversation, **kwargs):
         kwargs.setdefault("return_dict", False)
         kwargs.setdefault("tokenize", True)
+        if self._tools:
+            kwargs.setdefault("tools", self._tools)
         return self._tokenizer.apply_chat_template(conversation, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -80,14 +89,66 @@ def reward_function_names(vf_env: Any) -> list[str]:
     return list(vf_env.rubric._get_reward_func_names())
 
 
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
 def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
-    """verifiers' pydantic messages as plain dicts; ``None`` content becomes ``""``."""
+    """verifiers' messages in the OpenAI chat format that chat templates and SFT tools read.
+
+    ``None`` content becomes ``""``; assistant tool calls, which verifiers 0.3 serializes as
+    JSON strings of its own flat ``{"id", "name", "arguments"}``, become
+    ``{"id", "type": "function", "function": {"name", "arguments"}}``; tool messages keep
+    the ``tool_call_id`` that ties each result to its call.
+    """
     out = []
     for message in messages or []:
         data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
         data["content"] = data.get("content") or ""
-        out.append({k: v for k, v in data.items() if k in ("role", "content", "tool_calls", "name")})
+        if data.get("tool_calls"):
+            data["tool_calls"] = [openai_tool_call(call) for call in data["tool_calls"]]
+        else:
+            data.pop("tool_calls", None)
+        out.append({k: data[k] for k in MESSAGE_KEYS if k in data})
     return out
+
+
+def openai_tool_call(call: Any) -> dict[str, Any]:
+    """One tool call, from any of the forms verifiers hands out, in the OpenAI form."""
+    if isinstance(call, str):
+        call = json.loads(call)
+    elif hasattr(call, "model_dump"):
+        call = call.model_dump(exclude_none=True)
+    function = call.get("function") or call
+    arguments = function.get("arguments", "")
+    return {
+        "id": call.get("id", ""),
+        "type": "function",
+        "function": {
+            "name": function.get("name", ""),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
+    }
+
+
+def openai_tools(tool_defs: list[Any] | None) -> list[dict[str, Any]]:
+    """verifiers' tool definitions as the OpenAI ``tools`` schemas the endpoint was sent."""
+    tools = []
+    for tool in tool_defs or []:
+        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else dict(tool)
+        if "function" in data:  # already in the OpenAI form
+            tools.append(data)
+            continue
+        function = {"name": data["name"], "description": data.get("description", ""),
+                    "parameters": data.get("parameters", {"type": "object", "properties": {}})}
+        if data.get("strict") is not None:
+            function["strict"] = data["strict"]
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
+def env_tools(vf_env: Any) -> list[dict[str, Any]]:
+    """The tools an environment offers every rollout (none for most environments)."""
+    return openai_tools(getattr(vf_env, "tool_defs", None))
 
 
 def _field(obj: Any, name: str) -> Any:

@@ -268,12 +268,16 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         for output in outputs:
             messages = compat.plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
             reason = compat.finish_reason(output)
+            tools = compat.openai_tools(output.get("tool_defs"))
+            if tools:
+                group.setdefault("tools", tools)  # the schemas the model was sent, for SFT tools
+            tokenizer = self.trainer_tokenizer.with_tools(tools)  # the trained prompt shows them too
             if self.process_mode:
-                tokenized = sft_tokens(self.trainer_tokenizer, messages, reason)
+                tokenized = sft_tokens(tokenizer, messages, reason)
                 stripped.append(tokenized.stripped_end_of_turn)
             else:
                 try:
-                    tokenized = rl_tokens(self.trainer_tokenizer, messages, output[TURNS])
+                    tokenized = rl_tokens(tokenizer, messages, output[TURNS])
                 except TemplateMismatch as e:
                     raise RunFailed(f"cannot build the rollout's token sequence: {e}") from e
                 group["inference_logprobs"].append(tokenized.logprobs)

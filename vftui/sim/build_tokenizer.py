@@ -2,8 +2,8 @@
 
 The embedded default must tokenize without downloading anything, so vftui ships a
 byte-level BPE tokenizer (any text encodes) trained on the built-in environment's
-vocabulary plus ordinary English, with a ChatML chat template and no default system
-prompt. Run ``python -m vftui.sim.build_tokenizer`` after changing the corpus; the output
+vocabulary plus ordinary English, with a ChatML chat template (Hermes-style tool calls and
+results when the conversation has tools) and no default system prompt. Run ``python -m vftui.sim.build_tokenizer`` after changing the corpus; the output
 is deterministic and committed.
 """
 
@@ -18,11 +18,34 @@ from vftui.sim.task import FIRST_TURN, LATER_TURN, NAMES, SYSTEM_PROMPT, TAG
 
 TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# ChatML; with tools, Hermes-style (as Qwen2.5 renders them): the schemas in the system turn,
+# each call as <tool_call> JSON in the assistant turn, each result in a tool turn. Calls are
+# read in the OpenAI form (call.function.name), as real templates read them.
 CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + (message['content'] or '') + '<|im_end|>\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    "{%- if tools -%}"
+    "{{- '<|im_start|>system\n' -}}"
+    "{%- if messages[0]['role'] == 'system' -%}{{- messages[0]['content'] + '\n\n' -}}{%- endif -%}"
+    "{{- 'You may call these tools. For each call, write a JSON object with \"name\" and \"arguments\" "
+    "inside <tool_call></tool_call> tags.\n<tools>\n' -}}"
+    "{%- for tool in tools -%}{{- tool | tojson + '\n' -}}{%- endfor -%}"
+    "{{- '</tools><|im_end|>\n' -}}"
+    "{%- endif -%}"
+    "{%- for message in messages -%}"
+    "{%- if tools and loop.first and message['role'] == 'system' -%}"
+    "{%- elif message['role'] == 'assistant' and message['tool_calls'] is defined and message['tool_calls'] -%}"
+    "{{- '<|im_start|>assistant\n' + (message['content'] or '') -}}"
+    "{%- for call in message['tool_calls'] -%}"
+    "{{- '<tool_call>\n{\"name\": ' + call['function']['name'] | tojson + ', \"arguments\": ' "
+    "+ call['function']['arguments'] + '}\n</tool_call>' -}}"
+    "{%- endfor -%}"
+    "{{- '<|im_end|>\n' -}}"
+    "{%- elif message['role'] == 'tool' -%}"
+    "{{- '<|im_start|>tool\n<tool_response>\n' + message['content'] + '\n</tool_response><|im_end|>\n' -}}"
+    "{%- else -%}"
+    "{{- '<|im_start|>' + message['role'] + '\n' + (message['content'] or '') + '<|im_end|>\n' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\n' -}}{%- endif -%}"
 )
 ENGLISH = (
     "the of and to in is you that it he was for on are as with his they at be this have "

@@ -3,7 +3,8 @@
 Serves ``/v1/models`` and ``/v1/chat/completions`` (with ``usage`` and ``finish_reason``,
 ``max_tokens`` honoured with the shipped tokenizer), and the vLLM-style ``/health`` and
 token-level ``/generate`` that atroposlib's ManagedServer calls in rl mode: token ids in,
-token ids with their (simulated) logprobs out. For tests and demos it can be told
+token ids with their (simulated) logprobs out. Asked with ``tools``, it plays the
+built-in tool task with OpenAI ``tool_calls``. For tests and demos it can be told
 to misbehave (``POST /sim/faults``), to rate-limit like a hosted API (at most R requests
 a second, 429 with ``Retry-After`` beyond it), and it remembers what it was asked
 (``GET /sim/requests``), so a test can see the temperature that reached it.
@@ -26,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from vftui.sim import policy
+from vftui.sim import policy, tool_task
 
 MODEL = "vftui-sim"
 THINKING = ("sort", "names", "first", "letter", "compare", "then", "next", "check", "order", "list")
@@ -113,12 +114,16 @@ class SimState:
         words = " ".join(rng.choice(THINKING) for _ in range(self.think_words))
         return f"<think>\n{words}\n</think>\n{text}"
 
-    def count_prompt(self, messages: list[dict[str, Any]]) -> int:
+    def count_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         return len(
             self.tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+                messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
             )
         )
+
+    def count_calls(self, calls: list[dict[str, Any]]) -> int:
+        """Completion tokens of tool calls, counted as the shipped template writes them."""
+        return sum(len(self.tokenizer.encode(json.dumps(call["function"]), add_special_tokens=False)) for call in calls)
 
     def generate_ids(
         self, text: str, max_tokens: int | None, rng: random.Random, temperature: float
@@ -198,15 +203,21 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
     )
     if (failure := await _misbehave(state)) is not None:
         return failure
+    tools = body.get("tools") or None
     choices, completion_tokens = [], 0
     for index in range(n):
-        text = state.answer(messages, temperature, state.rng_for(messages))
-        text, used, reason = state.complete(text, max_tokens)
+        rng = state.rng_for(messages)
+        calls = tool_task.reply(messages, temperature, rng, policy.difficulty(messages)) if tools else None
+        if calls is not None and calls[1]:
+            message = {"role": "assistant", "content": calls[0] or None, "tool_calls": calls[1]}
+            used, reason = state.count_calls(calls[1]), "tool_calls"
+        else:
+            text = calls[0] if calls is not None else state.answer(messages, temperature, rng)
+            text, used, reason = state.complete(text, max_tokens)
+            message = {"role": "assistant", "content": text}
         completion_tokens += used
-        choices.append(
-            {"index": index, "message": {"role": "assistant", "content": text}, "finish_reason": reason, "logprobs": None}
-        )
-    prompt_tokens = state.count_prompt(messages)
+        choices.append({"index": index, "message": message, "finish_reason": reason, "logprobs": None})
+    prompt_tokens = state.count_prompt(messages, tools)
     return web.json_response(
         {
             "id": f"simcmpl-{state.requests_total}",
