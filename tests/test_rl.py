@@ -6,6 +6,8 @@ checks them against what the simulated inference server returned.
 
 from __future__ import annotations
 
+import re
+
 import signal
 import subprocess
 import threading
@@ -218,5 +220,8 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     process.send_signal(signal.SIGINT)
     code, err = finish(process)
     assert code == 130, err
-    assert "scored groups were not sent" in err
+    assert "scored groups were not sent: " in err and "identical scores, all high (too easy)" in err
     assert read_jsonl(tmp_path / "groups.jsonl") == [], "at temperature 0 every group scores the same"
+    rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
+    assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \
+        "every scored group counts, sent or not"

@@ -16,7 +16,7 @@ from vftui.collector.endpoint import is_loopback
 from vftui.collector.tokens import sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
-from vftui.events import RequestStats, RunState, RunStatus
+from vftui.events import GroupDropped, RequestStats, RunState, RunStatus
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
@@ -28,6 +28,7 @@ class G:
     scores: list[float]
     metrics: dict[str, list[float]] = field(default_factory=dict)
     turns: list[int] = field(default_factory=list)
+    kept: bool = True
 
 
 def test_reference_metrics_formulas():
@@ -180,3 +181,16 @@ def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_fi
     assert line.count("tok/s") == 1, "one tokens/s figure, the endpoint's"
     model.apply([RunStatus(RunState.PAUSED, 6, 10)])
     assert render_status(model).plain.splitlines()[1].startswith("paused  0/10 groups")
+
+
+def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
+    acc = stats.Accumulator()
+    acc.add(GroupDropped(0, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1]))
+    acc.add(GroupDropped(1, stats.TOO_HARD, [0.0, 0.0], {}, [1, 1]))
+    acc.add(GroupDropped(2, "malformed group", [0.2, 0.6], {}, [1, 1]))
+    acc.add(G([0.2, 0.8], {}, [1, 1]))
+    m = acc.metrics()
+    assert m["metrics/identical_score_rate"] == 0.5 and m["metrics/groups_total"] == 4
+    assert m["metrics/mean_reward"] == pytest.approx(0.475) and m["metrics/mean_reward_kept"] == pytest.approx(0.5)
+    assert stats.identical_kind(0.0, None) == stats.TOO_HARD and stats.identical_kind(1.2, None) == stats.TOO_EASY
+    assert stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD

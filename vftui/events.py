@@ -62,6 +62,8 @@ class GroupCollected:
     elapsed_s: float
     logprobs: list[list[float]] | None = None
 
+    kept = True  # see GroupDropped
+
     @property
     def identical(self) -> bool:
         return len(set(self.scores)) <= 1
@@ -164,10 +166,19 @@ class RequestStats:
 
 @dataclass(frozen=True)
 class GroupDropped:
-    """A scored group atroposlib would not send (all scores equal, too long, malformed)."""
+    """A scored group atroposlib would not send (all scores equal, too long, malformed).
+
+    It carries its scores and metrics: the identical-score rate and the mean reward count
+    every scored group, as the reference does, not only those sent.
+    """
 
     item: int
     reason: str
+    scores: list[float] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    turns: list[int] = field(default_factory=list)
+
+    kept = False
 
 
 @dataclass(frozen=True)
@@ -220,7 +231,7 @@ class RunSummary:
     elapsed_s: float
     metrics: dict[str, float]
     error: str = ""
-    groups_dropped: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # scored groups not sent, by reason
 
 
 Event = (

@@ -134,11 +134,14 @@ class HeadlessView:
         lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
         if s.error:
             lines.append(f"  reason: {s.error}")
-        if s.groups_dropped:
-            lines.append(f"  {s.groups_dropped} scored groups were not sent (see above: identical scores or too long)")
+        if s.dropped:
+            reasons = "; ".join(f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1]))
+            lines.append(f"  {sum(s.dropped.values())} scored groups were not sent: {reasons}")
         if m:
+            kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
+                    if s.dropped and "metrics/mean_reward_kept" in m else "")
             lines.append(
-                f"  mean reward {m.get('metrics/mean_reward', 0):.4f}, reward std {m.get('metrics/reward_std', 0):.4f}, "
+                f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, reward std {m.get('metrics/reward_std', 0):.4f}, "
                 f"identical-score rate {m.get('metrics/identical_score_rate', 0):.3f} "
                 f"({int(m.get('metrics/groups_with_identical_scores', 0))}/{int(m.get('metrics/groups_total', 0))} groups)"
             )

@@ -17,6 +17,31 @@ class GroupLike(Protocol):
     scores: list[float]
     metrics: dict[str, list[float]]
     turns: list[int]
+    kept: bool  # written or sent; a scored group atroposlib dropped is counted too, as not kept
+
+
+TOO_HARD = "identical scores, all low (too hard)"
+TOO_EASY = "identical scores, all high (too easy)"
+
+
+def identical_kind(score: float, seen: tuple[float, float] | None) -> str:
+    """Why a group of equal scores teaches nothing: all low or all high.
+
+    Low or high against the middle of the scores the run has seen so far; before it has
+    seen a spread, a score of 0 or less is low.
+    """
+    low, high = seen if seen is not None else (score, score)
+    if high > low:
+        return TOO_HARD if score <= (low + high) / 2 else TOO_EASY
+    return TOO_HARD if score <= 0 else TOO_EASY
+
+
+def widen(seen: tuple[float, float] | None, scores: list[float]) -> tuple[float, float] | None:
+    """The lowest and highest score seen, with ``scores`` added."""
+    if not scores:
+        return seen
+    low, high = min(scores), max(scores)
+    return (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
 
 def mean(values: list[float]) -> float:
@@ -69,6 +94,7 @@ class Accumulator:
     """
 
     rewards: Moments = field(default_factory=Moments)
+    kept_rewards: Moments = field(default_factory=Moments)
     per_metric: dict[str, Moments] = field(default_factory=dict)
     turn_counts: Counter[int] = field(default_factory=Counter)
     groups_total: int = 0
@@ -77,6 +103,8 @@ class Accumulator:
     def add(self, group: GroupLike, sign: int = 1) -> None:
         for score in group.scores:
             self.rewards.add(float(score), sign)
+            if group.kept:
+                self.kept_rewards.add(float(score), sign)
         for name, values in group.metrics.items():
             moments = self.per_metric.setdefault(name, Moments())
             for value in values:
@@ -98,6 +126,8 @@ class Accumulator:
         if self.rewards.count:
             out["metrics/mean_reward"] = self.rewards.mean
             out["metrics/reward_std"] = self.rewards.std
+        if self.kept_rewards.count:
+            out["metrics/mean_reward_kept"] = self.kept_rewards.mean  # over the groups written or sent
         for name, moments in self.per_metric.items():
             if moments.count:
                 out[f"metrics/{name}"] = moments.mean

@@ -100,6 +100,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.max_turns = getattr(vf_env, "max_turns", None)
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
+        self._score_range: tuple[float, float] | None = None  # of every scored group, for drop reasons
         self.groups_written = self.hooks.groups_before
         self.ledger = self.hooks.ledger
         self._client = None
@@ -291,6 +292,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             for name, value in (output.get("metrics") or {}).items():
                 if isinstance(value, (int, float)):
                     metrics.setdefault(name, []).append(float(value))
+        self._score_range = stats.widen(self._score_range, group["scores"])
         group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
         group[META] = {
             "env": self.config.vf_env_name,
@@ -316,17 +318,20 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if written and isinstance(scored_data, dict):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
-                item = scored_data[META]["item"]
-                self.ledger.mark_done(item)  # seen and judged: a resume does not collect it again
+                meta = scored_data[META]
+                self.ledger.mark_done(meta["item"])  # seen and judged: a resume does not collect it again
                 if self.hooks.checkpoint_path is not None:
                     self.save_checkpoint(self.curr_step)
-                self.hooks.emit(GroupDropped(item, self._drop_reason(scored_data)))
+                dropped = GroupDropped(meta["item"], self._drop_reason(scored_data), list(scored_data["scores"]),
+                                       meta["metrics"], meta["turns"])
+                self.window.add(dropped)
+                self.hooks.emit(dropped)
         finally:
             self._group_done(written)
 
     def _drop_reason(self, group: ScoredDataGroup) -> str:
         if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
-            return "identical scores"
+            return stats.identical_kind(group["scores"][0], self._score_range)
         if self.max_token_len > 0 and any(len(t) >= self.max_token_len for t in group["tokens"]):
             return f"a sequence reached the trainer's max_token_len ({self.max_token_len})"
         return "malformed group"

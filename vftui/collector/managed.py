@@ -17,6 +17,28 @@ import httpx
 from atroposlib.envs.server_handling.managed_server import ManagedServerAdapter
 
 from vftui.collector.tokens import Turn
+from vftui.errors import UserError
+
+
+def check_tool_parser(env_id: str, parser: str | None) -> None:
+    """rl with a tool environment: calls are parsed out of generated text, or they are lost.
+
+    atroposlib's ManagedServer quietly turns tool parsing off when vLLM's parsers cannot be
+    imported, so an environment with tools refuses to start instead.
+    """
+    if not parser:
+        raise UserError(
+            f"environment '{env_id}' calls tools; rl mode reads the calls from the generated text and needs "
+            "--tool-parser NAME (vLLM's parser for your model, e.g. hermes)"
+        )
+    from atroposlib.envs.server_handling import tool_call_translator
+
+    if not tool_call_translator.VLLM_AVAILABLE:
+        raise UserError(f"--tool-parser {parser} needs vLLM's tool parsers, which are not installed (pip install vllm)")
+    try:
+        tool_call_translator.ToolParserManager.get_tool_parser(parser)
+    except KeyError as e:
+        raise UserError(f"--tool-parser {parser} is not one of vLLM's tool parsers") from e
 
 
 class TurnRecorder:

@@ -11,6 +11,7 @@ and returns the summary. The view gets every event through
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -132,7 +133,7 @@ class Run:
         self._view_emit = emit
         self.window = store.GroupWindow(config.window)
         self.totals = stats.Accumulator()
-        self.dropped = 0
+        self.dropped: collections.Counter[str] = collections.Counter()
         self.plan: Plan | None = None
         self.controls: Controls | None = None
         self._api_key = ""
@@ -150,7 +151,8 @@ class Run:
         if isinstance(event, GroupCollected):
             self.totals.add(event)
         elif isinstance(event, GroupDropped):
-            self.dropped += 1
+            self.dropped[event.reason] += 1
+            self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
         self._view_emit(event)
 
     # -- before any work ----------------------------------------------------------------
@@ -387,7 +389,7 @@ class Run:
             elapsed_s=round(time.time() - started, 3),
             metrics=self.totals.metrics(),
             error=error,
-            groups_dropped=self.dropped,
+            dropped=dict(self.dropped),
         )
         self.emit(summary)
         return summary

@@ -42,6 +42,28 @@ def sft_tokens(
     return Tokenized(tokens, masks, stripped)
 
 
+PROBE_TOOLS = [{"type": "function", "function": {"name": "vftui_probe_tool", "description": "probe",
+                                                 "parameters": {"type": "object", "properties": {}}}}]
+PROBE = [
+    {"role": "user", "content": "probe"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "probe_1", "type": "function", "function": {"name": "vftui_probe_tool", "arguments": '{"probe": "x7q"}'}}]},
+    {"role": "tool", "tool_call_id": "probe_1", "content": "probe result 42"},
+]
+
+
+def renders_tool_calls(tokenizer: Any) -> bool:
+    """Whether the chat template writes a tool call's name and arguments, and its result.
+
+    A template written for plain chat silently drops them, and the training data with it.
+    """
+    try:
+        text = tokenizer.apply_chat_template(PROBE, tools=PROBE_TOOLS, tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that cannot render tools is the answer, not an error
+        return False
+    return all(part in text for part in ("vftui_probe_tool", "x7q", "probe result 42"))
+
+
 def end_of_turn_start(tokenizer: Any, tokens: list[int]) -> int:
     """Index where the trailing end-of-turn run (special tokens, then whitespace) begins."""
     special = set(tokenizer.all_special_ids)

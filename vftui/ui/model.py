@@ -81,6 +81,7 @@ class DashboardModel:
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
     groups: collections.deque = field(init=False)
+    scored: collections.deque = field(init=False)  # kept and dropped groups: what the figures count
     reward_history: collections.deque = field(init=False)
     identical_history: collections.deque = field(init=False)
     queue_history: collections.deque = field(init=False)
@@ -98,6 +99,7 @@ class DashboardModel:
 
     def __post_init__(self) -> None:
         self.groups = collections.deque(maxlen=self.window)
+        self.scored = collections.deque(maxlen=self.window)
         self.reward_history = collections.deque(maxlen=HISTORY)
         self.identical_history = collections.deque(maxlen=HISTORY)
         self.queue_history = collections.deque(maxlen=HISTORY)
@@ -116,11 +118,8 @@ class DashboardModel:
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
-            if len(self.groups) == self.groups.maxlen:
-                self.in_window.remove(self.groups[0])
             self.groups.append(event)
-            self.in_window.add(event)
-            self.totals.add(event)
+            self._scored(event)
             self.reward_history.append(stats.mean(event.scores))
             self.identical_history.append(1.0 if event.identical else 0.0)
             self.groups_done = max(self.groups_done, event.index)
@@ -151,6 +150,7 @@ class DashboardModel:
             self.requests = event
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
+            self._scored(event)
             self.note("WARNING", f"group of item {event.item} not sent: {event.reason}")
         elif isinstance(event, GroupsDumped):
             self.last_dump = event
@@ -160,6 +160,14 @@ class DashboardModel:
         elif isinstance(event, RunSummary):
             self.summary, self.state, self.detail = event, event.state, event.error
             self.groups_done = event.groups_done
+
+    def _scored(self, group: GroupCollected | GroupDropped) -> None:
+        """Every scored group, kept or dropped, counts in the window's and the run's figures."""
+        if len(self.scored) == self.scored.maxlen:
+            self.in_window.remove(self.scored[0])
+        self.scored.append(group)
+        self.in_window.add(group)
+        self.totals.add(group)
 
     def _apply_api(self, status: ApiStatus) -> None:
         """A poll of the trajectory API; what changed goes to the log."""

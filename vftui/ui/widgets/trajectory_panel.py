@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
+from vftui import stats
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.quiet_static import QuietStatic
 
@@ -34,9 +35,9 @@ def render_api(model: DashboardModel, live_run: bool) -> Text:
         if api.env_weight is not None:
             text.append(f"  weight {api.env_weight:.2f}")
     if live_run:
-        identical = model.dropped.get("identical scores", 0)
+        hard, easy = model.dropped.get(stats.TOO_HARD, 0), model.dropped.get(stats.TOO_EASY, 0)
         text.append(f"\nsent {model.groups_done}  dropped {sum(model.dropped.values())}")
-        text.append(f" ({identical} identical)", style="yellow" if identical else "dim")
+        text.append(f" (identical: {hard} too hard, {easy} too easy)", style="yellow" if hard + easy else "dim")
     return text
 
 
