@@ -189,19 +189,17 @@ def _run(args: argparse.Namespace) -> int:
 
     compat.quiet_libraries()
     from vftui.collector.runner import saved_config
-    from vftui.config import RunConfig, load_config
+    from vftui.config import load_config
 
     flags = {name: getattr(args, name) for name in RUN_FIELDS}
     if flags["base_url"]:
         flags["base_url"], *more = flags["base_url"]
         flags["extra_base_urls"] = more or None
+    resumed = None
     if args.resume is not None:
-        saved = saved_config(args.resume)
-        saved.pop("out", None)
-        merged = {**saved, **{k: v for k, v in flags.items() if v is not None}}
-        config = RunConfig.model_validate(merged)
-    else:
-        config = load_config(flags, args.config)
+        resumed = saved_config(args.resume)
+        resumed.pop("out", None)  # a resumed run appends to its own jsonl
+    config = load_config(flags, args.config, resumed=resumed)
     if not config.no_ui:
         if sys.stdout.isatty() and sys.stdin.isatty() and not config.json_events:
             from vftui.dashboard import run_dashboard

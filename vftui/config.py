@@ -1,4 +1,5 @@
-"""RunConfig: what a run needs, merged as flags > VFTUI_* env vars > config file > defaults.
+"""RunConfig: what a run needs, merged as flags > VFTUI_* env vars > config file > defaults
+(with --resume: flags > the resumed run's saved settings > defaults).
 
 The config file is TOML with the flags' names as keys (``group_size = 4`` or
 ``group-size = 4``), by default ``config.toml`` in platformdirs' user config dir.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -126,24 +128,41 @@ def load_config(
     flags: dict[str, Any],
     config_file: Path | None = None,
     environ: dict[str, str] | None = None,
+    resumed: dict[str, Any] | None = None,
 ) -> RunConfig:
-    """Merge the sources and validate; any problem is a one-sentence ``UserError``."""
+    """Merge the sources and validate; any problem is a one-sentence ``UserError``.
+
+    ``resumed`` is a resumed run's saved settings: they stand in for the config file and
+    the environment, so a resumed run goes on as it started unless a flag says otherwise.
+    """
     environ = dict(os.environ) if environ is None else environ
-    sources: dict[str, str] = {}
     merged: dict[str, Any] = {}
-    file_path = config_file or paths.default_config_file()
-    if config_file is not None or file_path.exists():
-        for key, value in _read_config_file(file_path).items():
-            merged[key], sources[key] = value, f"in {file_path}"
-    for key, value in _read_env_vars(environ).items():
-        merged[key], sources[key] = value, f"from VFTUI_{key.upper()}"
-    for key, value in flags.items():
-        if value is not None:
-            merged[key], sources[key] = value, ""
+    sources: dict[str, str] = {}
+    for key, value, source in _settings(flags, config_file, environ, resumed):
+        merged[key], sources[key] = value, source
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as e:
         raise UserError(_explain(e, sources)) from e
+
+
+def _settings(
+    flags: dict[str, Any], config_file: Path | None, environ: dict[str, str], resumed: dict[str, Any] | None
+) -> Iterator[tuple[str, Any, str]]:
+    """Every (setting, value, where it came from), lowest precedence first; flags are last."""
+    if resumed is not None:
+        for key, value in resumed.items():
+            yield key, value, "from the resumed run"
+    else:
+        file_path = config_file or paths.default_config_file()
+        if config_file is not None or file_path.exists():
+            for key, value in _read_config_file(file_path).items():
+                yield key, value, f"in {file_path}"
+        for key, value in _read_env_vars(environ).items():
+            yield key, value, f"from VFTUI_{key.upper()}"
+    for key, value in flags.items():
+        if value is not None:
+            yield key, value, ""
 
 
 def _explain(error: ValidationError, sources: dict[str, str]) -> str:
