@@ -45,13 +45,26 @@ def load_theme(path: Path) -> Theme:
     return theme
 
 
+def theme_dirs() -> list[Path]:
+    """Where themes are read from, in order: a later folder wins on a name clash."""
+    return [*shipped_dirs(), paths.user_themes_dir()]
+
+
 def available_themes() -> dict[str, Theme]:
-    """Shipped themes, then user themes (which win on a name clash)."""
+    """Shipped themes, then user themes (which win on a name clash).
+
+    A theme file that does not load is skipped with a warning on stderr: one bad file
+    must not stop a start that asked for another theme (``resolve`` fails if it was asked for).
+    """
     themes: dict[str, Theme] = {}
-    for folder in [*shipped_dirs(), paths.user_themes_dir()]:
+    for folder in theme_dirs():
         if folder.is_dir():
             for path in sorted(folder.glob("*.toml")):
-                theme = load_theme(path)
+                try:
+                    theme = load_theme(path)
+                except UserError as e:
+                    print(f"vftui: warning: {e}; skipped it", file=sys.stderr)
+                    continue
                 themes[theme.name] = theme
     return themes
 
@@ -63,9 +76,17 @@ def resolve(
     name = name or DEFAULT_THEME
     ours = available_themes() if ours is None else ours
     if name not in ours and name not in builtin:
+        _explain_broken(name)
         choices = ", ".join(sorted(set(ours) | set(builtin)))
         raise UserError(f"unknown theme '{name}'; available: {choices}")
     return name
+
+
+def _explain_broken(name: str) -> None:
+    """A theme that was asked for but skipped as broken: raise the reason its file did not load."""
+    for folder in reversed(theme_dirs()):
+        if (folder / f"{name}.toml").is_file():
+            load_theme(folder / f"{name}.toml")
 
 
 def install(app: App, name: str, ours: Mapping[str, Theme] | None = None) -> None:
