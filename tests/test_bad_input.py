@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from tests.conftest import free_port
 from vftui.cli import main
+from vftui.collector import compat, envs
+
+HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
+FAKE_ENVS = {
+    # env id: (imports, body of load_environment); each raises what a real environment hits
+    "fake-hub-offline": ("from huggingface_hub.errors import OfflineModeIsEnabled",
+                         "raise OfflineModeIsEnabled('Cannot reach https://huggingface.co: offline mode is enabled.')"),
+    "fake-hub-not-cached": ("from huggingface_hub import hf_hub_download",
+                            "hf_hub_download('vftui-tests/no-such-data', 'train.parquet', repo_type='dataset', "
+                            "local_files_only=True)"),
+    # datasets 5's own words when the Hub is offline or unreachable
+    "fake-datasets-unreachable": ("", "raise ConnectionError(\"Couldn't reach 'owner/data' on the Hub (Offline...)\")"),
+    "fake-requests-down": ("import requests", "raise requests.ConnectionError('Max retries exceeded with url: /data')"),
+    "fake-optional-dep": ("", "import vftui_no_such_dep.judge"),
+    "fake-dep-at-import": ("import vftui_no_such_dep_either", "pass"),
+    "fake-key-error": ("", "return vf.SingleTurnEnv(dataset=kwargs['dataset'])"),
+    "fake-missing-api-key": ("", "vf.ensure_keys(['VFTUI_TEST_JUDGE_KEY'])"),
+    "fake-file-missing": ("", "open('/nonexistent/vftui/data.json')"),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -15,6 +36,20 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def fake_envs(tmp_path, monkeypatch):
+    """Installed verifiers environments whose load_environment fails, one module each."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    for env_id, (imports, body) in FAKE_ENVS.items():
+        source = f"import verifiers as vf\n{imports}\n\n\ndef load_environment(**kwargs):\n    {body}\n"
+        (folder / f"{envs.module_name(env_id)}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(folder))
+    yield
+    for env_id in FAKE_ENVS:
+        sys.modules.pop(envs.module_name(env_id), None)
 
 
 def fails_with(args: list[str], capsys, expected: str) -> str:
@@ -45,9 +80,21 @@ def fails_with(args: list[str], capsys, expected: str) -> str:
         (["--env", "no-such-env"], "unknown environment 'no-such-env'; environments that can be loaded: alphabet-sort"),
         (["--env-args", '{"max_turns": 0}'], "environment 'alphabet-sort' did not load"),
         (["--env-args", '{"no_such_arg": 1}'], "environment 'alphabet-sort' did not load"),
+        (["--env", "fake-hub-offline"], f"environment 'fake-hub-offline' did not load: {HUB} (OfflineModeIsEnabled"),
+        (["--env", "fake-hub-not-cached"], f"environment 'fake-hub-not-cached' did not load: {HUB} (LocalEntry"),
+        (["--env", "fake-datasets-unreachable"], f"did not load: {HUB} (ConnectionError: Couldn't reach 'owner/data'"),
+        (["--env", "fake-requests-down", "--env-args", '{"split": "test"}'],
+         f"'fake-requests-down' did not load with --env-args '{{\"split\": \"test\"}}': {HUB}"),
+        (["--env", "fake-hub-offline"], "point it at a local dataset with --env-args, or download the dataset"),
+        (["--env", "fake-optional-dep"], "environment 'fake-optional-dep' did not load: it needs the Python module "
+         "'vftui_no_such_dep', which is not installed; install it (e.g. pip install vftui_no_such_dep)"),
+        (["--env", "fake-dep-at-import"], "it needs the Python module 'vftui_no_such_dep_either', which is not"),
+        (["--env", "fake-key-error"], "environment 'fake-key-error' did not load: KeyError: 'dataset'"),
+        (["--env", "fake-missing-api-key"], "did not load: Missing required environment variable(s): VFTUI_TEST_JUDGE"),
+        (["--env", "fake-file-missing"], "did not load: FileNotFoundError: [Errno 2] No such file or directory"),
     ],
 )
-def test_bad_flag(args, expected, capsys):
+def test_bad_flag(args, expected, capsys, fake_envs):
     fails_with(args, capsys, expected)
 
 
@@ -100,3 +147,40 @@ def test_env_var_with_bad_value_names_its_source(monkeypatch, capsys):
 
 def test_resume_of_something_that_is_not_a_run(tmp_path, capsys):
     fails_with(["--resume", str(tmp_path)], capsys, "found no run there")
+
+
+def test_builtin_env_wins_over_an_installed_module_of_its_name(tmp_path, monkeypatch, capsys):
+    """The upstream alphabet-sort package (module alphabet_sort) must not replace the embedded default's env."""
+    site = tmp_path / "site"
+    (site / "alphabet_sort-0.1.dist-info").mkdir(parents=True)
+    (site / "alphabet_sort-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: alphabet-sort\nVersion: 0.1\nRequires-Dist: verifiers\n"
+    )
+    (site / "alphabet_sort.py").write_text(
+        "def load_environment(**kwargs):\n    raise RuntimeError('the installed alphabet_sort was loaded')\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "alphabet_sort", raising=False)
+    vf_env = envs.load("alphabet-sort", {})
+    assert sys.modules["alphabet_sort"].__file__ == str(envs.BUILTIN_DIR / "alphabet_sort.py")
+    assert compat.reward_function_names(vf_env)[:2] == ["sorted_correctly", "format_ok"]
+    assert "alphabet-sort" not in envs.installed_environments()
+    monkeypatch.delitem(sys.modules, "alphabet_sort")
+    assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0, (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--window", "-5"], "invalid --window: Input should be greater than or equal to 1"),
+        (["--temperature", "9"], "invalid --temperature: Input should be less than or equal to 2"),
+        (["--mode", "dpo"], "invalid --mode"),
+    ],
+)
+def test_resume_with_a_bad_setting(args, expected, tmp_path, capsys):
+    out = tmp_path / "x" / "groups.jsonl"
+    assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)]) == 0
+    capsys.readouterr()
+    fails_with(["--resume", str(out.parent), *args], capsys, expected)

@@ -114,10 +114,27 @@ def test_shipped_themes_load_and_bad_ones_are_explained(tmp_path, monkeypatch):
         themes.resolve("nope", set())
     (user_dir / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
     with pytest.raises(UserError, match="bad.toml is malformed"):
-        themes.available_themes()
+        themes.load_theme(user_dir / "bad.toml")
     (user_dir / "bad.toml").write_text('name = "bad"\nprimary = [\n')
     with pytest.raises(UserError, match="bad.toml does not parse"):
-        themes.available_themes()
+        themes.load_theme(user_dir / "bad.toml")
+
+
+@pytest.mark.parametrize("broken", ['primary = [\n', 'primary = "not-a-colour"\n', 'colour = "#ffffff"\n'])
+def test_a_broken_user_theme_is_skipped_unless_asked_for(broken, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    user_dir = tmp_path / "vftui" / "themes"
+    user_dir.mkdir(parents=True)
+    (user_dir / "mine.toml").write_text('name = "mine"\nprimary = "#ff8700"\n')
+    (user_dir / "broken.toml").write_text(broken)
+    ours = themes.available_themes()
+    assert {"mine", "vftui-dark"} <= set(ours) and "broken" not in ours
+    warning = capsys.readouterr().err.strip()
+    assert warning.startswith(f"vftui: warning: theme file {user_dir / 'broken.toml'} ") and "skipped it" in warning
+    assert themes.resolve("mine", ours=ours) == "mine"
+    assert themes.resolve(None, ours=ours) == "vftui-dark"
+    with pytest.raises(UserError, match=r"theme file .*broken\.toml (does not parse|is malformed)"):
+        themes.resolve("broken", ours=ours)
 
 
 async def test_every_shipped_theme_renders():
