@@ -80,6 +80,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
                    "this fraction of groups (default 0.5)")
     rl = p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)")
     rl.add_argument("--server-type", choices=["vllm", "sglang"], help="inference server kind (default vllm)")
+    rl.add_argument("--tool-parser", metavar="NAME", help="vLLM tool parser that reads tool calls out of the "
+                    "generated text (e.g. hermes); needed for environments with tools, and vLLM's parsers installed")
     rl.add_argument("--api-url", help=f"Atropos trajectory API (default {DEFAULT_API_URL})")
     rl.add_argument("--start-api", action="store_true", default=None,
                     help="start atroposlib's run-api on --api-url's port if none answers there; stopped on exit")
@@ -180,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 RUN_FIELDS = (
     "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
     "concurrency seed out resume wandb wandb_project wandb_name timeout retries window theme identical_alert "
-    "no_ui json_events server_type api_url start_api batch_size sim_trainer"
+    "no_ui json_events server_type tool_parser api_url start_api batch_size sim_trainer"
 ).split()
 
 

@@ -57,6 +57,7 @@ class RunConfig(BaseModel):
     identical_alert: float = Field(default=0.5, ge=0.0, le=1.0)
     # rl (serve) mode
     server_type: Literal["vllm", "sglang"] = "vllm"
+    tool_parser: str | None = None
     extra_base_urls: list[str] = Field(default_factory=list)
     api_url: str = DEFAULT_API_URL
     start_api: bool = False

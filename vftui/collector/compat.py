@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import warnings
 from typing import Any
@@ -72,7 +73,13 @@ def load_vf_environment(name: str, args: dict[str, Any]):
     import verifiers as vf
 
     _ask_git_once()
-    return vf.load_environment(name, **args)
+    # verifiers logs a failure before raising it; ours is the one sentence the user reads
+    loader_log = logging.getLogger("verifiers.legacy.utils.env_utils")
+    level, loader_log.level = loader_log.level, logging.CRITICAL + 1
+    try:
+        return vf.load_environment(name, **args)
+    finally:
+        loader_log.setLevel(level)
 
 
 def _ask_git_once() -> None:

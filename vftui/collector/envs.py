@@ -17,7 +17,7 @@ from vftui.collector import compat
 from vftui.errors import UserError
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "sim" / "envs"
-BUILTINS = {"alphabet-sort": "alphabet_sort"}
+BUILTINS = {"alphabet-sort": "alphabet_sort", "alphabet-tools": "alphabet_tools"}
 """Built-in environment id -> its module in ``BUILTIN_DIR``."""
 
 PLAIN_ERRORS = (ValueError, TypeError, RuntimeError)

@@ -28,11 +28,12 @@ import httpx
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
-from vftui.collector import compat, endpoint, envs, hub, trajectory_api
+from vftui.collector import compat, endpoint, envs, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
 from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
 from vftui.collector.ledger import ItemLedger
+from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
 from vftui.errors import RunFailed, UserError
@@ -177,6 +178,7 @@ class Run:
             default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
             tokenizer = cfg.tokenizer or default
         hub.check_tokenizer(tokenizer)
+        self._check_tools(vf_env, tokenizer)
         if cfg.mode == "rl":
             self._start_trajectory_side()
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, groups_before)
@@ -188,6 +190,20 @@ class Run:
         if groups_before == 0:
             self._write_run_file()
         return self.plan
+
+    def _check_tools(self, vf_env: Any, tokenizer: str) -> None:
+        """An environment with tools needs a template that renders them, and in rl a tool parser."""
+        if not compat.env_tools(vf_env):
+            return
+        from transformers import AutoTokenizer
+
+        if not renders_tool_calls(AutoTokenizer.from_pretrained(tokenizer)):
+            raise UserError(
+                f"the chat template of tokenizer '{tokenizer}' does not render tool calls, so the training data "
+                "would lose them; use a tokenizer whose template renders tools (--tokenizer)"
+            )
+        if self.config.mode == "rl":
+            managed.check_tool_parser(self.config.env, self.config.tool_parser)
 
     def _start_trajectory_side(self) -> None:
         """rl: the trajectory API (started with --start-api) and the sim trainer, if asked for."""
@@ -294,7 +310,9 @@ class Run:
         # Process mode as atroposlib's `process` command sets it up; in both modes groups go
         # to our crash-safe appender instead of an unflushed jsonlines writer.
         env.process_mode = not rl
-        if not rl:
+        if rl:
+            env.server.tool_parser = cfg.tool_parser  # each rollout's ManagedServer parses calls with it
+        else:
             env.n_groups_to_process = env_config.total_steps
             env.group_size_to_process = cfg.group_size
         env.config.data_path_to_save_groups = str(plan.out_path)

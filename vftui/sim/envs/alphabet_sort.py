@@ -7,7 +7,8 @@ real multi-turn conversation. Two reward functions (``sorted_correctly``, weight
 ``format_ok``, weight 0.2) give rewards that vary between rollouts.
 
 It is a plain verifiers module: ``verifiers.load_environment("alphabet-sort", **args)``
-imports it once its folder is on ``sys.path`` (see ``vftui.collector.envs``).
+imports it; ``vftui.collector.envs`` makes sure the name finds this module, whatever is
+installed under the same name.
 """
 
 from __future__ import annotations
