@@ -101,3 +101,42 @@ def test_connection_refused_mid_run_is_survived(tmp_path):
     assert len(read_jsonl(out)) == 40
     troubles = [e for e in json_events(stdout) if e["event"] == "EndpointTrouble"]
     assert troubles and any("Connect" in t["error"] or "connection" in t["error"].lower() for t in troubles), troubles
+
+
+FAILING_REWARD_ENV = '''
+import verifiers as vf
+from datasets import Dataset
+
+
+def exact(completion, info, **kwargs):
+    if info["fail"]:
+        raise KeyError("judge_score")
+    return 1.0
+
+
+def load_environment(fail_every: int = 0):
+    rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": "",
+             "info": {"fail": bool(fail_every) and i % fail_every == 1 % fail_every}} for i in range(20)]
+    return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[exact]))
+'''
+
+
+def test_a_raising_reward_function_reports_its_group_and_the_run_goes_on(sim, tmp_path):
+    """verifiers scores a raising reward function 0; training on that 0 would be silently wrong."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "failing_reward.py").write_text(FAILING_REWARD_ENV)
+    out = tmp_path / "groups.jsonl"
+    base = ["run", "--no-ui", "--json", "--env", "failing-reward", "--group-size", "2", "--base-url", sim.base_url]
+    result = run_cli([*base, "--env-args", '{"fail_every": 10}', "--steps", "4", "--out", str(out)], tmp_path,
+                     PYTHONPATH=str(tmp_path / "envs"))
+    assert result.returncode == 0, result.stderr
+    dropped = [e for e in json_events(result.stdout) if e["event"] == "GroupDropped"]
+    assert [(d["item"], d["reason"]) for d in dropped] == [(1, "reward function 'exact' failed: KeyError: 'judge_score'")]
+    groups = read_jsonl(out)
+    assert len(groups) == 4 and 1 not in {g["vftui"]["item"] for g in groups}
+    assert all(score == 1.0 for g in groups for score in g["scores"]), "no group trained on the failure's 0"
+
+    always = run_cli([*base, "--env-args", '{"fail_every": 1}', "--steps", "4", "--retries", "2", "--out",
+                      str(tmp_path / "always.jsonl")], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    assert always.returncode == 1 and "Traceback" not in always.stderr
+    assert "reward function 'exact' failed in 3 groups in a row; last error: KeyError: 'judge_score'" in always.stderr

@@ -101,6 +101,8 @@ class Accumulator:
     groups_identical: int = 0
 
     def add(self, group: GroupLike, sign: int = 1) -> None:
+        if not group.scores:
+            return  # not scored (its reward functions failed): nothing to count
         for score in group.scores:
             self.rewards.add(float(score), sign)
             if group.kept:

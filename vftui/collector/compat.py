@@ -6,7 +6,9 @@ Checked against verifiers 0.3.x (the classic Environment API, served from
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import inspect
 import json
 import logging
 import os
@@ -90,6 +92,45 @@ def _ask_git_once() -> None:
 
     if not hasattr(save_utils.get_version_info, "cache_info"):
         save_utils.get_version_info = functools.lru_cache(maxsize=8)(save_utils.get_version_info)
+
+
+REWARD_FAILURES: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "vftui_reward_failures", default=None
+)
+"""Set per group: its rollouts (tasks started inside the group's context) record here."""
+
+
+def watch_reward_functions(vf_env: Any) -> None:
+    """Record a reward function that raises, which verifiers logs and silently scores 0.
+
+    Each function keeps its signature (verifiers picks its arguments from it) and name;
+    the failure still scores 0 for verifiers, and the group's ``REWARD_FAILURES`` list
+    tells the collector, which reports the group instead of training on the 0.
+    """
+    rubrics = [vf_env.rubric]
+    while rubrics:
+        rubric = rubrics.pop()
+        rubrics.extend(getattr(rubric, "rubrics", []))
+        rubric.funcs = [_watched(func) for func in getattr(rubric, "funcs", [])]
+
+
+def _watched(func: Any) -> Any:
+    if getattr(func, "_vftui_watched", False):
+        return func
+
+    @functools.wraps(func)
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = func(*args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
+        except Exception as e:
+            failures = REWARD_FAILURES.get()
+            if failures is not None:
+                failures.append((getattr(func, "__name__", "reward"), f"{type(e).__name__}: {e}"))
+            raise
+
+    watched._vftui_watched = True
+    return watched
 
 
 def reward_function_names(vf_env: Any) -> list[str]:

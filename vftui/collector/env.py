@@ -97,6 +97,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.rubric = vf_env.rubric
         self.system_prompt = vf_env.system_prompt
         self.reward_func_names = compat.reward_function_names(vf_env)
+        compat.watch_reward_functions(vf_env)
+        self._reward_failures_in_a_row = 0
         self.max_turns = getattr(vf_env, "max_turns", None)
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
@@ -217,6 +219,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         time_limit = None if self.process_mode else self._rl_group_time_limit_s()
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
+            compat.REWARD_FAILURES.set([])  # this attempt's rollouts inherit it
             try:
                 outputs = await asyncio.wait_for(attempt_once(item, temperature), time_limit)
                 errors = [e for e in map(compat.rollout_error, outputs) if e]
@@ -261,6 +264,10 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         outputs = await self._rollouts_with_retries(item, temperature)
         if outputs is None:
             return None
+        if failures := compat.REWARD_FAILURES.get():
+            self._reward_failed(item, *failures[0])
+            return None
+        self._reward_failures_in_a_row = 0
         group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
         if not self.process_mode:
             group["inference_logprobs"] = []
@@ -362,6 +369,19 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         )
         self.window.add(event)
         self.hooks.emit(event)
+
+    def _reward_failed(self, item: dict[str, Any], name: str, error: str) -> None:
+        """verifiers scored a raising reward function 0: report the group instead of keeping it."""
+        self._reward_failures_in_a_row += 1
+        if self._reward_failures_in_a_row > self.hooks.max_retries:
+            raise RunFailed(
+                f"reward function '{name}' failed in {self._reward_failures_in_a_row} groups in a row; "
+                f"last error: {error}"
+            )
+        self.ledger.mark_done(item["_item"])
+        if self.hooks.checkpoint_path is not None:
+            self.save_checkpoint(self.curr_step)
+        self.hooks.emit(GroupDropped(item["_item"], f"reward function '{name}' failed: {error}"))
 
     def release_unstarted(self, item: dict[str, Any]) -> None:
         """Give back the slot of a claimed item whose group never started (cancelled first)."""
