@@ -130,3 +130,17 @@ def test_rl_with_tools_refuses_instead_of_dropping_calls(tmp_path, extra, expect
     result = run_cli(["run", "--mode", "rl", "--no-ui", "--env", "alphabet-tools", "--steps", "1", *extra], tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == f"vftui: error: {expected}"
+
+
+def test_the_simulated_model_calls_the_tools_of_an_environment_it_does_not_know():
+    """So any tool environment a user installs runs offline end to end (its rewards mean nothing)."""
+    import random
+
+    tools = [{"type": "function", "function": {"name": "tool_A", "parameters": {"properties": {"x": {"type": "integer"}}}}},
+             {"type": "function", "function": {"name": "tool_B", "parameters": {"properties": {"s": {"type": "string"}}}}}]
+    asked = [{"role": "user", "content": "Call the following tools with arguments of your choice: ['tool_B']"}]
+    content, calls = tool_task.any_tool_reply(asked, tools, random.Random(0))
+    assert content == "" and [(c["function"]["name"], c["function"]["arguments"]) for c in calls] == [("tool_B", '{"s": "a"}')]
+    answered = [*asked, {"role": "assistant", "content": "", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": calls[0]["id"], "content": "a2"}]
+    assert tool_task.any_tool_reply(answered, tools, random.Random(0))[1] == []

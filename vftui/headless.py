@@ -148,8 +148,8 @@ class HeadlessView:
             lines.append(
                 f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
             )
-            skip = {"mean_reward", "reward_std", "avg_num_turns", "max_num_turns", "groups_with_identical_scores",
-                    "groups_total", "identical_score_rate"}
+            skip = {"mean_reward", "mean_reward_kept", "reward_std", "avg_num_turns", "max_num_turns",
+                    "groups_with_identical_scores", "groups_total", "identical_score_rate"}
             per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items() if k.removeprefix("metrics/") not in skip]
             if per_fn:
                 lines.append("  " + ", ".join(per_fn))

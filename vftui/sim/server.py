@@ -207,7 +207,10 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
     choices, completion_tokens = [], 0
     for index in range(n):
         rng = state.rng_for(messages)
-        calls = tool_task.reply(messages, temperature, rng, policy.difficulty(messages)) if tools else None
+        calls = None
+        if tools:
+            calls = tool_task.reply(messages, temperature, rng, policy.difficulty(messages))
+            calls = calls if calls is not None else tool_task.any_tool_reply(messages, tools, rng)
         if calls is not None and calls[1]:
             message = {"role": "assistant", "content": calls[0] or None, "tool_calls": calls[1]}
             used, reason = state.count_calls(calls[1]), "tool_calls"

@@ -4,7 +4,8 @@ The model is given a few names and two tools. A right answer takes three model c
 ``compare_names`` on neighbouring pairs (parallel calls in one turn), ``count_letters``
 on the winner once the comparisons are back, then ``<answer>Name, N</answer>``. Shared by
 the built-in ToolEnv (``sim/envs/alphabet_tools.py``), the simulated model that plays it
-(``reply`` below, used by the simulated endpoint) and the tests.
+(``reply`` below, used by the simulated endpoint; ``any_tool_reply`` for other tool
+environments) and the tests.
 """
 
 from __future__ import annotations
@@ -101,6 +102,29 @@ def reply(messages: list[dict[str, Any]], temperature: float, rng: random.Random
 def _guess_first(rng: random.Random, names: list[str], p: float) -> str:
     """The first name, or with probability ``p`` a name picked at random."""
     return rng.choice(names) if rng.random() < p else min(names, key=sort_key)
+
+
+SAMPLE_VALUES = {"integer": 1, "number": 1.5, "string": "a", "boolean": True, "array": [], "object": {}}
+
+
+def any_tool_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                   rng: random.Random) -> tuple[str, list[dict[str, Any]]]:
+    """For a tools task the simulation does not know: call the tools the prompt names (or the
+    first one) once, with sample arguments of the right types, then say it is done.
+
+    Enough for any tool environment to run offline end to end; the rewards mean nothing.
+    """
+    if any(m.get("role") == "tool" for m in messages):
+        return "This is vftui's simulated model; it called the tools.", []
+    asked = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+    functions = [t.get("function", t) for t in tools]
+    chosen = [f for f in functions if f.get("name") and f["name"] in asked] or functions[:1]
+    calls = []
+    for function in chosen:
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        arguments = {k: SAMPLE_VALUES.get(v.get("type"), "a") for k, v in properties.items()}
+        calls.append(_call(rng, function["name"], arguments))
+    return "", calls
 
 
 def _call(rng: random.Random, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,11 @@ def fmt(value: float | None) -> str:
 class RewardFunctionsPanel(QuietStatic):
     def show(self, model: DashboardModel) -> None:
         window, run = model.window_metrics(), model.run_metrics()
-        rows = (("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))),
+        kept = ()
+        if model.dropped:  # every scored group counts in "reward"; this one is over those sent
+            kept = (("reward (sent)", fmt(window.get("metrics/mean_reward_kept")),
+                     fmt(run.get("metrics/mean_reward_kept"))),)
+        rows = (("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))), *kept,
                 *((name, fmt(w), fmt(r)) for name, w, r in model.reward_function_rows()))
         self.show_if_changed(rows, lambda: render_table(rows))
 
