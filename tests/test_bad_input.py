@@ -23,6 +23,7 @@ FAKE_ENVS = {
     "fake-requests-down": ("import requests", "raise requests.ConnectionError('Max retries exceeded with url: /data')"),
     "fake-optional-dep": ("", "import vftui_no_such_dep.judge"),
     "fake-dep-at-import": ("import vftui_no_such_dep_either", "pass"),
+    "fake-newer-verifiers": ("from verifiers.utils.tool_registry import register_tool", "pass"),
     "fake-key-error": ("", "return vf.SingleTurnEnv(dataset=kwargs['dataset'])"),
     "fake-missing-api-key": ("", "vf.ensure_keys(['VFTUI_TEST_JUDGE_KEY'])"),
     "fake-file-missing": ("", "open('/nonexistent/vftui/data.json')"),
@@ -89,6 +90,7 @@ def fails_with(args: list[str], capsys, expected: str) -> str:
         (["--env", "fake-optional-dep"], "environment 'fake-optional-dep' did not load: it needs the Python module "
          "'vftui_no_such_dep', which is not installed; install it (e.g. pip install vftui_no_such_dep)"),
         (["--env", "fake-dep-at-import"], "it needs the Python module 'vftui_no_such_dep_either', which is not"),
+        (["--env", "fake-newer-verifiers"], "it needs 'verifiers.utils.tool_registry', which verifiers 0."),
         (["--env", "fake-key-error"], "environment 'fake-key-error' did not load: KeyError: 'dataset'"),
         (["--env", "fake-missing-api-key"], "did not load: Missing required environment variable(s): VFTUI_TEST_JUDGE"),
         (["--env", "fake-file-missing"], "did not load: FileNotFoundError: [Errno 2] No such file or directory"),

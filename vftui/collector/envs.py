@@ -97,6 +97,11 @@ def load_failure(env_id: str, env_args: dict[str, Any], error: Exception) -> str
         )
     if isinstance(cause, ModuleNotFoundError) and cause.name:
         package = cause.name.split(".")[0]
+        if package in ("verifiers", "atroposlib"):  # installed, so a part of another version is missing
+            return (
+                f"{failed}: it needs '{cause.name}', which {package} {importlib.metadata.version(package)} does "
+                f"not have; the environment was written for another {package} version"
+            )
         return (
             f"{failed}: it needs the Python module '{cause.name}', which is not installed; "
             f"install it (e.g. pip install {package})"
