@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.conftest import json_events, read_jsonl, run_cli
+from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
 from tests.wandb_log import config, history
 from vftui import stats
 
@@ -52,3 +54,18 @@ def test_the_api_key_never_leaves_the_process(tmp_path, sim):
     assert any(p.suffix == ".wandb" for p in files) and any(p.name.endswith(".run.json") for p in files)
     for path in files:
         assert SECRET.encode() not in path.read_bytes(), f"the key leaked into {path}"
+
+
+@pytest.mark.parametrize("fault", [{"status": 500, "count": 3}, {"status": 401, "count": -1}], ids=["retried", "fatal"])
+def test_an_error_body_that_quotes_the_key_is_scrubbed_everywhere(tmp_path, sim, fault):
+    """An endpoint that echoes the Authorization header back must not put the key on screen or in files."""
+    sim_admin(sim, "/sim/faults", {**fault, "message": f"bad request; your header was Bearer {SECRET}, and sk-other12345678"})
+    out = tmp_path / "run" / "groups.jsonl"
+    result = run_cli(["run", "--no-ui", "--json", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url,
+                      "--out", str(out)], tmp_path, OPENAI_API_KEY=SECRET)
+    assert result.returncode == (0 if fault["count"] > 0 else 1), result.stderr
+    if fault["count"] > 0:
+        troubles = [e for e in json_events(result.stdout) if e["event"] == "EndpointTrouble"]
+        assert troubles and all("your header was Bearer ***, and ***" in json.dumps(e) for e in troubles), troubles
+    for text in (result.stdout, result.stderr, *(p.read_text() for p in tmp_path.rglob("*") if p.is_file())):
+        assert SECRET not in text and "sk-other12345678" not in text

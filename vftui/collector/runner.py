@@ -48,6 +48,7 @@ from vftui.events import (
     RunSummary,
 )
 from vftui.groupfile import group_event
+from vftui.redact import scrub, scrub_event
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
@@ -88,12 +89,11 @@ def saved_config(path: Path) -> dict[str, Any]:
 
 
 class EventLogHandler(logging.Handler):
-    """Library log records become LogRecord events, with the API key blanked out."""
+    """Library log records become LogRecord events (``Run.emit`` scrubs keys from them)."""
 
-    def __init__(self, emit: Callable[[Event], None], secret: str) -> None:
+    def __init__(self, emit: Callable[[Event], None]) -> None:
         super().__init__(logging.INFO)
         self._emit = emit
-        self._secret = secret
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno < logging.WARNING and not record.name.startswith("vftui"):
@@ -102,8 +102,6 @@ class EventLogHandler(logging.Handler):
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad log call must not break a run
             message = str(record.msg)
-        if self._secret and len(self._secret) > 4:
-            message = message.replace(self._secret, "***")
         self._emit(LogRecord(record.levelname, record.name, message, record.created))
 
 
@@ -149,6 +147,8 @@ class Run:
         self._http: httpx.AsyncClient | None = None
 
     def emit(self, event: Event) -> None:
+        if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
+            event = scrub_event(event, self._api_key)
         if isinstance(event, GroupCollected):
             self.totals.add(event)
         elif isinstance(event, GroupDropped):
@@ -350,7 +350,8 @@ class Run:
         assert plan is not None and env is not None and controls is not None, "call prepare() first"
         started = time.time()
         loop = asyncio.get_running_loop()
-        handler = EventLogHandler(self.emit, self._api_key if not self.config.simulated else "")
+        loop.set_exception_handler(_quiet_loop_error)
+        handler = EventLogHandler(self.emit)
         loggers = [logging.getLogger(), *map(logging.getLogger, compat.QUIET_LOGGERS)]
         for logger in loggers:
             logger.addHandler(handler)
@@ -468,6 +469,20 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
+
+
+def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's errors as one scrubbed log line instead of a traceback on stderr.
+
+    asyncio's default prints a traceback, whose text can quote an endpoint's error body and
+    so the key. Errors nobody awaited (rollouts verifiers left running when a sibling
+    failed) were already reported through the failure that ended them: debug only.
+    """
+    message = context.get("message", "asyncio error")
+    error = context.get("exception")
+    line = scrub(f"{message}: {type(error).__name__}: {error}" if error is not None else message)
+    level = logging.DEBUG if "never retrieved" in message else logging.WARNING
+    logging.getLogger(__name__).log(level, "%s", line)
 
 
 def _say_rate_limited(limit: int, wait_s: float) -> None:

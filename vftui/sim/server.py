@@ -39,6 +39,7 @@ class Faults:
     """Misbehaviour for the next ``count`` chat requests (``count=-1``: until reset)."""
 
     status: int = 0
+    message: str = ""  # the error body's message, e.g. one that quotes the request's key back
     stall_s: float = 0.0
     malformed: bool = False
     count: int = 0
@@ -168,7 +169,8 @@ async def _misbehave(state: SimState) -> web.Response | None:
         if fault.stall_s:
             await asyncio.sleep(fault.stall_s)
         if fault.status:
-            return web.json_response({"error": {"message": f"simulated {fault.status}"}}, status=fault.status)
+            message = fault.message or f"simulated {fault.status}"
+            return web.json_response({"error": {"message": message}}, status=fault.status)
         if fault.malformed:
             return web.Response(text='{"choices": [', content_type="application/json")
     if state.latency_s:
@@ -278,6 +280,7 @@ async def set_faults(request: web.Request) -> web.Response:
     body = await request.json()
     request.app[SIM].faults = Faults(
         status=int(body.get("status", 0)),
+        message=str(body.get("message", "")),
         stall_s=float(body.get("stall_s", 0.0)),
         malformed=bool(body.get("malformed", False)),
         count=int(body.get("count", 1)),

@@ -1,0 +1,44 @@
+"""API keys never leave the process in text, whoever put them there.
+
+An endpoint's error body can quote the request's ``Authorization`` header back; that
+text then travels as an event to the stderr retry lines, the failure reason, ``--json``,
+the dashboard and the summary. So every event a run emits (except the groups
+themselves, whose messages are training data and stay exact) has its text scrubbed of
+the run's key and of anything shaped like a bearer token or an ``sk-`` key, and so does
+every error sentence the CLI prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+HIDDEN = "***"
+TOKEN_SHAPES = re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def scrub(text: str, secret: str = "") -> str:
+    """``text`` without ``secret`` and without anything that looks like a key.
+
+    A ``secret`` shorter than 8 characters is a placeholder (``EMPTY`` on loopback), not a key.
+    """
+    if len(secret) >= 8:
+        text = text.replace(secret, HIDDEN)
+    return TOKEN_SHAPES.sub(HIDDEN, text)
+
+
+def scrub_event(event: Any, secret: str = "") -> Any:
+    """The event with every text field (and every text key of a dict field) scrubbed."""
+    changes = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, str):
+            clean = scrub(value, secret)
+        elif isinstance(value, dict) and any(isinstance(k, str) for k in value):
+            clean = {scrub(k, secret) if isinstance(k, str) else k: v for k, v in value.items()}
+        else:
+            continue
+        if clean != value:
+            changes[f.name] = clean
+    return dataclasses.replace(event, **changes) if changes else event
