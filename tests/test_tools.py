@@ -40,6 +40,40 @@ def test_messages_are_saved_in_the_openai_chat_format():
         "name": "count_letters", "description": "d", "parameters": {"type": "object"}, "strict": True}}]
 
 
+def plain_tokenizer(tmp_path, template: str):
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    tokenizer.chat_template = template
+    tokenizer.save_pretrained(str(tmp_path))
+    return tokenizer
+
+
+# the tool-call and tool-result parts of a Qwen2.5-style template: arguments always through tojson
+TOJSON_TEMPLATE = (
+    "{%- for m in messages -%}{{- '<|im_start|>' + m['role'] + '\n' + (m['content'] or '') -}}"
+    "{%- for c in m.get('tool_calls') or [] -%}<tool_call>{\"name\": {{ c.function.name | tojson }}, "
+    "\"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{%- endfor -%}{{- '<|im_end|>\n' -}}"
+    "{%- endfor -%}{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\n' -}}{%- endif -%}"
+)
+
+
+def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encode_them_twice(tmp_path):
+    tokenizer = plain_tokenizer(tmp_path, TOJSON_TEMPLATE)
+    from vftui.collector.tokens import renders_tool_calls
+
+    assert renders_tool_calls(tokenizer)
+    saved = compat.plain_messages(verifiers_rollout())
+    assert saved[1]["tool_calls"][0]["function"]["arguments"] == '{"name": "Ada"}', "saved in the OpenAI form"
+    out = sft_tokens(compat.ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), compat.template_messages(saved), "stop")
+    text = tokenizer.decode(out.tokens)
+    assert '"arguments": {"name": "Ada"}' in text and '\\"name' not in text
+
+
+def test_tool_results_given_as_content_parts_are_joined_as_the_model_saw_them():
+    parts = [{"type": "text", "text": "3 "}, {"type": "text", "text": "letters"}]
+    messages = compat.plain_messages([{"role": "tool", "tool_call_id": "c", "content": parts}])
+    assert messages == [{"role": "tool", "content": "3 letters", "tool_call_id": "c"}]
+
+
 def test_the_flat_form_breaks_a_template_that_reads_openai_calls():
     """Why the conversion matters: real templates read call.function.name."""
     with pytest.raises(Exception, match="function"):
@@ -47,7 +81,7 @@ def test_the_flat_form_breaks_a_template_that_reads_openai_calls():
 
 
 def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
-    messages = compat.plain_messages(verifiers_rollout())
+    messages = compat.template_messages(compat.plain_messages(verifiers_rollout()))
     tokenizer = compat.ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
     out = sft_tokens(tokenizer, messages, "stop")
     assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(messages, tools=TOOLS, tokenize=False)
@@ -92,7 +126,8 @@ def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_pat
             assert calls and all(c["type"] == "function" and json.loads(c["function"]["arguments"]) for c in calls)
             results = [m for m in messages if m["role"] == "tool"]
             assert {m["tool_call_id"] for m in results} == {c["id"] for c in calls}, "each result tied to its call"
-            rendered = TOKENIZER.apply_chat_template(messages, tools=group["tools"], tokenize=False)
+            rendered = TOKENIZER.apply_chat_template(compat.template_messages(messages), tools=group["tools"],
+                                                     tokenize=False)
             assert TOKENIZER.decode(tokens) == rendered
             trained = TOKENIZER.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])
             for call in calls:
@@ -102,12 +137,10 @@ def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_pat
 
 def test_a_template_that_ignores_tools_is_refused(tmp_path):
     plain = tmp_path / "plain-tokenizer"
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-    tokenizer.chat_template = (
+    plain_tokenizer(plain, (
         "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
         "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-    )
-    tokenizer.save_pretrained(str(plain))
+    ))
     result = run_cli(["run", "--no-ui", "--env", "alphabet-tools", "--steps", "1", "--tokenizer", str(plain)], tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (

@@ -77,7 +77,8 @@ def load_vf_environment(name: str, args: dict[str, Any]):
     _ask_git_once()
     # verifiers logs a failure before raising it; ours is the one sentence the user reads
     loader_log = logging.getLogger("verifiers.legacy.utils.env_utils")
-    level, loader_log.level = loader_log.level, logging.CRITICAL + 1
+    level = loader_log.level
+    loader_log.setLevel(logging.CRITICAL + 1)
     try:
         return vf.load_environment(name, **args)
     finally:
@@ -107,7 +108,11 @@ def watch_reward_functions(vf_env: Any) -> None:
     the failure still scores 0 for verifiers, and the group's ``REWARD_FAILURES`` list
     tells the collector, which reports the group instead of training on the 0.
     """
-    rubrics = [vf_env.rubric]
+    envs, rubrics = [vf_env], []
+    while envs:  # an EnvGroup keeps its environments, each with its own rubric, in env_map
+        env = envs.pop()
+        envs.extend(getattr(env, "env_map", {}).values())
+        rubrics.append(env.rubric)
     while rubrics:
         rubric = rubrics.pop()
         rubrics.extend(getattr(rubric, "rubrics", []))
@@ -115,7 +120,8 @@ def watch_reward_functions(vf_env: Any) -> None:
 
 
 def _watched(func: Any) -> Any:
-    if getattr(func, "_vftui_watched", False):
+    # verifiers keys metrics by __name__; a callable without one is left as it is
+    if getattr(func, "_vftui_watched", False) or not hasattr(func, "__name__"):
         return func
 
     @functools.wraps(func)
@@ -126,7 +132,7 @@ def _watched(func: Any) -> Any:
         except Exception as e:
             failures = REWARD_FAILURES.get()
             if failures is not None:
-                failures.append((getattr(func, "__name__", "reward"), f"{type(e).__name__}: {e}"))
+                failures.append((func.__name__, f"{type(e).__name__}: {e}"))
             raise
 
     watched._vftui_watched = True
@@ -137,7 +143,7 @@ def reward_function_names(vf_env: Any) -> list[str]:
     return list(vf_env.rubric._get_reward_func_names())
 
 
-MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 
 
 def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
@@ -151,13 +157,47 @@ def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
     out = []
     for message in messages or []:
         data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
-        data["content"] = data.get("content") or ""
+        data["content"] = _text_of(data.get("content"))
         if data.get("tool_calls"):
             data["tool_calls"] = [openai_tool_call(call) for call in data["tool_calls"]]
         else:
             data.pop("tool_calls", None)
         out.append({k: data[k] for k in MESSAGE_KEYS if k in data})
     return out
+
+
+def _text_of(content: Any) -> Any:
+    """Content as the model saw it: text parts joined (as vLLM joins them), ``None`` as ``""``.
+
+    Parts that are not all text (an image) are left for the chat template to render.
+    """
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    return content or ""
+
+
+def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The saved messages as chat templates read them: tool-call arguments as objects.
+
+    The OpenAI format (what is saved) carries arguments as a JSON string; servers such as
+    vLLM parse it before rendering, and templates (Qwen2.5's, Llama 3's) write
+    ``arguments | tojson``, so a string would be encoded twice in the trained tokens.
+    """
+    out = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = [{**call, "function": {**call["function"], "arguments": _parsed(call["function"]["arguments"])}}
+                     for call in message["tool_calls"]]
+            message = {**message, "tool_calls": calls}
+        out.append(message)
+    return out
+
+
+def _parsed(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments  # not JSON: rendered as the model wrote it
 
 
 def openai_tool_call(call: Any) -> dict[str, Any]:
@@ -167,7 +207,7 @@ def openai_tool_call(call: Any) -> dict[str, Any]:
     elif hasattr(call, "model_dump"):
         call = call.model_dump(exclude_none=True)
     function = call.get("function") or call
-    arguments = function.get("arguments", "")
+    arguments = function.get("arguments") or "{}"
     return {
         "id": call.get("id", ""),
         "type": "function",

@@ -280,12 +280,13 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if tools:
                 group.setdefault("tools", tools)  # the schemas the model was sent, for SFT tools
             tokenizer = self.trainer_tokenizer.with_tools(tools)  # the trained prompt shows them too
+            rendered = compat.template_messages(messages)
             if self.process_mode:
-                tokenized = sft_tokens(tokenizer, messages, reason)
+                tokenized = sft_tokens(tokenizer, rendered, reason)
                 stripped.append(tokenized.stripped_end_of_turn)
             else:
                 try:
-                    tokenized = rl_tokens(tokenizer, messages, output[TURNS])
+                    tokenized = rl_tokens(tokenizer, rendered, output[TURNS])
                 except TemplateMismatch as e:
                     raise RunFailed(f"cannot build the rollout's token sequence: {e}") from e
                 group["inference_logprobs"].append(tokenized.logprobs)

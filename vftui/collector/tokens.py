@@ -46,9 +46,9 @@ PROBE_TOOLS = [{"type": "function", "function": {"name": "vftui_probe_tool", "de
                                                  "parameters": {"type": "object", "properties": {}}}}]
 PROBE = [
     {"role": "user", "content": "probe"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "probe_1", "type": "function", "function": {"name": "vftui_probe_tool", "arguments": '{"probe": "x7q"}'}}]},
-    {"role": "tool", "tool_call_id": "probe_1", "content": "probe result 42"},
+    {"role": "assistant", "content": "", "tool_calls": [  # an id Mistral's templates accept: 9 alphanumerics
+        {"id": "probe0001", "type": "function", "function": {"name": "vftui_probe_tool", "arguments": {"probe": "x7q"}}}]},
+    {"role": "tool", "tool_call_id": "probe0001", "content": "probe result 42"},
 ]
 
 
@@ -61,7 +61,8 @@ def renders_tool_calls(tokenizer: Any) -> bool:
         text = tokenizer.apply_chat_template(PROBE, tools=PROBE_TOOLS, tokenize=False)
     except Exception:  # noqa: BLE001 - a template that cannot render tools is the answer, not an error
         return False
-    return all(part in text for part in ("vftui_probe_tool", "x7q", "probe result 42"))
+    written = all(part in text for part in ("vftui_probe_tool", "x7q", "probe result 42"))
+    return written and '\\"x7q' not in text  # arguments written as JSON, not as an escaped string
 
 
 def end_of_turn_start(tokenizer: Any, tokens: list[int]) -> int:

@@ -18,9 +18,10 @@ from vftui.sim.task import FIRST_TURN, LATER_TURN, NAMES, SYSTEM_PROMPT, TAG
 
 TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# ChatML; with tools, Hermes-style (as Qwen2.5 renders them): the schemas in the system turn,
+# ChatML; with tools, Hermes-style (close to Qwen2.5's): the schemas in the system turn,
 # each call as <tool_call> JSON in the assistant turn, each result in a tool turn. Calls are
-# read in the OpenAI form (call.function.name), as real templates read them.
+# read in the OpenAI form (call.function.name) with arguments as objects, as real templates
+# read them (a string is written as it is).
 CHAT_TEMPLATE = (
     "{%- if tools -%}"
     "{{- '<|im_start|>system\n' -}}"
@@ -35,8 +36,9 @@ CHAT_TEMPLATE = (
     "{%- elif message['role'] == 'assistant' and message['tool_calls'] is defined and message['tool_calls'] -%}"
     "{{- '<|im_start|>assistant\n' + (message['content'] or '') -}}"
     "{%- for call in message['tool_calls'] -%}"
+    "{%- set arguments = call['function']['arguments'] -%}"
     "{{- '<tool_call>\n{\"name\": ' + call['function']['name'] | tojson + ', \"arguments\": ' "
-    "+ call['function']['arguments'] + '}\n</tool_call>' -}}"
+    "+ (arguments if arguments is string else arguments | tojson) + '}\n</tool_call>' -}}"
     "{%- endfor -%}"
     "{{- '<|im_end|>\n' -}}"
     "{%- elif message['role'] == 'tool' -%}"

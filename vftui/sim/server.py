@@ -123,7 +123,7 @@ class SimState:
         )
 
     def count_calls(self, calls: list[dict[str, Any]]) -> int:
-        """Completion tokens of tool calls, counted as the shipped template writes them."""
+        """Completion tokens of tool calls, roughly: the JSON of each call's name and arguments."""
         return sum(len(self.tokenizer.encode(json.dumps(call["function"]), add_special_tokens=False)) for call in calls)
 
     def generate_ids(
