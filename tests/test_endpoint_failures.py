@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 
 import pytest
+from aiohttp import web
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
-from vftui.sim.server import BackgroundServer, BackgroundSimServer
+from vftui.sim.server import TOKENIZER_DIR, BackgroundServer, BackgroundSimServer
 
 
 @contextlib.contextmanager
@@ -140,3 +142,40 @@ def test_a_raising_reward_function_reports_its_group_and_the_run_goes_on(sim, tm
                       str(tmp_path / "always.jsonl")], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
     assert always.returncode == 1 and "Traceback" not in always.stderr
     assert "reward function 'exact' failed in 3 groups in a row; last error: KeyError: 'judge_score'" in always.stderr
+
+
+def hostile_app(body: str) -> web.Application:
+    """An OpenAI-compatible endpoint whose chat answers never end, or trickle a byte a second."""
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "hostile", "object": "model"}]})
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        chunk, pause = (b" " * 1024**2, 0.0) if body == "endless" else (b" ", 1.0)
+        try:
+            for _ in range(100_000):  # bounded: ends on its own if the client never gives up
+                await response.write(chunk)
+                await asyncio.sleep(pause)
+        except ConnectionError:
+            pass  # the client gave up, as it should
+        return response
+
+    app = web.Application()
+    app.add_routes([web.get("/v1/models", models), web.post("/v1/chat/completions", chat)])
+    return app
+
+
+@pytest.mark.parametrize("body", ["endless", "trickle"])
+def test_an_endless_or_trickling_body_is_a_bounded_failed_attempt(tmp_path, body):
+    with serve_app(hostile_app(body)) as base_url:
+        started = time.monotonic()
+        result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--base-url", base_url, "--timeout",
+                          "3", "--retries", "1", "--tokenizer", str(TOKENIZER_DIR), "--out", str(tmp_path / "g.jsonl")],
+                         tmp_path, timeout=120)
+        took = time.monotonic() - started
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    reason = {"endless": "the response body passed 67,108,864 bytes", "trickle": "the request took longer than 3 s"}
+    assert "the endpoint failed 2 times in a row" in result.stderr and reason[body] in result.stderr, result.stderr
+    assert took < 60, f"two attempts bounded by --timeout 3 took {took:.0f} s"
