@@ -103,3 +103,18 @@ def test_sim_answers_can_be_as_long_as_a_reasoning_models():
     text = reply.choices[0].message.content
     assert text.startswith("<think>\n") and text.endswith("<alphabetical_sorted>\nAda\nZoe\n</alphabetical_sorted>")
     assert reply.usage.completion_tokens > 1500
+
+
+def test_json_into_a_reader_that_stops_early_ends_the_run_quietly(tmp_path):
+    """``vftui run --json | head -1``: no BrokenPipeError traceback, the groups so far kept."""
+    out = tmp_path / "groups.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vftui", "run", "--no-ui", "--json", "--steps", "200", "--out", str(out)],
+        cwd=tmp_path, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what head does after its line
+    stderr = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert json.loads(first)["event"] and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+    assert proc.returncode in (0, 130) and "run stopped" in stderr, stderr

@@ -7,10 +7,13 @@ before collecting every group; 2 (from the CLI) for bad input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from vftui import stats
@@ -65,14 +68,28 @@ class HeadlessView:
         self._clock_start: float | None = None
         self._simulated = simulated
         self._requests: RequestStats | None = None
+        self.on_reader_gone: Callable[[], None] = lambda: None
 
     def __call__(self, event: Event) -> None:
         if self.json_events:
-            self.out.write(json.dumps(to_json_dict(event), default=str) + "\n")
-            self.out.flush()
+            try:
+                self.out.write(json.dumps(to_json_dict(event), default=str) + "\n")
+                self.out.flush()
+            except BrokenPipeError:
+                self._reader_gone()
         line = self.line_for(event)
         if line:
             print(line, file=self.err, flush=True)
+
+    def _reader_gone(self) -> None:
+        """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.
+
+        stdout is pointed at /dev/null so nothing else (the interpreter's last flush) fails.
+        """
+        self.json_events = False
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+        self.on_reader_gone()
 
     def line_for(self, event: Event) -> str | None:
         if isinstance(event, RunStarted):
@@ -187,6 +204,7 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     run = Run(config, view)
     try:
         run.prepare()
+        view.on_reader_gone = run.controls.stop
         summary = asyncio.run(_drive(run, view))
     finally:
         run.close()
