@@ -35,6 +35,17 @@ def checkpoint_of(out):
     return json.loads(out.with_suffix(".checkpoint.json").read_text())
 
 
+def kill_9_after(args: list[str], out, tmp_path, lines: int) -> list[dict]:
+    """Start a run, kill -9 it once ``lines`` groups are written; the file must hold only whole lines."""
+    proc = start_cli(args, tmp_path)
+    wait_for_lines(out, lines, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    data = out.read_bytes()
+    assert data.endswith(b"\n")
+    return [json.loads(line) for line in data.splitlines()]
+
+
 def assert_resume_completes(out, tmp_path, before: list[dict], steps: int) -> None:
     """--resume appends the rest: every item once, the lines written before untouched."""
     lost = set(range(checkpoint_of(out)["iter"])) - {g["vftui"]["item"] for g in before}
@@ -52,13 +63,7 @@ def assert_resume_completes(out, tmp_path, before: list[dict], steps: int) -> No
 
 def test_kill_9_with_groups_in_flight_loses_only_them(tmp_path, busy_sim):
     out = tmp_path / "run" / "groups.jsonl"
-    proc = start_cli(busy_args(busy_sim, out), tmp_path)
-    wait_for_lines(out, 12, proc)
-    proc.kill()
-    proc.wait(timeout=30)
-    data = out.read_bytes()
-    assert data.endswith(b"\n")
-    killed_at = [json.loads(line) for line in data.splitlines()]
+    killed_at = kill_9_after(busy_args(busy_sim, out), out, tmp_path, 12)
     assert 12 <= len(killed_at) < 100
     written = [g["vftui"]["item"] for g in killed_at]
     assert len(set(written)) == len(written)
@@ -93,13 +98,7 @@ def test_ctrl_c_finishes_the_groups_in_flight_and_twice_cancels_them(tmp_path, b
 
 def test_kill_9_leaves_whole_lines_and_resume_finishes_the_run(tmp_path, slow_sim):
     out = tmp_path / "run" / "groups.jsonl"
-    proc = start_cli(run_args(slow_sim, out), tmp_path)
-    wait_for_lines(out, 5, proc)
-    proc.kill()
-    proc.wait(timeout=30)
-    data = out.read_bytes()
-    assert data.endswith(b"\n")
-    killed_at = [json.loads(line) for line in data.splitlines()]
+    killed_at = kill_9_after(run_args(slow_sim, out), out, tmp_path, 5)
     assert 5 <= len(killed_at) < 40
     assert_resume_completes(out, tmp_path, killed_at, 40)
 

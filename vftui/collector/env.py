@@ -327,15 +327,19 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
                 meta = scored_data[META]
-                self.ledger.mark_done(meta["item"])  # seen and judged: a resume does not collect it again
-                if self.hooks.checkpoint_path is not None:
-                    self.save_checkpoint(self.curr_step)
+                self._item_done(meta["item"])  # seen and judged: a resume does not collect it again
                 dropped = GroupDropped(meta["item"], self._drop_reason(scored_data), list(scored_data["scores"]),
                                        meta["metrics"], meta["turns"])
                 self.window.add(dropped)
                 self.hooks.emit(dropped)
         finally:
             self._group_done(written)
+
+    def _item_done(self, item: int) -> None:
+        """Written, dropped or failed: done in the ledger and in the checkpoint."""
+        self.ledger.mark_done(item)
+        if self.hooks.checkpoint_path is not None:
+            self.save_checkpoint(self.curr_step)
 
     def _drop_reason(self, group: ScoredDataGroup) -> str:
         if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
@@ -348,9 +352,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         """A group is on disk: checkpoint it, count it in the window, announce it."""
         self.groups_written += 1
         meta = group[META]
-        self.ledger.mark_done(meta["item"])
-        if self.hooks.checkpoint_path is not None:
-            self.save_checkpoint(self.curr_step)
+        self._item_done(meta["item"])
         self.hooks.on_tokens(sum(sum(1 for m in mask if m != -100) for mask in group["masks"]))
         event = GroupCollected(
             index=self.groups_written,
@@ -379,9 +381,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                 f"reward function '{name}' failed in {self._reward_failures_in_a_row} groups in a row; "
                 f"last error: {error}"
             )
-        self.ledger.mark_done(item["_item"])
-        if self.hooks.checkpoint_path is not None:
-            self.save_checkpoint(self.curr_step)
+        self._item_done(item["_item"])
         self.hooks.emit(GroupDropped(item["_item"], f"reward function '{name}' failed: {error}"))
 
     def release_unstarted(self, item: dict[str, Any]) -> None:

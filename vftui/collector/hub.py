@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -27,31 +28,31 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     return True
 
 
-def check_tokenizer(name: str) -> None:
-    """Make sure ``name`` loads here; may switch the process to offline (cached) mode."""
+def check_tokenizer(name: str) -> Any:
+    """The tokenizer ``name``, loaded here to make sure it loads; may switch the process to
+    offline (cached) mode."""
     from transformers import AutoTokenizer
 
     if Path(name).expanduser().is_dir():
         try:
-            AutoTokenizer.from_pretrained(str(Path(name).expanduser()))
+            return AutoTokenizer.from_pretrained(str(Path(name).expanduser()))
         except Exception as e:  # transformers raises many kinds for a bad folder
             raise UserError(f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__})") from e
-        return
     try:
-        AutoTokenizer.from_pretrained(name, local_files_only=True)
-        cached = True
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
     except Exception:  # not in the cache (or not a valid name)
-        cached = False
+        tokenizer = None
     if hub_reachable():
-        if not cached:
+        if tokenizer is None:
             try:
-                AutoTokenizer.from_pretrained(name)
+                tokenizer = AutoTokenizer.from_pretrained(name)
             except Exception as e:
                 raise UserError(f"cannot load tokenizer '{name}' from the Hugging Face Hub ({type(e).__name__})") from e
-        return
-    if not cached:
+        return tokenizer
+    if tokenizer is None:
         raise UserError(
             f"cannot load tokenizer '{name}': it is not in the local cache and the Hugging Face Hub "
             "is unreachable; pass a tokenizer folder with --tokenizer"
         )
     os.environ["HF_HUB_OFFLINE"] = "1"
+    return tokenizer

@@ -177,8 +177,7 @@ class Run:
             model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
             default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
             tokenizer = cfg.tokenizer or default
-        hub.check_tokenizer(tokenizer)
-        self._check_tools(vf_env, tokenizer)
+        self._check_tools(vf_env, tokenizer, hub.check_tokenizer(tokenizer))
         if cfg.mode == "rl":
             self._start_trajectory_side()
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, groups_before)
@@ -191,13 +190,11 @@ class Run:
             self._write_run_file()
         return self.plan
 
-    def _check_tools(self, vf_env: Any, tokenizer: str) -> None:
+    def _check_tools(self, vf_env: Any, tokenizer: str, loaded: Any) -> None:
         """An environment with tools needs a template that renders them, and in rl a tool parser."""
         if not compat.env_tools(vf_env):
             return
-        from transformers import AutoTokenizer
-
-        if not renders_tool_calls(AutoTokenizer.from_pretrained(tokenizer)):
+        if not renders_tool_calls(loaded):
             raise UserError(
                 f"the chat template of tokenizer '{tokenizer}' does not render tool calls, so the training data "
                 "would lose them; use a tokenizer whose template renders tools (--tokenizer)"

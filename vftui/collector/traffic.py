@@ -272,8 +272,10 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         status = response.status_code
         if status in RATE_LIMITED and not any(marker in response.content for marker in NOT_A_RATE_LIMIT):
             asked = retry_after_s(response)
-        elif status in SLOW_DOWN and (asked := retry_after_s(response)) is not None:
-            pass
+        elif status in SLOW_DOWN:
+            asked = retry_after_s(response)
+            if asked is None:
+                return None
         else:
             return None
         usual = backoff_seconds(rejection)
