@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from vftui.collector.trajectory_api import ApiProcess
-from vftui.sim.server import BackgroundSimServer
+from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -100,6 +101,16 @@ def slow_sim() -> Iterator[BackgroundSimServer]:
     server = BackgroundSimServer(seed=0, latency_s=0.05).start()
     try:
         yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def serve_app(app) -> Iterator[str]:
+    """An aiohttp app (an endpoint that misbehaves on purpose) on a loopback port; yields its /v1 URL."""
+    server = BackgroundServer(app).start()
+    try:
+        yield server.base_url
     finally:
         server.stop()
 

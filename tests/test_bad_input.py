@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, serve_app
 from vftui.cli import main
 from vftui.collector import compat, envs
 
@@ -112,8 +112,6 @@ def test_unreachable_endpoint(capsys):
 
 def test_endpoint_that_is_not_an_openai_api(capsys, tmp_path):
     from aiohttp import web
-
-    from tests.test_endpoint_failures import serve_app
 
     async def not_json(request):
         return web.Response(text="<html>hello</html>")

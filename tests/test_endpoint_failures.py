@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import pytest
 from aiohttp import web
 
-from tests.conftest import json_events, read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
-from vftui.sim.server import TOKENIZER_DIR, BackgroundServer, BackgroundSimServer
-
-
-@contextlib.contextmanager
-def serve_app(app):
-    server = BackgroundServer(app).start()
-    try:
-        yield server.base_url
-    finally:
-        server.stop()
+from tests.conftest import json_events, read_jsonl, run_cli, serve_app, sim_admin, start_cli, wait_for_lines
+from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 
 
 def run_against(sim, tmp_path, *extra: str, steps: int = 4):

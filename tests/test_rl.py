@@ -7,7 +7,6 @@ checks them against what the simulated inference server returned.
 from __future__ import annotations
 
 import re
-
 import signal
 import subprocess
 import threading

@@ -10,6 +10,7 @@ from vftui import __version__, paths
 from vftui.config import DEFAULT_API_URL
 from vftui.errors import RunFailed, UserError
 from vftui.groupfile import ORDERS
+from vftui.printable import printable
 from vftui.redact import scrub
 
 DESCRIPTION = """\
@@ -266,10 +267,10 @@ def main(argv: list[str] | None = None) -> int:
                     "watch": _watch}
         return commands[args.command](args)
     except UserError as e:
-        print(f"vftui: error: {scrub(str(e))}", file=sys.stderr)
+        print(f"vftui: error: {printable(scrub(str(e)))}", file=sys.stderr)
         return e.exit_code
     except RunFailed as e:
-        print(f"vftui: run failed: {scrub(str(e))}", file=sys.stderr)
+        print(f"vftui: run failed: {printable(scrub(str(e)))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("vftui: interrupted", file=sys.stderr)

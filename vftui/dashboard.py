@@ -43,5 +43,5 @@ def run_dashboard(config: RunConfig) -> int:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
     view = HeadlessView(json_events=False, simulated=prepared.simulated)
-    print(view.summary_text(summary), file=sys.stderr)
+    view.say(view.summary_text(summary))
     return exit_code(summary) if summary.state is not RunState.FAILED else EXIT_FAILED

@@ -10,6 +10,7 @@ import dataclasses
 import enum
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -268,6 +269,25 @@ class RunControls(Protocol):
     def dump(self, path: Path | None = None) -> Path: ...
 
     def stop(self) -> None: ...
+
+
+def with_texts(event: Event, change: Callable[[str], str]) -> Event:
+    """The event with ``change`` applied to its text fields, the texts of its list fields and
+    its dicts' text keys (a group's messages, lists of dicts, are left alone)."""
+    changes = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, str):
+            new = change(value)
+        elif isinstance(value, list) and value and any(isinstance(v, str) for v in value):
+            new = [change(v) if isinstance(v, str) else v for v in value]
+        elif isinstance(value, dict) and any(isinstance(k, str) for k in value):
+            new = {change(k) if isinstance(k, str) else k: v for k, v in value.items()}
+        else:
+            continue
+        if new != value:
+            changes[f.name] = new
+    return dataclasses.replace(event, **changes) if changes else event
 
 
 def to_json_dict(event: Event) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from vftui.events import (
     TemperatureChanged,
     to_json_dict,
 )
+from vftui.printable import printable
 
 if TYPE_CHECKING:  # the dashboard imports this module for its summary and exit codes, not the collector
     from vftui.collector.runner import Run
@@ -79,7 +80,11 @@ class HeadlessView:
                 self._reader_gone()
         line = self.line_for(event)
         if line:
-            print(line, file=self.err, flush=True)
+            self.say(line)
+
+    def say(self, text: str) -> None:
+        """A line for a person, with anything from outside made harmless for the terminal."""
+        print(printable(text), file=self.err, flush=True)
 
     def _reader_gone(self) -> None:
         """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.

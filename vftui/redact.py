@@ -10,9 +10,9 @@ every error sentence the CLI prints.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Any
+
+from vftui.events import Event, with_texts
 
 HIDDEN = "***"
 TOKEN_SHAPES = re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
@@ -28,17 +28,6 @@ def scrub(text: str, secret: str = "") -> str:
     return TOKEN_SHAPES.sub(HIDDEN, text)
 
 
-def scrub_event(event: Any, secret: str = "") -> Any:
+def scrub_event(event: Event, secret: str = "") -> Event:
     """The event with every text field (and every text key of a dict field) scrubbed."""
-    changes = {}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, str):
-            clean = scrub(value, secret)
-        elif isinstance(value, dict) and any(isinstance(k, str) for k in value):
-            clean = {scrub(k, secret) if isinstance(k, str) else k: v for k, v in value.items()}
-        else:
-            continue
-        if clean != value:
-            changes[f.name] = clean
-    return dataclasses.replace(event, **changes) if changes else event
+    return with_texts(event, lambda text: scrub(text, secret))

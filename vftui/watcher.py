@@ -12,6 +12,7 @@ import time
 
 from vftui.collector import trajectory_api
 from vftui.events import ApiStatus
+from vftui.printable import printable
 
 
 def status_line(status: ApiStatus) -> str:
@@ -30,7 +31,7 @@ def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
 
     def emit(status: ApiStatus) -> None:
         nonlocal polls
-        print(status_line(status), flush=True)
+        print(printable(status_line(status)), flush=True)
         polls += 1
         if count is not None and polls >= count:
             stop.set()

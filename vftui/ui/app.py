@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
 from vftui.events import GroupCollected, RunControls, RunState, RunSummary
+from vftui.printable import printable
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import Inbox
@@ -229,9 +230,9 @@ class VftuiApp(App[RunSummary | None]):
         try:
             path: Path = self.controls.dump()
         except OSError as e:
-            self.notify(f"dump failed: {e}", title="dump", severity="error", timeout=8)
+            self.notify(printable(f"dump failed: {e}"), title="dump", severity="error", timeout=8, markup=False)
             return
-        self.notify(f"dumped the groups in memory to {path}", title="dump", timeout=8)
+        self.notify(printable(f"dumped the groups in memory to {path}"), title="dump", timeout=8, markup=False)
 
     def action_cursor(self, step: int) -> None:
         self.table.action_move(step)
@@ -284,7 +285,7 @@ class VftuiApp(App[RunSummary | None]):
             return
         if worker.error is not None:
             self.model.fail(f"collector crashed: {worker.error}")
-            self.notify(self.model.detail, severity="error", timeout=30)
+            self.notify(self.model.detail, severity="error", timeout=30, markup=False)
         else:
             self.result = worker.result
         self.tick()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from vftui.printable import printable
+
 
 class TokenDecoder:
     """Wraps a Hugging Face tokenizer; without one, tokens show as their ids."""
@@ -32,4 +34,4 @@ class TokenDecoder:
     def _piece(self, token_id: int) -> str:
         if self._tokenizer is None:
             return f"<{token_id}>"
-        return self._tokenizer.decode([token_id])
+        return printable(self._tokenizer.decode([token_id]))

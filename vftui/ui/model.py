@@ -30,7 +30,9 @@ from vftui.events import (
     RunStatus,
     RunSummary,
     TemperatureChanged,
+    with_texts,
 )
+from vftui.printable import printable
 
 HISTORY = 240
 LOG_LINES = 500
@@ -111,7 +113,7 @@ class DashboardModel:
     def apply(self, events: list[Event]) -> bool:
         """Fold a batch; True if anything visible changed."""
         for event in events:
-            self._apply(event)
+            self._apply(with_texts(event, printable))  # nothing from outside drives the terminal
         if events:
             self.version += 1
         return bool(events)
@@ -185,8 +187,8 @@ class DashboardModel:
 
     def fail(self, detail: str) -> None:
         """The run ended without a summary (its process died): a failed run, in the log too."""
-        self.state, self.detail = RunState.FAILED, detail
-        self.note("ERROR", detail)
+        self.state, self.detail = RunState.FAILED, printable(detail)
+        self.note("ERROR", self.detail)
         self.version += 1
 
     def note(self, level: str, message: str) -> None:

@@ -24,7 +24,7 @@ class FilterScreen(ModalScreen[str | None]):
         with Vertical(id="filter-box"):
             yield Static("filter groups (empty shows all), enter to apply, esc to cancel")
             yield Input(value=self._current, placeholder="varied reward<0.8", id="filter-input")
-            yield Static(FILTER_HELP, id="filter-error", classes="hint")
+            yield Static(FILTER_HELP, id="filter-error", classes="hint", markup=False)  # it quotes what was typed
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.quiet_static import QuietStatic
@@ -30,5 +31,5 @@ def render_table(rows: tuple[tuple[str, str, str], ...]) -> Table:
     table.add_column("window", justify="right", min_width=6, no_wrap=True)
     table.add_column("run", justify="right", min_width=6, no_wrap=True)
     for i, row in enumerate(rows):
-        table.add_row(*row, style="bold" if i == 0 else None)
+        table.add_row(*map(Text, row), style="bold" if i == 0 else None)  # names are the env's, not markup
     return table

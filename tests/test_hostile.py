@@ -1,0 +1,134 @@
+"""Hostile inputs (issue 15): nothing from outside drives the terminal.
+
+The hostile endpoint is the simulated one behind a loopback proxy that lists a model id
+full of escape sequences and appends more of them to every answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from tests.conftest import read_jsonl, run_cli, serve_app, tmux_cli_command
+from vftui.printable import printable
+from vftui.sim.server import TOKENIZER_DIR
+
+TITLE_AND_CLIPBOARD = "\x1b]0;PWNTITLE\x07\x1b]52;c;UFdOQ0xJUA==\x07"
+EVIL_MODEL = f"x{TITLE_AND_CLIPBOARD}"
+EVIL_CONTENT = f" \x1b[2J\x1b]0;PWNCONTENT\x07\x9b31m\u202eevil"
+
+
+def hostile_proxy(upstream: str) -> web.Application:
+    """/models lists EVIL_MODEL; every chat answer ends in EVIL_CONTENT."""
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": EVIL_MODEL, "object": "model"}]})
+
+    async def chat(request: web.Request) -> web.Response:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{upstream}/chat/completions", json=await request.json()) as answer:
+                body = await answer.json()
+        for choice in body.get("choices", []):
+            if choice["message"].get("content"):
+                choice["message"]["content"] += EVIL_CONTENT
+        return web.json_response(body)
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/chat/completions", chat)
+    return app
+
+
+@pytest.fixture
+def hostile(sim) -> Iterator[str]:
+    with serve_app(hostile_proxy(sim.base_url)) as base_url:
+        yield base_url
+
+
+def test_printable_shows_controls_and_keeps_the_rest():
+    assert printable("a\x1b]0;t\x07b") == "a␛]0;t␇b"
+    assert printable("\x9b31m \x7f \u202eabc") == "\\x9b31m ␡ \\u202eabc"
+    text = "lines\n\ttabbed, ünïcode, 漢字, emoji 🙂"
+    assert printable(text) is text
+
+
+def test_headless_lines_carry_no_escape_and_the_file_stays_exact(tmp_path, hostile):
+    out = tmp_path / "groups.jsonl"
+    result = run_cli(["run", "--no-ui", "--verbose", "--steps", "2", "--group-size", "2", "--base-url", hostile,
+                      "--tokenizer", str(TOKENIZER_DIR), "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for control in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert control not in result.stderr
+    assert "x␛]0;PWNTITLE␇␛]52;c;UFdOQ0xJUA==␇" in result.stderr  # the model id, shown for what it is
+    groups = read_jsonl(out)
+    assert groups[0]["vftui"]["model"] == EVIL_MODEL
+    assert all(m[-1]["content"].endswith(EVIL_CONTENT) for g in groups for m in g["messages"])
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+@contextlib.contextmanager
+def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
+    """A tmux session running ``command`` that accepts clipboard writes, with its output bytes recorded."""
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    raw = tmp_path / f"{session}.bytes"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", "sleep 600")
+    try:
+        tmux("set-option", "-t", session, "set-clipboard", "on")
+        tmux("pipe-pane", "-t", session, f"cat >> {shlex.quote(str(raw))}")
+        tmux("respawn-pane", "-k", "-t", session, command)
+        yield session, raw
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+
+
+def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if text in screen:
+            return screen
+        assert time.monotonic() < deadline, f"{text!r} never appeared; the screen was:\n{screen}"
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_dashboard_and_view_show_escapes_without_obeying_them(tmp_path, hostile):
+    out = tmp_path / "groups.jsonl"
+    buffers_before = tmux("list-buffers") if subprocess.run(["tmux", "list-buffers"], capture_output=True,
+                                                            check=False).returncode == 0 else ""
+    run = tmux_cli_command(tmp_path, f"run --steps 3 --group-size 2 --base-url {hostile} "
+                           f"--tokenizer {TOKENIZER_DIR} --out {shlex.quote(str(out))}")
+    with recorded_pane(tmp_path, f"{run}; echo EXIT=$?; sleep 600") as (session, raw):
+        wait_for_screen(session, "x␛]0;PWNTITLE")
+        wait_for_screen(session, "finished")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXIT=0")
+        title = tmux("display-message", "-p", "-t", session, "#{pane_title}")
+    assert "PWN" not in title
+    view = tmux_cli_command(tmp_path, f"view {shlex.quote(str(out))}")
+    with recorded_pane(tmp_path, f"{view}; echo EXIT=$?; sleep 600") as (session, raw_view):
+        wait_for_screen(session, "x␛]0;PWNTITLE")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXIT=0")
+        view_title = tmux("display-message", "-p", "-t", session, "#{pane_title}")
+    assert "PWN" not in view_title
+    buffers_after = subprocess.run(["tmux", "list-buffers"], capture_output=True, text=True, check=False).stdout
+    assert buffers_after == buffers_before and "UFdOQ0xJUA" not in buffers_after
+    for recording in (raw, raw_view):
+        data = recording.read_bytes()
+        assert b"PWNTITLE" in data  # the pane did show the id...
+        assert b"\x1b]0;PWN" not in data and b"\x1b]52;" not in data  # ...as text
+        assert data.count(b"\x07") == data.count(b"\x1b]22;"), "a BEL that is not Textual's own pointer-shape OSC"
