@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shlex
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ from vftui.sim.server import TOKENIZER_DIR
 
 TITLE_AND_CLIPBOARD = "\x1b]0;PWNTITLE\x07\x1b]52;c;UFdOQ0xJUA==\x07"
 EVIL_MODEL = f"x{TITLE_AND_CLIPBOARD}"
-EVIL_CONTENT = f" \x1b[2J\x1b]0;PWNCONTENT\x07\x9b31m\u202eevil"
+EVIL_CONTENT = " \x1b[2J\x1b]0;PWNCONTENT\x07\x9b31m\u202eevil"
 
 
 def hostile_proxy(upstream: str) -> web.Application:
@@ -132,3 +133,82 @@ def test_dashboard_and_view_show_escapes_without_obeying_them(tmp_path, hostile)
         assert b"PWNTITLE" in data  # the pane did show the id...
         assert b"\x1b]0;PWN" not in data and b"\x1b]52;" not in data  # ...as text
         assert data.count(b"\x07") == data.count(b"\x1b]22;"), "a BEL that is not Textual's own pointer-shape OSC"
+
+
+NAN_REWARD_ENV = '''
+import math
+
+import verifiers as vf
+from datasets import Dataset
+
+
+def exact(completion, info, **kwargs):
+    return {"nan": math.nan, "inf": -math.inf}.get(info["kind"], 1.0)
+
+
+class OwnTotal(vf.Rubric):
+    """A rubric of its own that writes a NaN total, past any reward function."""
+
+    async def score_rollout(self, state):
+        await super().score_rollout(state)
+        if state["info"]["kind"] == "total":
+            state["reward"] = math.nan
+
+    async def score_group(self, states):
+        await super().score_group(states)
+        for state in states:
+            if state["info"]["kind"] == "total":
+                state["reward"] = math.nan
+
+
+def load_environment(kinds="ok nan ok inf total ok"):
+    rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": "", "info": {"kind": k}}
+            for k in kinds.split()]
+    return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=OwnTotal(funcs=[exact]))
+'''
+
+
+def strict_json(line: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in {line[:200]}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_a_non_finite_reward_drops_its_group_naming_the_function_and_json_stays_strict(tmp_path, sim):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "nan_reward.py").write_text(NAN_REWARD_ENV)
+    out = tmp_path / "groups.jsonl"
+    base = ["run", "--no-ui", "--json", "--env", "nan-reward", "--group-size", "2", "--base-url", sim.base_url]
+    result = run_cli([*base, "--steps", "3", "--out", str(out)], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    assert result.returncode == 0, result.stderr
+    events = [strict_json(line) for line in result.stdout.splitlines()]
+    dropped = {e["item"]: e["reason"] for e in events if e["event"] == "GroupDropped"}
+    assert dropped == {
+        1: "reward function 'exact' failed: ValueError: returned nan, not a finite number",
+        3: "reward function 'exact' failed: ValueError: returned -inf, not a finite number",
+        4: "the rubric's total reward failed: not a finite number",
+    }
+    assert "group of item 1 not sent: reward function 'exact' failed" in result.stderr
+    groups = [strict_json(line) for line in out.read_text().splitlines()]
+    assert {g["vftui"]["item"] for g in groups} == {0, 2, 5} and all(s == 1.0 for g in groups for s in g["scores"])
+
+    always = run_cli([*base, "--env-args", '{"kinds": "total total total total"}', "--steps", "4", "--retries", "1",
+                      "--out", str(tmp_path / "always.jsonl")], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    assert always.returncode == 1 and "Traceback" not in always.stderr
+    assert "the rubric's total reward failed in 2 groups in a row" in always.stderr
+
+
+def test_view_skips_lines_with_nan_or_infinity_and_names_them(tmp_path):
+    from vftui.groupfile import replay
+
+    good = {"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [0.5]}
+    path = tmp_path / "groups.jsonl"
+    lines = [json.dumps(good), json.dumps({**good, "scores": [math.nan]}), json.dumps({**good, "scores": [math.inf]})]
+    path.write_text("\n".join(lines) + "\n")
+    events, skipped = replay(path, "")
+    assert skipped == 2
+    problems = [e.message for e in events if type(e).__name__ == "LogRecord"]
+    assert problems == ["groups.jsonl line 2 skipped: not strict JSON (NaN is not JSON)",
+                        "groups.jsonl line 3 skipped: not strict JSON (Infinity is not JSON)"]
+    assert [e.scores for e in events if type(e).__name__ == "GroupCollected"] == [[0.5]]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import math
 import time
 from array import array
 from collections.abc import Callable
@@ -288,6 +290,25 @@ def with_texts(event: Event, change: Callable[[str], str]) -> Event:
         if new != value:
             changes[f.name] = new
     return dataclasses.replace(event, **changes) if changes else event
+
+
+def to_json_line(event: Event) -> str:
+    """The event as one line of strict JSON; a NaN or infinite figure becomes null."""
+    body = to_json_dict(event)
+    try:
+        return json.dumps(body, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(body), default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def to_json_dict(event: Event) -> dict[str, Any]:

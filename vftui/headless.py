@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -31,7 +30,7 @@ from vftui.events import (
     RunStatus,
     RunSummary,
     TemperatureChanged,
-    to_json_dict,
+    to_json_line,
 )
 from vftui.printable import printable
 
@@ -74,7 +73,7 @@ class HeadlessView:
     def __call__(self, event: Event) -> None:
         if self.json_events:
             try:
-                self.out.write(json.dumps(to_json_dict(event), default=str) + "\n")
+                self.out.write(to_json_line(event) + "\n")
                 self.out.flush()
             except BrokenPipeError:
                 self._reader_gone()

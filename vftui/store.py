@@ -18,7 +18,12 @@ from typing import Any
 
 
 def encode_line(obj: Any) -> bytes:
-    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    """One strict JSON line: NaN and infinity are refused (the collector drops such groups first)."""
+    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def unique_path(path: Path) -> Path:
@@ -126,9 +131,12 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw, parse_constant=_refuse_constant)
             except json.JSONDecodeError as e:
                 yield BadLine(number, f"not JSON ({e.msg})")
+                continue
+            except ValueError as e:  # NaN, Infinity
+                yield BadLine(number, f"not strict JSON ({e})")
                 continue
             if not isinstance(obj, dict) or "scores" not in obj or "tokens" not in obj:
                 yield BadLine(number, "not a scored group (no tokens/scores)")
@@ -139,5 +147,5 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Replace ``path`` in one rename, so a crash leaves the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
     os.replace(tmp, path)

@@ -35,4 +35,4 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     app.run()
     if skipped:
         print(f"vftui view: {skipped} malformed lines in {path} were skipped (see the log panel)", file=sys.stderr)
-    return 0
+    return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

@@ -11,6 +11,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import os
 import warnings
 from typing import Any
@@ -104,6 +105,9 @@ REWARD_FAILURES: contextvars.ContextVar[list[tuple[str, str]] | None] = contextv
 def watch_reward_functions(vf_env: Any) -> None:
     """Record a reward function that raises, which verifiers logs and silently scores 0.
 
+    One that returns NaN or infinity raises here: a non-finite reward poisons a group's
+    advantages and is not JSON.
+
     Each function keeps its signature (verifiers picks its arguments from it) and name;
     the failure still scores 0 for verifiers, and the group's ``REWARD_FAILURES`` list
     tells the collector, which reports the group instead of training on the 0.
@@ -128,12 +132,15 @@ def _watched(func: Any) -> Any:
     async def watched(*args: Any, **kwargs: Any) -> Any:
         try:
             result = func(*args, **kwargs)
-            return await result if inspect.isawaitable(result) else result
+            result = await result if inspect.isawaitable(result) else result
+            if isinstance(result, (int, float)) and not math.isfinite(result):
+                raise ValueError(f"returned {result}, not a finite number")
         except Exception as e:
             failures = REWARD_FAILURES.get()
             if failures is not None:
                 failures.append((func.__name__, f"{type(e).__name__}: {e}"))
             raise
+        return result
 
     watched._vftui_watched = True
     return watched

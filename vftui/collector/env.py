@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,14 @@ logger = logging.getLogger(__name__)
 META = "vftui"
 TURNS = "_vftui_turns"
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
+
+
+def _first_non_finite(scores: list[float], metrics: dict[str, list[float]]) -> str | None:
+    """Which metric (or the total reward) has a NaN or infinite value, if any."""
+    for name, values in metrics.items():
+        if not all(map(math.isfinite, values)):
+            return f"metric '{name}'"
+    return None if all(map(math.isfinite, scores)) else "the rubric's total reward"
 
 
 class VfEnvConfig(BaseEnvConfig):
@@ -265,9 +274,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         if outputs is None:
             return None
         if failures := compat.REWARD_FAILURES.get():
-            self._reward_failed(item, *failures[0])
+            name, error = failures[0]
+            self._reward_failed(item, f"reward function '{name}'", error)
             return None
-        self._reward_failures_in_a_row = 0
         group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
         if not self.process_mode:
             group["inference_logprobs"] = []
@@ -300,6 +309,10 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             for name, value in (output.get("metrics") or {}).items():
                 if isinstance(value, (int, float)):
                     metrics.setdefault(name, []).append(float(value))
+        if (bad := _first_non_finite(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
+            self._reward_failed(item, bad, "not a finite number")
+            return None
+        self._reward_failures_in_a_row = 0
         self._score_range = stats.widen(self._score_range, group["scores"])
         group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
         group[META] = {
@@ -373,16 +386,16 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.window.add(event)
         self.hooks.emit(event)
 
-    def _reward_failed(self, item: dict[str, Any], name: str, error: str) -> None:
-        """verifiers scored a raising reward function 0: report the group instead of keeping it."""
+    def _reward_failed(self, item: dict[str, Any], what: str, error: str) -> None:
+        """A reward function raised (verifiers scored it 0) or a reward was not finite: report the group."""
         self._reward_failures_in_a_row += 1
         if self._reward_failures_in_a_row > self.hooks.max_retries:
             raise RunFailed(
-                f"reward function '{name}' failed in {self._reward_failures_in_a_row} groups in a row; "
+                f"{what} failed in {self._reward_failures_in_a_row} groups in a row; "
                 f"last error: {error}"
             )
         self._item_done(item["_item"])
-        self.hooks.emit(GroupDropped(item["_item"], f"reward function '{name}' failed: {error}"))
+        self.hooks.emit(GroupDropped(item["_item"], f"{what} failed: {error}"))
 
     def release_unstarted(self, item: dict[str, Any]) -> None:
         """Give back the slot of a claimed item whose group never started (cancelled first)."""
