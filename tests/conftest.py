@@ -23,8 +23,8 @@ from vftui.sim.server import BackgroundServer, BackgroundSimServer
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """A clean environment: platformdirs and wandb point into tmp_path, no real key."""
+def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
+    """A clean environment: platformdirs and wandb point into tmp_path, no real key (``NAME=None`` unsets one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VFTUI_", "WANDB_", "OPENAI_"))}
     env.update(
         XDG_CONFIG_HOME=str(tmp_path / "xdg-config"),
@@ -34,7 +34,7 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)
-    return env
+    return {k: v for k, v in env.items() if v is not None}
 
 
 def tmux_cli_command(tmp_path: Path, args: str) -> str:
@@ -44,7 +44,7 @@ def tmux_cli_command(tmp_path: Path, args: str) -> str:
     return f"env {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 
-def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
+def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "vftui", *args],
         cwd=tmp_path,

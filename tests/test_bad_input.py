@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, serve_app
+from tests.conftest import free_port, run_cli, serve_app
 from vftui.cli import main
 from vftui.collector import compat, envs
 
@@ -184,3 +185,81 @@ def test_resume_with_a_bad_setting(args, expected, tmp_path, capsys):
     assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)]) == 0
     capsys.readouterr()
     fails_with(["--resume", str(out.parent), *args], capsys, expected)
+
+
+def test_config_file_that_is_not_utf8(tmp_path, capsys):
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes("group-size = 4 # caf\xe9\n".encode("latin-1"))
+    fails_with(["--config", str(bad)], capsys, "is not UTF-8 text")
+
+
+def test_config_file_whose_run_is_not_a_table(tmp_path, capsys):
+    bad = tmp_path / "c.toml"
+    bad.write_text("run = 3\n")
+    fails_with(["--config", str(bad)], capsys, "'run' must be a table")
+
+
+def test_a_number_too_big_for_any_run(monkeypatch, capsys):
+    monkeypatch.setenv("VFTUI_WINDOW", "9" * 20)
+    fails_with([], capsys, "invalid --window (from VFTUI_WINDOW): Input should be less than or equal to 100000")
+
+
+def test_out_that_is_not_a_regular_file(capsys):
+    fails_with(["--out", "/dev/null"], capsys, "--out /dev/null is not a regular file")
+    assert not any(p.name.startswith("null.") for p in Path("/dev").iterdir())
+
+
+def test_view_of_a_folder(tmp_path, capsys):
+    assert main(["view", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"vftui: error: {tmp_path} is a folder; name a .jsonl file in it"
+
+
+@pytest.fixture
+def finished_run(tmp_path, capsys):
+    out = tmp_path / "x" / "groups.jsonl"
+    assert main(["run", "--no-ui", "--steps", "2", "--group-size", "2", "--out", str(out)]) == 0
+    capsys.readouterr()
+    return out
+
+
+def test_resume_with_a_damaged_checkpoint(finished_run, capsys):
+    finished_run.with_suffix(".checkpoint.json").write_text('{"done_below": "many"')
+    fails_with(["--resume", str(finished_run)], capsys, "the checkpoint")
+    finished_run.with_suffix(".checkpoint.json").write_text("[1, 2]")
+    line = fails_with(["--resume", str(finished_run)], capsys, "is damaged (it is not a JSON object); remove it")
+    assert "groups dropped before would be collected again" in line
+
+
+@pytest.mark.parametrize(
+    ("first_line", "expected"),
+    [
+        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "vftui": [1]}\n',
+         "line 1 of {out} is not a group vftui can read (ValueError: its 'vftui' is not an object)"),
+        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "note": "\xff\xfe"}\n', "line 1 of {out} is not UTF-8 text"),
+        (b'{"tokens": [[1]], "masks": [[1]], "scores": [NaN]}\n', "line 1 of {out} is not strict JSON (NaN is not JSON)"),
+    ],
+    ids=["meta-not-object", "not-utf8", "nan"],
+)
+def test_resume_refuses_a_file_with_a_bad_line(finished_run, capsys, first_line, expected):
+    finished_run.write_bytes(first_line + finished_run.read_bytes())
+    line = fails_with(["--resume", str(finished_run)], capsys, expected.format(out=finished_run))
+    assert "only a torn last line is cut" in line
+
+
+def test_resume_still_cuts_a_torn_last_line_that_is_not_utf8(finished_run, capsys):
+    whole = finished_run.read_bytes()
+    torn = b'{"tokens": [[1, \xff'
+    finished_run.write_bytes(whole + torn)
+    assert main(["run", "--no-ui", "--resume", str(finished_run), "--steps", "3"]) == 0
+    assert f"cut a torn last line ({len(torn)} bytes)" in capsys.readouterr().err
+    assert finished_run.read_bytes().startswith(whole) and finished_run.read_bytes().count(b"\n") == 3
+
+
+def test_wandb_without_a_login_is_refused_before_any_work(tmp_path):
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--wandb", "--out", str(tmp_path / "g.jsonl")], tmp_path,
+                     WANDB_MODE=None, HOME=str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "vftui: error: --wandb needs a W&B login: run `wandb login` (or set WANDB_API_KEY), "
+        "or set WANDB_MODE=offline to log to local files")
+    assert not (tmp_path / "g.jsonl").exists()

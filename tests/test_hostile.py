@@ -9,9 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
+import resource
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +24,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.conftest import read_jsonl, run_cli, serve_app, tmux_cli_command
+from tests.conftest import cli_env, read_jsonl, run_cli, serve_app, start_cli, tmux_cli_command, wait_for_lines
 from vftui.printable import printable
 from vftui.sim.server import TOKENIZER_DIR
 
@@ -212,3 +216,111 @@ def test_view_skips_lines_with_nan_or_infinity_and_names_them(tmp_path):
     assert problems == ["groups.jsonl line 2 skipped: not strict JSON (NaN is not JSON)",
                         "groups.jsonl line 3 skipped: not strict JSON (Infinity is not JSON)"]
     assert [e.scores for e in events if type(e).__name__ == "GroupCollected"] == [[0.5]]
+
+
+# -- files: one owner, whole lines, nothing half-written ------------------------------------
+
+
+def test_a_second_run_or_a_resume_of_a_live_run_is_refused_naming_its_process(tmp_path, slow_sim):
+    out = tmp_path / "groups.jsonl"
+    first = start_cli(["run", "--no-ui", "--steps", "1000", "--group-size", "2", "--concurrency", "2", "--base-url",
+                       slow_sim.base_url, "--out", str(out)], tmp_path)
+    try:
+        wait_for_lines(out, 1, first)
+        second = run_cli(["run", "--no-ui", "--steps", "2", "--out", str(out)], tmp_path)
+        resume = run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path)
+    finally:
+        first.terminate()
+        first.communicate(timeout=60)
+    for refused in (second, resume):
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert f"{out} is being written by another vftui run (pid {first.pid})" in refused.stderr
+    assert "choose another --out" in second.stderr and "stop it before resuming it" in resume.stderr
+    lines = read_jsonl(out)
+    assert len({g["vftui"]["item"] for g in lines}) == len(lines), "no item written twice"
+    assert not out.with_suffix(".lock").exists(), "the lock goes with its run"
+    assert not out.with_name("groups_1.jsonl").exists()
+
+
+def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
+    from vftui import paths
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    folders = {paths.new_run_dir("owner/env") for _ in range(3)}
+    assert len(folders) == 3 and all(f.is_dir() for f in folders)
+
+
+def test_the_lock_refuses_a_second_holder_and_is_free_again_after_release(tmp_path):
+    from vftui.collector.output_lock import OutputLock
+    from vftui.errors import UserError
+
+    out = tmp_path / "g.jsonl"
+    held = OutputLock(out).acquire("hint")
+    with pytest.raises(UserError, match=rf"pid {os.getpid()}\); hint"):
+        OutputLock(out).acquire("hint")
+    held.release()
+    OutputLock(out).acquire("hint").release()
+    assert not (tmp_path / "g.lock").exists()
+
+
+def limited_file_size(limit: int):
+    def apply() -> None:  # in the child: writes past ``limit`` fail with EFBIG, as on a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def run_limited(args: list[str], tmp_path, limit: int | None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vftui", *args], cwd=tmp_path, env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=240,
+                          preexec_fn=limited_file_size(limit) if limit else None)
+
+
+def test_a_full_disk_ends_the_run_with_one_sentence_and_whole_lines(tmp_path):
+    out = tmp_path / "run" / "groups.jsonl"
+    args = ["run", "--no-ui", "--steps", "30", "--group-size", "2"]
+    full = run_limited([*args, "--out", str(out)], tmp_path, limit=20_000)
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    assert "reason: cannot write " in full.stderr and "File too large" in full.stderr
+    written = [strict_json(line) for line in out.read_text().splitlines()]  # whole lines only
+    assert 0 < len(written) < 30 and out.read_bytes().endswith(b"\n")
+    assert not list(out.parent.glob("*.tmp")), "nothing half-written left behind"
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert saved["done_below"] + len(saved["done_above"]) <= len(written), "the checkpoint never claims more"
+
+    again = run_limited(["run", "--no-ui", "--resume", str(out)], tmp_path, limit=20_000)
+    assert again.returncode == 1 and "Traceback" not in again.stderr and "cannot write" in again.stderr
+    assert out.read_bytes().endswith(b"\n") and not list(out.parent.glob("*.tmp"))
+
+    done = run_limited(["run", "--no-ui", "--resume", str(out)], tmp_path, limit=None)
+    assert done.returncode == 0, done.stderr
+    items = [g["vftui"]["item"] for g in read_jsonl(out)]
+    assert sorted(items) == list(range(30)), "no gap and no duplicate after the full disk"
+
+
+def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
+    from vftui.groupfile import replay
+
+    good = json.dumps({"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [0.5]}).encode()
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(good + b"\n" + b'{"tokens": "\xff\xfe\x00binary"}\n' + good + b"\n")
+    events, skipped = replay(path, "")
+    assert skipped == 1
+    assert [e.message for e in events if type(e).__name__ == "LogRecord"] == ["mixed.jsonl line 2 skipped: not UTF-8 text"]
+    assert len([e for e in events if type(e).__name__ == "GroupCollected"]) == 2
+
+
+def test_the_html_page_shows_model_markup_as_text(tmp_path):
+    from vftui.collector.html_page import write_page
+
+    script = "<script>alert(document.domain)</script>"
+    group = {"tokens": [[1]], "masks": [[1]], "scores": [1.0],
+             "messages": [[{"role": "user", "content": "hi"}, {"role": "assistant", "content": f"ok {script} <b>x</b>"}]]}
+    jsonl = tmp_path / "groups.jsonl"
+    jsonl.write_text(json.dumps(group) + "\n")
+    page = write_page(jsonl).read_text()
+    assert "<script>alert" not in page and "<b>x</b>" not in page
+    assert "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in page
+    assert "<details>" in page and "Assistant" in page, "atroposlib's layout and roles are kept"
+    assert json.loads(jsonl.read_text())["messages"][0][1]["content"].endswith(f"{script} <b>x</b>"), "the jsonl is exact"

@@ -220,8 +220,6 @@ def _view(args: argparse.Namespace) -> int:
     from vftui.collector import compat
 
     compat.quiet_libraries()
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        raise UserError("vftui view needs a terminal")
     from vftui.viewer import run_viewer
 
     return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order)

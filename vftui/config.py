@@ -23,6 +23,8 @@ MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
 DEFAULT_ENV = "alphabet-sort"
 DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
 DEFAULT_API_URL = "http://localhost:8000"
+# Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
+LARGE, HUGE = 100_000, 10**12
 
 
 class RunConfig(BaseModel):
@@ -37,12 +39,12 @@ class RunConfig(BaseModel):
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     tokenizer: str | None = None
-    group_size: int = Field(default=8, ge=1)
-    steps: int = Field(default=1000, ge=1)
-    max_tokens: int = Field(default=2048, ge=1)
+    group_size: int = Field(default=8, ge=1, le=LARGE)
+    steps: int = Field(default=1000, ge=1, le=HUGE)
+    max_tokens: int = Field(default=2048, ge=1, le=HUGE)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    concurrency: int = Field(default=32, ge=1)
-    seed: int = 0
+    concurrency: int = Field(default=32, ge=1, le=LARGE)
+    seed: int = Field(default=0, ge=-HUGE, le=HUGE)
     out: Path | None = None
     resume: Path | None = None
     wandb: bool = False
@@ -50,9 +52,9 @@ class RunConfig(BaseModel):
     wandb_name: str | None = None
     no_ui: bool = False
     json_events: bool = False
-    timeout: int = Field(default=300, ge=1)
-    retries: int = Field(default=5, ge=0)
-    window: int = Field(default=256, ge=1)
+    timeout: int = Field(default=300, ge=1, le=HUGE)
+    retries: int = Field(default=5, ge=0, le=LARGE)
+    window: int = Field(default=256, ge=1, le=LARGE)
     theme: str | None = None
     identical_alert: float = Field(default=0.5, ge=0.0, le=1.0)
     # rl (serve) mode
@@ -61,7 +63,7 @@ class RunConfig(BaseModel):
     extra_base_urls: list[str] = Field(default_factory=list)
     api_url: str = DEFAULT_API_URL
     start_api: bool = False
-    batch_size: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1, le=HUGE)
     sim_trainer: bool | None = None
 
     @field_validator("mode", mode="before")
@@ -110,9 +112,13 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"the config file {path} does not parse as TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise UserError(f"the config file {path} is not UTF-8 text (byte {e.start})") from e
     except OSError as e:
         raise UserError(f"cannot read the config file {path}: {e.strerror}") from e
     section = data.get("run", data)
+    if not isinstance(section, dict):
+        raise UserError(f"the config file {path}: 'run' must be a table ([run] with settings under it)")
     return {key.replace("-", "_"): value for key, value in section.items() if key != "run"}
 
 

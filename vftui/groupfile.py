@@ -26,12 +26,14 @@ ORDERS = {
 
 def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
     meta = group.get(META) or {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"its '{META}' is not an object")
     messages = group.get("messages") or [[] for _ in group["tokens"]]
     turns = meta.get("turns") or [sum(1 for m in msgs if m.get("role") == "assistant") for msgs in messages]
     params = group.get("generation_params") or {}
     return GroupCollected(
         index=index,
-        item=meta.get("item", index - 1),
+        item=int(meta.get("item", index - 1)),
         example_id=meta.get("example_id"),
         scores=[float(s) for s in group["scores"]],
         metrics=meta.get("metrics", {}),

@@ -33,14 +33,19 @@ def runs_dir() -> Path:
 
 
 def new_run_dir(env: str) -> Path:
-    """A fresh folder for a run: ``runs/<UTC time>-<env>``, never an existing one."""
+    """A fresh folder for a run, created here: ``runs/<UTC time>-<env>``, ``-1``, ``-2``... when
+    taken, so two runs started in the same second (or a folder not writable) never share one."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", env).strip("-") or "run"
     base = runs_dir() / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{slug}"
     candidate, n = base, 1
-    while candidate.exists():
-        candidate = base.with_name(f"{base.name}-{n}")
-        n += 1
-    return candidate
+    base.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            candidate = base.with_name(f"{base.name}-{n}")
+            n += 1
 
 
 def writable_dir(path: Path) -> bool:

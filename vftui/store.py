@@ -1,13 +1,15 @@
 """Where groups live: a crash-safe jsonl appender, a bounded window, dumps, reading back.
 
 A group line is written with a single ``write`` on an ``O_APPEND`` descriptor, so a
-``kill -9`` leaves only whole lines; a torn tail (power loss, full disk) is cut off by
-``repair_tail`` before a resumed run appends.
+``kill -9`` leaves only whole lines; a torn tail (power loss) is cut off by
+``repair_tail`` before a resumed run appends. A write that fails (a full disk) takes its
+partial line back and fails the run with one sentence (``WriteFailed``).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import threading
@@ -15,6 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from vftui.errors import RunFailed
+
+
+class WriteFailed(RunFailed):
+    """An OS error writing a run's files (a full disk, a quota): the run cannot go on."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(f"cannot write {path}: {error.strerror or error}")
 
 
 def encode_line(obj: Any) -> bytes:
@@ -78,18 +89,29 @@ class JsonlAppender:
             raise ValueError(f"{self.path} is closed")
         data = encode_line(obj)
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        start = os.fstat(self._fd).st_size
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)  # whole lines only, even on a full disk
+            raise WriteFailed(self.path, e) from e
         self.lines_written += 1
         if self._on_line is not None:
             self._on_line(data)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = None
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            raise WriteFailed(self.path, e) from e
+        finally:
+            os.close(fd)
 
 
 class GroupWindow:
@@ -135,6 +157,9 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
             except json.JSONDecodeError as e:
                 yield BadLine(number, f"not JSON ({e.msg})")
                 continue
+            except UnicodeDecodeError:
+                yield BadLine(number, "not UTF-8 text")
+                continue
             except ValueError as e:  # NaN, Infinity
                 yield BadLine(number, f"not strict JSON ({e})")
                 continue
@@ -145,7 +170,16 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Replace ``path`` in one rename, so a crash leaves the old or the new file."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` in one rename, so a crash or a full disk leaves the old or the new file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise WriteFailed(path, e) from e

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.groupfile import replay
+from vftui.printable import printable
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
@@ -14,8 +15,12 @@ from vftui.ui.inbox import Inbox
 
 
 def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str) -> int:
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; name a .jsonl file in it")
     if not path.is_file():
         raise UserError(f"no such file: {path}")
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UserError("vftui view needs a terminal")
     events, skipped = replay(path, tokenizer or "", order)
     started = events[0]
     if not started.tokenizer and started.simulated:
@@ -34,5 +39,6 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     )
     app.run()
     if skipped:
-        print(f"vftui view: {skipped} malformed lines in {path} were skipped (see the log panel)", file=sys.stderr)
+        print(printable(f"vftui view: {skipped} malformed lines in {path} were skipped (see the log panel)"),
+              file=sys.stderr)
     return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

@@ -7,7 +7,8 @@ atroposlib's own steps, in its own task (``collect_trajectories`` →
 and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
 in flight (about requests allowed / group size: ``groups_with_spares``). Groups finish
 in any order; the env's one appender writes each as one whole line, and its ledger
-records which items are done.
+records which items are done. At the end the run's HTML view is written as atroposlib
+would (``html_page``), with the model's text escaped.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import random
 import string
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atroposlib.frontend.jsonl2html import generate_html
-
+from vftui.collector import html_page
 from vftui.errors import RunFailed
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
     except BaseExceptionGroup as group:
         raise _first_cause(group) from None
     env.jsonl_writer.close()
-    generate_html(env.config.data_path_to_save_groups)
+    html_page.write_page(Path(env.config.data_path_to_save_groups))
 
 
 def groups_for(requests: int, group_size: int) -> int:

@@ -30,11 +30,13 @@ from atroposlib.envs.base import APIServerConfig
 from vftui import paths, stats, store
 from vftui.collector import compat, endpoint, envs, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
-from vftui.collector.env import META, Hooks, VerifiersEnv, VfEnvConfig
+from vftui.collector.env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
 from vftui.collector.ledger import ItemLedger
+from vftui.collector.output_lock import OutputLock
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
+from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
@@ -145,6 +147,7 @@ class Run:
         self.request_limit = AdaptiveLimit(config.concurrency)
         self.traffic = TrafficStats()
         self._http: httpx.AsyncClient | None = None
+        self._lock: OutputLock | None = None
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -163,7 +166,25 @@ class Run:
         compat.quiet_libraries()
         if cfg.mode == "sft" and cfg.extra_base_urls:
             raise UserError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
+        if cfg.wandb:
+            check_wandb_can_log()
         out_path, groups_before = self._resolve_output()
+        try:
+            return self._prepare(out_path, groups_before)
+        except BaseException:
+            self._forget_output(out_path)
+            raise
+
+    def _forget_output(self, out_path: Path) -> None:
+        """A run refused before its first group leaves no empty file or run folder behind."""
+        if self.config.resume is None and out_path.exists() and out_path.stat().st_size == 0:
+            out_path.unlink()
+            if out_path.parent.parent == paths.runs_dir():
+                with contextlib.suppress(OSError):
+                    out_path.parent.rmdir()  # ours, made by new_run_dir, if nothing else is in it
+
+    def _prepare(self, out_path: Path, groups_before: int) -> Plan:
+        cfg = self.config
         vf_env = envs.load(cfg.env, cfg.env_args)
         if cfg.simulated:
             self._sim = BackgroundSimServer(seed=cfg.seed).start()
@@ -219,20 +240,18 @@ class Run:
         cfg = self.config
         if cfg.resume is not None:
             out = find_resumable(cfg.resume)
+            self._lock = OutputLock(out).acquire("stop it before resuming it")
             cut = store.repair_tail(out)
             if cut:
                 logging.getLogger(__name__).warning("cut a torn last line (%d bytes) from %s", cut, out)
-            _, checkpoint = sidecars(out)
-            saved = json.loads(checkpoint.read_text()) if checkpoint.exists() else {}
-            done_items, done = [], 0
-            for entry in store.read_groups(out):
-                if not isinstance(entry, store.BadLine):
-                    done += 1
-                    self.totals.add(group_event(done, entry[1]))
-                    done_items.append(int(entry[1].get(META, {}).get("item", done - 1)))
+            saved = _read_checkpoint(sidecars(out)[1])
+            written = _groups_written(out)
+            for group in written:
+                self.totals.add(group)
             # An item is done when its line is in the file (the checkpoint may lag it by one) or
             # the checkpoint says so (a dropped group has no line).
-            self.ledger = ItemLedger([*done_items, *ItemLedger.done_in(saved)], int(saved.get("iter", 0)))
+            self.ledger = ItemLedger([*(g.item for g in written), *ItemLedger.done_in(saved)], int(saved.get("iter", 0)))
+            done = len(written)
             if self.ledger.lost:
                 logging.getLogger(__name__).warning(
                     "%d items were in flight when the run stopped; collecting them again first", len(self.ledger.lost)
@@ -240,13 +259,25 @@ class Run:
             for line in _tail_lines(out, cfg.window):
                 self.window.add(line)
             return out, done
-        out = cfg.out if cfg.out is not None else paths.new_run_dir(cfg.env) / "groups.jsonl"
-        out = out.expanduser().resolve()
-        if out.is_dir():
-            raise UserError(f"--out {out} is a folder; give a .jsonl file path")
+        if cfg.out is not None:
+            out = cfg.out.expanduser().resolve()
+        else:
+            try:
+                out = paths.new_run_dir(cfg.env) / "groups.jsonl"
+            except OSError as e:
+                raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
+        if out.exists() and not out.is_file():
+            raise UserError(f"--out {out} is not a regular file; give a .jsonl file path")
         if not paths.writable_dir(out.parent):
             raise UserError(f"cannot write to the output folder {out.parent}")
-        free = store.unique_path(out)
+        free = out
+        while True:  # an existing file gets a _1 suffix, unless its run is still writing it
+            self._lock = OutputLock(free).acquire("wait for it to end, or choose another --out")
+            if not free.exists():
+                free.touch()
+                break
+            self._lock.release()
+            free = store.unique_path(free)
         if free != out:
             logging.getLogger(__name__).warning("%s exists; writing to %s instead", out, free)
         return free, 0
@@ -384,13 +415,14 @@ class Run:
             state = RunState.FINISHED
         except RunFailed as e:
             state, error = RunState.FAILED, str(e)
-        except SystemExit:
-            state, error = RunState.FAILED, "atroposlib could not render the run's HTML view"
         finally:
             for logger in loggers:
                 logger.removeHandler(handler)
-            env.jsonl_writer.close()
-            env.save_checkpoint(env.curr_step)
+            try:
+                env.jsonl_writer.close()
+                env.save_checkpoint(env.curr_step)
+            except store.WriteFailed as e:  # a full disk: the file keeps whole lines, the old checkpoint stays
+                state, error = RunState.FAILED, error or str(e)
             await self._finish_wandb()
             if self._http is not None:
                 await self._http.aclose()
@@ -466,6 +498,9 @@ class Run:
         if self._sim is not None:
             self._sim.stop()
             self._sim = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -486,6 +521,40 @@ def _say_rate_limited(limit: int, wait_s: float) -> None:
     logging.getLogger(__name__).warning(
         "the endpoint is rate-limiting: waiting %.1f s, then at most %d requests in flight", wait_s, limit
     )
+
+
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """A resumed run's checkpoint; one that does not read is a one-sentence refusal."""
+    if not path.exists():
+        return {}
+    try:
+        saved = json.loads(path.read_bytes())
+        if not isinstance(saved, dict):
+            raise ValueError("it is not a JSON object")
+        ItemLedger.done_in(saved)
+        int(saved.get("iter", 0))
+    except (OSError, ValueError, TypeError) as e:
+        raise UserError(f"--resume: the checkpoint {path} is damaged ({e}); remove it to resume from the groups "
+                        "in the file alone (groups dropped before would be collected again)") from e
+    return saved
+
+
+def _groups_written(out: Path) -> list[GroupCollected]:
+    """Every group line; any other line but a torn last one (cut before) refuses the resume."""
+    groups = []
+    for entry in store.read_groups(out):
+        if isinstance(entry, store.BadLine):
+            number, reason = entry.number, entry.reason
+        else:
+            number, raw = entry
+            try:
+                groups.append(group_event(len(groups) + 1, raw))
+                continue
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                reason = f"not a group vftui can read ({type(e).__name__}: {e})"
+        raise UserError(f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
+                        "so mend or remove that line first")
+    return groups
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:

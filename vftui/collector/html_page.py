@@ -1,0 +1,54 @@
+"""The run's ``groups.html``, as atroposlib's process mode renders it, minus the script risk.
+
+atroposlib renders each message as Markdown, and Markdown passes raw HTML through, so a
+model that writes ``<script>`` gets it run by whoever opens the page. Here each message's
+role and text are HTML-escaped first and then handed to atroposlib's own renderer and
+template, so the page looks the same and shows the markup as text. The jsonl is untouched.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+from typing import Any
+
+from vftui import store
+
+logger = logging.getLogger(__name__)
+NO_DATA = "<p>No groups were written.</p>"
+
+
+def _escaped(messages: list[Any]) -> list[Any]:
+    out = []
+    for rollout in messages:
+        if isinstance(rollout, list):
+            out.append([{"role": html.escape(str(m.get("role", ""))), "content": html.escape(str(m.get("content") or ""))}
+                        for m in rollout if isinstance(m, dict)])
+        else:
+            out.append(html.escape(str(rollout)))
+    return out
+
+
+def write_page(jsonl: Path) -> Path | None:
+    """Write ``<jsonl stem>.html`` beside the file; None (and a warning) if it cannot be written."""
+    from atroposlib.frontend import jsonl2html
+
+    sections = []
+    for entry in store.read_groups(jsonl):
+        if isinstance(entry, store.BadLine):
+            continue
+        group = entry[1]
+        safe = {"scores": group["scores"], "messages": _escaped(group.get("messages") or [])}
+        if section := jsonl2html.create_html_for_group(safe, len(sections)):
+            sections.append(section)
+    template = Path(jsonl2html.TEMPLATE_FILE).read_text(encoding="utf-8")
+    page = template.format(title=html.escape(f"Rendered Messages - {jsonl.name}"),
+                           groups_html="\n".join(sections) or NO_DATA)
+    path = jsonl.with_suffix(".html")
+    try:
+        store.write_text_atomic(path, page)
+    except store.WriteFailed as e:
+        logger.warning("the groups were saved, but not their HTML view: %s", e)
+        return None
+    return path

@@ -1,0 +1,65 @@
+"""A run owns its jsonl for its whole life: a second run, or a resume of a live one, is refused.
+
+The lock is an ``flock`` on a ``.lock`` file beside the jsonl that holds the owner's pid
+(so the refusal can name it). It goes away with the process, however that ends, so a
+run killed with -9 never leaves its output locked. The file is removed on release; a
+process that locked a file just removed checks it still is the one on disk and tries
+again, so two runs can never both hold the same path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+from vftui.errors import UserError
+
+
+def lock_path(out_path: Path) -> Path:
+    return out_path.with_suffix(".lock")
+
+
+class OutputLock:
+    """Held from ``acquire`` until ``release`` (or the process's end)."""
+
+    def __init__(self, out_path: Path) -> None:
+        self.out_path = out_path
+        self.path = lock_path(out_path)
+        self._fd: int | None = None
+
+    def acquire(self, hint: str) -> OutputLock:
+        """Take the lock, or a UserError naming the process that holds it (``hint``: what to do)."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise UserError(f"{self.out_path} is being written by another vftui run (pid {holder}); {hint}") from None
+            if _same_file(fd, self.path):
+                break
+            os.close(fd)  # removed by its owner's release between our open and our lock
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
