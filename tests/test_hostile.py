@@ -324,3 +324,37 @@ def test_the_html_page_shows_model_markup_as_text(tmp_path):
     assert "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in page
     assert "<details>" in page and "Assistant" in page, "atroposlib's layout and roles are kept"
     assert json.loads(jsonl.read_text())["messages"][0][1]["content"].endswith(f"{script} <b>x</b>"), "the jsonl is exact"
+
+
+# -- signals: a graceful stop, the terminal restored, the summary printed ------------------
+
+
+def test_sighup_stops_a_headless_run_gracefully(tmp_path, slow_sim):
+    out = tmp_path / "groups.jsonl"
+    proc = start_cli(["run", "--no-ui", "--steps", "1000", "--group-size", "2", "--concurrency", "4", "--base-url",
+                      slow_sim.base_url, "--out", str(out)], tmp_path)
+    wait_for_lines(out, 2, proc)
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "stopping after the groups in flight" in stderr and "run stopped: " in stderr and "Traceback" not in stderr
+    groups = read_jsonl(out)
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert saved["groups"] == len(groups) and len({g["vftui"]["item"] for g in groups}) == len(groups)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_sigterm_to_the_dashboard_restores_the_terminal_and_prints_the_summary(tmp_path, slow_sim):
+    out = tmp_path / "sigterm-groups.jsonl"
+    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+                           f"--out {shlex.quote(str(out))}")
+    with recorded_pane(tmp_path, f"{run}; echo EXIT=$?; sleep 600") as (session, _):
+        wait_for_screen(session, "running")
+        pid = subprocess.run(["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"], capture_output=True,
+                             text=True, check=True).stdout.split()[0]  # the app, not the shell around it
+        os.kill(int(pid), signal.SIGTERM)
+        screen = wait_for_screen(session, "EXIT=")
+        flags = tmux("display-message", "-p", "-t", session, "#{alternate_on} #{mouse_any_flag} #{cursor_flag}")
+    assert "EXIT=130" in screen and "run stopped: " in screen and "Traceback" not in screen, screen
+    assert flags.split() == ["0", "0", "1"], "alternate screen off, mouse tracking off, cursor shown"
+    assert read_jsonl(out), "the groups collected before the signal are saved"

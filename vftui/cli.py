@@ -26,6 +26,8 @@ settings come from flags, then VFTUI_<NAME> environment variables (VFTUI_GROUP_S
 then the TOML config file (default {paths.default_config_file()}), then defaults.
 
 exit codes: 0 completed, 1 the run failed, 2 bad input, 130 stopped before the end.
+Ctrl-C, q, SIGTERM and SIGHUP stop gracefully: the groups in flight are finished and
+saved (a second one cancels them), the terminal is restored and the summary printed.
 examples:
   vftui run --mode sft --steps 20 --no-ui
   vftui run --env-args '{{"max_turns": 3}}' --out groups.jsonl

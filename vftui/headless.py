@@ -1,7 +1,8 @@
 """The ``--no-ui`` view: progress lines on stderr, optional JSON events on stdout.
 
-Exit codes: 0 the run completed, 1 it failed, 130 it was stopped (Ctrl-C / SIGTERM)
-before collecting every group; 2 (from the CLI) for bad input.
+Exit codes: 0 the run completed, 1 it failed, 130 it was stopped (Ctrl-C, SIGTERM, or
+SIGHUP when the terminal hangs up) before collecting every group; 2 (from the CLI) for
+bad input.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ if TYPE_CHECKING:  # the dashboard imports this module for its summary and exit 
     from vftui.collector.runner import Run
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+# Each stops a run as Ctrl-C does: the groups in flight are finished and saved; twice cancels them.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
 
@@ -83,7 +86,10 @@ class HeadlessView:
 
     def say(self, text: str) -> None:
         """A line for a person, with anything from outside made harmless for the terminal."""
-        print(printable(text), file=self.err, flush=True)
+        try:
+            print(printable(text), file=self.err, flush=True)
+        except OSError:  # the terminal is gone (SSH hung up): the run goes on, its files tell the rest
+            pass
 
     def _reader_gone(self) -> None:
         """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.
@@ -193,10 +199,10 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
     def on_signal() -> None:
         if not controls.stop_requested:
-            print("stopping after the groups in flight (press Ctrl-C again to cancel them)", file=view.err, flush=True)
+            view.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
         controls.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal)
     return await run.execute()
 

@@ -9,7 +9,9 @@ Every key is a method call on the run's controls.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +50,7 @@ PREVIEW_FOLLOW_S = 1.0
 MAX_EVENTS_PER_TICK = 20_000
 SMALL_WIDTH, SMALL_HEIGHT = 70, 20
 SHORT_HEIGHT = 36  # below this, rl mode gives the turns panel's rows to the trajectory API's
+SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here
 
 
 class VftuiApp(App[RunSummary | None]):
@@ -144,6 +147,17 @@ class VftuiApp(App[RunSummary | None]):
             self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
         self.table.focus()
         self.tick()
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS_THAT_STOP:
+            loop.add_signal_handler(sig, self.stop_and_exit)
+
+    def stop_and_exit(self) -> None:
+        """SIGTERM or SIGHUP: stop the run as a confirmed quit does, then close and restore the terminal."""
+        if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
+            self.exit(self.result)
+            return
+        self._quitting = True
+        self.controls.stop()  # a second signal cancels the groups in flight, as a second q does
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT, "-small")
@@ -268,14 +282,16 @@ class VftuiApp(App[RunSummary | None]):
 
         def answer(yes: bool) -> None:
             if yes:
-                self._quitting = True
-                self.controls.stop()
+                self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
         self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?"), answer)
 
     def on_unmount(self) -> None:
         """However the app ends, a collector still running is told to stop (and flush)."""
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS_THAT_STOP:
+            loop.remove_signal_handler(sig)
         if self.controls is not None and self.result is None:
             self.controls.stop()
 
