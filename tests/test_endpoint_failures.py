@@ -162,10 +162,12 @@ def test_an_endless_or_trickling_body_is_a_bounded_failed_attempt(tmp_path, body
     with serve_app(hostile_app(body)) as base_url:
         started = time.monotonic()
         result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--base-url", base_url, "--timeout",
-                          "3", "--retries", "1", "--tokenizer", str(TOKENIZER_DIR), "--out", str(tmp_path / "g.jsonl")],
+                          "3", "--retries", "1", "--max-response-mb", "8", "--tokenizer", str(TOKENIZER_DIR),
+                          "--out", str(tmp_path / "g.jsonl")],
                          tmp_path, timeout=120)
         took = time.monotonic() - started
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    reason = {"endless": "the response body passed 67,108,864 bytes", "trickle": "the request took longer than 3 s"}
+    reason = {"endless": "the response body passed 8,388,608 bytes (--max-response-mb)",
+              "trickle": "the request took longer than 3 s"}
     assert "the endpoint failed 2 times in a row" in result.stderr and reason[body] in result.stderr, result.stderr
     assert took < 60, f"two attempts bounded by --timeout 3 took {took:.0f} s"

@@ -148,7 +148,7 @@ async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_ex
     app = web.Application()
     app.add_routes([web.post("/chat", chat)])
     server = BackgroundServer(app).start()
-    transport = LimitedTransport(AdaptiveLimit(4), TrafficStats(), timeout_s=10)
+    transport = LimitedTransport(AdaptiveLimit(4), TrafficStats(), timeout_s=10, max_body_bytes=1024**2)
     try:
         async with httpx.AsyncClient(transport=transport) as client:
             url = f"http://127.0.0.1:{server.port}/chat"

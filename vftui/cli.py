@@ -75,6 +75,8 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wandb-project", help="wandb project (default vftui)")
     p.add_argument("--wandb-name", help="wandb run name prefix (atroposlib adds the date and an id)")
     p.add_argument("--timeout", type=int, help="seconds before one request is abandoned and retried (default 300)")
+    p.add_argument("--max-response-mb", type=int, metavar="MB", help="largest answer body accepted from an sft "
+                   "endpoint; a bigger one is a failed attempt, retried (default 64)")
     p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5); a "
                    "rate-limited request (429) waits as long as the endpoint asks, up to 2 minutes, without using them")
     p.add_argument("--window", type=int, help="recent groups kept in memory for views and dumps (default 256)")
@@ -185,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 RUN_FIELDS = (
     "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
-    "concurrency seed out resume wandb wandb_project wandb_name timeout retries window theme identical_alert "
+    "concurrency seed out resume wandb wandb_project wandb_name timeout max_response_mb retries window theme identical_alert "
     "no_ui json_events server_type tool_parser api_url start_api batch_size sim_trainer"
 ).split()
 

@@ -53,6 +53,7 @@ class RunConfig(BaseModel):
     no_ui: bool = False
     json_events: bool = False
     timeout: int = Field(default=300, ge=1, le=HUGE)
+    max_response_mb: int = Field(default=64, ge=1, le=LARGE)
     retries: int = Field(default=5, ge=0, le=LARGE)
     window: int = Field(default=256, ge=1, le=LARGE)
     theme: str | None = None

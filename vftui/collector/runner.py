@@ -318,9 +318,8 @@ class Run:
             for url in [plan.base_url, *cfg.extra_base_urls]  # sft was refused extra URLs in prepare()
         ]
         if not rl:
-            transport = LimitedTransport(
-                self.request_limit, self.traffic, timeout_s=cfg.timeout, on_cut=_say_rate_limited
-            )
+            transport = LimitedTransport(self.request_limit, self.traffic, timeout_s=cfg.timeout,
+                                         max_body_bytes=cfg.max_response_mb * 1024**2, on_cut=_say_rate_limited)
             self._http = httpx.AsyncClient(transport=transport, timeout=cfg.timeout)
         hooks = Hooks(
             controls=self.controls,

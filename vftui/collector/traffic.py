@@ -37,7 +37,6 @@ RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
 RATE_LIMIT_PATIENCE_S = 120.0  # waiting on rate limits, per request, before its 429 counts as a failure
 NOT_A_RATE_LIMIT = (b"insufficient_quota",)  # OpenAI's 429 for billing: waiting will not help
-MAX_BODY_BYTES = 64 * 1024**2
 OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})  # aiohttp writes these itself
 RECENT_S = 10.0  # requests/s, tokens/s and "rate-limited" look this far back
 LATENCY_SAMPLES = 512
@@ -221,7 +220,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         stats: TrafficStats,
         *,
         timeout_s: float,
-        max_body_bytes: int = MAX_BODY_BYTES,
+        max_body_bytes: int,
         on_cut=None,
     ) -> None:
         self._session: aiohttp.ClientSession | None = None
@@ -306,7 +305,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     async for chunk in response.content.iter_any():
                         size += len(chunk)
                         if size > self._max_body:
-                            raise ResponseTooLarge(f"the response body passed {self._max_body:,} bytes", request=request)
+                            raise ResponseTooLarge(f"the response body passed {self._max_body:,} bytes "
+                                                   "(--max-response-mb)", request=request)
                         chunks.append(chunk)
                     return response.status, list(response.raw_headers), b"".join(chunks)
         except TimeoutError as e:
