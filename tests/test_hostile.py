@@ -172,6 +172,15 @@ def load_environment(kinds="ok nan ok inf total ok"):
 '''
 
 
+def read_view(path):
+    """What ``vftui view`` reads from ``path``: its events, and how many lines it skipped."""
+    from vftui.groupfile import GroupFile
+
+    events, rows = [], GroupFile(path)
+    rows.read(events.append, str(TOKENIZER_DIR))
+    return events, rows.skipped
+
+
 def strict_json(line: str):
     def refuse(name):
         raise AssertionError(f"{name} in {line[:200]}")
@@ -204,18 +213,16 @@ def test_a_non_finite_reward_drops_its_group_naming_the_function_and_json_stays_
 
 
 def test_view_skips_lines_with_nan_or_infinity_and_names_them(tmp_path):
-    from vftui.groupfile import replay
-
     good = {"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [0.5]}
     path = tmp_path / "groups.jsonl"
     lines = [json.dumps(good), json.dumps({**good, "scores": [math.nan]}), json.dumps({**good, "scores": [math.inf]})]
     path.write_text("\n".join(lines) + "\n")
-    events, skipped = replay(path, "")
+    events, skipped = read_view(path)
     assert skipped == 2
     problems = [e.message for e in events if type(e).__name__ == "LogRecord"]
     assert problems == ["groups.jsonl line 2 skipped: not strict JSON (NaN is not JSON)",
                         "groups.jsonl line 3 skipped: not strict JSON (Infinity is not JSON)"]
-    assert [e.scores for e in events if type(e).__name__ == "GroupCollected"] == [[0.5]]
+    assert [e.totals.rewards.count for e in events if type(e).__name__ == "FileProgress"][-1] == 1
 
 
 # -- files: one owner, whole lines, nothing half-written ------------------------------------
@@ -300,15 +307,13 @@ def test_a_full_disk_ends_the_run_with_one_sentence_and_whole_lines(tmp_path):
 
 
 def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
-    from vftui.groupfile import replay
-
     good = json.dumps({"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [0.5]}).encode()
     path = tmp_path / "mixed.jsonl"
     path.write_bytes(good + b"\n" + b'{"tokens": "\xff\xfe\x00binary"}\n' + good + b"\n")
-    events, skipped = replay(path, "")
+    events, skipped = read_view(path)
     assert skipped == 1
     assert [e.message for e in events if type(e).__name__ == "LogRecord"] == ["mixed.jsonl line 2 skipped: not UTF-8 text"]
-    assert len([e for e in events if type(e).__name__ == "GroupCollected"]) == 2
+    assert events[-1].groups_done == 2
 
 
 def test_the_html_page_shows_model_markup_as_text(tmp_path):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import until
 from vftui.errors import UserError
-from vftui.events import GroupCollected
-from vftui.groupfile import replay
+from vftui.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
@@ -26,16 +26,15 @@ FIXED_CLOCK = 1_796_000_000.0
 
 
 def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
-    events, _ = replay(path, str(TOKENIZER_DIR))
-    inbox = Inbox()
-    for event in events:
-        inbox.put(event)
-    return VftuiApp(inbox, window=max(1, events[0].groups_total), theme_name=theme, clock=lambda: FIXED_CLOCK)
+    """The app as ``vftui view`` makes it: the file read by its worker."""
+    inbox, rows = Inbox(), GroupFile(path)
+    return VftuiApp(inbox, execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR)), theme_name=theme,
+                    clock=lambda: FIXED_CLOCK, rows=rows)
 
 
 async def settle(pilot) -> None:
     await pilot.pause(0.3)
-    while not pilot.app.decoder.available:
+    while pilot.app.result is None or not pilot.app.decoder.available:
         await pilot.pause(0.05)
     pilot.app.refresh_preview()
     await pilot.pause(0.1)
@@ -71,15 +70,16 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
     path.write_text("\n".join([lines[0], "{not json", lines[1], '{"scores": [1]}', *lines[2:]]) + "\n")
     app = viewer_app(path)
     async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: app.result is not None, pilot=pilot)
         await pilot.pause(0.3)
-        assert len(app.model.groups) == len(lines)
+        assert len(app.model.all_groups()) == len(lines)
         messages = [r.message for r in app.model.logs]
         assert any("line 2 skipped: not JSON" in m for m in messages)
         assert any("line 4 skipped" in m for m in messages)
         await pilot.press("slash", *"identical", "enter")
         await pilot.pause(0.3)
         table = app.query_one("#rewards-table")
-        expected = [g for g in app.model.groups if g.identical]
+        expected = [g for g in app.model.all_groups() if g.identical]
         assert table.row_count == len(expected)
         await pilot.press("slash", "ctrl+a", "backspace", *"reward<", "enter")
         await pilot.pause(0.2)
@@ -156,11 +156,34 @@ def test_view_orders_groups_by_file_item_or_start_time(tmp_path):
     path.write_text("".join(json.dumps(g) + "\n" for g in raw))
 
     def groups(order: str) -> list:
-        events, _ = replay(path, str(TOKENIZER_DIR), order)
-        collected = [e for e in events if isinstance(e, GroupCollected)]
-        assert [g.index for g in collected] == list(range(1, 9))
-        return collected
+        rows = GroupFile(path, order)
+        rows.read(lambda event: None, str(TOKENIZER_DIR))
+        assert [r.index for r in rows] == list(range(1, 9))
+        return [rows.group(r) for r in rows]
 
     assert [g.item for g in groups("file")] == [3, 0, 7, 1, 6, 2, 5, 4]
     assert [g.item for g in groups("item")] == list(range(8))
     assert [g.started_at for g in groups("time")] == sorted(g["vftui"]["started_at"] for g in raw)
+
+
+async def test_a_big_file_opens_before_it_is_read_and_each_group_comes_from_disk(tmp_path):
+    path = tmp_path / "big.jsonl"
+    with path.open("w") as f:
+        for i in range(30_000):
+            f.write(json.dumps({"tokens": [[i % 500, 7]], "masks": [[-100, 7]], "scores": [i % 3 / 2],
+                                "vftui": {"item": i, "turns": [1]}}) + "\n")
+    app = viewer_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: app.model.groups_done > 0, pilot=pilot)
+        assert app.result is None and "reading the file" in app.model.detail, "shown while the pass goes on"
+        await until(lambda: app.result is not None, timeout=120, pilot=pilot)
+        await pilot.pause(0.3)
+        assert len(app.model.all_groups()) == 30_000 and app.model.groups_done == app.model.groups_total == 30_000
+        assert app.model.run_metrics()["metrics/groups_total"] == 30_000
+        await pilot.press("end")
+        await pilot.pause(0.2)
+        group = app.selected_group()
+        assert (group.index, group.item, group.tokens) == (30_000, 29_999, [[29_999 % 500, 7]])
+        row = "".join(s.text for s in app.table.render_line(app.table.size.height - 1))
+        assert "30000 29999 " in row, f"the item column is as wide as its numbers: {row!r}"
+        assert f"group {group.index} · rollout 1/1" in str(app.query_one("#token-counts").render())

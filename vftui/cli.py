@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from vftui import __version__, paths
-from vftui.config import DEFAULT_API_URL
+from vftui.defaults import DEFAULT_API_URL
 from vftui.errors import RunFailed, UserError
 from vftui.groupfile import ORDERS
 from vftui.printable import printable
+from vftui.quiet import quiet_libraries
 from vftui.redact import scrub
 
 DESCRIPTION = """\
@@ -193,9 +194,7 @@ RUN_FIELDS = (
 
 
 def _run(args: argparse.Namespace) -> int:
-    from vftui.collector import compat
-
-    compat.quiet_libraries()
+    quiet_libraries()
     from vftui.collector.runner import saved_config
     from vftui.config import load_config
 
@@ -221,18 +220,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from vftui.collector import compat
-
-    compat.quiet_libraries()
+    quiet_libraries()
     from vftui.viewer import run_viewer
 
     return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order)
 
 
 def _sim_server(args: argparse.Namespace) -> int:
-    from vftui.collector import compat
-
-    compat.quiet_libraries()
+    quiet_libraries()
     from vftui.sim.server import SimSettings, serve
 
     settings = SimSettings(args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words)

@@ -17,12 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vftui import paths
+from vftui.defaults import DEFAULT_API_URL, DEFAULT_ENV
 from vftui.errors import UserError
 
 MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
-DEFAULT_ENV = "alphabet-sort"
-DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
-DEFAULT_API_URL = "http://localhost:8000"
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
 

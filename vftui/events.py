@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vftui.stats import Accumulator
+
 
 class RunState(str, enum.Enum):
     STARTING = "starting"
@@ -97,6 +99,23 @@ class MetricsWindow:
 
     step: int
     metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class FileProgress:
+    """``vftui view``'s background pass over a file: how far it is, and its figures so far.
+
+    The groups themselves stay in the file (the view reads a row's figures from the pass's
+    index and a selected group's tokens from disk), so a file of any size is one event a tick.
+    """
+
+    groups: int
+    bytes_read: int
+    bytes_total: int
+    totals: Accumulator  # every group read so far, for the panels
+    reward_history: list[float]
+    identical_history: list[float]
+    done: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,6 +260,7 @@ Event = (
     RunStarted
     | GroupCollected
     | MetricsWindow
+    | FileProgress
     | RunStatus
     | EndpointTrouble
     | RequestStats

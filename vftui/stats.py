@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Protocol
 
 
@@ -110,7 +109,7 @@ class Accumulator:
         for name, values in group.metrics.items():
             moments = self.per_metric.setdefault(name, Moments())
             for value in values:
-                if isinstance(value, Real):
+                if isinstance(value, (int, float)):  # not numbers.Real: an ABC check per value costs a big file
                     moments.add(float(value), sign)
         if sign > 0:
             self.turn_counts.update(group.turns)

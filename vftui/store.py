@@ -37,6 +37,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)  # one for every line: building one costs
+
+
 def unique_path(path: Path) -> Path:
     """``path`` if free, else ``stem_1``, ``stem_2``... (atroposlib's naming)."""
     candidate, counter = path, 1
@@ -152,21 +155,23 @@ def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
         for number, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as e:
-                yield BadLine(number, f"not JSON ({e.msg})")
-                continue
-            except UnicodeDecodeError:
-                yield BadLine(number, "not UTF-8 text")
-                continue
-            except ValueError as e:  # NaN, Infinity
-                yield BadLine(number, f"not strict JSON ({e})")
-                continue
-            if not isinstance(obj, dict) or "scores" not in obj or "tokens" not in obj:
-                yield BadLine(number, "not a scored group (no tokens/scores)")
-                continue
-            yield number, obj
+            parsed = parse_group_line(raw)
+            yield BadLine(number, parsed) if isinstance(parsed, str) else (number, parsed)
+
+
+def parse_group_line(raw: bytes) -> dict[str, Any] | str:
+    """A line's group, or why it is not one."""
+    try:
+        obj = STRICT_JSON.decode(raw.decode("utf-8"))
+    except json.JSONDecodeError as e:
+        return f"not JSON ({e.msg})"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except ValueError as e:  # NaN, Infinity
+        return f"not strict JSON ({e})"
+    if not isinstance(obj, dict) or "scores" not in obj or "tokens" not in obj:
+        return "not a scored group (no tokens/scores)"
+    return obj
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

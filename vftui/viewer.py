@@ -1,4 +1,8 @@
-"""``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels."""
+"""``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels, at once however big.
+
+The app opens before the file is read; ``GroupFile.read`` runs as the app's worker and
+fills the table and the panels as it goes (see ``groupfile``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ import sys
 from pathlib import Path
 
 from vftui.errors import UserError
-from vftui.groupfile import replay
+from vftui.groupfile import GroupFile
 from vftui.printable import printable
-from vftui.sim.server import TOKENIZER_DIR
+from vftui.sim import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -21,24 +25,20 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
         raise UserError(f"no such file: {path}")
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UserError("vftui view needs a terminal")
-    events, skipped = replay(path, tokenizer or "", order)
-    started = events[0]
-    if not started.tokenizer and started.simulated:
-        events[0] = type(started)(**{**started.__dict__, "tokenizer": str(TOKENIZER_DIR)})
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
     inbox = Inbox()
-    for event in events:
-        inbox.put(event)
+    rows = GroupFile(path, order)
     app = VftuiApp(
         inbox,
-        window=max(1, started.groups_total),
+        execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR), tokenizer or ""),
         identical_alert=identical_alert,
         theme_name=theme_name,
         extra_themes=ours,
+        rows=rows,
     )
     app.run()
-    if skipped:
-        print(printable(f"vftui view: {skipped} malformed lines in {path} were skipped (see the log panel)"),
+    if rows.skipped:
+        print(printable(f"vftui view: {rows.skipped} malformed lines in {path} were skipped (see the log panel)"),
               file=sys.stderr)
     return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

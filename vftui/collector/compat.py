@@ -12,8 +12,6 @@ import inspect
 import json
 import logging
 import math
-import os
-import warnings
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -47,14 +45,6 @@ class ChatTemplateTokenizer:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tokenizer, name)
-
-
-def quiet_libraries() -> None:
-    """Silence advisory noise that would otherwise land in every run's output."""
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    warnings.filterwarnings("ignore", message="Trainer requested to ignore max length")
 
 
 def chat_client(base_url: str, api_key: str, timeout: float, http_client: Any = None):

@@ -37,7 +37,8 @@ from vftui.collector.output_lock import OutputLock
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.collector.wandb_check import check_wandb_can_log
-from vftui.config import DEFAULT_HUB_TOKENIZER, RunConfig
+from vftui.config import RunConfig
+from vftui.defaults import DEFAULT_HUB_TOKENIZER
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
     Event,
@@ -50,6 +51,7 @@ from vftui.events import (
     RunSummary,
 )
 from vftui.groupfile import group_event
+from vftui.quiet import quiet_libraries
 from vftui.redact import scrub, scrub_event
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
@@ -163,7 +165,7 @@ class Run:
 
     def prepare(self) -> Plan:
         cfg = self.config
-        compat.quiet_libraries()
+        quiet_libraries()
         if cfg.mode == "sft" and cfg.extra_base_urls:
             raise UserError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
         if cfg.wandb:

@@ -22,16 +22,14 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from vftui.sim import policy, tool_task
+from vftui.sim import TOKENIZER_DIR, policy, tool_task
 
 MODEL = "vftui-sim"
 THINKING = ("sort", "names", "first", "letter", "compare", "then", "next", "check", "order", "list")
-TOKENIZER_DIR = Path(__file__).with_name("tokenizer")
 
 
 @dataclass

@@ -13,7 +13,7 @@ import asyncio
 import gc
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from vftui.events import GroupCollected, RunControls, RunState, RunSummary
+from vftui.events import GroupCollected, RunControls, RunState, RunSummary, with_texts
 from vftui.printable import printable
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
@@ -95,12 +95,13 @@ class VftuiApp(App[RunSummary | None]):
         theme_name: str = "vftui-dark",
         extra_themes: dict[str, Any] | None = None,
         clock: Callable[[], float] | None = None,
+        rows: Sequence | None = None,
     ) -> None:
         super().__init__()
         self.inbox = inbox
         self.controls = controls
         self._execute = execute
-        self.model = DashboardModel(window=window, identical_alert=identical_alert)
+        self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=rows)
         if clock is not None:
             self.model.clock = clock
         self.decoder = TokenDecoder()
@@ -144,9 +145,14 @@ class VftuiApp(App[RunSummary | None]):
         gc.freeze()
         self.set_interval(TICK_S, self.tick)
         if self._execute is not None:
-            self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
+            self.call_after_refresh(self._start_worker)
         self.table.focus()
         self.tick()
+
+    def _start_worker(self) -> None:
+        """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
+        self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
+        self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
         loop = asyncio.get_running_loop()
         for sig in SIGNALS_THAT_STOP:
             loop.add_signal_handler(sig, self.stop_and_exit)
@@ -184,7 +190,15 @@ class VftuiApp(App[RunSummary | None]):
         self.call_from_thread(self.refresh_preview)
 
     def selected_group(self) -> GroupCollected | None:
-        return self.table.selected
+        """The selected group, whole: a viewed file's row is read from disk, made printable as events are."""
+        selected = self.table.selected
+        if selected is None or self.model.rows is None:
+            return selected
+        try:
+            return with_texts(self.model.rows.group(selected), printable)
+        except (OSError, ValueError) as e:
+            self.notify(printable(str(e)), title="view", severity="error", markup=False)
+            return None
 
     def refresh_preview(self, force: bool = True) -> None:
         """Re-render the token preview if what it shows changed.
@@ -193,15 +207,15 @@ class VftuiApp(App[RunSummary | None]):
         2k-token rollout that often would starve the keyboard, so following refreshes
         at most once a second. Anything the user does refreshes at once.
         """
-        group = self.selected_group()
-        key = (group.index if group else None, self.rollout, self.show_ids, self.decoder.available)
+        row = self.table.selected
+        key = (row.index if row else None, self.rollout, self.show_ids, self.decoder.available)
         if key == self._preview_key:
             return
         now = time.monotonic()
         if not force and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
             return
         self._preview_key, self._preview_at = key, now
-        self.preview.refresh_preview(group, self.rollout, self.decoder, self.show_ids)
+        self.preview.refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
 
     def on_group_table_highlighted(self, event: GroupTable.Highlighted) -> None:
         self.rollout = 0
@@ -261,7 +275,8 @@ class VftuiApp(App[RunSummary | None]):
                 self.model.set_filter(text)
                 self.tick()
                 shown = len(self.model.visible_groups())
-                self.notify(f"{shown} of {len(self.model.groups)} groups match" if text.strip() else "filter cleared")
+                total = len(self.model.all_groups())
+                self.notify(f"{shown} of {total} groups match" if text.strip() else "filter cleared")
 
         self.push_screen(FilterScreen(self.model.filter_text, parse_filter), apply)
 

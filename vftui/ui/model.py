@@ -11,7 +11,7 @@ import collections
 import operator
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from vftui import stats
@@ -20,6 +20,7 @@ from vftui.events import (
     ApiStatus,
     EndpointTrouble,
     Event,
+    FileProgress,
     GroupCollected,
     GroupDropped,
     GroupsDumped,
@@ -91,6 +92,7 @@ class DashboardModel:
     tokens_total: int = 0
     logs_total: int = 0
     version: int = 0
+    rows: Sequence | None = None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
     _t0: float | None = None
@@ -159,9 +161,23 @@ class DashboardModel:
             self.note("INFO", f"dumped {event.groups} groups to {event.path}")
         elif isinstance(event, LogRecord):
             self.log(event)
+        elif isinstance(event, FileProgress):
+            self._apply_file(event)
         elif isinstance(event, RunSummary):
             self.summary, self.state, self.detail = event, event.state, event.error
             self.groups_done = event.groups_done
+
+    def _apply_file(self, progress: FileProgress) -> None:
+        """A viewed file's figures so far: the window is the whole file."""
+        totals = progress.totals
+        totals.per_metric = {printable(name): moments for name, moments in totals.per_metric.items()}
+        self.totals = self.in_window = totals
+        self.reward_history = collections.deque(progress.reward_history, maxlen=HISTORY)
+        self.identical_history = collections.deque(progress.identical_history, maxlen=HISTORY)
+        self.groups_done = progress.groups
+        share = progress.bytes_read / progress.bytes_total if progress.bytes_total else 1.0
+        self.groups_total = progress.groups if progress.done else max(progress.groups, round(progress.groups / share))
+        self.detail = "" if progress.done else f"reading the file: {share:.0%}"
 
     def _scored(self, group: GroupCollected | GroupDropped) -> None:
         """Every scored group, kept or dropped, counts in the window's and the run's figures."""
@@ -236,10 +252,14 @@ class DashboardModel:
             self._derived[name] = compute()
         return self._derived[name]
 
-    def visible_groups(self) -> list[GroupCollected]:
+    def all_groups(self) -> Sequence:
+        return self.rows if self.rows is not None else self.groups
+
+    def visible_groups(self) -> Sequence:
+        """The groups the table shows: a live window's (a copy), a file's rows, or those the filter keeps."""
         if self._filter is None:
-            return self._once_per_version("visible", lambda: list(self.groups))
-        return self._once_per_version("visible", lambda: [g for g in self.groups if self._filter(g)])
+            return self._once_per_version("visible", lambda: self.rows if self.rows is not None else list(self.groups))
+        return self._once_per_version("visible", lambda: [g for g in self.all_groups() if self._filter(g)])
 
     def window_metrics(self) -> dict[str, float]:
         return self._once_per_version("window", self.in_window.metrics)
@@ -248,6 +268,8 @@ class DashboardModel:
         """Lowest and highest reward in the window, for colouring rewards relative to it."""
 
         def compute() -> tuple[float, float]:
+            if self.rows is not None:
+                return self.rows.score_range
             scores = [s for g in self.groups for s in g.scores]
             return (min(scores), max(scores)) if scores else (0.0, 1.0)
 

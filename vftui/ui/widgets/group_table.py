@@ -1,11 +1,15 @@
 """The recent groups, one line each, drawn with Textual's line API.
 
 A live run adds and drops a dozen groups a tick; a widget per row (or DataTable's row
-bookkeeping) makes every tick cost the whole window. Here a tick only swaps the list the
-table reads from, and a repaint renders just the rows on screen.
+bookkeeping) makes every tick cost the whole window. Here a tick only swaps the sequence
+the table reads from, and a repaint renders just the rows on screen. A viewed file's
+sequence (``groupfile.GroupFile``) builds each row when it is drawn, so 200,000 rows cost
+what the screen shows; it knows its own extent and where each row is.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.binding import Binding
@@ -61,73 +65,90 @@ class GroupTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.groups: list[GroupCollected] = []
+        self.groups: Sequence[GroupCollected] = []
         self.cursor = 0
         self._low, self._high = 0.0, 1.0
+        self._rows = 0
         self._size_width = 1
+        self._item_width = 4
         self._group_size = 1
 
     # -- data down ------------------------------------------------------------------------
 
     @property
     def row_count(self) -> int:
-        return len(self.groups)
+        """Rows as of the last ``sync``: a file being read grows in between."""
+        return self._rows
 
     @property
     def following(self) -> bool:
-        return self.cursor >= len(self.groups) - 1
+        return self.cursor >= self.row_count - 1
 
     @property
     def selected(self) -> GroupCollected | None:
-        return self.groups[self.cursor] if 0 <= self.cursor < len(self.groups) else None
+        return self.groups[self.cursor] if 0 <= self.cursor < self.row_count else None
 
-    def sync(self, groups: list[GroupCollected], score_range: tuple[float, float]) -> None:
+    @property
+    def _selected_index(self) -> int | None:
+        """The selected group's number: a file's rows are new objects each time they are read."""
+        selected = self.selected
+        return selected.index if selected is not None else None
+
+    def sync(self, groups: Sequence[GroupCollected], score_range: tuple[float, float]) -> None:
         """Show ``groups``; the cursor stays on its group, or on the newest while following."""
-        before = self.selected
+        before = self._selected_index
         follow = self.following
-        self.groups = groups
+        self.groups, self._rows = groups, len(groups)
         self._low, self._high = score_range
-        self._group_size = max((len(g.scores) for g in groups), default=1)
+        if hasattr(groups, "max_item"):  # a file's rows
+            max_item, self._group_size = groups.max_item, groups.group_size
+        else:
+            max_item = max((g.item for g in groups), default=0)
+            self._group_size = max((len(g.scores) for g in groups), default=1)
+        self._item_width = max(4, len(str(max_item)))
         self._size_width = len(str(groups[-1].index)) if groups else 1
         self.virtual_size = Size(self.scrollable_content_region.width, len(groups) + 1)
         if follow or before is None:
             target = len(groups) - 1
+        elif hasattr(groups, "position_of"):
+            target = groups.position_of(before)
         else:
-            target = next((i for i, g in enumerate(groups) if g.index == before.index), 0)
+            target = next((i for i, g in enumerate(groups) if g.index == before), 0)
         self.cursor = max(0, target)
         self._scroll_to_cursor()
         self.refresh()
-        if self.selected is not before:
+        if self._selected_index != before:
             self.post_message(self.Highlighted(by_user=False))
 
     # -- keys and mouse -------------------------------------------------------------------
 
     def action_move(self, step: int) -> None:
-        self._set_cursor(max(0, min(len(self.groups) - 1, self.cursor + step)))
+        self._set_cursor(max(0, min(self.row_count - 1, self.cursor + step)))
 
     def on_click(self, event: Click) -> None:
         row = int(self.scroll_offset.y) + event.y - 1
-        if 0 <= row < len(self.groups):
+        if 0 <= row < self.row_count:
             self._set_cursor(row)
 
     def _set_cursor(self, row: int) -> None:
-        before = self.selected
+        before = self._selected_index
         self.cursor = row
         self._scroll_to_cursor()
-        if self.selected is not before:
+        if self._selected_index != before:
             self.refresh()
             self.post_message(self.Highlighted(by_user=True))
 
     def _scroll_to_cursor(self) -> None:
+        """Forced: right after the rows grow, the scrollbar that allows scrolling is not up yet."""
         rows_visible = max(1, self.size.height - 1)
         top = int(self.scroll_offset.y)
         if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor, animate=False, immediate=True, force=True)
         elif self.cursor >= top + rows_visible:
-            self.scroll_to(y=self.cursor - rows_visible + 1, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor - rows_visible + 1, animate=False, immediate=True, force=True)
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.groups) + 1)
+        self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)
         self._scroll_to_cursor()
 
     # -- rendering ------------------------------------------------------------------------
@@ -137,7 +158,7 @@ class GroupTable(ScrollView, can_focus=True):
         if y == 0:
             return self._strip(self._row(HEADER), width, self.get_component_rich_style("group-table--header"))
         row = int(self.scroll_offset.y) + y - 1
-        if row >= len(self.groups):
+        if row >= self.row_count:
             return Strip.blank(width, self.rich_style)
         g = self.groups[row]
         cells = (
@@ -149,7 +170,7 @@ class GroupTable(ScrollView, can_focus=True):
         return self._strip(self._row(cells), width, style)
 
     def _row(self, cells: tuple) -> Text:
-        widths = (self._size_width, 4, max(7, self._group_size), 5, 5, 1, 4)
+        widths = (self._size_width, self._item_width, max(7, self._group_size), 5, 5, 1, 4)
         text = Text()
         for cell, width, right in zip(cells, widths, RIGHT_ALIGNED, strict=True):
             cell = cell.copy() if isinstance(cell, Text) else Text(cell)

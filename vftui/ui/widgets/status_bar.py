@@ -58,11 +58,11 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(label, style=STATE_STYLE[model.state])
     if model.detail and model.state in (RunState.PAUSING, RunState.STOPPING):
         line2.append(f" ({model.detail})", style=STATE_STYLE[model.state])  # "finishing 3 groups in flight"
-    groups_s, tokens_s = model.rates()
-    line2.append(f"  {model.groups_done}/{model.groups_total} groups  {groups_s:.2f} g/s")
+    line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
-    if requests is None:
-        line2.append(f"  {tokens_s:,.0f} tok/s")
+    if s is None or s.mode != "view":  # a file has no speed
+        groups_s, tokens_s = model.rates()
+        line2.append(f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else ""))
     line2.append(f"  {clock(model.elapsed_s)}")
     if requests is not None:  # its tok/s replaces the groups' own
         line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
