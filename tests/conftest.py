@@ -11,8 +11,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -66,15 +67,49 @@ def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
     )
 
 
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 60, every: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns something true (returned), or fail after ``timeout`` s saying ``what``."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, f"{what} (not within {timeout:g} s)"
+        time.sleep(every)
+    return value
+
+
+def read_until(stream, text: str, what: str, timeout: float = 120) -> str:
+    """Lines of ``stream`` (a process's stderr) up to one with ``text``; fails if the stream ends first."""
+    deadline = time.monotonic() + timeout
+    while text not in (line := stream.readline()):
+        assert line and time.monotonic() < deadline, what
+    return line
+
+
 def wait_for_lines(path: Path, count: int, proc: subprocess.Popen, timeout: float = 90) -> None:
     """Until ``path`` has ``count`` lines; fails at once if ``proc`` exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
+
+    def enough() -> bool:
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} lines after {timeout} s")
+        return path.exists() and path.read_bytes().count(b"\n") >= count
+
+    wait_until(enough, f"fewer than {count} lines in {path}", timeout)
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
+    """The pane's text once ``text`` is on it."""
+    screens: list[str] = []
+
+    def shown() -> str | None:
+        screens.append(tmux("capture-pane", "-p", "-t", session))
+        return screens[-1] if text in screens[-1] else None
+
+    try:
+        return wait_until(shown, f"{text!r} never appeared", timeout, every=0.2)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the screen was:\n{screens[-1]}") from None
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -139,7 +174,7 @@ def api() -> Iterator[ApiProcess]:
 
 
 async def until(predicate, timeout: float = 60.0, pilot=None) -> None:
-    """Wait for ``predicate``, letting the app (with ``pilot``) or the loop run meanwhile."""
+    """``wait_until`` for async tests: the app (with ``pilot``) or the loop runs meanwhile."""
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"

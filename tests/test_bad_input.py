@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import free_port, run_cli, serve_app
 from vftui.cli import main
-from vftui.collector import compat, envs
+from vftui.collector import compat, env_loader
 
 HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
 FAKE_ENVS = {
@@ -47,11 +47,11 @@ def fake_envs(tmp_path, monkeypatch):
     folder.mkdir()
     for env_id, (imports, body) in FAKE_ENVS.items():
         source = f"import verifiers as vf\n{imports}\n\n\ndef load_environment(**kwargs):\n    {body}\n"
-        (folder / f"{envs.module_name(env_id)}.py").write_text(source)
+        (folder / f"{env_loader.module_name(env_id)}.py").write_text(source)
     monkeypatch.syspath_prepend(str(folder))
     yield
     for env_id in FAKE_ENVS:
-        sys.modules.pop(envs.module_name(env_id), None)
+        sys.modules.pop(env_loader.module_name(env_id), None)
 
 
 def fails_with(args: list[str], capsys, expected: str) -> str:
@@ -162,10 +162,10 @@ def test_builtin_env_wins_over_an_installed_module_of_its_name(tmp_path, monkeyp
     )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "alphabet_sort", raising=False)
-    vf_env = envs.load("alphabet-sort", {})
-    assert sys.modules["alphabet_sort"].__file__ == str(envs.BUILTIN_DIR / "alphabet_sort.py")
+    vf_env = env_loader.load("alphabet-sort", {})
+    assert sys.modules["alphabet_sort"].__file__ == str(env_loader.BUILTIN_DIR / "alphabet_sort.py")
     assert compat.reward_function_names(vf_env)[:2] == ["sorted_correctly", "format_ok"]
-    assert "alphabet-sort" not in envs.installed_environments()
+    assert "alphabet-sort" not in env_loader.installed_environments()
     monkeypatch.delitem(sys.modules, "alphabet_sort")
     assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0, (
         capsys.readouterr().err

@@ -8,13 +8,12 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 import uuid
 
 import pytest
 from textual.widgets._toast import Toast
 
-from tests.conftest import read_jsonl, tmux_cli_command, until
+from tests.conftest import read_jsonl, tmux_cli_command, until, wait_until
 from vftui.collector.process import CollectorGone, CollectorProcess
 from vftui.config import RunConfig
 from vftui.errors import UserError
@@ -66,19 +65,13 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
                                          f"--out {shlex.quote(str(out))}")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
     try:
-        deadline = time.monotonic() + 60
-        while not out.exists() or len(read_jsonl(out)) < 3:
-            assert time.monotonic() < deadline, "the run did not start collecting"
-            time.sleep(0.2)
+        wait_until(lambda: out.exists() and len(read_jsonl(out)) >= 3, "the run did not start collecting")
         pane = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
                               capture_output=True, text=True, check=True).stdout.strip()
         dashboard = int(pane)
         collector = _collector_of(dashboard)
         os.kill(dashboard, signal.SIGKILL)
-        deadline = time.monotonic() + 60
-        while _alive(collector):
-            assert time.monotonic() < deadline, "the collector kept running without its dashboard"
-            time.sleep(0.2)
+        wait_until(lambda: not _alive(collector), "the collector kept running without its dashboard")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
         sim.stop()
@@ -97,16 +90,13 @@ def _toasts(app: VftuiApp) -> str:
 
 def _collector_of(dashboard: int) -> int:
     """The dashboard's child running the collector (spawned by multiprocessing)."""
-    deadline = time.monotonic() + 30
-    while True:
+    def found() -> list[int]:
         listing = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(dashboard)], capture_output=True,
                                  text=True, check=False).stdout
-        found = [int(line.split()[0]) for line in listing.splitlines() if "spawn_main" in line
-                 and "resource_tracker" not in line]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"no collector process under {dashboard}:\n{listing}"
-        time.sleep(0.2)
+        return [int(line.split()[0]) for line in listing.splitlines() if "spawn_main" in line
+                and "resource_tracker" not in line]
+
+    return wait_until(found, f"no collector process under {dashboard}", 30)[0]
 
 
 def _alive(pid: int) -> bool:

@@ -14,13 +14,6 @@ from vftui.events import GroupCollected, GroupsDumped, RunState, RunStatus, Temp
 from vftui.sim.server import BackgroundSimServer
 
 
-@pytest.fixture
-def slow_sim():
-    server = BackgroundSimServer(seed=0, latency_s=0.03).start()
-    yield server
-    server.stop()
-
-
 def start(sim, tmp_path, **overrides):
     events: list = []
     config = RunConfig(base_url=sim.base_url, group_size=4, steps=500, out=tmp_path / "groups.jsonl", **overrides)

@@ -27,7 +27,8 @@ def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, CollectorProcess]:
 
 async def quit_app(pilot, app) -> None:
     await pilot.press("q")
-    await pilot.pause(0.2)
+    await until(pilot=pilot, predicate=lambda: not app.is_running or app.screen.__class__.__name__ == "ConfirmScreen"
+                or app.result is not None)
     if app.is_running and app.screen.__class__.__name__ == "ConfirmScreen":
         await pilot.press("y")
     await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
@@ -94,8 +95,7 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 3)
         await pilot.press("q")
-        await pilot.pause(0.2)
-        assert app.screen.__class__.__name__ == "ConfirmScreen", "asks first while running"
+        await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")  # asks first
         await pilot.press("y")
         await until(pilot=pilot, predicate=lambda: app.result is not None)
     run.close()
@@ -118,9 +118,10 @@ async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         await until(pilot=pilot, predicate=lambda: app.decoder.available)
         await pilot.press("k", "enter")
-        await pilot.pause(0.2)
+        counts = app.query_one(TokenPreview).query_one("#token-counts")
+        await until(pilot=pilot, predicate=lambda: "rollout 2/" in str(counts.render()))
         group = app.selected_group()
-        header = str(app.query_one(TokenPreview).query_one("#token-counts").render())
+        header = str(counts.render())
         trained = int(re.search(r"trained (\d+)", header).group(1))
         masked = int(re.search(r"masked (\d+)", header).group(1))
         assert f"rollout 2/{len(group.tokens)}" in header

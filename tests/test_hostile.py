@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -24,7 +23,17 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.conftest import cli_env, read_jsonl, run_cli, serve_app, start_cli, tmux_cli_command, wait_for_lines
+from tests.conftest import (
+    cli_env,
+    read_jsonl,
+    run_cli,
+    serve_app,
+    start_cli,
+    tmux,
+    tmux_cli_command,
+    wait_for_lines,
+    wait_for_screen,
+)
 from vftui.printable import printable
 from vftui.sim.server import TOKENIZER_DIR
 
@@ -80,10 +89,6 @@ def test_headless_lines_carry_no_escape_and_the_file_stays_exact(tmp_path, hosti
     assert all(m[-1]["content"].endswith(EVIL_CONTENT) for g in groups for m in g["messages"])
 
 
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
-
-
 @contextlib.contextmanager
 def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
     """A tmux session running ``command`` that accepts clipboard writes, with its output bytes recorded."""
@@ -97,16 +102,6 @@ def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
         yield session, raw
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
-
-
-def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        screen = tmux("capture-pane", "-p", "-t", session)
-        if text in screen:
-            return screen
-        assert time.monotonic() < deadline, f"{text!r} never appeared; the screen was:\n{screen}"
-        time.sleep(0.2)
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")

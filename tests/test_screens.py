@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import until
+from tests.conftest import REPO, until
 from vftui.errors import UserError
 from vftui.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.screens.help import HelpScreen
+from vftui.ui.screens.prompt import PromptScreen
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
 
 
@@ -32,12 +33,15 @@ def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
                     clock=lambda: FIXED_CLOCK, rows=rows)
 
 
+def read_through(app: VftuiApp) -> bool:
+    """The whole file is in the model (its summary folded), not just read by the worker."""
+    return app.model.summary is not None
+
+
 async def settle(pilot) -> None:
-    await pilot.pause(0.3)
-    while pilot.app.result is None or not pilot.app.decoder.available:
-        await pilot.pause(0.05)
+    await until(lambda: read_through(pilot.app) and pilot.app.decoder.available, pilot=pilot)
     pilot.app.refresh_preview()
-    await pilot.pause(0.1)
+    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)], ids=["100x30", "80x24"])
@@ -50,7 +54,8 @@ def test_snapshot_help_screen(snap_compare, size):
     async def open_help(pilot):
         await settle(pilot)
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await until(lambda: isinstance(pilot.app.screen, HelpScreen), pilot=pilot)
+        await pilot.pause()
 
     assert snap_compare(viewer_app(), terminal_size=size, run_before=open_help)
 
@@ -59,7 +64,9 @@ def test_snapshot_view_filtered(snap_compare):
     async def filtered(pilot):
         await settle(pilot)
         await pilot.press("slash", *"varied", "enter")
-        await pilot.pause(0.3)
+        await until(lambda: pilot.app.model.filter_text == "varied" and not isinstance(pilot.app.screen, PromptScreen),
+                    pilot=pilot)
+        await pilot.pause()
 
     assert snap_compare(viewer_app(), terminal_size=(100, 30), run_before=filtered)
 
@@ -70,20 +77,17 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
     path.write_text("\n".join([lines[0], "{not json", lines[1], '{"scores": [1]}', *lines[2:]]) + "\n")
     app = viewer_app(path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(lambda: app.result is not None, pilot=pilot)
-        await pilot.pause(0.3)
+        await until(lambda: read_through(app), pilot=pilot)
         assert len(app.model.all_groups()) == len(lines)
         messages = [r.message for r in app.model.logs]
         assert any("line 2 skipped: not JSON" in m for m in messages)
         assert any("line 4 skipped" in m for m in messages)
         await pilot.press("slash", *"identical", "enter")
-        await pilot.pause(0.3)
         table = app.query_one("#rewards-table")
         expected = [g for g in app.model.all_groups() if g.identical]
-        assert table.row_count == len(expected)
+        await until(lambda: table.row_count == len(expected), pilot=pilot)
         await pilot.press("slash", "ctrl+a", "backspace", *"reward<", "enter")
-        await pilot.pause(0.2)
-        assert "cannot read" in str(app.screen.query_one("#filter-error").render()), "bad filter explained"
+        await until(lambda: "cannot read" in str(app.screen.query_one(".prompt-error").render()), pilot=pilot)
         await pilot.press("escape")
         await pilot.press("space")  # steering keys do nothing when viewing a file
         assert app.model.state.value == "finished"
@@ -93,10 +97,10 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
 async def test_small_terminals_degrade_without_crashing(size):
     app = viewer_app()
     async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.3)
+        await until(lambda: read_through(app), pilot=pilot)
         await pilot.press("j", "k", "enter", "question_mark", "escape", "tab")
-        await pilot.pause(0.1)
-        assert app.has_class("-small")
+        await pilot.pause()
+        assert app.screen.has_class("-narrow") or app.screen.has_class("-low")
         assert not app.query_one("#right").display
 
 
@@ -141,7 +145,7 @@ async def test_every_shipped_theme_renders():
     for name in ("vftui-dark", "vftui-light", "vftui-contrast"):
         app = viewer_app(theme=name)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause(0.2)
+            await until(lambda: read_through(app), pilot=pilot)
             assert app.theme == name
 
 
@@ -176,12 +180,11 @@ async def test_a_big_file_opens_before_it_is_read_and_each_group_comes_from_disk
     async with app.run_test(size=(120, 40)) as pilot:
         await until(lambda: app.model.groups_done > 0, pilot=pilot)
         assert app.result is None and "reading the file" in app.model.detail, "shown while the pass goes on"
-        await until(lambda: app.result is not None, timeout=120, pilot=pilot)
-        await pilot.pause(0.3)
+        await until(lambda: read_through(app), timeout=120, pilot=pilot)
         assert len(app.model.all_groups()) == 30_000 and app.model.groups_done == app.model.groups_total == 30_000
         assert app.model.run_metrics()["metrics/groups_total"] == 30_000
         await pilot.press("end")
-        await pilot.pause(0.2)
+        await until(lambda: "group 30000 ·" in str(app.query_one("#token-counts").render()), pilot=pilot)
         group = app.selected_group()
         assert (group.index, group.item, group.tokens) == (30_000, 29_999, [[29_999 % 500, 7]])
         row = "".join(s.text for s in app.table.render_line(app.table.size.height - 1))

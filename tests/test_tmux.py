@@ -5,29 +5,14 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-import time
 import uuid
 
 import pytest
 
-from tests.conftest import read_jsonl, tmux_cli_command
+from tests.conftest import read_jsonl, tmux, tmux_cli_command, wait_for_screen
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
-
-
-def wait_for_screen(session: str, text: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        screen = tmux("capture-pane", "-p", "-t", session)
-        if text in screen:
-            return screen
-        assert time.monotonic() < deadline, f"{text!r} never appeared; the screen was:\n{screen}"
-        time.sleep(0.2)
 
 
 def test_dashboard_pause_temperature_dump_quit(tmp_path):

@@ -31,8 +31,15 @@ class G:
     kept: bool = True
 
 
+def metrics_of(groups) -> dict[str, float]:
+    acc = stats.Accumulator()
+    for group in groups:
+        acc.add(group)
+    return acc.metrics()
+
+
 def test_reference_metrics_formulas():
-    m = stats.metrics_of([G([1.0, 0.0], {"f": [1, 0]}, [1, 3]), G([0.5, 0.5], {"f": [1, 1]}, [2, 2])])
+    m = metrics_of([G([1.0, 0.0], {"f": [1, 0]}, [1, 3]), G([0.5, 0.5], {"f": [1, 1]}, [2, 2])])
     assert m["metrics/mean_reward"] == 0.5
     assert m["metrics/reward_std"] == pytest.approx(0.125**0.5)
     assert m["metrics/f"] == 0.75
@@ -40,7 +47,7 @@ def test_reference_metrics_formulas():
     assert m["metrics/groups_with_identical_scores"] == 1.0 and m["metrics/groups_total"] == 2.0
     assert m["metrics/identical_score_rate"] == 0.5
     assert stats.population_std([3.0]) == 0.0
-    assert stats.metrics_of([]) == {}
+    assert metrics_of([]) == {}
 
 
 def test_unique_path_and_torn_tail(tmp_path):

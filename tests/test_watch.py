@@ -26,7 +26,7 @@ def test_watch_headless_lines_follow_the_api(api, tmp_path):
     register_trainer(api.api_url)
     after = run_cli(["watch", "--api-url", api.api_url, "--no-ui", "--count", "2", "--every", "0.2"], tmp_path)
     lines = after.stdout.strip().splitlines()
-    assert len(lines) == 2 and all("trainer registered (batch 8) · step 0 · queue 0 groups" in x for x in lines)
+    assert len(lines) == 2 and all("trainer registered (batch size 8) · step 0 · queue 0 groups" in x for x in lines)
 
 
 def test_watch_reports_an_unreachable_api(tmp_path):
@@ -43,7 +43,7 @@ async def test_watch_app_shows_trainer_and_queue(api):
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             panel = app.query_one(TrajectoryPanel)
-            await until(pilot=pilot, predicate=lambda: "trainer registered · batch 8" in str(panel.query_one("#api-text").render()))
+            await until(pilot=pilot, predicate=lambda: "trainer registered (batch size 8)" in str(panel.query_one("#api-text").render()))
             assert "step 0" in str(panel.query_one("#api-text").render())
             assert any("trainer registered" in r.message for r in app.model.logs)
             await pilot.press("q")

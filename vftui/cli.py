@@ -37,71 +37,50 @@ examples:
 """
 
 
+RUN_HELP = "collect groups from a verifiers environment"
+
+
 def _run_parser(sub: argparse._SubParsersAction) -> None:
+    from vftui.config import RunConfig
+
     p = sub.add_parser(
         "run",
-        help="collect groups from a verifiers environment",
+        help=RUN_HELP,
         description="Collect scored groups with the Atropos verifiers collector.",
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--mode", help="sft (alias process: any OpenAI-compatible API, groups saved as jsonl) "
-                   "or rl (alias serve: token logprobs to the Atropos trajectory API); default sft")
-    p.add_argument("--env", help="verifiers environment id, e.g. owner/name; default the built-in alphabet-sort")
-    p.add_argument("--env-args", help="JSON object of arguments for the environment's load_environment, "
-                   "e.g. '{\"max_turns\": 3}'")
-    p.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint (sft) or vLLM/SGLang server "
-                   "(rl), e.g. http://127.0.0.1:9001/v1; repeat in rl mode to balance several servers; "
-                   "default: the embedded simulation")
-    p.add_argument("--model", help="model name sent to the endpoint; default the only model it lists")
-    p.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key "
-                   "(default OPENAI_API_KEY; optional for loopback endpoints)")
-    p.add_argument("--tokenizer", help="Hugging Face tokenizer name or folder for tokens/masks; default the "
-                   "shipped one for the simulation, Qwen/Qwen2.5-1.5B-Instruct otherwise")
-    p.add_argument("--group-size", type=int, help="rollouts per group (default 8)")
-    p.add_argument("--steps", type=int, help="groups to collect (default 1000)")
-    p.add_argument("--max-tokens", type=int, help="max completion tokens per turn (default 2048)")
-    p.add_argument("--temperature", type=float, help="sampling temperature in [0, 2] (default 1.0)")
-    p.add_argument("--concurrency", type=int, metavar="N", help="requests in flight to the endpoint across all "
-                   "groups (default 32): about N / group size groups are collected at once, fewer while the "
-                   "endpoint rate-limits (429/503 with Retry-After); in rl mode atroposlib's worker limit "
-                   "becomes N / group size groups")
-    p.add_argument("--seed", type=int, help="seed of the simulated endpoint (default 0)")
-    p.add_argument("--out", type=Path, help="jsonl file for the groups; default a new run folder under "
-                   f"{paths.runs_dir()}; an existing file is never overwritten (a _1 suffix is added)")
-    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run (its folder or .jsonl): "
-                   "collects again the items that were in flight when it stopped, then carries on; only appends")
-    p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=None,
-                   help="log metrics to Weights & Biases (honours WANDB_MODE=offline); default off")
-    p.add_argument("--wandb-project", help="wandb project (default vftui)")
-    p.add_argument("--wandb-name", help="wandb run name prefix (atroposlib adds the date and an id)")
-    p.add_argument("--timeout", type=int, help="seconds before one request is abandoned and retried (default 300)")
-    p.add_argument("--max-response-mb", type=int, metavar="MB", help="largest answer body accepted from an sft "
-                   "endpoint; a bigger one is a failed attempt, retried (default 64)")
-    p.add_argument("--retries", type=int, help="failed attempts in a row before the run gives up (default 5); a "
-                   "rate-limited request (429) waits as long as the endpoint asks, up to 2 minutes, without using them")
-    p.add_argument("--window", type=int, help="recent groups kept in memory for views and dumps (default 256)")
-    p.add_argument("--theme", help="dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a Textual "
-                   "theme, or one of yours in the user themes folder")
-    p.add_argument("--identical-alert", type=float, metavar="RATE", help="highlight the identical-score rate above "
-                   "this fraction of groups (default 0.5)")
     rl = p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)")
-    rl.add_argument("--server-type", choices=["vllm", "sglang"], help="inference server kind (default vllm)")
-    rl.add_argument("--tool-parser", metavar="NAME", help="vLLM tool parser that reads tool calls out of the "
-                    "generated text (e.g. hermes); needed for environments with tools, and vLLM's parsers installed")
-    rl.add_argument("--api-url", help=f"Atropos trajectory API (default {DEFAULT_API_URL})")
-    rl.add_argument("--start-api", action="store_true", default=None,
-                    help="start atroposlib's run-api on --api-url's port if none answers there; stopped on exit")
-    rl.add_argument("--batch-size", type=int, help="sequences per trainer batch (the registered trainer's wins)")
-    rl.add_argument("--sim-trainer", action=argparse.BooleanOptionalAction, default=None,
-                    help="start vftui's simulated trainer to pull batches (default: on with the embedded "
-                    "default and --start-api)")
-    p.add_argument("--no-ui", action="store_true", default=None, help="no dashboard: progress on stderr (CI)")
-    p.add_argument("--json", dest="json_events", action="store_true", default=None,
-                   help="with --no-ui, print every event as one JSON object per line on stdout")
+    for name, field in RunConfig.model_fields.items():
+        extra = dict(field.json_schema_extra or {})
+        flag = extra.pop("flag", "--" + name.replace("_", "-"))
+        if flag is None:
+            continue
+        where = rl if extra.pop("group", None) == "rl" else p
+        where.add_argument(flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra))
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
                    f"(default {paths.default_config_file()})")
     p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
+
+
+def _help(field) -> str:
+    """The field's words, and its default when they do not say it."""
+    default = field.default
+    if default is None or default is False or default == {} or default == [] or "default" in field.description:
+        return field.description
+    return f"{field.description} (default {default})"
+
+
+def _argparse_kind(field, extra: dict) -> dict:
+    """How argparse reads the flag: an action, or the field's type."""
+    action = extra.pop("action", None)
+    if action == "optional":
+        return {"action": argparse.BooleanOptionalAction, **extra}
+    if action in ("store_true", "append"):
+        return {"action": action, **extra}
+    kinds = [t for t in (getattr(field.annotation, "__args__", None) or (field.annotation,)) if t is not type(None)]
+    kind = kinds[0] if kinds and kinds[0] in (int, float, Path) else str
+    return {"type": kind, **extra}
 
 
 def _watch_parser(sub: argparse._SubParsersAction) -> None:
@@ -172,13 +151,17 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
                    "(file, default), by dataset item (item) or by start time (time)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
+    """The CLI; ``run``'s flags come from RunConfig, whose import other commands can do without."""
     parser = argparse.ArgumentParser(
         prog="vftui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"vftui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _run_parser(sub)
+    if with_run_flags:
+        _run_parser(sub)
+    else:
+        sub.add_parser("run", help=RUN_HELP)
     _view_parser(sub)
     _sim_parser(sub)
     _sim_trainer_parser(sub)
@@ -186,42 +169,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-RUN_FIELDS = (
-    "mode env env_args base_url model api_key_env tokenizer group_size steps max_tokens temperature "
-    "concurrency seed out resume wandb wandb_project wandb_name timeout max_response_mb retries window theme identical_alert "
-    "no_ui json_events server_type tool_parser api_url start_api batch_size sim_trainer"
-).split()
-
-
 def _run(args: argparse.Namespace) -> int:
     quiet_libraries()
-    from vftui.collector.runner import saved_config
-    from vftui.config import load_config
+    from vftui.config import RunConfig, load_config
 
-    flags = {name: getattr(args, name) for name in RUN_FIELDS}
+    flags = {name: getattr(args, name) for name in RunConfig.model_fields if hasattr(args, name)}
     if flags["base_url"]:
         flags["base_url"], *more = flags["base_url"]
         flags["extra_base_urls"] = more or None
-    resumed = None
-    if args.resume is not None:
-        resumed = saved_config(args.resume)
-        resumed.pop("out", None)  # a resumed run appends to its own jsonl
-    config = load_config(flags, args.config, resumed=resumed)
+    config = load_config(flags, args.config)
     if not config.no_ui:
         if sys.stdout.isatty() and sys.stdin.isatty() and not config.json_events:
-            from vftui.dashboard import run_dashboard
+            from vftui.commands.dashboard import run_dashboard
 
             return run_dashboard(config)
         reason = "--json was given" if config.json_events and sys.stdout.isatty() else "stdout is not a terminal"
         print(f"vftui: {reason}; running headless (--no-ui)", file=sys.stderr)
-    from vftui.headless import run_headless
+    from vftui.commands.headless import run_headless
 
     return run_headless(config, verbose=args.verbose)
 
 
 def _view(args: argparse.Namespace) -> int:
     quiet_libraries()
-    from vftui.viewer import run_viewer
+    from vftui.commands.view import run_viewer
 
     return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order)
 
@@ -236,7 +207,7 @@ def _sim_server(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from vftui.watcher import run_watch
+    from vftui.commands.watch import run_watch
 
     if args.every <= 0:
         raise UserError("--every must be a positive number of seconds")
@@ -254,7 +225,8 @@ def _sim_trainer(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(with_run_flags=bool(argv) and argv[0] == "run")
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -17,53 +17,88 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vftui import paths
-from vftui.defaults import DEFAULT_API_URL, DEFAULT_ENV
+from vftui.defaults import DEFAULT_API_URL, DEFAULT_ENV, DEFAULT_HUB_TOKENIZER
 from vftui.errors import UserError
+from vftui.run_files import saved_config
 
 MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
 
 
+def setting(default: Any = None, description: str = "", **flag: Any) -> Any:
+    """A field with its ``--help`` words; ``flag`` holds argparse details (metavar, group, action, flag name)."""
+    bounds = {k: flag.pop(k) for k in ("ge", "le") if k in flag}
+    return Field(default=default, description=description, json_schema_extra=flag or None, **bounds)
+
+
 class RunConfig(BaseModel):
-    """One run's settings. ``base_url=None`` means the embedded simulation."""
+    """One run's settings, each with its default and its ``--help`` text (the CLI is built from them).
+
+    ``base_url=None`` means the embedded simulation.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["sft", "rl"] = "sft"
-    env: str = DEFAULT_ENV
-    env_args: dict[str, Any] = Field(default_factory=dict)
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    tokenizer: str | None = None
-    group_size: int = Field(default=8, ge=1, le=LARGE)
-    steps: int = Field(default=1000, ge=1, le=HUGE)
-    max_tokens: int = Field(default=2048, ge=1, le=HUGE)
-    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
-    concurrency: int = Field(default=32, ge=1, le=LARGE)
-    seed: int = Field(default=0, ge=-HUGE, le=HUGE)
-    out: Path | None = None
-    resume: Path | None = None
-    wandb: bool = False
-    wandb_project: str = "vftui"
-    wandb_name: str | None = None
-    no_ui: bool = False
-    json_events: bool = False
-    timeout: int = Field(default=300, ge=1, le=HUGE)
-    max_response_mb: int = Field(default=64, ge=1, le=LARGE)
-    retries: int = Field(default=5, ge=0, le=LARGE)
-    window: int = Field(default=256, ge=1, le=LARGE)
-    theme: str | None = None
-    identical_alert: float = Field(default=0.5, ge=0.0, le=1.0)
+    mode: Literal["sft", "rl"] = setting("sft", "sft (alias process: any OpenAI-compatible API, groups saved as "
+                                         "jsonl) or rl (alias serve: token logprobs to the Atropos trajectory API)")
+    env: str = setting(DEFAULT_ENV, "verifiers environment id, e.g. owner/name (the built-in ones: alphabet-sort, "
+                       "alphabet-tools)")
+    env_args: dict[str, Any] = setting({}, "JSON object of arguments for the environment's load_environment, "
+                                       "e.g. '{\"max_turns\": 3}'")
+    base_url: str | None = setting(None, "OpenAI-compatible endpoint (sft) or vLLM/SGLang server (rl), e.g. "
+                                   "http://127.0.0.1:9001/v1; repeat in rl mode to balance several servers; "
+                                   "default: the embedded simulation", action="append")
+    model: str | None = setting(None, "model name sent to the endpoint; default the only model it lists")
+    api_key_env: str = setting("OPENAI_API_KEY", "environment variable holding the API key (optional for loopback "
+                               "endpoints)", metavar="VAR")
+    tokenizer: str | None = setting(None, "Hugging Face tokenizer name or folder for tokens/masks; default the "
+                                    f"shipped one for the simulation, {DEFAULT_HUB_TOKENIZER} otherwise")
+    group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
+    steps: int = setting(1000, "groups to collect", ge=1, le=HUGE)
+    max_tokens: int = setting(2048, "max completion tokens per turn", ge=1, le=HUGE)
+    temperature: float = setting(1.0, "sampling temperature in [0, 2]", ge=0.0, le=2.0)
+    concurrency: int = setting(32, "requests in flight to the endpoint across all groups: about N / group size "
+                               "groups are collected at once, fewer while the endpoint rate-limits (429/503 with "
+                               "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
+                               metavar="N", ge=1, le=LARGE)
+    seed: int = setting(0, "seed of the simulated endpoint", ge=-HUGE, le=HUGE)
+    out: Path | None = setting(None, f"jsonl file for the groups; default a new run folder under {paths.runs_dir()}; "
+                               "an existing file is never overwritten (a _1 suffix is added)")
+    resume: Path | None = setting(None, "continue a stopped run (its folder or .jsonl): collects again the items "
+                                  "that were in flight when it stopped, then carries on; only appends",
+                                  metavar="RUN_DIR")
+    wandb: bool = setting(False, "log metrics to Weights & Biases (honours WANDB_MODE=offline); default off",
+                          action="optional")
+    wandb_project: str = setting("vftui", "wandb project")
+    wandb_name: str | None = setting(None, "wandb run name prefix (atroposlib adds the date and an id)")
+    no_ui: bool = setting(False, "no dashboard: progress on stderr (CI)", action="store_true")
+    json_events: bool = setting(False, "with --no-ui, print every event as one JSON object per line on stdout",
+                                action="store_true", flag="--json")
+    timeout: int = setting(300, "seconds before one request (connect to last byte) is abandoned and retried",
+                           ge=1, le=HUGE)
+    max_response_mb: int = setting(64, "largest answer body accepted from an sft endpoint; a bigger one is a "
+                                   "failed attempt, retried", metavar="MB", ge=1, le=LARGE)
+    retries: int = setting(5, "failed attempts in a row before the run gives up; a rate-limited request (429) "
+                           "waits as long as the endpoint asks, up to 2 minutes, without using them", ge=0, le=LARGE)
+    window: int = setting(256, "recent groups kept in memory for views and dumps", ge=1, le=LARGE)
+    theme: str | None = setting(None, "dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a "
+                                "Textual theme, or one of yours in the user themes folder")
+    identical_alert: float = setting(0.5, "highlight the identical-score rate above this fraction of groups",
+                                     metavar="RATE", ge=0.0, le=1.0)
     # rl (serve) mode
-    server_type: Literal["vllm", "sglang"] = "vllm"
-    tool_parser: str | None = None
-    extra_base_urls: list[str] = Field(default_factory=list)
-    api_url: str = DEFAULT_API_URL
-    start_api: bool = False
-    batch_size: int | None = Field(default=None, ge=1, le=HUGE)
-    sim_trainer: bool | None = None
+    server_type: Literal["vllm", "sglang"] = setting("vllm", "inference server kind: vllm or sglang", group="rl")
+    tool_parser: str | None = setting(None, "vLLM tool parser that reads tool calls out of the generated text "
+                                      "(e.g. hermes); needed for environments with tools, and vLLM's parsers "
+                                      "installed", metavar="NAME", group="rl")
+    extra_base_urls: list[str] = setting([], "", flag=None)  # the second and later --base-url
+    api_url: str = setting(DEFAULT_API_URL, "Atropos trajectory API", group="rl")
+    start_api: bool = setting(False, "start atroposlib's run-api on --api-url's port if none answers there; "
+                              "stopped on exit", action="store_true", group="rl")
+    batch_size: int | None = setting(None, "sequences per trainer batch (the registered trainer's wins)", group="rl",
+                                     ge=1, le=HUGE)
+    sim_trainer: bool | None = setting(None, "start vftui's simulated trainer to pull batches (default: on with the "
+                                       "embedded default and --start-api)", action="optional", group="rl")
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -101,8 +136,12 @@ class RunConfig(BaseModel):
         return data
 
 
-FLAG_OF_FIELD = {name: "--" + name.replace("_", "-") for name in RunConfig.model_fields}
-FLAG_OF_FIELD["json_events"] = "--json"
+def _flag(name: str) -> str | None:
+    extra = RunConfig.model_fields[name].json_schema_extra or {}
+    return extra["flag"] if "flag" in extra else "--" + name.replace("_", "-")
+
+
+FLAG_OF_FIELD = {name: _flag(name) or name for name in RunConfig.model_fields}
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -134,14 +173,18 @@ def load_config(
     flags: dict[str, Any],
     config_file: Path | None = None,
     environ: dict[str, str] | None = None,
-    resumed: dict[str, Any] | None = None,
 ) -> RunConfig:
     """Merge the sources and validate; any problem is a one-sentence ``UserError``.
 
-    ``resumed`` is a resumed run's saved settings: they stand in for the config file and
-    the environment, so a resumed run goes on as it started unless a flag says otherwise.
+    With ``resume`` among the flags, the resumed run's saved settings stand in for the
+    config file and the environment, so it goes on as it started unless a flag says
+    otherwise (and appends to its own jsonl).
     """
     environ = dict(os.environ) if environ is None else environ
+    resumed = None
+    if flags.get("resume") is not None:
+        resumed = saved_config(Path(flags["resume"]))
+        resumed.pop("out", None)
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value, source in _settings(flags, config_file, environ, resumed):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from vftui.events import RunState, RunSummary
+
+# Every command's exit codes (and 2 for a UserError): said in --help and README.
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
 
 class UserError(Exception):
     """Bad input or an unusable setting; ``str(e)`` is the sentence shown to the user."""
@@ -13,3 +18,9 @@ class RunFailed(Exception):
     """A run that started but could not go on (e.g. the endpoint kept failing)."""
 
     exit_code = 1
+
+
+def exit_code(summary: RunSummary) -> int:
+    if summary.state is RunState.FAILED:
+        return EXIT_FAILED
+    return EXIT_OK if summary.groups_done >= summary.groups_total else EXIT_INTERRUPTED

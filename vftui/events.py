@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vftui.stats import Accumulator
+from vftui.stats import Accumulator, is_identical
+
+MASKED = -100  # the Atropos mask of a token the trainer does not learn from (prompt, tool results)
+META = "vftui"  # the key of vftui's own object (item, metrics, turns, times) in each group line
 
 
 class RunState(str, enum.Enum):
@@ -71,11 +74,7 @@ class GroupCollected:
 
     @property
     def identical(self) -> bool:
-        return len(set(self.scores)) <= 1
-
-    @property
-    def trained_tokens(self) -> int:
-        return sum(sum(1 for m in mask if m != -100) for mask in self.masks)
+        return is_identical(self.scores)
 
     def compacted(self) -> GroupCollected:
         """The group with its token ids, masks and logprobs as machine arrays.
@@ -278,9 +277,6 @@ class RunControls(Protocol):
 
     @property
     def temperature(self) -> float: ...
-
-    @property
-    def paused(self) -> bool: ...
 
     def toggle_pause(self) -> None: ...
 

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from vftui import stats, store
-from vftui.events import Event, FileProgress, GroupCollected, LogRecord, RunStarted, RunState, RunSummary
+from vftui.events import META, Event, FileProgress, GroupCollected, LogRecord, RunStarted, RunState, RunSummary
 
-META = "vftui"
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
 YIELD_EVERY = 64  # lines
@@ -80,7 +79,7 @@ class Row:
 
     @property
     def identical(self) -> bool:
-        return len(set(self.scores)) <= 1
+        return stats.is_identical(self.scores)
 
 
 class GroupFile(Sequence[Row]):

@@ -11,6 +11,7 @@ control characters itself.
 from __future__ import annotations
 
 import re
+from typing import TextIO
 
 # C0 controls (but newline and tab), DEL, C1 controls (CSI is 0x9b), and the bidirectional
 # overrides and isolates that make text display in another order than it is read.
@@ -29,3 +30,11 @@ def _visible(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every control character but newline and tab replaced by a visible sign."""
     return UNSAFE.sub(_visible, text) if UNSAFE.search(text) else text
+
+
+def say(text: str, stream: TextIO) -> None:
+    """Print ``text`` for a person: made printable, and dropped if the terminal is gone (SSH hung up)."""
+    try:
+        print(printable(text), file=stream, flush=True)
+    except OSError:
+        pass

@@ -7,7 +7,6 @@ so every place that shows ``metrics/mean_reward`` computes it the same way.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -141,10 +140,3 @@ class Accumulator:
             out["metrics/groups_total"] = float(self.groups_total)
             out["metrics/identical_score_rate"] = self.groups_identical / self.groups_total
         return out
-
-
-def metrics_of(groups: Iterable[GroupLike]) -> dict[str, float]:
-    acc = Accumulator()
-    for group in groups:
-        acc.add(group)
-    return acc.metrics()

@@ -27,7 +27,7 @@ from vftui.collector import html_page
 from vftui.errors import RunFailed
 
 if TYPE_CHECKING:
-    from vftui.collector.env import VerifiersEnv
+    from vftui.collector.verifiers_env import VerifiersEnv
 
 
 async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]) -> None:

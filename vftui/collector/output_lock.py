@@ -15,10 +15,7 @@ import os
 from pathlib import Path
 
 from vftui.errors import UserError
-
-
-def lock_path(out_path: Path) -> Path:
-    return out_path.with_suffix(".lock")
+from vftui.run_files import LOCK_SUFFIX
 
 
 class OutputLock:
@@ -26,7 +23,7 @@ class OutputLock:
 
     def __init__(self, out_path: Path) -> None:
         self.out_path = out_path
-        self.path = lock_path(out_path)
+        self.path = out_path.with_suffix(LOCK_SUFFIX)
         self._fd: int | None = None
 
     def acquire(self, hint: str) -> OutputLock:

@@ -39,11 +39,11 @@ from typing import Any
 
 from vftui.config import RunConfig
 from vftui.events import Event, GroupCollected, LogRecord, RunControls, RunSummary
+from vftui.run_files import LOG_SUFFIX
 
 REPLY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 30.0
 COMMANDS = frozenset({"temperature", "paused", "toggle_pause", "set_temperature", "nudge_temperature", "dump", "stop"})
-LOG_SUFFIX = ".collector.log"
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,6 @@ class RemoteControls(RunControls):
     @property
     def temperature(self) -> float:
         return self._temperature_call("temperature")
-
-    @property
-    def paused(self) -> bool:
-        try:
-            return self._call("paused")
-        except CollectorGone:
-            return False
 
     def toggle_pause(self) -> None:
         with contextlib.suppress(CollectorGone):

@@ -28,14 +28,14 @@ import httpx
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, stats, store
-from vftui.collector import compat, endpoint, envs, hub, managed, trajectory_api
+from vftui.collector import compat, endpoint, env_loader, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
-from vftui.collector.env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
 from vftui.collector.ledger import ItemLedger
 from vftui.collector.output_lock import OutputLock
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
+from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
@@ -53,43 +53,13 @@ from vftui.events import (
 from vftui.groupfile import group_event
 from vftui.quiet import quiet_libraries
 from vftui.redact import scrub, scrub_event
+from vftui.run_files import find_resumable, sidecars
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
 
-RUN_SUFFIX, CHECKPOINT_SUFFIX = ".run.json", ".checkpoint.json"
 RL_STEP_LIMIT = 1_000_000_000
 STATS_EVERY_S = 1.0
-
-
-def sidecars(out_path: Path) -> tuple[Path, Path]:
-    """The run description and the checkpoint kept beside a run's jsonl."""
-    return out_path.with_suffix(RUN_SUFFIX), out_path.with_suffix(CHECKPOINT_SUFFIX)
-
-
-def find_resumable(path: Path) -> Path:
-    """The jsonl of the run at ``path`` (a run folder, its jsonl or its .run.json)."""
-    if path.is_dir():
-        found = sorted(path.glob(f"*{RUN_SUFFIX}"))
-        if len(found) != 1:
-            what = "no run" if not found else f"{len(found)} runs"
-            raise UserError(f"--resume {path}: found {what} there; name the run's .jsonl file instead")
-        return Path(str(found[0]).removesuffix(RUN_SUFFIX) + ".jsonl")
-    if path.name.endswith(RUN_SUFFIX):
-        return Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
-    if path.suffix == ".jsonl" and path.with_suffix(RUN_SUFFIX).exists():
-        return path
-    raise UserError(f"--resume {path}: not a vftui run (expected a run folder or its .jsonl)")
-
-
-def saved_config(path: Path) -> dict[str, Any]:
-    """The settings a resumable run was started with."""
-    out = find_resumable(path)
-    run_file, _ = sidecars(out)
-    try:
-        return json.loads(run_file.read_text())["config"]
-    except (OSError, ValueError, KeyError) as e:
-        raise UserError(f"--resume {path}: cannot read {run_file.name}: {e}") from e
 
 
 class EventLogHandler(logging.Handler):
@@ -168,8 +138,6 @@ class Run:
         quiet_libraries()
         if cfg.mode == "sft" and cfg.extra_base_urls:
             raise UserError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
-        if cfg.wandb:
-            check_wandb_can_log()
         out_path, groups_before = self._resolve_output()
         try:
             return self._prepare(out_path, groups_before)
@@ -187,7 +155,10 @@ class Run:
 
     def _prepare(self, out_path: Path, groups_before: int) -> Plan:
         cfg = self.config
-        vf_env = envs.load(cfg.env, cfg.env_args)
+        if cfg.wandb:  # wandb reads its folder once, when its settings first load: before the login check
+            os.environ.setdefault("WANDB_DIR", str(out_path.parent))
+            check_wandb_can_log()
+        vf_env = env_loader.load(cfg.env, cfg.env_args)
         if cfg.simulated:
             self._sim = BackgroundSimServer(seed=cfg.seed).start()
             base_url, model, self._api_key = self._sim.base_url, cfg.model or SIM_MODEL, "EMPTY"
@@ -269,7 +240,8 @@ class Run:
             except OSError as e:
                 raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
         if out.exists() and not out.is_file():
-            raise UserError(f"--out {out} is not a regular file; give a .jsonl file path")
+            what = "a folder" if out.is_dir() else "not a regular file"
+            raise UserError(f"--out {out} is {what}; give a .jsonl file path")
         if not paths.writable_dir(out.parent):
             raise UserError(f"cannot write to the output folder {out.parent}")
         free = out
@@ -349,7 +321,6 @@ class Run:
         if cfg.wandb:
             env.name = cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"
             env.wandb_project = cfg.wandb_project
-            os.environ.setdefault("WANDB_DIR", str(plan.out_path.parent))
         return env
 
     def _write_run_file(self) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 
 from vftui.collector.compat import ChatTemplateTokenizer
+from vftui.events import MASKED
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], 
             raise TemplateMismatch("the chat template renders earlier turns differently from how they were generated")
         ids = tokenizer.encode(rendered[len(text):], add_special_tokens=False) if len(rendered) > len(text) else []
         tokens.extend(ids)
-        masks.extend([-100] * len(ids))
+        masks.extend([MASKED] * len(ids))
         logprobs.extend([1.0] * len(ids))
         return rendered
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import httpx
 
 from vftui import stats
+from vftui.events import MASKED
 
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",
@@ -33,7 +34,7 @@ def summarize(batch: list[dict]) -> dict:
         "groups": len(batch),
         "sequences": sequences,
         "tokens": sum(len(t) for g in batch for t in g["tokens"]),
-        "trained_tokens": sum(1 for g in batch for m in g["masks"] for x in m if x != -100),
+        "trained_tokens": sum(1 for g in batch for m in g["masks"] for x in m if x != MASKED),
         "mean_score": round(stats.mean(scores), 4),
     }
 

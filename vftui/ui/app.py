@@ -20,69 +20,72 @@ from typing import Any
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import Footer
 
 from vftui.events import GroupCollected, RunControls, RunState, RunSummary, with_texts
 from vftui.printable import printable
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
-from vftui.ui.inbox import Inbox
-from vftui.ui.model import DashboardModel, parse_filter
-from vftui.ui.widgets.confirm_screen import ConfirmScreen
-from vftui.ui.widgets.filter_screen import FilterScreen
-from vftui.ui.widgets.group_table import GroupTable
-from vftui.ui.widgets.help_screen import HelpScreen
+from vftui.ui.inbox import TICK_S, Inbox
+from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
+from vftui.ui.screens.confirm import ConfirmScreen
+from vftui.ui.screens.help import HelpScreen, help_rows, key_names
+from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.widgets.group_table import MOVE, GroupTable
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
 from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
-from vftui.ui.widgets.temperature_screen import TemperatureScreen
 from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
-# Panels repaint 4 times a second: a full frame costs ~15 ms of CPU, and on a small
-# machine that core is one the collector or a local endpoint wants (bench/throughput.py).
-# Keys do not wait for a tick: their effects are shown at once.
-TICK_S = 0.25
 PREVIEW_FOLLOW_S = 1.0
 MAX_EVENTS_PER_TICK = 20_000
-SMALL_WIDTH, SMALL_HEIGHT = 70, 20
-SHORT_HEIGHT = 36  # below this, rl mode gives the turns panel's rows to the trajectory API's
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here
+TEMPERATURE_KEYS = "sampling temperature ±0.1 for the next groups (0–2)"
+
+
+def read_temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 2.0:
+        raise ValueError("a number between 0 and 2, please")
+    return value
 
 
 class VftuiApp(App[RunSummary | None]):
     CSS_PATH = "app.tcss"
     TITLE = "vftui"
+    # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under
+    # 36 rows) gives the turns panel's rows to the trajectory API's in rl mode.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-low"), (20, "-short"), (36, "-tall")]
     BINDINGS = [
-        Binding("space,p", "toggle_pause", "pause"),
-        Binding("plus,equals_sign", "temperature(0.1)", "T+"),
-        Binding("minus,underscore", "temperature(-0.1)", "T-"),
-        Binding("t", "type_temperature", "set T"),
-        Binding("d", "dump", "dump"),
-        Binding("j", "cursor(1)", "next group", show=False),
-        Binding("k", "cursor(-1)", "previous group", show=False),
-        Binding("enter", "next_rollout", "rollout"),
-        Binding("i", "toggle_ids", "token ids", show=False),
-        Binding("slash", "filter", "filter"),
-        Binding("question_mark", "help", "help"),
-        Binding("q,ctrl+c", "quit_run", "quit", priority=True),
+        Binding("space,p", "toggle_pause", "pause",
+                tooltip="pause or resume (pausing… until the groups in flight finish)"),
+        Binding("plus,equals_sign", "temperature(0.1)", "T+", key_display="+", tooltip=TEMPERATURE_KEYS),
+        Binding("minus,underscore", "temperature(-0.1)", "T-", key_display="-", tooltip=TEMPERATURE_KEYS),
+        Binding("t", "type_temperature", "set T", tooltip="type an exact temperature"),
+        Binding("d", "dump", "dump", tooltip="dump the groups in memory to a new jsonl"),
+        Binding("j", "cursor(1)", "next group", show=False, tooltip=MOVE),
+        Binding("k", "cursor(-1)", "previous group", show=False, tooltip=MOVE),
+        Binding("enter", "next_rollout", "rollout", tooltip="next rollout of the selected group"),
+        Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
+        Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
+        Binding("question_mark", "help", "help", tooltip="this list"),
+        Binding("q,ctrl+c", "quit_run", "quit", priority=True,
+                tooltip="quit (asks first while running; stops gracefully)"),
     ]
-    HELP = [
-        ("space / p", "pause or resume (pausing… until the groups in flight finish)"),
-        ("+ / -", "sampling temperature ±0.1 for the next groups (0–2)"),
-        ("t", "type an exact temperature"),
-        ("d", "dump the groups in memory to a new jsonl"),
-        ("j k ↑ ↓", "move through groups"),
-        ("enter", "next rollout of the selected group"),
-        ("i", "show token ids in the preview"),
-        ("/", "filter groups: identical, varied, reward>0.5, std<0.1, item=3, turns>=2"),
-        ("tab / shift+tab", "move between panels"),
-        ("ctrl+p", "command palette (themes too)"),
-        ("q / ctrl+c", "quit (asks first while running; stops gracefully)"),
-    ]
+
+    rollout: reactive[int] = reactive(0, init=False)  # enter: the next rollout of the group in the preview
+    show_ids: reactive[bool] = reactive(False, init=False)  # i
+    previewed: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
 
     def __init__(
         self,
@@ -105,12 +108,10 @@ class VftuiApp(App[RunSummary | None]):
         if clock is not None:
             self.model.clock = clock
         self.decoder = TokenDecoder()
-        self.rollout = 0
-        self.show_ids = False
         self.result: RunSummary | None = None
         self._quitting = False
         self._shown_version = -1
-        self._preview_key: tuple | None = None
+        self._previewed: int | None = None  # the number of the group in the preview
         self._preview_at = 0.0
         themes.install(self, theme_name, extra_themes)
 
@@ -121,7 +122,8 @@ class VftuiApp(App[RunSummary | None]):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield RewardsPanel(id="rewards")
-                yield TokenPreview(id="tokens")
+                yield TokenPreview(id="tokens").data_bind(VftuiApp.rollout, VftuiApp.show_ids,
+                                                          group=VftuiApp.previewed)
             with Vertical(id="right"):
                 yield RewardFunctionsPanel(id="functions")
                 yield TurnsPanel(id="turns")
@@ -131,10 +133,6 @@ class VftuiApp(App[RunSummary | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        titles = {"rewards": "rewards", "tokens": "tokens", "functions": "reward functions", "turns": "turns",
-                  "identical": "identical scores", "trajectory": "trajectory API", "log": "log"}
-        for widget_id, title in titles.items():
-            self.query_one(f"#{widget_id}").border_title = title
         self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
                                                    TrajectoryPanel, LogPanel)]
         self.status_bar = self.query_one(StatusBar)
@@ -165,18 +163,14 @@ class VftuiApp(App[RunSummary | None]):
         self._quitting = True
         self.controls.stop()  # a second signal cancels the groups in flight, as a second q does
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < SMALL_WIDTH or self.size.height < SMALL_HEIGHT, "-small")
-        self.set_class(self.size.height < SHORT_HEIGHT, "-short")
-
     # -- attributes down ----------------------------------------------------------------
 
     def tick(self) -> None:
         batch = self.inbox.drain(MAX_EVENTS_PER_TICK)
-        started_before = self.model.started
+        started_before = self.model.run_started
         self.model.apply(batch)
-        if self.model.started is not started_before and self.model.started is not None:
-            self.set_class(self.model.started.mode == "rl", "-rl")
+        if self.model.run_started is not started_before and self.model.run_started is not None:
+            self.set_class(self.model.run_started.mode == "rl", "-rl")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
         self.status_bar.show(self.model)
         if self.model.version != self._shown_version:
@@ -186,8 +180,8 @@ class VftuiApp(App[RunSummary | None]):
         self.refresh_preview(force=False)
 
     def _load_decoder(self) -> None:
-        self.decoder = TokenDecoder.load(self.model.started.tokenizer)
-        self.call_from_thread(self.refresh_preview)
+        self.decoder = TokenDecoder.load(self.model.run_started.tokenizer)
+        self.call_from_thread(setattr, self.preview, "decoder", self.decoder)
 
     def selected_group(self) -> GroupCollected | None:
         """The selected group, whole: a viewed file's row is read from disk, made printable as events are."""
@@ -201,21 +195,21 @@ class VftuiApp(App[RunSummary | None]):
             return None
 
     def refresh_preview(self, force: bool = True) -> None:
-        """Re-render the token preview if what it shows changed.
+        """Put the selected group in the preview if it is another one.
 
-        While the table follows a live run the selection moves every tick; rendering a
+        While the table follows a live run the selection moves every tick; laying out a
         2k-token rollout that often would starve the keyboard, so following refreshes
         at most once a second. Anything the user does refreshes at once.
         """
         row = self.table.selected
-        key = (row.index if row else None, self.rollout, self.show_ids, self.decoder.available)
-        if key == self._preview_key:
+        index = row.index if row is not None else None
+        if index == self._previewed:
             return
         now = time.monotonic()
         if not force and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
             return
-        self._preview_key, self._preview_at = key, now
-        self.preview.refresh_preview(self.selected_group(), self.rollout, self.decoder, self.show_ids)
+        self._previewed, self._preview_at = index, now
+        self.previewed = self.selected_group()
 
     def on_group_table_highlighted(self, event: GroupTable.Highlighted) -> None:
         self.rollout = 0
@@ -226,35 +220,26 @@ class VftuiApp(App[RunSummary | None]):
     LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "dump"})
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        """Keys that steer a run are hidden when viewing a file."""
+        """Keys that steer a run are hidden (and do nothing) when viewing a file."""
         return not (action in self.LIVE_ONLY and self.controls is None)
 
-    def _live(self) -> bool:
-        return self.controls is not None
-
     def action_toggle_pause(self) -> None:
-        if self._live():
-            self.controls.toggle_pause()
+        self.controls.toggle_pause()
 
     def action_temperature(self, delta: float) -> None:
-        if self._live():
-            self.model.temperature = self.controls.nudge_temperature(delta)
-            self.status_bar.show(self.model)
+        self.model.temperature = self.controls.nudge_temperature(delta)
+        self.status_bar.show(self.model)
 
     def action_type_temperature(self) -> None:
-        if not self._live():
-            return
-
         def apply(value: float | None) -> None:
             if value is not None:
                 self.model.temperature = self.controls.set_temperature(value)
                 self.status_bar.show(self.model)
 
-        self.push_screen(TemperatureScreen(self.controls.temperature), apply)
+        question = "temperature for the next groups (0 – 2)"
+        self.push_screen(PromptScreen(question, f"{self.controls.temperature:.2f}", read_temperature), apply)
 
     def action_dump(self) -> None:
-        if not self._live():
-            return
         try:
             path: Path = self.controls.dump()
         except OSError as e:
@@ -267,7 +252,6 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_next_rollout(self) -> None:
         self.rollout += 1
-        self.refresh_preview()
 
     def action_filter(self) -> None:
         def apply(text: str | None) -> None:
@@ -278,14 +262,22 @@ class VftuiApp(App[RunSummary | None]):
                 total = len(self.model.all_groups())
                 self.notify(f"{shown} of {total} groups match" if text.strip() else "filter cleared")
 
-        self.push_screen(FilterScreen(self.model.filter_text, parse_filter), apply)
+        def read(text: str) -> str:
+            parse_filter(text)  # a ValueError says what cannot be read
+            return text
+
+        self.push_screen(PromptScreen("filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP),
+                         apply)
 
     def action_toggle_ids(self) -> None:
         self.show_ids = not self.show_ids
-        self.refresh_preview()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.HELP))
+        """Every key from the bindings that hold it: the app's, the table's, Textual's own."""
+        app_keys = [b for b in self.BINDINGS if self.check_action(b.action.split("(")[0], ()) is not False]
+        rows = help_rows([*app_keys, *GroupTable.BINDINGS, *Screen.BINDINGS[:2]])  # [:2]: tab, shift+tab
+        rows.append((key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")), "command palette (themes too)"))
+        self.push_screen(HelpScreen(rows))
 
     def action_quit_run(self) -> None:
         if self._quitting and self.controls is not None:

@@ -10,6 +10,10 @@ import queue
 
 from vftui.events import Event, GroupCollected
 
+# Views drain their inbox and repaint 4 times a second, however fast events come; keys do not
+# wait for a tick.
+TICK_S = 0.25
+
 
 class Inbox:
     def __init__(self) -> None:

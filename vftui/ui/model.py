@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from vftui import stats
+from vftui import stats, wording
 from vftui.events import (
     TRAJECTORY_API,
     ApiStatus,
@@ -68,17 +68,17 @@ class DashboardModel:
     window: int = 256
     identical_alert: float = 0.5
     clock: Callable[[], float] = field(default=time.time)
-    started: RunStarted | None = None
+    run_started: RunStarted | None = None
     state: RunState = RunState.STARTING
     detail: str = ""
     temperature: float | None = None
     groups_done: int = 0
     groups_total: int = 0
     summary: RunSummary | None = None
-    trouble: EndpointTrouble | None = None
-    api_trouble: EndpointTrouble | None = None
+    endpoint_trouble: EndpointTrouble | None = None
+    trajectory_trouble: EndpointTrouble | None = None
     last_dump: GroupsDumped | None = None
-    api: ApiStatus | None = None
+    api_status: ApiStatus | None = None
     requests: RequestStats | None = None
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -96,7 +96,6 @@ class DashboardModel:
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
     _t0: float | None = None
-    _first_done: int = 0
     _rate_marks: collections.deque = field(init=False)
     _derived: dict = field(default_factory=dict)
     _derived_version: int = -1
@@ -121,51 +120,54 @@ class DashboardModel:
         return bool(events)
 
     def _apply(self, event: Event) -> None:
-        if isinstance(event, GroupCollected):
-            self.groups.append(event)
-            self._scored(event)
-            self.reward_history.append(stats.mean(event.scores))
-            self.identical_history.append(1.0 if event.identical else 0.0)
-            self.groups_done = max(self.groups_done, event.index)
-            self.tokens_total += sum(len(t) for t in event.tokens)
-            self._rate_marks.append((event.started_at + event.elapsed_s, event.index, self.tokens_total))
-            self.trouble = self.api_trouble = None
-        elif isinstance(event, RunStarted):
-            self.started, self.temperature = event, event.temperature
-            self.groups_total, self.groups_done = event.groups_total, event.groups_done
-            self._t0, self._first_done = self.clock(), event.groups_done
-        elif isinstance(event, RunStatus):
-            if event.state is not self.state:
-                self.note("INFO", f"run {event.state.value}" + (f": {event.detail}" if event.detail else ""))
-            self.state, self.detail = event.state, event.detail
-            self.groups_total = event.groups_total or self.groups_total
-        elif isinstance(event, TemperatureChanged):
-            self.temperature = event.temperature
-        elif isinstance(event, EndpointTrouble):
-            if event.service == TRAJECTORY_API:
-                self.api_trouble = event
-            else:
-                self.trouble = event
-            self.note("WARNING", f"{event.service} error, attempt {event.attempts}: "
-                      f"{event.error}; retrying in {event.retry_in_s:.1f} s")
-        elif isinstance(event, ApiStatus):
-            self._apply_api(event)
-        elif isinstance(event, RequestStats):
-            self.requests = event
-        elif isinstance(event, GroupDropped):
-            self.dropped[event.reason] += 1
-            self._scored(event)
-            self.note("WARNING", f"group of item {event.item} not sent: {event.reason}")
-        elif isinstance(event, GroupsDumped):
-            self.last_dump = event
-            self.note("INFO", f"dumped {event.groups} groups to {event.path}")
-        elif isinstance(event, LogRecord):
-            self.log(event)
-        elif isinstance(event, FileProgress):
-            self._apply_file(event)
-        elif isinstance(event, RunSummary):
-            self.summary, self.state, self.detail = event, event.state, event.error
-            self.groups_done = event.groups_done
+        match event:
+            case GroupCollected():
+                self._apply_group(event)
+            case RunStarted():
+                self.run_started, self.temperature = event, event.temperature
+                self.groups_total, self.groups_done = event.groups_total, event.groups_done
+                self._t0 = self.clock()
+            case RunStatus():
+                if event.state is not self.state:
+                    self.note("INFO", wording.run_state(event.state, event.detail))
+                self.state, self.detail = event.state, event.detail
+                self.groups_total = event.groups_total or self.groups_total
+            case TemperatureChanged():
+                self.temperature = event.temperature
+            case EndpointTrouble():
+                if event.service == TRAJECTORY_API:
+                    self.trajectory_trouble = event
+                else:
+                    self.endpoint_trouble = event
+                self.note("WARNING", wording.trouble(event))
+            case ApiStatus():
+                self._apply_api(event)
+            case RequestStats():
+                self.requests = event
+            case GroupDropped():
+                self.dropped[event.reason] += 1
+                self._scored(event)
+                self.note("WARNING", wording.dropped(event))
+            case GroupsDumped():
+                self.last_dump = event
+                self.note("INFO", wording.dumped(event))
+            case LogRecord():
+                self.log(event)
+            case FileProgress():
+                self._apply_file(event)
+            case RunSummary():
+                self.summary, self.state, self.detail = event, event.state, event.error
+                self.groups_done = event.groups_done
+
+    def _apply_group(self, group: GroupCollected) -> None:
+        self.groups.append(group)
+        self._scored(group)
+        self.reward_history.append(stats.mean(group.scores))
+        self.identical_history.append(1.0 if group.identical else 0.0)
+        self.groups_done = max(self.groups_done, group.index)
+        self.tokens_total += sum(len(t) for t in group.tokens)
+        self._rate_marks.append((group.started_at + group.elapsed_s, group.index, self.tokens_total))
+        self.endpoint_trouble = self.trajectory_trouble = None
 
     def _apply_file(self, progress: FileProgress) -> None:
         """A viewed file's figures so far: the window is the whole file."""
@@ -189,15 +191,14 @@ class DashboardModel:
 
     def _apply_api(self, status: ApiStatus) -> None:
         """A poll of the trajectory API; what changed goes to the log."""
-        before = self.api
+        before = self.api_status
         if status.reachable:
-            self.api_trouble = None
+            self.trajectory_trouble = None
         if before is None or before.reachable != status.reachable:
-            self.note("INFO" if status.reachable else "WARNING",
-                      f"trajectory API {'reachable' if status.reachable else 'unreachable: ' + status.error}")
+            self.note("INFO" if status.reachable else "WARNING", wording.api_reachability(status))
         if status.trainer_registered and (before is None or not before.trainer_registered):
-            self.note("INFO", f"trainer registered (batch size {status.batch_size})")
-        self.api = status
+            self.note("INFO", wording.trainer_state(status))
+        self.api_status = status
         if status.reachable:
             self.queue_history.append(float(status.queue_size))
 
@@ -289,8 +290,8 @@ class DashboardModel:
     def reward_function_rows(self) -> list[tuple[str, float | None, float | None]]:
         window, run = self.window_metrics(), self.run_metrics()
         names = []
-        if self.started is not None:
-            names.extend(self.started.reward_functions)
+        if self.run_started is not None:
+            names.extend(self.run_started.reward_functions)
         for key in list(window) + list(run):
             name = key.removeprefix("metrics/")
             if name not in names and name in self._metric_names():

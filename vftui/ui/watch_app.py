@@ -13,12 +13,10 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from vftui.ui import themes
-from vftui.ui.inbox import Inbox
+from vftui.ui.inbox import TICK_S, Inbox
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
-
-TICK_S = 0.25
 
 
 class WatchApp(App[None]):
@@ -40,8 +38,7 @@ class WatchApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#watch-api").border_title = "trajectory API"
-        self.query_one("#log").border_title = "changes"
+        self.query_one("#log").border_title = "changes"  # here the log is of what changed
         header = Text("watch ", style="bold").append(self.api_url).append("  (no collector: read only)", style="dim")
         self.query_one("#status", Static).update(header)
         self.set_interval(TICK_S, self.tick)

@@ -26,6 +26,8 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 COLOURS = ["red", "dark_orange", "yellow", "green_yellow", "green"]
 HEADER = ("#", "item", "rewards", "mean", "std", "=", "T")
 RIGHT_ALIGNED = (True, True, False, True, True, False, True)
+MOVE = "move through groups"  # the help lists keys with the same words on one line
+JUMP = "ten groups at a time, the first or the last"
 
 
 def reward_cells(scores: list[float], low: float, high: float) -> Text:
@@ -42,12 +44,12 @@ class GroupTable(ScrollView, can_focus=True):
     """Rows keyed by group index; follows the newest group while the cursor is on the last row."""
 
     BINDINGS = [
-        Binding("up", "move(-1)", "up", show=False),
-        Binding("down", "move(1)", "down", show=False),
-        Binding("pageup", "move(-10)", "page up", show=False),
-        Binding("pagedown", "move(10)", "page down", show=False),
-        Binding("home", "move(-1000000)", "first", show=False),
-        Binding("end", "move(1000000)", "last", show=False),
+        Binding("up", "move(-1)", "up", show=False, tooltip=MOVE),
+        Binding("down", "move(1)", "down", show=False, tooltip=MOVE),
+        Binding("pageup", "move(-10)", "page up", show=False, tooltip=JUMP),
+        Binding("pagedown", "move(10)", "page down", show=False, tooltip=JUMP),
+        Binding("home", "move(-1000000)", "first", show=False, tooltip=JUMP),
+        Binding("end", "move(1000000)", "last", show=False, tooltip=JUMP),
     ]
     COMPONENT_CLASSES = {"group-table--header", "group-table--cursor"}
     DEFAULT_CSS = """

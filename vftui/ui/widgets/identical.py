@@ -10,21 +10,29 @@ from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.quiet_static import QuietStatic
 
 
+class IdenticalRates(QuietStatic):
+    def render_figures(self, figures: tuple[float, float, float | None]) -> Text:
+        window, run, alert_above = figures
+        text = Text()
+        text.append(f"window {window:.0%}", style="bold red" if alert_above is not None else "bold")
+        text.append(f"  run {run:.0%}")
+        if alert_above is not None:
+            text.append(f"  > {alert_above:.0%}", style="red")
+        return text
+
+
 class IdenticalPanel(Vertical):
+    BORDER_TITLE = "identical scores"
+
     def compose(self):
-        yield QuietStatic(id="identical-text")
+        yield IdenticalRates(id="identical-text")
         yield Sparkline([], id="identical-sparkline")
 
     def show(self, model: DashboardModel) -> None:
         window, run = model.identical_rates()
         alert = window > model.identical_alert
         self.set_class(alert, "-alert")
-        text = Text()
-        text.append(f"window {window:.0%}", style="bold red" if alert else "bold")
-        text.append(f"  run {run:.0%}")
-        if alert:
-            text.append(f"  > {model.identical_alert:.0%}", style="red")
-        self.query_one("#identical-text", QuietStatic).show_if_changed(text.markup, lambda: text)
+        self.query_one(IdenticalRates).figures = (round(window, 2), round(run, 2), model.identical_alert if alert else None)
         history = list(model.identical_history)
         windows = (history[max(0, i - 9) : i + 1] for i in range(len(history)))
         smoothed = [sum(w) / len(w) for w in windows]

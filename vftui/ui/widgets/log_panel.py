@@ -15,6 +15,8 @@ LEVEL_STYLE = {"ERROR": "bold red", "CRITICAL": "bold red", "WARNING": "yellow",
 class LogPanel(RichLog):
     """Writes only the records added since the last ``show`` (the model counts them)."""
 
+    BORDER_TITLE = "log"
+
     shown = 0
 
     def show(self, model: DashboardModel) -> None:

@@ -1,22 +1,25 @@
 """A Static that repaints only when what it shows changed.
 
-Panels are handed the model on every tick; most ticks change a few of them. Each
-repaint costs GIL time the collector thread shares, so unchanged panels stay as they are.
+Panels are handed the model on every tick; most ticks change a few of them. Each panel
+sets its ``figures`` reactive to the few values it shows, and Textual calls
+``watch_figures`` only when they differ from last time: the text is built then, and
+repainted without a layout pass (every panel has a fixed size).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
 from rich.console import RenderableType
+from textual.reactive import reactive
 from textual.widgets import Static
 
 
 class QuietStatic(Static):
-    _shown: Hashable = None
+    figures: reactive[Hashable] = reactive(None, init=False)
 
-    def show_if_changed(self, key: Hashable, render: Callable[[], RenderableType]) -> None:
-        """Render and repaint (without a layout pass) only when ``key`` differs from last time."""
-        if key != self._shown:
-            self._shown = key
-            self.update(render(), layout=False)
+    def watch_figures(self, figures: Hashable) -> None:
+        self.update(self.render_figures(figures), layout=False)
+
+    def render_figures(self, figures: Hashable) -> RenderableType:
+        raise NotImplementedError

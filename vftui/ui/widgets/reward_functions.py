@@ -14,6 +14,8 @@ def fmt(value: float | None) -> str:
 
 
 class RewardFunctionsPanel(QuietStatic):
+    BORDER_TITLE = "reward functions"
+
     def show(self, model: DashboardModel) -> None:
         window, run = model.window_metrics(), model.run_metrics()
         kept = ()
@@ -22,7 +24,10 @@ class RewardFunctionsPanel(QuietStatic):
                      fmt(run.get("metrics/mean_reward_kept"))),)
         rows = (("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))), *kept,
                 *((name, fmt(w), fmt(r)) for name, w, r in model.reward_function_rows()))
-        self.show_if_changed(rows, lambda: render_table(rows))
+        self.figures = rows
+
+    def render_figures(self, rows: tuple) -> Table:
+        return render_table(rows)
 
 
 def render_table(rows: tuple[tuple[str, str, str], ...]) -> Table:

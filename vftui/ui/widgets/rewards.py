@@ -10,6 +10,8 @@ from vftui.ui.widgets.group_table import GroupTable
 
 
 class RewardsPanel(Vertical):
+    BORDER_TITLE = "rewards"
+
     def compose(self):
         yield GroupTable(id="rewards-table")
         yield Sparkline([], id="reward-sparkline")

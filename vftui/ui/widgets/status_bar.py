@@ -38,7 +38,7 @@ def trouble_label(trouble: EndpointTrouble) -> str:
 
 
 def render_status(model: DashboardModel) -> Text:
-    s = model.started
+    s = model.run_started
     line1 = Text()
     if s is None:
         line1.append("vftui ", style="bold").append("starting…")
@@ -51,7 +51,7 @@ def render_status(model: DashboardModel) -> Text:
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     line2 = Text()
     label = STATE_LABEL.get(model.state, model.state.value)
-    trouble = model.api_trouble or model.trouble
+    trouble = model.trajectory_trouble or model.endpoint_trouble
     if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):
         line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
     else:

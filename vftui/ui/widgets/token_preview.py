@@ -16,16 +16,16 @@ from rich.style import Style
 from rich.text import Text
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from vftui.events import GroupCollected
+from vftui.events import MASKED, GroupCollected
 from vftui.ui.decode import TokenDecoder
 
 SHADES = ("on grey15", "on grey23")
 HEAT = ["red", "dark_orange", "yellow", "green_yellow", "green"]
-MASKED = -100
 
 Piece = tuple[str, str]
 """A token's display text (``\\n`` ends a line) and its style."""
@@ -135,23 +135,54 @@ class TokenText(ScrollView, can_focus=True):
 
 
 class TokenPreview(Vertical):
-    """Shows ``group``'s rollout ``rollout``; the app sets both and calls ``refresh_preview``."""
+    """``group``'s rollout number ``rollout``, bound from the app (``data_bind``), as ``decoder`` spells it.
+
+    A new group also resets the rollout: the preview is laid out once, after both changed.
+    """
+
+    BORDER_TITLE = "tokens"
+    group: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
+    rollout: reactive[int] = reactive(0, init=False)
+    show_ids: reactive[bool] = reactive(False, init=False)
+    decoder: reactive[TokenDecoder] = reactive(TokenDecoder, always_update=True, init=False)
 
     def compose(self):
         yield Static(id="token-counts")
         yield TokenText(id="token-text")
 
-    def refresh_preview(
-        self, group: GroupCollected | None, rollout: int, decoder: TokenDecoder, show_ids: bool
-    ) -> None:
+    def on_mount(self) -> None:
+        self._show()
+
+    def watch_group(self) -> None:
+        self._changed()
+
+    def watch_rollout(self) -> None:
+        self._changed()
+
+    def watch_show_ids(self) -> None:
+        self._changed()
+
+    def watch_decoder(self) -> None:
+        self._changed()
+
+    def _changed(self) -> None:
+        if not self._pending:
+            self._pending = True
+            self.call_later(self._show)
+
+    _pending = False
+
+    def _show(self) -> None:
+        self._pending = False
+        group = self.group
         counts = self.query_one("#token-counts", Static)
         body = self.query_one(TokenText)
         if group is None:
             counts.update("no group selected", layout=False)
             body.show([])
             return
-        rollout %= len(group.tokens)
-        pieces, trained, masked = rollout_pieces(group, rollout, decoder, show_ids)
+        rollout = self.rollout % len(group.tokens)
+        pieces, trained, masked = rollout_pieces(group, rollout, self.decoder, self.show_ids)
         header = Text()
         header.append(f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold")
         header.append(f"reward {group.scores[rollout]:.3f} · ")
@@ -160,7 +191,7 @@ class TokenPreview(Vertical):
         reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
         if reason:
             header.append(f" · {reason}")
-        if not decoder.available:
+        if not self.decoder.available:
             header.append(" · (no tokenizer: ids)", style="italic")
         counts.update(header, layout=False)
         body.show(pieces)

@@ -9,45 +9,60 @@ from textual.widgets import Sparkline
 from vftui import stats
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.quiet_static import QuietStatic
+from vftui.wording import WAITING_FOR_TRAINER, trainer_state
 
 
 def api_state(model: DashboardModel) -> tuple[str, str]:
     """The one-line state and its style, worst news first."""
-    api = model.api
-    if model.api_trouble is not None or (api is not None and not api.reachable):
+    api = model.api_status
+    if model.trajectory_trouble is not None or (api is not None and not api.reachable):
         return "API unreachable (retrying)", "bold red"
-    if model.trouble is not None:
+    if model.endpoint_trouble is not None:
         return "inference server unreachable (retrying)", "bold red"
     if api is None:
-        return ("waiting for a trainer" if model.detail.startswith("waiting") else "connecting…"), "bold yellow"
-    if not api.trainer_registered:
-        return "waiting for a trainer", "bold yellow"
-    return f"trainer registered · batch {api.batch_size}", "bold green"
+        return (WAITING_FOR_TRAINER if model.detail.startswith("waiting") else "connecting…"), "bold yellow"
+    return trainer_state(api), "bold green" if api.trainer_registered else "bold yellow"
 
 
-def render_api(model: DashboardModel, live_run: bool) -> Text:
-    state, style = api_state(model)
+def api_figures(model: DashboardModel) -> tuple:
+    """What the panel shows: the state, the API's counters when it answers, our groups in a live run."""
+    api = model.api_status
+    counters = (api.current_step, api.queue_size, api.env_weight) if api is not None and api.reachable else None
+    ours = None
+    if model.run_started is not None:
+        dropped = model.dropped
+        ours = (model.groups_done, sum(dropped.values()), dropped.get(stats.TOO_HARD, 0), dropped.get(stats.TOO_EASY, 0))
+    return api_state(model), counters, ours
+
+
+def render_api(figures: tuple) -> Text:
+    (state, style), counters, ours = figures
     text = Text(state, style=style)
-    api = model.api
-    if api is not None and api.reachable:
-        text.append(f"\nstep {api.current_step}", style="bold").append("  (batches pulled)", style="dim")
-        text.append(f"\nqueue {api.queue_size} groups")
-        if api.env_weight is not None:
-            text.append(f"  weight {api.env_weight:.2f}")
-    if live_run:
-        hard, easy = model.dropped.get(stats.TOO_HARD, 0), model.dropped.get(stats.TOO_EASY, 0)
-        text.append(f"\nsent {model.groups_done}  dropped {sum(model.dropped.values())}")
+    if counters is not None:
+        step, queue, weight = counters
+        text.append(f"\nstep {step}", style="bold").append("  (batches pulled)", style="dim")
+        text.append(f"\nqueue {queue} groups")
+        if weight is not None:
+            text.append(f"  weight {weight:.2f}")
+    if ours is not None:
+        sent, dropped, hard, easy = ours
+        text.append(f"\nsent {sent}  dropped {dropped}")
         text.append(f" (identical: {hard} too hard, {easy} too easy)", style="yellow" if hard + easy else "dim")
     return text
 
 
+class ApiText(QuietStatic):
+    def render_figures(self, figures: tuple) -> Text:
+        return render_api(figures)
+
+
 class TrajectoryPanel(Vertical):
+    BORDER_TITLE = "trajectory API"
+
     def compose(self):
-        yield QuietStatic(id="api-text")
+        yield ApiText(id="api-text")
         yield Sparkline([], id="queue-sparkline")
 
     def show(self, model: DashboardModel) -> None:
-        live_run = model.started is not None
-        text = render_api(model, live_run)
-        self.query_one("#api-text", QuietStatic).show_if_changed(text.markup, lambda: text)
+        self.query_one(ApiText).figures = api_figures(model)
         self.query_one(Sparkline).data = list(model.queue_history)

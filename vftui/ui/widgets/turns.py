@@ -11,11 +11,15 @@ BAR_WIDTH = 12
 
 
 class TurnsPanel(QuietStatic):
+    BORDER_TITLE = "turns"
+
     def show(self, model: DashboardModel) -> None:
         window = model.window_metrics()
         avg, peak_turns = window.get("metrics/avg_num_turns", 0), int(window.get("metrics/max_num_turns", 0))
-        hist = tuple(model.turn_histogram()[-6:])
-        self.show_if_changed((round(avg, 2), peak_turns, hist), lambda: render_turns(avg, peak_turns, hist))
+        self.figures = (round(avg, 2), peak_turns, tuple(model.turn_histogram()[-6:]))
+
+    def render_figures(self, figures: tuple) -> Text:
+        return render_turns(*figures)
 
 
 def render_turns(avg: float, max_turns: int, hist: tuple[tuple[int, int], ...]) -> Text:

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from vftui import wording
 from vftui.collector import trajectory_api
 from vftui.events import ApiStatus
 from vftui.printable import printable
@@ -19,10 +20,8 @@ def status_line(status: ApiStatus) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.polled_at))
     if not status.reachable:
         return f"{stamp} {status.api_url} unreachable: {status.error}"
-    trainer = "waiting for a trainer"
-    if status.trainer_registered:
-        trainer = f"trainer registered (batch {status.batch_size})"
-    return f"{stamp} {status.api_url} {trainer} · step {status.current_step} · queue {status.queue_size} groups"
+    return (f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
+            f"queue {status.queue_size} groups")
 
 
 def watch_headless(api_url: str, every_s: float, count: int | None) -> int:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import sys
 
+from vftui import wording
 from vftui.collector.process import CollectorProcess
 from vftui.config import RunConfig
-from vftui.events import RunState
-from vftui.headless import EXIT_FAILED, HeadlessView, exit_code
+from vftui.errors import EXIT_FAILED, exit_code
+from vftui.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -42,6 +43,5 @@ def run_dashboard(config: RunConfig) -> int:
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
-    view = HeadlessView(json_events=False, simulated=prepared.simulated)
-    view.say(view.summary_text(summary))
-    return exit_code(summary) if summary.state is not RunState.FAILED else EXIT_FAILED
+    say(wording.summary(summary, prepared.simulated), sys.stderr)
+    return exit_code(summary)

@@ -24,7 +24,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
 from vftui import stats, store
-from vftui.collector import compat, envs, managed
+from vftui.collector import compat, env_loader, managed
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
 from vftui.collector.ledger import ItemLedger
@@ -32,6 +32,8 @@ from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
 from vftui.collector.trajectory_link import TrajectoryApiLink
 from vftui.errors import RunFailed
 from vftui.events import (
+    MASKED,
+    META,
     EndpointTrouble,
     Event,
     GroupCollected,
@@ -40,7 +42,6 @@ from vftui.events import (
 )
 
 logger = logging.getLogger(__name__)
-META = "vftui"
 TURNS = "_vftui_turns"
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
 
@@ -100,7 +101,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.hooks = hooks or Hooks()
         self.process_mode = False  # atroposlib's process command (and vftui's sft runner) set it
         if vf_env is None:
-            envs.expose_builtins()
+            env_loader.expose_builtins()
             vf_env = compat.load_vf_environment(config.vf_env_name, config.get_env_args())
         self.vf_env = vf_env
         self.rubric = vf_env.rubric
@@ -366,7 +367,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.groups_written += 1
         meta = group[META]
         self._item_done(meta["item"])
-        self.hooks.on_tokens(sum(sum(1 for m in mask if m != -100) for mask in group["masks"]))
+        self.hooks.on_tokens(sum(sum(1 for m in mask if m != MASKED) for mask in group["masks"]))
         event = GroupCollected(
             index=self.groups_written,
             item=meta["item"],

@@ -1,0 +1,84 @@
+"""The dashboard's plain-Python parts, without an app: folding events, filters, layout, wording."""
+
+from __future__ import annotations
+
+import pytest
+
+from vftui import stats, wording
+from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDropped, RunStarted, RunState, RunStatus
+from vftui.ui.model import DashboardModel, parse_filter
+from vftui.ui.widgets.token_preview import wrap_pieces
+from vftui.ui.widgets.trajectory_panel import api_state
+
+
+def group(index: int, scores: list[float], turns: int = 1, item: int | None = None, t: float = 1.0) -> GroupCollected:
+    n = len(scores)
+    return GroupCollected(index, index - 1 if item is None else item, None, scores, {"ok": scores}, [turns] * n,
+                          [[1, 2]] * n, [[-100, 2]] * n, [[]] * n, ["stop"] * n, t, float(index), 0.5)
+
+
+def started(**overrides) -> RunStarted:
+    fields = dict(mode="sft", env="e", model="m", endpoint="x", simulated=True, out_path="o", groups_total=10,
+                  groups_done=0, group_size=2, temperature=1.0, reward_functions=["ok"])
+    return RunStarted(**{**fields, **overrides})
+
+
+def test_the_window_slides_and_the_run_totals_keep_everything():
+    model = DashboardModel(window=2, clock=lambda: 100.0)
+    model.apply([started(), *(group(i, [float(i), float(i)]) for i in range(1, 5))])
+    assert [g.index for g in model.visible_groups()] == [3, 4]
+    assert model.window_metrics()["metrics/mean_reward"] == pytest.approx(3.5)
+    assert model.run_metrics()["metrics/mean_reward"] == pytest.approx(2.5)
+    assert model.identical_rates() == (1.0, 1.0) and model.groups_done == 4
+
+
+def test_dropped_groups_count_in_the_figures_and_the_log():
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply([started(), group(1, [1.0, 0.0]), GroupDropped(7, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1])])
+    assert model.dropped == {stats.TOO_EASY: 1}
+    assert model.run_metrics()["metrics/groups_total"] == 2 and model.run_metrics()["metrics/mean_reward_kept"] == 0.5
+    assert model.logs[-1].message == f"group of item 7 not sent: {stats.TOO_EASY}"
+
+
+def test_texts_from_outside_are_made_printable_as_they_are_folded():
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply([started(model="x\x1b]0;t\x07"), EndpointTrouble(1, 5, "bad \x1b[2J", 1.0)])
+    assert model.run_started.model == "x␛]0;t␇"
+    assert model.logs[-1].message == wording.trouble(EndpointTrouble(1, 5, "bad ␛[2J", 1.0))
+
+
+def test_status_changes_are_logged_once_with_one_wording():
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply([RunStatus(RunState.PAUSED, 1, 10, "finishing 2 groups in flight")] * 2)
+    assert [r.message for r in model.logs] == ["run paused: finishing 2 groups in flight"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [("identical", [2]), ("varied", [1, 3]), ("reward>0.5", [2, 3]), ("item=2", [3]), ("turns>=2", [3]),
+     ("varied t<=0.7", [1]), ("", [1, 2, 3])],
+)
+def test_filters(text, kept):
+    groups = [group(1, [0.0, 1.0], t=0.5), group(2, [1.0, 1.0]), group(3, [0.5, 1.0], turns=2)]
+    check = parse_filter(text) if text else (lambda g: True)
+    assert [g.index for g in groups if check(g)] == kept
+
+
+def test_a_filter_that_cannot_be_read_says_how_to_write_one():
+    with pytest.raises(ValueError, match="cannot read 'reward<'; terms: identical"):
+        parse_filter("varied reward<")
+
+
+def test_tokens_wrap_whole_and_long_ones_are_cut_to_the_width():
+    lines = wrap_pieces([("abc", "bold"), ("de", "bold"), ("\n", "bold"), ("x" * 7, "bold")], width=4)
+    assert ["".join(s.text for s in line) for line in lines] == ["abc", "de", "xxxx", "xxx"]
+
+
+def test_the_trajectory_panel_says_the_worst_news_first():
+    model = DashboardModel(clock=lambda: 0.0)
+    assert api_state(model) == ("connecting…", "bold yellow")
+    up = ApiStatus("http://api", True, trainer_registered=True, batch_size=8)
+    model.apply([up])
+    assert api_state(model) == ("trainer registered (batch size 8)", "bold green")
+    model.apply([EndpointTrouble(1, 0, "refused", 1.0, "trajectory API")])
+    assert api_state(model)[0] == "API unreachable (retrying)"

@@ -1,0 +1,1 @@
+"""One module a command: ``vftui run`` (headless or dashboard), ``vftui view``, ``vftui watch``."""

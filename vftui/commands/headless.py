@@ -1,0 +1,177 @@
+"""The ``--no-ui`` view: progress lines on stderr, optional JSON events on stdout.
+
+Exit codes: 0 the run completed, 1 it failed, 130 it was stopped (Ctrl-C, SIGTERM, or
+SIGHUP when the terminal hangs up) before collecting every group; 2 (from the CLI) for
+bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+from vftui import stats, wording
+from vftui.config import RunConfig
+from vftui.errors import exit_code
+from vftui.events import (
+    EndpointTrouble,
+    Event,
+    GroupCollected,
+    GroupDropped,
+    GroupsDumped,
+    LogRecord,
+    RequestStats,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+    TemperatureChanged,
+    to_json_line,
+)
+from vftui.printable import say
+
+if TYPE_CHECKING:  # the dashboard imports this module for its summary and exit codes, not the collector
+    from vftui.collector.runner import Run
+
+# Each stops a run as Ctrl-C does: the groups in flight are finished and saved; twice cancels them.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _worth_saying(record: LogRecord) -> bool:
+    """Without --verbose: our own warnings (a repaired file, a rate limit) and errors not from verifiers."""
+    if record.logger.startswith("vftui"):
+        return record.level in ("WARNING", "ERROR", "CRITICAL")
+    return record.level in ("ERROR", "CRITICAL") and not record.logger.startswith("verifiers")
+
+
+class HeadlessView:
+    """Turns events into lines a person (stderr) or a program (stdout, --json) reads."""
+
+    def __init__(
+        self,
+        json_events: bool,
+        verbose: bool = False,
+        err: TextIO | None = None,
+        out: TextIO | None = None,
+        simulated: bool = False,
+    ):
+        self.json_events = json_events
+        self.verbose = verbose
+        self.err = err or sys.stderr
+        self.out = out or sys.stdout
+        self._total = 0
+        self._first_done = 0
+        self._clock_start: float | None = None
+        self._simulated = simulated
+        self._requests: RequestStats | None = None
+        self.on_reader_gone: Callable[[], None] = lambda: None
+
+    def __call__(self, event: Event) -> None:
+        if self.json_events:
+            try:
+                self.out.write(to_json_line(event) + "\n")
+                self.out.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+        line = self.line_for(event)
+        if line:
+            self.say(line)
+
+    def say(self, text: str) -> None:
+        say(text, self.err)
+
+    def _reader_gone(self) -> None:
+        """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.
+
+        stdout is pointed at /dev/null so nothing else (the interpreter's last flush) fails.
+        """
+        self.json_events = False
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+        self.on_reader_gone()
+
+    def line_for(self, event: Event) -> str | None:
+        match event:
+            case RunStarted():
+                return self._started_lines(event)
+            case GroupCollected():
+                return self._group_line(event)
+            case RequestStats():
+                self._requests = event
+            case EndpointTrouble():
+                return wording.trouble(event)
+            case GroupDropped():
+                return wording.dropped(event)
+            case RunStatus(state=RunState.STARTING, detail=detail) if detail:
+                return wording.run_state(event.state, detail)
+            case RunStatus(state=RunState.PAUSED | RunState.STOPPING | RunState.PAUSING):
+                return wording.run_state(event.state, event.detail)
+            case TemperatureChanged():
+                return f"temperature -> {event.temperature:g} (from the next group)"
+            case GroupsDumped():
+                return wording.dumped(event)
+            case LogRecord() if self.verbose or _worth_saying(event):
+                return f"[{event.level.lower()}] {event.logger}: {event.message}"
+            case RunSummary():
+                return wording.summary(event, self._simulated)
+        return None
+
+    def _started_lines(self, event: RunStarted) -> str:
+        self._total, self._first_done = event.groups_total, event.groups_done
+        self._clock_start, self._simulated = time.monotonic(), event.simulated
+        todo = event.groups_total - event.groups_done
+        lines = [
+            f"vftui {event.mode}: env {event.env}, model {event.model}, endpoint {event.endpoint}",
+            f"  {todo} groups of {event.group_size} at temperature {event.temperature:g} -> {event.out_path}",
+        ]
+        if event.simulated:
+            lines.insert(0, f"vftui: {wording.SIMULATION_NOTE}")
+        return "\n".join(lines)
+
+    def _group_line(self, g: GroupCollected) -> str:
+        elapsed = time.monotonic() - (self._clock_start or time.monotonic())
+        rate = (g.index - self._first_done) / elapsed if elapsed > 0 else 0.0
+        mean, std = stats.mean(g.scores), stats.population_std(g.scores)
+        turns = stats.mean([float(t) for t in g.turns])
+        width = len(str(self._total))
+        line = (
+            f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "
+            f"identical {'yes' if g.identical else 'no '}  turns {turns:.1f}  "
+            f"t={g.temperature:g}  {rate:.2f} groups/s"
+        )
+        return f"{line}  {self._requests.line}" if self._requests is not None else line
+
+
+async def _drive(run: Run, view: HeadlessView) -> RunSummary:
+    loop = asyncio.get_running_loop()
+    controls = run.controls
+    assert controls is not None
+
+    def on_signal() -> None:
+        if not controls.stop_requested:
+            view.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
+        controls.stop()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal)
+    return await run.execute()
+
+
+def run_headless(config: RunConfig, verbose: bool = False) -> int:
+    view = HeadlessView(config.json_events, verbose)
+    from vftui.collector.runner import Run
+
+    run = Run(config, view)
+    try:
+        run.prepare()
+        view.on_reader_gone = run.controls.stop
+        summary = asyncio.run(_drive(run, view))
+    finally:
+        run.close()
+    return exit_code(summary)

@@ -1,0 +1,41 @@
+"""The files of a run beside its jsonl, and how to find a run to resume: no heavy imports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from vftui.errors import UserError
+
+RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
+
+
+def sidecars(out_path: Path) -> tuple[Path, Path]:
+    """The run description and the checkpoint kept beside a run's jsonl."""
+    return out_path.with_suffix(RUN_SUFFIX), out_path.with_suffix(CHECKPOINT_SUFFIX)
+
+
+def find_resumable(path: Path) -> Path:
+    """The jsonl of the run at ``path`` (a run folder, its jsonl or its .run.json)."""
+    if path.is_dir():
+        found = sorted(path.glob(f"*{RUN_SUFFIX}"))
+        if len(found) != 1:
+            what = "no run" if not found else f"{len(found)} runs"
+            raise UserError(f"--resume {path}: found {what} there; name the run's .jsonl file instead")
+        return Path(str(found[0]).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if path.name.endswith(RUN_SUFFIX):
+        return Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if path.suffix == ".jsonl" and path.with_suffix(RUN_SUFFIX).exists():
+        return path
+    raise UserError(f"--resume {path}: not a vftui run (expected a run folder or its .jsonl)")
+
+
+def saved_config(path: Path) -> dict[str, Any]:
+    """The settings a resumable run was started with."""
+    out = find_resumable(path)
+    run_file, _ = sidecars(out)
+    try:
+        return json.loads(run_file.read_text())["config"]
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"--resume {path}: cannot read {run_file.name}: {e}") from e

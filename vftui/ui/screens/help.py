@@ -1,0 +1,45 @@
+"""``?``: every key, with what it does, built from the bindings themselves."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.keys import format_key
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def key_names(binding: Binding) -> str:
+    """``space,p`` as ``space / p``; ``question_mark`` as ``?``; a ``key_display`` as it is."""
+    return binding.key_display or " / ".join(format_key(key.strip()) for key in binding.key.split(","))
+
+
+def help_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+    """A row for each thing the keys do (a binding's tooltip, else its description), with all its keys."""
+    keys: dict[str, list[str]] = {}
+    for binding in bindings:
+        if text := binding.tooltip or binding.description.lower():  # Textual's own are capitalized
+            keys.setdefault(text, []).append(key_names(binding))
+    return [(" / ".join(names), text) for text, names in keys.items()]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self._rows = rows
+
+    def compose(self):
+        table = Table(box=None, show_header=False, padding=(0, 2))
+        table.add_column(style="bold")
+        table.add_column()
+        for keys, description in self._rows:
+            table.add_row(Text(keys), Text(description))
+        with Vertical(id="help-box"):
+            yield Static("[b]vftui keys[/b]  (esc closes)", id="help-title")
+            yield Static(table)

@@ -1,0 +1,69 @@
+"""How each fact is said, once, for every view: headless lines, the dashboard's log and panels, ``watch``."""
+
+from __future__ import annotations
+
+from vftui.events import ApiStatus, EndpointTrouble, GroupDropped, GroupsDumped, RunState, RunSummary
+
+SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
+
+WAITING_FOR_TRAINER = "waiting for a trainer"
+
+
+def trainer_state(status: ApiStatus) -> str:
+    """``trainer registered (batch size 8)``, or that none is yet."""
+    return f"trainer registered (batch size {status.batch_size})" if status.trainer_registered else WAITING_FOR_TRAINER
+
+
+def api_reachability(status: ApiStatus) -> str:
+    return "trajectory API reachable" if status.reachable else f"trajectory API unreachable: {status.error}"
+
+
+def trouble(event: EndpointTrouble) -> str:
+    return f"{event.service} error (attempt {event.attempts}): {event.error}; retrying in {event.retry_in_s:.1f} s"
+
+
+def dropped(event: GroupDropped) -> str:
+    return f"group of item {event.item} not sent: {event.reason}"
+
+
+def dumped(event: GroupsDumped) -> str:
+    return f"dumped {event.groups} groups to {event.path}"
+
+
+def run_state(state: RunState, detail: str) -> str:
+    return f"run {state.value}" + (f": {detail}" if detail else "")
+
+
+def summary(s: RunSummary, simulated: bool) -> str:
+    """What a run did, as printed at its end by both views."""
+    m = s.metrics
+    head = {
+        RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped",
+        RunState.FAILED: "FAILED",
+    }.get(s.state, s.state.value)
+    lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
+    if s.error:
+        lines.append(f"  reason: {s.error}")
+    if s.dropped:
+        reasons = "; ".join(f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1]))
+        lines.append(f"  {sum(s.dropped.values())} scored groups were not sent: {reasons}")
+    if m:
+        kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
+                if s.dropped and "metrics/mean_reward_kept" in m else "")
+        lines.append(
+            f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, reward std {m.get('metrics/reward_std', 0):.4f}, "
+            f"identical-score rate {m.get('metrics/identical_score_rate', 0):.3f} "
+            f"({int(m.get('metrics/groups_with_identical_scores', 0))}/{int(m.get('metrics/groups_total', 0))} groups)"
+        )
+        lines.append(
+            f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
+        )
+        skip = {"mean_reward", "mean_reward_kept", "reward_std", "avg_num_turns", "max_num_turns",
+                "groups_with_identical_scores", "groups_total", "identical_score_rate"}
+        per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items() if k.removeprefix("metrics/") not in skip]
+        if per_fn:
+            lines.append("  " + ", ".join(per_fn))
+    lines.append(f"  output: {s.out_path}")
+    if simulated:
+        lines.append(f"  ({SIMULATION_NOTE})")
+    return "\n".join(lines)
