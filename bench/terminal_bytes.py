@@ -43,7 +43,9 @@ def recorded_bytes(session: str, path: Path, seconds: float) -> int:
 def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]:
     session = f"vftui-bytes-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
-        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} {sys.executable} -m vftui "
+        # tmux gives the pane its server's environment, not ours: pass what matters on
+        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui "
                    f"run --steps 1000000 --group-size 4 --out {tmp}/groups.jsonl")
         tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
         try:

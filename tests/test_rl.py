@@ -171,8 +171,8 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)
-            await pilot.pause(0.3)
             panel = app.query_one(TrajectoryPanel)
+            await until(lambda: f"sent {GROUPS}" in str(panel.query_one("#api-text").render()), pilot=pilot)
             assert panel.display, "shown in rl mode"
             text = str(panel.query_one("#api-text").render())
             assert "trainer registered (batch size 8)" in text

@@ -27,10 +27,6 @@ class ItemLedger:
             self.mark_done(item)
 
     @property
-    def done_count(self) -> int:
-        return self._done_below + len(self._done_above)
-
-    @property
     def lost(self) -> list[int]:
         """Items before ``next_item`` that are still to be collected again, in order."""
         return sorted(self._todo)
@@ -50,9 +46,6 @@ class ItemLedger:
         while self._done_below in self._done_above:
             self._done_above.remove(self._done_below)
             self._done_below += 1
-
-    def is_done(self, item: int) -> bool:
-        return item < self._done_below or item in self._done_above
 
     @staticmethod
     def done_in(saved: dict[str, Any]) -> list[int]:

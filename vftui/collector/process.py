@@ -1,8 +1,8 @@
 """The collector in a process of its own, for the dashboard.
 
 A CPU-bound collector and a Textual app in one interpreter share one GIL: every frame
-the app paints is time the collector does not run (bench/throughput.py measured the
-dashboard at 0.83x the bare collector that way). So the dashboard spawns the run:
+the app paints is time the collector does not run (bench/throughput.py shows the cost).
+So the dashboard spawns the run:
 
 - the child prepares the run on its own main thread (verifiers environments install
   signal handlers there) and reports ``Prepared`` or the error it refused with;
