@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.conftest import read_jsonl, run_cli, start_cli, wait_for_lines
+from tests.conftest import read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
 from vftui.sim.server import BackgroundSimServer
 
 
@@ -114,3 +114,17 @@ def test_resume_repairs_a_torn_last_line(tmp_path, slow_sim):
     groups = read_jsonl(out)
     assert sorted(g["vftui"]["item"] for g in groups) == [0, 1, 2, 3, 4]
     assert os.path.getsize(out) == sum(len(json.dumps(g, separators=(",", ":"), ensure_ascii=False)) + 1 for g in groups)
+
+
+def test_a_run_that_failed_on_endpoint_errors_resumes_without_a_gap(tmp_path, slow_sim):
+    """The groups that failed were never written: resume collects them, none is skipped."""
+    out = tmp_path / "run" / "groups.jsonl"
+    proc = start_cli([*run_args(slow_sim, out, steps=30), "--retries", "1"], tmp_path)
+    wait_for_lines(out, 3, proc)
+    sim_admin(slow_sim, "/sim/faults", {"status": 500, "count": -1})
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "the endpoint failed 2 times in a row" in stderr, stderr
+    failed_at = read_jsonl(out)
+    assert len(failed_at) < 30
+    sim_admin(slow_sim, "/sim/faults", {"count": 0})
+    assert_resume_completes(out, tmp_path, failed_at, 30)
