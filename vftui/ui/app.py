@@ -27,6 +27,7 @@ from textual.widgets import Footer
 from vftui.events import GroupCollected, RunControls, RunState, RunSummary, with_texts
 from vftui.printable import printable
 from vftui.ui import themes
+from vftui.ui.lean_output import lean_driver
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S, Inbox
 from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
@@ -43,7 +44,8 @@ from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
-PREVIEW_FOLLOW_S = 1.0
+PREVIEW_FOLLOW_S = 10.0  # a preview is a screenful of styled tokens: following the newest group, redrawn this seldom
+STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here
 TEMPERATURE_KEYS = "sampling temperature ±0.1 for the next groups (0–2)"
@@ -116,6 +118,9 @@ class VftuiApp(App[RunSummary | None]):
         themes.install(self, theme_name, extra_themes)
 
     # -- layout -------------------------------------------------------------------------
+
+    def get_driver_class(self) -> type:
+        return lean_driver(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -225,6 +230,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_toggle_pause(self) -> None:
         self.controls.toggle_pause()
+        self.set_timer(STATE_ECHO_S, self.tick)
 
     def action_temperature(self, delta: float) -> None:
         self.model.temperature = self.controls.nudge_temperature(delta)

@@ -10,9 +10,9 @@ import queue
 
 from vftui.events import Event, GroupCollected
 
-# Views drain their inbox and repaint 4 times a second, however fast events come; keys do not
-# wait for a tick.
-TICK_S = 0.25
+# Views drain their inbox and repaint once a second, however fast events come: over SSH every
+# repaint costs bytes. Keys do not wait for a tick: their effect is shown at once.
+TICK_S = 1.0
 
 
 class Inbox:

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from vftui.ui import themes
+from vftui.ui.lean_output import lean_driver
 from vftui.ui.inbox import TICK_S, Inbox
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.log_panel import LogPanel
@@ -30,6 +31,9 @@ class WatchApp(App[None]):
         self.api_url = api_url
         self.model = DashboardModel()
         themes.install(self, theme_name, extra_themes)
+
+    def get_driver_class(self) -> type:
+        return lean_driver(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")

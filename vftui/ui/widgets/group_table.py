@@ -10,11 +10,12 @@ what the screen shows; it knows its own extent and where each row is.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import zip_longest
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -74,6 +75,7 @@ class GroupTable(ScrollView, can_focus=True):
         self._size_width = 1
         self._item_width = 4
         self._group_size = 1
+        self._drawn: tuple[tuple, list[tuple[int, bool]]] = ((), [])  # what each row showed, see _repaint
 
     # -- data down ------------------------------------------------------------------------
 
@@ -118,7 +120,7 @@ class GroupTable(ScrollView, can_focus=True):
             target = next((i for i, g in enumerate(groups) if g.index == before), 0)
         self.cursor = max(0, target)
         self._scroll_to_cursor()
-        self.refresh()
+        self._repaint()
         if self._selected_index != before:
             self.post_message(self.Highlighted(by_user=False))
 
@@ -137,7 +139,7 @@ class GroupTable(ScrollView, can_focus=True):
         self.cursor = row
         self._scroll_to_cursor()
         if self._selected_index != before:
-            self.refresh()
+            self._repaint()
             self.post_message(self.Highlighted(by_user=True))
 
     def _scroll_to_cursor(self) -> None:
@@ -148,6 +150,25 @@ class GroupTable(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor, animate=False, immediate=True, force=True)
         elif self.cursor >= top + rows_visible:
             self.scroll_to(y=self.cursor - rows_visible + 1, animate=False, immediate=True, force=True)
+
+    def _repaint(self) -> None:
+        """Mark as dirty only the rows whose group or cursor changed; all of them when the layout did.
+
+        A row shows an immutable group, so its group's number and whether the cursor is on it
+        say everything about it. A paused run or a scrolled-back table then sends nothing.
+        """
+        top = int(self.scroll_offset.y)
+        bottom = min(self.row_count, top + max(0, self.size.height - 1))
+        rows = [(self.groups[r].index, r == self.cursor) for r in range(top, bottom)]
+        layout = (top, self.size, self._low, self._high, self._size_width, self._item_width, self._group_size)
+        drawn_layout, drawn_rows = self._drawn
+        if layout != drawn_layout:
+            self.refresh()
+        else:
+            for y, (old, new) in enumerate(zip_longest(drawn_rows, rows), start=1):  # line 0 is the header
+                if old != new:
+                    self.refresh(Region(0, y, self.size.width, 1))
+        self._drawn = (layout, rows)
 
     def on_resize(self) -> None:
         self.virtual_size = Size(self.scrollable_content_region.width, self.row_count + 1)

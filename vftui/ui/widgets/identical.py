@@ -7,10 +7,10 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline
 
 from vftui.ui.model import DashboardModel
-from vftui.ui.widgets.quiet_static import QuietStatic
+from vftui.ui.widgets.changed_lines import FiguresPanel
 
 
-class IdenticalRates(QuietStatic):
+class IdenticalRates(FiguresPanel):
     def render_figures(self, figures: tuple[float, float, float | None]) -> Text:
         window, run, alert_above = figures
         text = Text()

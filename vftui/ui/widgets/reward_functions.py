@@ -6,14 +6,14 @@ from rich.table import Table
 from rich.text import Text
 
 from vftui.ui.model import DashboardModel
-from vftui.ui.widgets.quiet_static import QuietStatic
+from vftui.ui.widgets.changed_lines import FiguresPanel
 
 
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-class RewardFunctionsPanel(QuietStatic):
+class RewardFunctionsPanel(FiguresPanel):
     BORDER_TITLE = "reward functions"
 
     def show(self, model: DashboardModel) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.changed_lines import ChangedLines
 
 STATE_STYLE = {
     RunState.STARTING: "bold",
@@ -26,11 +26,11 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
-class StatusBar(Static):
+class StatusBar(ChangedLines):
     """Attributes down: the app calls ``show`` with the model after each batch."""
 
     def show(self, model: DashboardModel) -> None:
-        self.update(render_status(model), layout=False)
+        self.draw(render_status(model))
 
 
 def trouble_label(trouble: EndpointTrouble) -> str:

@@ -8,7 +8,7 @@ from textual.widgets import Sparkline
 
 from vftui import stats
 from vftui.ui.model import DashboardModel
-from vftui.ui.widgets.quiet_static import QuietStatic
+from vftui.ui.widgets.changed_lines import FiguresPanel
 from vftui.wording import WAITING_FOR_TRAINER, trainer_state
 
 
@@ -51,7 +51,7 @@ def render_api(figures: tuple) -> Text:
     return text
 
 
-class ApiText(QuietStatic):
+class ApiText(FiguresPanel):
     def render_figures(self, figures: tuple) -> Text:
         return render_api(figures)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 
 from vftui.ui.model import DashboardModel
-from vftui.ui.widgets.quiet_static import QuietStatic
+from vftui.ui.widgets.changed_lines import FiguresPanel
 
 BAR_WIDTH = 12
 
 
-class TurnsPanel(QuietStatic):
+class TurnsPanel(FiguresPanel):
     BORDER_TITLE = "turns"
 
     def show(self, model: DashboardModel) -> None:

@@ -1,0 +1,72 @@
+"""Panels that repaint only the lines that changed.
+
+Textual repaints a whole widget when its content changes; over a slow link a panel whose
+one figure moves every tick would send every row again. ``ChangedLines`` keeps the rows
+it last drew and marks only those that differ as dirty, so Textual writes just them.
+``FiguresPanel`` adds the usual pattern on top: a panel sets its ``figures`` reactive to
+the few values it shows, and Textual calls ``watch_figures`` only when they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from itertools import zip_longest
+
+from rich.console import RenderableType
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+class ChangedLines(Widget):
+    """Shows a Rich renderable, cropped to the widget's size; ``draw`` repaints the rows that differ."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._renderable: RenderableType = Text()
+        self._lines: list[Strip] = []
+        self._drawn_with: tuple[int, int, Style] | None = None
+
+    def draw(self, renderable: RenderableType) -> None:
+        self._renderable = renderable
+        lines = self._render_lines()
+        width = self.size.width
+        if self._drawn_with != (width, self.size.height, self.rich_style):
+            self.refresh()
+        else:
+            for y, (old, new) in enumerate(zip_longest(self._lines, lines)):
+                if old is None or new is None or old.text != new.text or list(old) != list(new):
+                    self.refresh(Region(0, y, width, 1))
+        self._lines = lines
+        self._drawn_with = (width, self.size.height, self.rich_style)
+
+    def render(self) -> RenderableType:
+        """What is shown (Textual draws it line by line with ``render_line``)."""
+        return self._renderable
+
+    def render_line(self, y: int) -> Strip:
+        if self._drawn_with != (self.size.width, self.size.height, self.rich_style):  # resized or restyled
+            self._lines = self._render_lines()
+            self._drawn_with = (self.size.width, self.size.height, self.rich_style)
+        return self._lines[y] if y < len(self._lines) else Strip.blank(self.size.width, self.rich_style)
+
+    def _render_lines(self) -> list[Strip]:
+        width, height = self.size
+        if width <= 0 or height <= 0:
+            return []
+        console = self.app.console
+        lines = console.render_lines(self._renderable, console.options.update_width(width), style=self.rich_style)
+        return [Strip(line, width).crop_extend(0, width, self.rich_style) for line in lines[:height]]
+
+
+class FiguresPanel(ChangedLines):
+    figures: reactive[Hashable] = reactive(None, init=False, repaint=False)  # draw() repaints what changed
+
+    def watch_figures(self, figures: Hashable) -> None:
+        self.draw(self.render_figures(figures))
+
+    def render_figures(self, figures: Hashable) -> RenderableType:
+        raise NotImplementedError
