@@ -18,6 +18,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -33,6 +34,7 @@ from tests.conftest import (
     tmux_cli_command,
     wait_for_lines,
     wait_for_screen,
+    wait_until,
 )
 from vftui.printable import printable
 from vftui.sim.server import TOKENIZER_DIR
@@ -358,3 +360,23 @@ def test_sigterm_to_the_dashboard_restores_the_terminal_and_prints_the_summary(t
     assert "EXIT=130" in screen and "run stopped: " in screen and "Traceback" not in screen, screen
     assert flags.split() == ["0", "0", "1"], "alternate screen off, mouse tracking off, cursor shown"
     assert read_jsonl(out), "the groups collected before the signal are saved"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_a_dropped_terminal_stops_the_dashboards_run_gracefully_and_nothing_is_left_running(tmp_path, slow_sim):
+    """An SSH session that drops takes the terminal: the app and its collector still finish and exit."""
+    out = tmp_path / "hangup-groups.jsonl"
+    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+                           f"--out {shlex.quote(str(out))}")
+    with recorded_pane(tmp_path, run) as (session, _):
+        wait_for_screen(session, "running")
+        wait_until(lambda: len(read_jsonl(out)) >= 2, "no groups were written")
+        app = subprocess.run(["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"], capture_output=True,
+                             text=True, check=True).stdout.split()[0]
+        tree = [app, *subprocess.run(["pgrep", "-P", app], capture_output=True, text=True).stdout.split()]
+        tmux("kill-session", "-t", session)  # the terminal hangs up, as a dropped SSH session's does
+        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in tree),
+                   "the dashboard or its collector still runs after its terminal hung up", timeout=60)
+    groups = read_jsonl(out)
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert 2 <= len(groups) < 1000 and saved["groups"] == len(groups), "stopped early, every group saved"

@@ -47,7 +47,7 @@ from vftui.ui.widgets.turns import TurnsPanel
 PREVIEW_FOLLOW_S = 10.0  # a preview is a screenful of styled tokens: following the newest group, redrawn this seldom
 STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
-SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here
+SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
 TEMPERATURE_KEYS = "sampling temperature ±0.1 for the next groups (0–2)"
 
 
@@ -146,6 +146,9 @@ class VftuiApp(App[RunSummary | None]):
         # Everything loaded so far lives as long as the app; keeping it out of the
         # collector's reach stops full collections from stalling frames mid-run.
         gc.freeze()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.stop_and_exit)
+        loop.add_signal_handler(signal.SIGHUP, self.terminal_hung_up)
         self.set_interval(TICK_S, self.tick)
         if self._execute is not None:
             self.call_after_refresh(self._start_worker)
@@ -156,12 +159,16 @@ class VftuiApp(App[RunSummary | None]):
         """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
         self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
         self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
-        loop = asyncio.get_running_loop()
-        for sig in SIGNALS_THAT_STOP:
-            loop.add_signal_handler(sig, self.stop_and_exit)
+
+    def terminal_hung_up(self) -> None:
+        """SIGHUP: nothing can be drawn any more; stop the run as a confirmed quit does."""
+        hang_up = getattr(self._driver, "hang_up", None)  # our terminal driver (tests run headless)
+        if hang_up is not None:
+            hang_up()
+        self.stop_and_exit()
 
     def stop_and_exit(self) -> None:
-        """SIGTERM or SIGHUP: stop the run as a confirmed quit does, then close and restore the terminal."""
+        """SIGTERM (or SIGHUP): stop the run as a confirmed quit does, then close and restore the terminal."""
         if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
             self.exit(self.result)
             return

@@ -116,14 +116,25 @@ class StyleRuns:
 
 
 class LeanLinuxDriver(LinuxDriver):
-    """Textual's terminal driver, writing through ``StyleRuns``."""
+    """Textual's terminal driver, writing through ``StyleRuns``, and quiet once the terminal hangs up."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._runs = StyleRuns()
+        self._hung_up = False
+
+    def hang_up(self) -> None:
+        """The terminal is gone (a dropped SSH session): stop reading it and drop what would be written.
+
+        Left alone, the input thread spins on the dead terminal and the writer thread stops
+        taking writes, so the app's next frame blocks it for good and it never exits.
+        """
+        self._hung_up = True
+        self.exit_event.set()
 
     def write(self, data: str) -> None:
-        super().write(self._runs(data))
+        if not self._hung_up:
+            super().write(self._runs(data))
 
 
 def lean_driver(default: type) -> type:
