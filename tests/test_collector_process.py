@@ -24,9 +24,10 @@ from vftui.ui.inbox import Inbox
 
 
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
-    run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put)
+    run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put).start()
     with pytest.raises(UserError, match="is a folder; give a .jsonl file path"):
-        run.start()
+        run.wait_summary()
+    run.close()
     assert run.pid is not None and not _alive(run.pid), "the refused child is reaped"
 
 

@@ -16,14 +16,24 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 
-def make_app(sim, tmp_path, **overrides) -> tuple[VftuiApp, CollectorProcess]:
-    config = RunConfig(base_url=sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl", **overrides)
-    inbox = Inbox()
-    run = CollectorProcess(config, inbox.put)
-    run.start()
-    app = VftuiApp(inbox, run.controls, execute=run.wait_summary, window=config.window)
-    return app, run
+@pytest.fixture
+def make_app(slow_sim, tmp_path):
+    """A dashboard over a real collector process; the process is closed even when a test fails
+    (its app's worker waits on it, and the test's event loop would wait on the worker)."""
+    runs: list[CollectorProcess] = []
 
+    def make(**overrides) -> VftuiApp:
+        config = RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl",
+                           **overrides)
+        inbox = Inbox()
+        run = CollectorProcess(config, inbox.put).start()
+        runs.append(run)
+        return VftuiApp(inbox, run.controls, execute=run.wait_summary, window=config.window)
+
+    yield make
+    for run in runs:
+        run.close()
+    
 
 async def quit_app(pilot, app) -> None:
     await pilot.press("q")
@@ -34,8 +44,8 @@ async def quit_app(pilot, app) -> None:
     await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
 
 
-async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
-    app, run = make_app(slow_sim, tmp_path)
+async def test_pause_key_holds_the_count_and_resumes(make_app, slow_sim, tmp_path):
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
         await until(pilot=pilot, predicate=lambda: "req/s" in str(app.query_one("#status").render()))
@@ -52,11 +62,10 @@ async def test_pause_key_holds_the_count_and_resumes(slow_sim, tmp_path):
         await pilot.press("p")
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= held + 2)
         await quit_app(pilot, app)
-    run.close()
 
 
-async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
-    app, run = make_app(slow_sim, tmp_path)
+async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, slow_sim, tmp_path):
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
         await pilot.press("plus")
@@ -64,9 +73,8 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
         changed_at = app.model.groups_done
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= changed_at + 3)
         await pilot.press("minus", "minus")
-        assert run.controls.temperature == pytest.approx(0.9)
+        assert app.controls.temperature == pytest.approx(0.9)
         await quit_app(pilot, app)
-    run.close()
     requests = sim_admin(slow_sim, "/sim/requests")["requests"]
     assert 1.1 in [r["temperature"] for r in requests]
     temps = [g["generation_params"]["temperature"] for g in read_jsonl(tmp_path / "groups.jsonl")]
@@ -75,8 +83,8 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
     assert set(temps[:first]) == {1.0} and temps[-1] == pytest.approx(0.9), temps
 
 
-async def test_dump_key_writes_exactly_the_window(slow_sim, tmp_path):
-    app, run = make_app(slow_sim, tmp_path, window=4)
+async def test_dump_key_writes_exactly_the_window(make_app, slow_sim, tmp_path):
+    app = make_app(window=4)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 6)
         await pilot.press("space")
@@ -85,20 +93,18 @@ async def test_dump_key_writes_exactly_the_window(slow_sim, tmp_path):
         await until(pilot=pilot, predicate=lambda: app.model.last_dump is not None)
         dump = app.model.last_dump
         await quit_app(pilot, app)
-    run.close()
     assert dump.groups == 4
     assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == [json.loads(x) for x in open(dump.path)]
 
 
-async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path):
-    app, run = make_app(slow_sim, tmp_path)
+async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim, tmp_path):
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 3)
         await pilot.press("q")
         await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")  # asks first
         await pilot.press("y")
         await until(pilot=pilot, predicate=lambda: app.result is not None)
-    run.close()
     summary = app.return_value
     assert summary is not None and summary.state is RunState.FINISHED
     data = (tmp_path / "groups.jsonl").read_bytes()
@@ -110,8 +116,8 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(slow_sim, tmp_path)
     assert checkpoint["iter"] == checkpoint["done_below"] == len(lines)
 
 
-async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
-    app, run = make_app(slow_sim, tmp_path)
+async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path):
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
         await pilot.press("space")
@@ -130,4 +136,3 @@ async def test_token_preview_counts_equal_the_masks(slow_sim, tmp_path):
         body = app.query_one(TokenText).plain
         assert "<|im_start|>assistant" in body, "decoded with the run's tokenizer"
         await quit_app(pilot, app)
-    run.close()

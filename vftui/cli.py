@@ -27,8 +27,10 @@ settings come from flags, then VFTUI_<NAME> environment variables (VFTUI_GROUP_S
 then the TOML config file (default {paths.default_config_file()}), then defaults.
 
 exit codes: 0 completed, 1 the run failed, 2 bad input, 130 stopped before the end.
-Ctrl-C, q, SIGTERM and SIGHUP stop gracefully: the groups in flight are finished and
-saved (a second one cancels them), the terminal is restored and the summary printed.
+Ctrl-C, q, SIGTERM and SIGHUP (a closed terminal) stop gracefully: the groups in flight
+are finished and saved (a second one cancels them), the terminal is restored and the
+summary printed. A run started with --detach is in a session of its own: no terminal
+stops it; vftui attach opens a dashboard on it, vftui runs lists it.
 examples:
   vftui run --mode sft --steps 20 --no-ui
   vftui run --env-args '{{"max_turns": 3}}' --out groups.jsonl
@@ -61,6 +63,9 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
                    f"(default {paths.default_config_file()})")
     p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
+    p.add_argument("--detach", action="store_true", help="run in the background, headless, in a session of its "
+                   "own: it goes on when the terminal closes; prints how to attach (vftui attach) once it is ready. "
+                   "Without it, a run started from a terminal stops gracefully when that terminal goes")
 
 
 def _help(field) -> str:
@@ -149,6 +154,31 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--order", choices=sorted(ORDERS), default="file",
                    help="group order: as written, which is the order groups finished when several were in flight "
                    "(file, default), by dataset item (item) or by start time (time)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep reading the lines another process appends to the file (a run elsewhere, a shared "
+                   "file system) until you quit; a file that shrinks or is replaced is read again from the start")
+
+
+def _attach_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "attach",
+        help="open the dashboard on a running run (headless, detached or another terminal's), every key included",
+        description="Attach a dashboard to a run that is running: pause, temperature, dump and quit work as in "
+        "the dashboard that starts a run. Quitting asks whether to stop the run or leave it running; a "
+        "dropped terminal leaves it running. Several dashboards may attach at once. Only the run's owner "
+        "can attach (its control socket is the owner's alone).",
+    )
+    p.add_argument("run", type=Path, nargs="?", help="the run's folder or its .jsonl (default: the newest running run)")
+    p.add_argument("--theme", help="dashboard theme (default vftui-dark)")
+
+
+def _runs_parser(sub: argparse._SubParsersAction) -> None:
+    sub.add_parser(
+        "runs",
+        help="list your runs, running or not, with their state, groups, rate and path",
+        description="List every run you started (wherever its --out is), newest first: its state (running, "
+        "paused, finished, stopped, failed, or interrupted when it was killed), groups, rate and jsonl.",
+    )
 
 
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
@@ -166,6 +196,8 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _sim_parser(sub)
     _sim_trainer_parser(sub)
     _watch_parser(sub)
+    _attach_parser(sub)
+    _runs_parser(sub)
     return parser
 
 
@@ -178,6 +210,10 @@ def _run(args: argparse.Namespace) -> int:
         flags["base_url"], *more = flags["base_url"]
         flags["extra_base_urls"] = more or None
     config = load_config(flags, args.config)
+    if args.detach:
+        from vftui.commands.detach import run_detached
+
+        return run_detached(args.run_args, config)
     if not config.no_ui:
         if sys.stdout.isatty() and sys.stdin.isatty() and not config.json_events:
             from vftui.commands.dashboard import run_dashboard
@@ -194,7 +230,19 @@ def _view(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.commands.view import run_viewer
 
-    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order)
+    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order, args.follow)
+
+
+def _attach(args: argparse.Namespace) -> int:
+    from vftui.commands.attach import run_attach
+
+    return run_attach(args.run, args.theme)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from vftui.commands.runs import run_runs
+
+    return run_runs()
 
 
 def _sim_server(args: argparse.Namespace) -> int:
@@ -228,12 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(with_run_flags=bool(argv) and argv[0] == "run")
     args = parser.parse_args(argv)
+    args.run_args = argv[1:]  # --detach starts the run again, in the background, with them
     if args.command is None:
         parser.print_help()
         return 2
     try:
         commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer,
-                    "watch": _watch}
+                    "watch": _watch, "attach": _attach, "runs": _runs}
         return commands[args.command](args)
     except UserError as e:
         print(f"vftui: error: {printable(scrub(str(e)))}", file=sys.stderr)

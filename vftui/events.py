@@ -49,6 +49,7 @@ class RunStarted:
     temperature: float
     reward_functions: list[str]
     tokenizer: str = ""
+    started_at: float = 0.0  # wall clock, when known: a dashboard attaching later counts its clock from it
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,18 @@ class GroupCollected:
             masks=[array("i", m) for m in self.masks],
             logprobs=[array("f", lp) for lp in self.logprobs] if self.logprobs else None,
         )
+
+
+@dataclass(frozen=True)
+class RunSoFar:
+    """For a dashboard attaching to a run in progress: the figures of every group so far.
+
+    It comes after the replayed groups (only the last window of them), so the run's
+    figures count every group once, as they would have had the dashboard watched throughout.
+    """
+
+    totals: Accumulator
+    dropped: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -260,6 +273,7 @@ Event = (
     | GroupCollected
     | MetricsWindow
     | FileProgress
+    | RunSoFar
     | RunStatus
     | EndpointTrouble
     | RequestStats

@@ -6,6 +6,7 @@ need, in arrays (a few dozen bytes a group), folds the panels' statistics and re
 progress (``FileProgress``). A group's tokens and messages are read from disk only when
 it is selected. Lines without vftui's own ``vftui`` object (plain Atropos output) still
 show: turns are counted from the messages and the temperature from ``generation_params``.
+A followed file (``vftui view --follow``) is looked at again every second for new lines.
 """
 
 from __future__ import annotations
@@ -14,20 +15,34 @@ import collections
 import copy
 import functools
 import json
+import math
+import os
 import threading
 import time
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from vftui import stats, store
-from vftui.events import META, Event, FileProgress, GroupCollected, LogRecord, RunStarted, RunState, RunSummary
+from vftui.events import (
+    META,
+    Event,
+    FileProgress,
+    GroupCollected,
+    LogRecord,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+)
 
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
 YIELD_EVERY = 64  # lines
+FOLLOW_EVERY_S = 1.0  # a followed file is looked at as often as the view repaints (ui.inbox.TICK_S)
+FOLLOWING = "following the file as it grows"
 # With many groups in flight a file is in the order groups finished; a view can reorder it.
 ORDERS = {"file": None, "item": "_items", "time": "_starts"}
 
@@ -75,11 +90,34 @@ class Row:
     scores: tuple[float, ...]
     turns: tuple[float, ...]  # the group's mean, for the filter
     temperature: float
-    line: int  # which group of the file, in file order
+    offset: int  # where its line starts in the file
 
     @property
     def identical(self) -> bool:
         return stats.is_identical(self.scores)
+
+
+@dataclass
+class _Pass:
+    """A reading of the file from its start: how far it came, and its figures so far."""
+
+    identity: tuple[int, int]  # the file's device and inode: another file at the same path is read anew
+    total: int  # the file's size when last looked at
+    offset: int = 0  # after the last line read
+    lines: int = 0
+    announced: bool = False
+    seen: tuple[float, float] | None = None
+    span: tuple[float, float] = (math.inf, -math.inf)
+    totals: stats.Accumulator = field(default_factory=stats.Accumulator)
+    rewards: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+    identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+
+    def add(self, group: GroupCollected) -> None:
+        self.totals.add(group)
+        self.rewards.append(stats.mean(group.scores))
+        self.identical.append(1.0 if group.identical else 0.0)
+        self.seen = stats.widen(self.seen, group.scores)
+        self.span = (min(self.span[0], group.started_at), max(self.span[1], group.started_at + group.elapsed_s))
 
 
 class GroupFile(Sequence[Row]):
@@ -88,6 +126,13 @@ class GroupFile(Sequence[Row]):
     def __init__(self, path: Path, order: str = "file") -> None:
         self.path = path
         self.order = order
+        self._file_lock = threading.Lock()
+        self.group = functools.lru_cache(maxsize=64)(self._group)
+        self._start()
+
+    def _start(self) -> None:
+        """No rows: the count readers go by first, then new columns, so a ``snapshot`` keeps its own whole."""
+        self._count = 0  # rows whose every column is filled: what readers see
         self.skipped = 0
         self.max_item = 0
         self.group_size = 1
@@ -95,10 +140,8 @@ class GroupFile(Sequence[Row]):
         self._offsets, self._items, self._starts = array("q"), array("q"), array("d")
         self._turns, self._temperatures = array("d"), array("d")
         self._score_at, self._scores = array("q", [0]), array("d")
-        self._count = 0  # rows whose every column is filled: what readers see
         self._order: array | None = None
-        self._file_lock = threading.Lock()
-        self.group = functools.lru_cache(maxsize=64)(self._group)
+        self.group.cache_clear()
 
     # -- reading rows (the UI thread) -------------------------------------------------------
 
@@ -112,19 +155,24 @@ class GroupFile(Sequence[Row]):
             position += self._count
         if not 0 <= position < self._count:
             raise IndexError(position)
-        line = self._order[position] if self._order is not None else position
+        order = self._order  # rows a followed file adds after the sort come after it, as they arrive
+        line = order[position] if order is not None and position < len(order) else position
         first, end = self._score_at[line], self._score_at[line + 1]
         return Row(position + 1, self._items[line], tuple(self._scores[first:end]), (self._turns[line],),
-                   self._temperatures[line], line)
+                   self._temperatures[line], self._offsets[line])
 
     def position_of(self, index: int) -> int:
         """Where the row numbered ``index`` is: rows are numbered by position."""
         return index - 1
 
+    def snapshot(self) -> GroupFile:
+        """The rows as they stand, for the table to hold between ticks: a re-read (see ``_start``) leaves them whole."""
+        return copy.copy(self)
+
     def _group(self, row: Row) -> GroupCollected:
         """The whole group behind ``row``, read from disk."""
         with self._file_lock, self.path.open("rb") as f:
-            f.seek(self._offsets[row.line])
+            f.seek(row.offset)
             raw = f.readline()
         parsed = store.parse_group_line(raw)
         if isinstance(parsed, str):
@@ -133,62 +181,99 @@ class GroupFile(Sequence[Row]):
 
     # -- the background pass ----------------------------------------------------------------
 
-    def read(self, emit: Callable[[Event], None], sim_tokenizer: str, tokenizer: str = "") -> RunSummary:
-        """Read every line, emitting what the view shows: RunStarted, progress, skipped lines, the summary."""
+    def read(self, emit: Callable[[Event], None], sim_tokenizer: str, tokenizer: str = "",
+             follow_until: threading.Event | None = None) -> RunSummary:
+        """Read every line, emitting what the view shows: RunStarted, progress, skipped lines, the summary.
+
+        With ``follow_until``, another process may still be writing the file: only whole lines
+        are read, and at the end the pass looks for new ones every ``FOLLOW_EVERY_S`` until
+        the event is set (the view closed).
+        """
         started = time.time()
-        total = self.path.stat().st_size
-        totals = stats.Accumulator()
-        rewards: collections.deque[float] = collections.deque(maxlen=HISTORY)
-        identical: collections.deque[float] = collections.deque(maxlen=HISTORY)
-        announced, last_progress, offset = False, 0.0, 0
-        seen: tuple[float, float] | None = None
-        span = (float("inf"), float("-inf"))
-
-        def progress(done: bool = False) -> None:
-            emit(FileProgress(self._count, offset, total, copy.deepcopy(totals), list(rewards), list(identical), done))
-
+        announce = functools.partial(self._started, sim_tokenizer=sim_tokenizer, tokenizer=tokenizer)
         with self.path.open("rb") as f:
-            for number, raw in enumerate(f, start=1):
-                at, offset = offset, offset + len(raw)
-                if not raw.strip():
-                    continue
-                parsed = store.parse_group_line(raw)
-                try:
-                    if isinstance(parsed, str):
-                        raise ValueError(parsed)
-                    group = group_event(self._count + 1, parsed)
-                except (KeyError, TypeError, ValueError, AttributeError) as e:
-                    reason = str(e) if isinstance(parsed, str) else f"bad group ({e})"
-                    self.skipped += 1
-                    emit(LogRecord("WARNING", "view", f"{self.path.name} line {number} skipped: {reason}"))
-                    continue
-                if not announced:
-                    estimate = total // max(1, len(raw))  # the progress refines it; counting first would wait
-                    emit(self._started(parsed, group, sim_tokenizer, tokenizer, estimate))
-                    announced = True
-                self._add(at, group)
-                totals.add(group)
-                rewards.append(stats.mean(group.scores))
-                identical.append(1.0 if group.identical else 0.0)
-                seen = stats.widen(seen, group.scores)
-                self.score_range = seen or self.score_range
-                span = (min(span[0], group.started_at), max(span[1], group.started_at + group.elapsed_s))
-                if number % YIELD_EVERY == 0:
-                    time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
-                if time.monotonic() - last_progress > PROGRESS_EVERY_S:
-                    last_progress = time.monotonic()
-                    progress()
-        if not announced:
-            emit(self._started({}, None, sim_tokenizer, tokenizer, 0))
-        if (column := ORDERS[self.order]) is not None:
-            values = getattr(self, column)
-            self._order = array("q", sorted(range(self._count), key=values.__getitem__))
-        progress(done=True)
-        elapsed = span[1] - span[0] if self._count else time.time() - started
+            reading = self._read_from_start(f, emit, announce, whole_lines=follow_until is not None)
+        if not reading.announced:
+            emit(announce({}, None, 0))
+        if follow_until is not None:
+            emit(RunStatus(RunState.RUNNING, self._count, self._count, FOLLOWING))
+            while not follow_until.wait(FOLLOW_EVERY_S):
+                reading = self._look(reading, emit, announce)
+        elapsed = reading.span[1] - reading.span[0] if self._count else time.time() - started
         summary = RunSummary(RunState.FINISHED, self._count, self._count, str(self.path), round(max(0.0, elapsed), 3),
                              {}, f"{self.skipped} malformed lines skipped" if self.skipped else "")
         emit(summary)
         return summary
+
+    def _read_from_start(self, f: BinaryIO, emit: Callable[[Event], None], announce: Callable[..., RunStarted],
+                         whole_lines: bool) -> _Pass:
+        """Every line of ``f`` as new rows, in the order the view asks for."""
+        self._start()
+        status = os.fstat(f.fileno())
+        reading = _Pass((status.st_dev, status.st_ino), status.st_size)
+        self._read_lines(f, reading, emit, announce, whole_lines)
+        if (column := ORDERS[self.order]) is not None:
+            values = getattr(self, column)
+            self._order = array("q", sorted(range(self._count), key=values.__getitem__))
+        emit(self._progress(reading, done=True))
+        return reading
+
+    def _look(self, reading: _Pass, emit: Callable[[Event], None], announce: Callable[..., RunStarted]) -> _Pass:
+        """A followed file's new whole lines; all of it again when it shrank or another file took its place."""
+        try:
+            f = self.path.open("rb")
+        except FileNotFoundError:  # removed, perhaps to be replaced: a new file is read from its start
+            return reading
+        with f:
+            status = os.fstat(f.fileno())
+            if (status.st_dev, status.st_ino) != reading.identity or status.st_size < reading.offset:
+                message = f"{self.path.name} shrank or was replaced: reading it again from the start"
+                emit(LogRecord("WARNING", "view", message))
+                return self._read_from_start(f, emit, announce, whole_lines=True)
+            before, reading.total = reading.offset, status.st_size
+            self._read_lines(f, reading, emit, announce, whole_lines=True)
+        if reading.offset != before:
+            emit(self._progress(reading, done=True))
+        return reading
+
+    def _read_lines(self, f: BinaryIO, reading: _Pass, emit: Callable[[Event], None],
+                    announce: Callable[..., RunStarted], whole_lines: bool) -> None:
+        """The lines from ``reading.offset`` on as rows; with ``whole_lines``, a last line still being written waits."""
+        f.seek(reading.offset)
+        last_progress = 0.0
+        for raw in f:
+            if whole_lines and not raw.endswith(b"\n"):
+                break
+            reading.lines += 1
+            at, reading.offset = reading.offset, reading.offset + len(raw)
+            if not raw.strip():
+                continue
+            parsed = store.parse_group_line(raw)
+            try:
+                if isinstance(parsed, str):
+                    raise ValueError(parsed)
+                group = group_event(self._count + 1, parsed)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                reason = str(e) if isinstance(parsed, str) else f"bad group ({e})"
+                self.skipped += 1
+                emit(LogRecord("WARNING", "view", f"{self.path.name} line {reading.lines} skipped: {reason}"))
+                continue
+            if not reading.announced:
+                estimate = reading.total // max(1, len(raw))  # the progress refines it; counting first would wait
+                emit(announce(parsed, group, estimate))
+                reading.announced = True
+            self._add(at, group)
+            reading.add(group)
+            self.score_range = reading.seen or self.score_range
+            if reading.lines % YIELD_EVERY == 0:
+                time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
+            if time.monotonic() - last_progress > PROGRESS_EVERY_S:
+                last_progress = time.monotonic()
+                emit(self._progress(reading))
+
+    def _progress(self, reading: _Pass, done: bool = False) -> FileProgress:
+        return FileProgress(self._count, reading.offset, reading.total, copy.deepcopy(reading.totals),
+                            list(reading.rewards), list(reading.identical), done)
 
     def _add(self, offset: int, group: GroupCollected) -> None:
         """One more row: every column first, then the count readers go by."""
@@ -203,8 +288,8 @@ class GroupFile(Sequence[Row]):
         self.group_size = max(self.group_size, len(group.scores))
         self._count += 1
 
-    def _started(self, raw: dict[str, Any], first: GroupCollected | None, sim_tokenizer: str,
-                 tokenizer: str, groups_estimate: int) -> RunStarted:
+    def _started(self, raw: dict[str, Any], first: GroupCollected | None, groups_estimate: int, sim_tokenizer: str,
+                 tokenizer: str) -> RunStarted:
         description = run_description(self.path)
         config, meta = description.get("config", {}), raw.get(META) or {}
         simulated = bool(meta.get("simulated")) or description.get("endpoint") == "simulated"

@@ -9,6 +9,7 @@ from typing import Any
 from vftui.errors import UserError
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
+SOCKET_SUFFIX = ".sock"
 
 
 def sidecars(out_path: Path) -> tuple[Path, Path]:
@@ -16,19 +17,19 @@ def sidecars(out_path: Path) -> tuple[Path, Path]:
     return out_path.with_suffix(RUN_SUFFIX), out_path.with_suffix(CHECKPOINT_SUFFIX)
 
 
-def find_resumable(path: Path) -> Path:
-    """The jsonl of the run at ``path`` (a run folder, its jsonl or its .run.json)."""
+def find_resumable(path: Path, asked_by: str = "--resume") -> Path:
+    """The jsonl of the run at ``path`` (a run folder, its jsonl or its .run.json); ``asked_by`` starts the refusal."""
     if path.is_dir():
         found = sorted(path.glob(f"*{RUN_SUFFIX}"))
         if len(found) != 1:
             what = "no run" if not found else f"{len(found)} runs"
-            raise UserError(f"--resume {path}: found {what} there; name the run's .jsonl file instead")
+            raise UserError(f"{asked_by} {path}: found {what} there; name the run's .jsonl file instead")
         return Path(str(found[0]).removesuffix(RUN_SUFFIX) + ".jsonl")
     if path.name.endswith(RUN_SUFFIX):
         return Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
     if path.suffix == ".jsonl" and path.with_suffix(RUN_SUFFIX).exists():
         return path
-    raise UserError(f"--resume {path}: not a vftui run (expected a run folder or its .jsonl)")
+    raise UserError(f"{asked_by} {path}: not a vftui run (expected a run folder or its .jsonl)")
 
 
 def saved_config(path: Path) -> dict[str, Any]:

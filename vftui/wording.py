@@ -7,6 +7,7 @@ from vftui.events import ApiStatus, EndpointTrouble, GroupDropped, GroupsDumped,
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
 WAITING_FOR_TRAINER = "waiting for a trainer"
+LOADING_LIBRARIES = "loading the collector's libraries"
 
 
 def trainer_state(status: ApiStatus) -> str:
@@ -67,3 +68,10 @@ def summary(s: RunSummary, simulated: bool) -> str:
     if simulated:
         lines.append(f"  ({SIMULATION_NOTE})")
     return "\n".join(lines)
+
+
+def left_running(pid: int | None, out_path: object) -> str:
+    """What a dashboard that leaves a run running (or starts one in the background) says of it."""
+    return (f"vftui: the run goes on in the background (pid {pid}): {out_path}\n"
+            f"  vftui attach {out_path}   shows it again, with every key\n"
+            f"  vftui runs                lists the runs")

@@ -27,7 +27,9 @@ import os
 import pickle
 import queue
 import signal
+import socket
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -35,15 +37,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from vftui.config import RunConfig
-from vftui.events import Event, GroupCollected, LogRecord, RunControls, RunSummary
+from vftui.events import Event, GroupCollected, LogRecord, RunControls, RunState, RunStatus, RunSummary
+from vftui.wording import LOADING_LIBRARIES
 from vftui.run_files import LOG_SUFFIX
 
 REPLY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 30.0
-COMMANDS = frozenset({"temperature", "paused", "toggle_pause", "set_temperature", "nudge_temperature", "dump", "stop"})
+COMMANDS = frozenset({"temperature", "toggle_pause", "set_temperature", "nudge_temperature", "dump", "stop"})
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,9 @@ class RemoteControls(RunControls):
 class CollectorProcess:
     """The parent's handle on a run in a child process.
 
-    ``start`` returns once the run is prepared (or raises what prepare raised);
-    ``wait_summary`` blocks until the run's summary arrives (for the app's worker);
+    ``start`` returns at once: the child prepares the run while the dashboard is already on
+    screen, showing its steps. ``wait_summary`` blocks until the run's summary arrives (for
+    the app's worker) and raises what prepare refused with (``refusal``) or a crash;
     ``close`` hangs up and reaps the child.
     """
 
@@ -161,7 +165,8 @@ class CollectorProcess:
         self._emit = emit
         self.controls = RemoteControls(self._commands, config.temperature)
         self._summary: RunSummary | None = None
-        self._prepared: Prepared | None = None
+        self.prepared: Prepared | None = None
+        self.refusal: BaseException | None = None
         self._crash = ""
         self._ended = threading.Event()
 
@@ -170,54 +175,40 @@ class CollectorProcess:
         """The collector process's id, once started."""
         return self._process.pid
 
-    def start(self) -> Prepared:
+    def start(self) -> CollectorProcess:
         self._process.start()
         for end in self._child_ends:
             end.close()  # so a dead child reads as EOF here
-        try:
-            prepared = self._until_prepared()
-        except BaseException:
-            self.close(timeout=5)
-            raise
-        self._prepared = prepared
         threading.Thread(target=self._pump, name="collector-events", daemon=True).start()
-        return prepared
+        return self
 
-    def _until_prepared(self) -> Prepared:
-        """Wait for the child's first word; events that came with it go to the view."""
-        prepared: Prepared | None = None
-        while prepared is None:
-            try:
-                batch = self._events.recv()
-            except EOFError:
-                self._process.join(5)
-                raise RuntimeError(
-                    f"the collector process exited (code {self._process.exitcode}) before it was ready"
-                ) from None
-            for item in batch:
-                match item:
-                    case Refused(error=error):
-                        raise error
-                    case Crashed(traceback=text):
-                        raise RuntimeError(f"the collector failed to start:\n{text}")
-                    case Prepared():
-                        prepared = item
-                    case _:
-                        self._emit(item)
-        return prepared
+    def wait_prepared(self) -> Prepared:
+        """Block until the run is prepared; raises what prepare refused with, or a crash."""
+        while self.prepared is None and not self._ended.wait(0.05):
+            pass
+        if self.prepared is None:
+            self._raise_ending()
+        return self.prepared
 
     def _pump(self) -> None:
         try:
             while True:
                 for item in self._events.recv():
-                    if isinstance(item, Crashed):
-                        self._crash = item.traceback
-                        self._ended.set()
-                        continue
-                    self._emit(item)
-                    if isinstance(item, RunSummary):
-                        self._summary = item
-                        self._ended.set()
+                    match item:
+                        case Prepared():
+                            self.prepared = item
+                        case Refused(error=error):
+                            self.refusal = error
+                            self._ended.set()
+                        case Crashed(traceback=text):
+                            self._crash = text
+                            self._ended.set()
+                        case RunSummary():
+                            self._emit(item)
+                            self._summary = item
+                            self._ended.set()  # the child stays (a dump still works) until we hang up
+                        case _:
+                            self._emit(item)
         except (EOFError, OSError):
             pass
         finally:
@@ -228,9 +219,17 @@ class CollectorProcess:
         self._ended.wait()
         if self._summary is not None:
             return self._summary
+        self._raise_ending()
+
+    def _raise_ending(self) -> None:
+        """Why the child ended without a summary."""
+        if self.refusal is not None:
+            raise self.refusal
         self._process.join(timeout=5)
         if self._crash:
-            where = Path(self._prepared.out_path).with_suffix(LOG_SUFFIX) if self._prepared else "the collector log"
+            if self.prepared is None:
+                raise RuntimeError(f"the collector failed to start:\n{self._crash}")
+            where = Path(self.prepared.out_path).with_suffix(LOG_SUFFIX)
             raise RuntimeError(f"{self._crash.strip().splitlines()[-1]} (traceback in {where})")
         raise RuntimeError(f"the collector process ended without a summary (exit code {self._process.exitcode})")
 
@@ -249,21 +248,26 @@ class CollectorProcess:
 
 
 class Outbox:
-    """Events queued by any thread, sent in batches by a thread of its own."""
+    """Events queued by any thread, sent in batches over one connection by a thread of its own."""
 
     _CLOSE = object()
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.hung_up = False
         self._thread = threading.Thread(target=self._send_all, name="collector-outbox", daemon=True)
         self._thread.start()
+
+    @property
+    def backlog(self) -> int:
+        """Events not sent yet: grows when the other end stops reading."""
+        return self._queue.qsize()
 
     def put(self, event: Any) -> None:
         self._queue.put(event)
 
     def _send_all(self) -> None:
-        hung_up = False
         while True:
             batch = [self._queue.get()]
             with contextlib.suppress(queue.Empty):
@@ -272,13 +276,13 @@ class Outbox:
             closing = batch[-1] is self._CLOSE
             if closing:
                 batch.pop()
-            if batch and not hung_up:
-                hung_up = not self._send(batch)  # the parent is gone; the run still stops and flushes
+            if batch and not self.hung_up:
+                self.hung_up = not self._send(batch)  # the other end is gone; the run still stops and flushes
             if closing:
                 return
 
     def _send(self, batch: list[Any]) -> bool:
-        """Send one batch; False once the parent has hung up."""
+        """Send one batch; False once the other end has hung up."""
         try:
             self._conn.send([e.compacted() if isinstance(e, GroupCollected) else e for e in batch])
         except OSError:
@@ -295,14 +299,37 @@ class Outbox:
         self._queue.put(self._CLOSE)
         self._thread.join(timeout=EXIT_TIMEOUT_S)
 
+    def hang_up(self) -> None:
+        """Stop at once, queued events or not: the other end stopped reading (a send may be stuck)."""
+        self.hung_up = True
+        shut_down(self._conn)  # wakes a send blocked on a full buffer
+        self._queue.put(self._CLOSE)
 
-def serve_commands(conn: Connection, controls: RunControls) -> None:
-    """Answer control calls until the parent hangs up; a hang-up stops the run."""
+
+def shut_down(conn: Connection) -> None:
+    """End a socket connection for both sides at once, waking a thread blocked reading or writing it
+    (closing the descriptor alone does not); then close it."""
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.dup(conn.fileno())
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            os.close(fd)
+            raise
+        with sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+def serve_commands(conn: Connection, controls: RunControls, stop_on_hang_up: bool = True) -> None:
+    """Answer control calls until the caller hangs up; the dashboard that started the run hanging
+    up stops it (``stop_on_hang_up``), one that attached later does not."""
     while True:
         try:
             call, name, args = conn.recv()
         except (EOFError, OSError):
-            controls.stop()
+            if stop_on_hang_up:
+                controls.stop()
             return
         try:
             if name not in COMMANDS:
@@ -314,17 +341,24 @@ def serve_commands(conn: Connection, controls: RunControls) -> None:
         try:
             conn.send(reply)
         except OSError:
-            controls.stop()
+            if stop_on_hang_up:
+                controls.stop()
             return
 
 
 def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:
-    """The child process: prepare, report, collect, answer controls until hung up."""
+    """The child process: prepare, report, collect, answer controls until hung up.
+
+    The dashboard is on screen from the start, so nothing here may write to the terminal:
+    output goes to a scratch file until the run's own log file is known.
+    """
     import asyncio
 
+    early = _capture_output(tempfile.TemporaryFile("w+"))
+    outbox = Outbox(events)
+    outbox.put(RunStatus(RunState.STARTING, 0, config.steps, LOADING_LIBRARIES))
     from vftui.collector.runner import Run
 
-    outbox = Outbox(events)
     run = Run(config, outbox.put)
     try:
         try:
@@ -338,7 +372,11 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         # terminal is the dashboard's, so library output goes to a file beside the run.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log_path = _redirect_output(plan.out_path)
+        log_path = plan.out_path.with_suffix(LOG_SUFFIX)
+        log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+        early.seek(0)
+        log.write(early.read())  # what the libraries said while the run was prepared
+        _capture_output(log)
         # The libraries and the environment loaded by now live as long as the run; keeping
         # them out of the collector's reach keeps full collections (which stall control
         # calls as well as collecting) short.
@@ -374,18 +412,16 @@ def _picklable(value: Any) -> bool:
     return True
 
 
-def _redirect_output(out_path: Path) -> Path:
-    """Point stdout/stderr (Python's and the file descriptors) at ``<run>.collector.log``."""
-    log_path = out_path.with_suffix(LOG_SUFFIX)
-    log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+def _capture_output(file: TextIO) -> TextIO:
+    """Point stdout/stderr (Python's and the file descriptors) at ``file``."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
-    sys.stdout = sys.stderr = log
-    faulthandler.enable(log)
-    return log_path
+    os.dup2(file.fileno(), 1)
+    os.dup2(file.fileno(), 2)
+    sys.stdout = sys.stderr = file
+    faulthandler.enable(file)
+    return file
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -27,12 +27,13 @@ from typing import Any
 import httpx
 from atroposlib.envs.base import APIServerConfig
 
-from vftui import paths, stats, store
+from vftui import paths, run_index, stats, store
 from vftui.collector import compat, endpoint, env_loader, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
 from vftui.collector.ledger import ItemLedger
 from vftui.collector.output_lock import OutputLock
+from vftui.collector.run_socket import RunServer, socket_path
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
@@ -120,6 +121,7 @@ class Run:
         self.traffic = TrafficStats()
         self._http: httpx.AsyncClient | None = None
         self._lock: OutputLock | None = None
+        self._server: RunServer | None = None
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -130,6 +132,8 @@ class Run:
             self.dropped[event.reason] += 1
             self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
         self._view_emit(event)
+        if self._server is not None:
+            self._server.publish(event)
 
     # -- before any work ----------------------------------------------------------------
 
@@ -158,8 +162,10 @@ class Run:
         if cfg.wandb:  # wandb reads its folder once, when its settings first load: before the login check
             os.environ.setdefault("WANDB_DIR", str(out_path.parent))
             check_wandb_can_log()
+        self._step(f"loading the environment {cfg.env}")
         vf_env = env_loader.load(cfg.env, cfg.env_args)
         if cfg.simulated:
+            self._step("starting the simulated endpoint")
             self._sim = BackgroundSimServer(seed=cfg.seed).start()
             base_url, model, self._api_key = self._sim.base_url, cfg.model or SIM_MODEL, "EMPTY"
             tokenizer = cfg.tokenizer or str(SIM_TOKENIZER)
@@ -168,11 +174,15 @@ class Run:
             for extra in cfg.extra_base_urls:
                 endpoint.check_url(extra)
             self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
+            self._step(f"asking {base_url} for its models")
             model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
             default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
             tokenizer = cfg.tokenizer or default
+        self._step(f"loading the tokenizer {tokenizer}")
         self._check_tools(vf_env, tokenizer, hub.check_tokenizer(tokenizer))
         if cfg.mode == "rl":
+            if cfg.start_api:
+                self._step(f"starting the trajectory API at {cfg.api_url}")
             self._start_trajectory_side()
         self.plan = Plan(cfg, out_path, base_url, model, tokenizer, groups_before)
         self.controls = Controls(
@@ -182,7 +192,21 @@ class Run:
         self._env = self._build_env(vf_env)
         if groups_before == 0:
             self._write_run_file()
+        self._listen(out_path)
         return self.plan
+
+    def _listen(self, out_path: Path) -> None:
+        """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
+        self._server = RunServer(self.config.window, self.totals)
+        try:
+            self._server.listen(socket_path(out_path), self.controls)
+        except OSError as e:
+            raise UserError(f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}") from e
+        run_index.remember(out_path)
+
+    def _step(self, what: str) -> None:
+        """A step of the preparation, shown while it lasts (loading an environment can take a while)."""
+        self.emit(RunStatus(RunState.STARTING, 0, self.config.steps, what))
 
     def _check_tools(self, vf_env: Any, tokenizer: str, loaded: Any) -> None:
         """An environment with tools needs a template that renders them, and in rl a tool parser."""
@@ -370,9 +394,10 @@ class Run:
                 temperature=controls.temperature,
                 reward_functions=env.reward_func_names,
                 tokenizer=plan.tokenizer,
+                started_at=started,
             )
         )
-        state, error = RunState.FINISHED, ""
+        state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
         controls.bind(loop, on_force_stop=self._cancel)
         try:
             if plan.groups_before < plan.groups_total:
@@ -383,8 +408,9 @@ class Run:
                         await self._process(env, controls)
                     else:
                         await self._serve(env, controls)
+            state, error = RunState.FINISHED, ""
         except asyncio.CancelledError:
-            state = RunState.FINISHED
+            state, error = RunState.FINISHED, ""
         except RunFailed as e:
             state, error = RunState.FAILED, str(e)
         finally:
@@ -392,7 +418,7 @@ class Run:
                 logger.removeHandler(handler)
             try:
                 env.jsonl_writer.close()
-                env.save_checkpoint(env.curr_step)
+                env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(time.time() - started, 3)})
             except store.WriteFailed as e:  # a full disk: the file keeps whole lines, the old checkpoint stays
                 state, error = RunState.FAILED, error or str(e)
             await self._finish_wandb()
@@ -460,6 +486,9 @@ class Run:
                 wandb.finish()
 
     def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self._trainer is not None:
             self._trainer.terminate()
             self._trainer.wait(timeout=10)

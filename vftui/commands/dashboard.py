@@ -1,10 +1,11 @@
 """The live view: the Textual dashboard over a collector run, then the summary.
 
-The run goes to a child process (``collector.process``): it is prepared there before
-the app opens, so a bad setting is one sentence and an exit code, never a half-drawn
-screen. Its events reach the app through the inbox, the app's thread worker waits for
-its summary, and keys go to its controls. After the app exits, the summary and the
-output path are printed to the terminal, as in the headless view.
+The run goes to a child process (``collector.process``) and the app opens at once, showing
+the child's preparation steps (libraries, environment, endpoint, tokenizer) as they come. A
+setting the child refuses closes the app and is printed as its one sentence (exit 2). The
+run's events reach the app through the inbox, the app's thread worker waits for its
+summary, and keys go to its controls. After the app exits, the summary and the output path
+are printed to the terminal, as in the headless view.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ def run_dashboard(config: RunConfig) -> int:
     ours = themes.available_themes()
     theme = themes.resolve(config.theme, ours=ours)
     inbox = Inbox()
-    collector = CollectorProcess(config, inbox.put)
-    prepared = collector.start()
+    collector = CollectorProcess(config, inbox.put).start()
     try:
         app = VftuiApp(
             inbox,
@@ -40,8 +40,10 @@ def run_dashboard(config: RunConfig) -> int:
         summary = app.run()
     finally:
         collector.close()
+    if collector.refusal is not None:
+        raise collector.refusal
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
-    say(wording.summary(summary, prepared.simulated), sys.stderr)
+    say(wording.summary(summary, collector.prepared is not None and collector.prepared.simulated), sys.stderr)
     return exit_code(summary)

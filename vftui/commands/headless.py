@@ -165,6 +165,7 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     view = HeadlessView(config.json_events, verbose)
+    view(RunStatus(RunState.STARTING, 0, config.steps, wording.LOADING_LIBRARIES))
     from vftui.collector.runner import Run
 
     run = Run(config, view)

@@ -1,7 +1,8 @@
 """``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels, at once however big.
 
 The app opens before the file is read; ``GroupFile.read`` runs as the app's worker and
-fills the table and the panels as it goes (see ``groupfile``).
+fills the table and the panels as it goes (see ``groupfile``); with ``--follow`` it goes on
+reading the lines another process appends until the app closes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 
 
-def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str) -> int:
+def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str,
+               follow: bool = False) -> int:
+    """``follow``: another process still writes the file; new lines show until the view is closed."""
     if path.is_dir():
         raise UserError(f"{path} is a folder; name a .jsonl file in it")
     if not path.is_file():
@@ -31,7 +34,7 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     rows = GroupFile(path, order)
     app = VftuiApp(
         inbox,
-        execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR), tokenizer or ""),
+        execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR), tokenizer or "", app.closed if follow else None),
         identical_alert=identical_alert,
         theme_name=theme_name,
         extra_themes=ours,

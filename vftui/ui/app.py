@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from vftui.errors import UserError
 from vftui.events import GroupCollected, RunControls, RunState, RunSummary, with_texts
 from vftui.printable import printable
 from vftui.ui import themes
@@ -48,6 +50,8 @@ PREVIEW_FOLLOW_S = 10.0  # a preview is a screenful of styled tokens: following 
 STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
+STOP_OR_NOT = (("y,enter", "yes", "stop"), ("n", "no", None))
+STOP_OR_LEAVE = (("s", "stop the run", "stop"), ("l", "leave it running", "leave"), ("escape", "cancel", None))
 TEMPERATURE_KEYS = "sampling temperature ±0.1 for the next groups (0–2)"
 
 
@@ -82,7 +86,7 @@ class VftuiApp(App[RunSummary | None]):
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True,
-                tooltip="quit (asks first while running; stops gracefully)"),
+                tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)"),
     ]
 
     rollout: reactive[int] = reactive(0, init=False)  # enter: the next rollout of the group in the preview
@@ -101,11 +105,16 @@ class VftuiApp(App[RunSummary | None]):
         extra_themes: dict[str, Any] | None = None,
         clock: Callable[[], float] | None = None,
         rows: Sequence | None = None,
+        attached: bool = False,
     ) -> None:
+        """``attached``: the run lives on its own (``vftui attach``); quitting may leave it running."""
         super().__init__()
         self.inbox = inbox
         self.controls = controls
         self._execute = execute
+        self.closed = threading.Event()  # set as the app ends: a worker that would go on (a followed file) waits on it
+        self.attached = attached
+        self.left_running = False
         self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=rows)
         if clock is not None:
             self.model.clock = clock
@@ -141,13 +150,14 @@ class VftuiApp(App[RunSummary | None]):
         self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
                                                    TrajectoryPanel, LogPanel)]
         self.status_bar = self.query_one(StatusBar)
+        self.rewards = self.query_one(RewardsPanel)
         self.table = self.query_one(GroupTable)
         self.preview = self.query_one(TokenPreview)
         # Everything loaded so far lives as long as the app; keeping it out of the
         # collector's reach stops full collections from stalling frames mid-run.
         gc.freeze()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.stop_and_exit)
+        loop.add_signal_handler(signal.SIGTERM, self.signalled)
         loop.add_signal_handler(signal.SIGHUP, self.terminal_hung_up)
         self.set_interval(TICK_S, self.tick)
         if self._execute is not None:
@@ -161,14 +171,21 @@ class VftuiApp(App[RunSummary | None]):
         self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
 
     def terminal_hung_up(self) -> None:
-        """SIGHUP: nothing can be drawn any more; stop the run as a confirmed quit does."""
+        """SIGHUP: nothing can be drawn any more; then as any signal to stop."""
         hang_up = getattr(self._driver, "hang_up", None)  # our terminal driver (tests run headless)
         if hang_up is not None:
             hang_up()
-        self.stop_and_exit()
+        self.signalled()
+
+    def signalled(self) -> None:
+        """SIGTERM or SIGHUP: the run stops as a confirmed quit does; an attached dashboard's run goes on."""
+        if self.attached:
+            self.leave_running()
+        else:
+            self.stop_and_exit()
 
     def stop_and_exit(self) -> None:
-        """SIGTERM (or SIGHUP): stop the run as a confirmed quit does, then close and restore the terminal."""
+        """Stop the run gracefully, then close and restore the terminal."""
         if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
             self.exit(self.result)
             return
@@ -185,6 +202,7 @@ class VftuiApp(App[RunSummary | None]):
             self.set_class(self.model.run_started.mode == "rl", "-rl")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
         self.status_bar.show(self.model)
+        self.rewards.loading = self.model.run_started is None and self.model.state is RunState.STARTING
         if self.model.version != self._shown_version:
             self._shown_version = self.model.version
             for panel in self.panels:
@@ -300,24 +318,39 @@ class VftuiApp(App[RunSummary | None]):
             self.exit(self.result)
             return
 
-        def answer(yes: bool) -> None:
-            if yes:
+        def answer(choice: str | None) -> None:
+            if choice == "leave":
+                self.leave_running()
+            elif choice == "stop":
                 self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
-        self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?"), answer)
+        if self.attached:
+            question = "The run is still collecting. Stop it, or quit and leave it running?"
+            self.push_screen(ConfirmScreen(question, STOP_OR_LEAVE), answer)
+        else:
+            self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?", STOP_OR_NOT), answer)
+
+    def leave_running(self) -> None:
+        """Close this dashboard; the run goes on (``vftui attach`` opens another)."""
+        self.left_running = True
+        self.exit(None)
 
     def on_unmount(self) -> None:
-        """However the app ends, a collector still running is told to stop (and flush)."""
+        """However the app ends, a collector still running is told to stop (and flush), unless it lives on its own."""
+        self.closed.set()
         loop = asyncio.get_running_loop()
         for sig in SIGNALS_THAT_STOP:
             loop.remove_signal_handler(sig)
-        if self.controls is not None and self.result is None:
+        if self.controls is not None and self.result is None and not self.attached:
             self.controls.stop()
 
     def on_worker_state_changed(self, event) -> None:
         worker = event.worker
         if worker.name != "collector" or not worker.is_finished:
+            return
+        if isinstance(worker.error, UserError):  # a setting the run refused: the command prints its sentence
+            self.exit(None)
             return
         if worker.error is not None:
             self.model.fail(f"collector crashed: {worker.error}")

@@ -8,6 +8,7 @@ up. Memory is bounded by the window of recent groups; totals cover the whole run
 from __future__ import annotations
 
 import collections
+import copy
 import operator
 import re
 import time
@@ -26,6 +27,7 @@ from vftui.events import (
     GroupsDumped,
     LogRecord,
     RequestStats,
+    RunSoFar,
     RunStarted,
     RunState,
     RunStatus,
@@ -126,9 +128,10 @@ class DashboardModel:
             case RunStarted():
                 self.run_started, self.temperature = event, event.temperature
                 self.groups_total, self.groups_done = event.groups_total, event.groups_done
-                self._t0 = self.clock()
+                self._t0 = event.started_at or self.clock()
             case RunStatus():
-                if event.state is not self.state:
+                next_step = event.state is RunState.STARTING and event.detail and event.detail != self.detail
+                if event.state is not self.state or next_step:  # each state, and each step of the preparation
                     self.note("INFO", wording.run_state(event.state, event.detail))
                 self.state, self.detail = event.state, event.detail
                 self.groups_total = event.groups_total or self.groups_total
@@ -155,6 +158,8 @@ class DashboardModel:
                 self.log(event)
             case FileProgress():
                 self._apply_file(event)
+            case RunSoFar():  # attached to a run in progress: its figures cover more than the replayed groups
+                self.totals, self.dropped = copy.deepcopy(event.totals), collections.Counter(event.dropped)
             case RunSummary():
                 self.summary, self.state, self.detail = event, event.state, event.error
                 self.groups_done = event.groups_done
@@ -179,7 +184,8 @@ class DashboardModel:
         self.groups_done = progress.groups
         share = progress.bytes_read / progress.bytes_total if progress.bytes_total else 1.0
         self.groups_total = progress.groups if progress.done else max(progress.groups, round(progress.groups / share))
-        self.detail = "" if progress.done else f"reading the file: {share:.0%}"
+        if self.state is RunState.STARTING:  # the first pass; then a followed file's detail says so
+            self.detail = "" if progress.done else f"reading the file: {share:.0%}"
 
     def _scored(self, group: GroupCollected | GroupDropped) -> None:
         """Every scored group, kept or dropped, counts in the window's and the run's figures."""
@@ -257,10 +263,13 @@ class DashboardModel:
         return self.rows if self.rows is not None else self.groups
 
     def visible_groups(self) -> Sequence:
-        """The groups the table shows: a live window's (a copy), a file's rows, or those the filter keeps."""
-        if self._filter is None:
-            return self._once_per_version("visible", lambda: self.rows if self.rows is not None else list(self.groups))
-        return self._once_per_version("visible", lambda: [g for g in self.all_groups() if self._filter(g)])
+        """The groups the table shows: a copy of the live window or of a file's rows, or those the filter keeps."""
+
+        def compute() -> Sequence:
+            groups = self.rows.snapshot() if self.rows is not None else list(self.groups)
+            return groups if self._filter is None else [g for g in groups if self._filter(g)]
+
+        return self._once_per_version("visible", compute)
 
     def window_metrics(self) -> dict[str, float]:
         return self._once_per_version("window", self.in_window.metrics)

@@ -1,27 +1,41 @@
-"""A yes/no question, answered with y/n (or enter/escape); no mouse needed."""
+"""A question answered with one key per answer (no mouse needed); escape cancels."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+Answer = tuple[str, str, Any]
+"""The keys that give it (comma-separated), its words in the hint, the value the screen returns."""
 
-class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [
-        Binding("y,enter", "answer(True)", "yes"),
-        Binding("n,escape", "answer(False)", "no"),
-    ]
+YES_OR_NO: tuple[Answer, ...] = (("y,enter", "yes", True), ("n", "no", False))
 
-    def __init__(self, question: str) -> None:
+
+class ConfirmScreen(ModalScreen[Any]):
+    """Dismissed with the value of the answer whose key was pressed; escape gives None."""
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, question: str, answers: tuple[Answer, ...] = YES_OR_NO) -> None:
         super().__init__()
         self._question = question
+        self._answers = answers
 
     def compose(self):
+        hint = Text("   ").join(Text.assemble((keys.split(",")[0], "bold"), f" {words}") for keys, words, _ in self._answers)
         with Vertical(id="confirm-box"):
             yield Static(self._question)
-            yield Static("[b]y[/b] yes   [b]n[/b] no", classes="hint")
+            yield Static(hint, classes="hint")
 
-    def action_answer(self, yes: bool) -> None:
-        self.dismiss(yes)
+    def on_key(self, event: events.Key) -> None:
+        for keys, _, value in self._answers:
+            if event.key in keys.split(","):
+                event.stop()
+                self.dismiss(value)
+                return

@@ -75,7 +75,7 @@ class GroupTable(ScrollView, can_focus=True):
         self._size_width = 1
         self._item_width = 4
         self._group_size = 1
-        self._drawn: tuple[tuple, list[tuple[int, bool]]] = ((), [])  # what each row showed, see _repaint
+        self._drawn: tuple[tuple, list[tuple[GroupCollected, bool]]] = ((), [])  # what each row showed, see _repaint
 
     # -- data down ------------------------------------------------------------------------
 
@@ -154,12 +154,14 @@ class GroupTable(ScrollView, can_focus=True):
     def _repaint(self) -> None:
         """Mark as dirty only the rows whose group or cursor changed; all of them when the layout did.
 
-        A row shows an immutable group, so its group's number and whether the cursor is on it
-        say everything about it. A paused run or a scrolled-back table then sends nothing.
+        A row shows an immutable group, so the group and whether the cursor is on it say
+        everything about it: a live group is the same object each time, a file's row an equal
+        value (a file sorted or read again shows new rows). A paused run or a scrolled-back
+        table then sends nothing.
         """
         top = int(self.scroll_offset.y)
         bottom = min(self.row_count, top + max(0, self.size.height - 1))
-        rows = [(self.groups[r].index, r == self.cursor) for r in range(top, bottom)]
+        rows = [(self.groups[r], r == self.cursor) for r in range(top, bottom)]
         layout = (top, self.size, self._low, self._high, self._size_width, self._item_width, self._group_size)
         drawn_layout, drawn_rows = self._drawn
         if layout != drawn_layout:

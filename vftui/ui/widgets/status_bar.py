@@ -50,6 +50,7 @@ def render_status(model: DashboardModel) -> Text:
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     line2 = Text()
+    viewing = s is not None and s.mode == "view"
     label = STATE_LABEL.get(model.state, model.state.value)
     trouble = model.trajectory_trouble or model.endpoint_trouble
     if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):
@@ -60,7 +61,7 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(f" ({model.detail})", style=STATE_STYLE[model.state])  # "finishing 3 groups in flight"
     line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
-    if s is None or s.mode != "view":  # a file has no speed
+    if not viewing:  # a file has no speed
         groups_s, tokens_s = model.rates()
         line2.append(f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else ""))
     line2.append(f"  {clock(model.elapsed_s)}")
@@ -68,6 +69,6 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
     if s is not None:
         line2.append(f"  → {s.out_path}", style="dim")
-    if model.detail and model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING):
+    if model.detail and (viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)):
         line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
     return Text("\n").join([line1, line2])

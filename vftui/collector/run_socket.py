@@ -1,0 +1,320 @@
+"""A running run's control socket: dashboards attach to it, ``vftui runs`` asks it how it does.
+
+Every run (headless, detached or under a dashboard) listens on a Unix socket beside its
+jsonl, ``<run>.sock``, created readable and writable by its owner only; both ends check
+the other's uid (``SO_PEERCRED``) before reading a byte, so another user on the machine can
+neither watch nor steer the run, nor pose as one. The framing is multiprocessing's (the same
+``Connection`` the dashboard's own pipe uses). A peer's first message says what it wants:
+
+- ``"events"``: the run so far (its start, last state and figures, the recent groups and
+  log, then ``RunSoFar``), followed by every event as it happens, in batches;
+- ``"controls"``: control calls, answered as ``process.serve_commands`` answers the
+  dashboard's pipe, except that a peer hanging up leaves the run alone;
+- ``"status"``: one ``RunInfo``, for ``vftui runs``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import copy
+import hashlib
+import os
+import select
+import socket
+import struct
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from vftui import stats
+from vftui.collector.process import Outbox, RemoteControls, serve_commands, shut_down
+from vftui.errors import UserError
+from vftui.events import (
+    ApiStatus,
+    Event,
+    GroupCollected,
+    GroupDropped,
+    LogRecord,
+    RequestStats,
+    RunControls,
+    RunSoFar,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+    TemperatureChanged,
+)
+from vftui.run_files import SOCKET_SUFFIX
+
+MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
+HELLO_TIMEOUT_S = 5.0
+REPLY_TIMEOUT_S = 10.0
+MAX_BACKLOG = 20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
+RECENT_LOGS = 200
+RATE_GROUPS = 64
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """How a live run is doing, in a line of ``vftui runs``."""
+
+    state: RunState
+    groups_done: int
+    groups_total: int
+    groups_per_s: float
+    out_path: str
+    pid: int
+
+
+def socket_path(out_path: Path) -> Path:
+    """Where the run writing ``out_path`` listens: beside it, or (a path too long for a socket)
+    in a private folder of ours, named after it, so both ends find it from the jsonl alone."""
+    beside = out_path.with_suffix(SOCKET_SUFFIX)
+    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
+        return beside
+    name = hashlib.sha256(os.fsencode(out_path.resolve())).hexdigest()[:24]
+    return Path(tempfile.gettempdir()) / f"vftui-{os.getuid()}" / f"{name}{SOCKET_SUFFIX}"
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket, as the kernel saw it connect."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+# -- the run's side ---------------------------------------------------------------------
+
+
+class Replay:
+    """What a dashboard attaching now needs to show the run as if it had watched from the start."""
+
+    def __init__(self, window: int, totals: stats.Accumulator) -> None:
+        self.latest: dict[type, Event] = {}
+        self.groups: collections.deque[GroupCollected] = collections.deque(maxlen=window)
+        self.logs: collections.deque[LogRecord] = collections.deque(maxlen=RECENT_LOGS)
+        self.totals = copy.deepcopy(totals)  # a resumed run's groups count too
+        self.dropped: collections.Counter[str] = collections.Counter()
+
+    def add(self, event: Event) -> None:
+        match event:
+            case GroupCollected():
+                self.groups.append(event.compacted())
+                self.totals.add(event)
+            case GroupDropped():
+                self.dropped[event.reason] += 1
+                self.totals.add(event)
+            case LogRecord():
+                self.logs.append(event)
+            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | RunSummary():
+                self.latest[type(event)] = event
+
+    def events(self) -> list[Event]:
+        """The run so far, in an order the dashboard folds as it would have live."""
+        first = [self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest]
+        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, RunStatus, RunSummary) if kind in self.latest]
+        so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
+        return [*first, *self.groups, so_far, *self.logs, *last]
+
+    def info(self) -> RunInfo:
+        started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
+        ends = [g.started_at + g.elapsed_s for g in list(self.groups)[-RATE_GROUPS:]]
+        running = status is not None and status.state in (RunState.RUNNING, RunState.PAUSING)
+        rate = (len(ends) - 1) / (max(ends) - min(ends)) if running and len(ends) > 1 and max(ends) > min(ends) else 0.0
+        return RunInfo(
+            state=status.state if status is not None else RunState.STARTING,
+            groups_done=max([status.groups_done if status is not None else 0, *(g.index for g in self.groups)]),
+            groups_total=status.groups_total if status is not None else 0,
+            groups_per_s=round(rate, 3),
+            out_path=started.out_path if started is not None else "",
+            pid=os.getpid(),
+        )
+
+
+class RunServer:
+    """Publishes a run's events to attached peers and answers their calls; ``publish`` is the run's emit."""
+
+    def __init__(self, window: int, totals: stats.Accumulator, uid: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._replay = Replay(window, totals)
+        self._peers: list[Outbox] = []
+        self._uid = os.getuid() if uid is None else uid
+        self._sock: socket.socket | None = None
+        self._path: Path | None = None
+        self._closed = threading.Event()
+        self._controls: RunControls | None = None
+
+    def publish(self, event: Event) -> None:
+        with self._lock:
+            self._replay.add(event)
+            for peer in list(self._peers):
+                if peer.backlog > MAX_BACKLOG or peer.hung_up:
+                    self._peers.remove(peer)
+                    peer.hang_up()
+                else:
+                    peer.put(event)
+
+    def listen(self, path: Path, controls: RunControls) -> None:
+        """Start answering on ``path`` (owner-only; a stale socket of a dead run is replaced)."""
+        self._controls = controls
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # our lock on the jsonl is held: whoever made it is gone
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        previous = os.umask(0o177)  # born 0600: no moment in which others may connect
+        try:
+            sock.bind(os.fspath(path))
+        finally:
+            os.umask(previous)
+        os.chmod(path, 0o600)
+        sock.listen(16)
+        self._sock, self._path = sock, path
+        threading.Thread(target=self._accept_all, name="run-socket", daemon=True).start()
+
+    def close(self) -> None:
+        """Stop listening, send the peers what is queued, and remove the socket."""
+        self._closed.set()
+        if self._path is not None:
+            with contextlib.suppress(OSError):
+                self._path.unlink()
+        if self._sock is not None:
+            self._sock.close()
+        with self._lock:
+            peers, self._peers = self._peers, []
+        for peer in peers:
+            peer.close()
+
+    def _accept_all(self) -> None:
+        while not self._closed.is_set():
+            try:
+                ready, _, _ = select.select([self._sock], [], [], 0.5)
+                if not ready:
+                    continue
+                sock, _ = self._sock.accept()
+            except (OSError, ValueError):  # closed under us
+                return
+            threading.Thread(target=self._greet, args=(sock,), name="run-socket-peer", daemon=True).start()
+
+    def _greet(self, sock: socket.socket) -> None:
+        """Check who it is, then give it what it asked for."""
+        try:
+            allowed = peer_uid(sock) == self._uid
+        except OSError:
+            allowed = False
+        if not allowed:
+            sock.close()  # another user's process: not a byte read or written
+            return
+        conn = Connection(sock.detach())
+        try:
+            if not conn.poll(HELLO_TIMEOUT_S):
+                raise EOFError
+            wish = conn.recv()
+        except (EOFError, OSError, ValueError):
+            conn.close()
+            return
+        if wish == "events":
+            with self._lock:
+                peer = Outbox(conn)
+                for event in self._replay.events():
+                    peer.put(event)
+                self._peers.append(peer)
+        elif wish == "controls" and self._controls is not None:
+            serve_commands(conn, self._controls, stop_on_hang_up=False)
+            conn.close()
+        elif wish == "status":
+            with self._lock:
+                info = self._replay.info()
+            with contextlib.suppress(OSError):
+                conn.send(info)
+            conn.close()
+        else:
+            conn.close()
+
+
+# -- a dashboard's side -----------------------------------------------------------------
+
+
+def connect(path: Path, wish: str) -> Connection:
+    """A connection to the run listening at ``path``, checked to be our own user's."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.fspath(path))
+        if peer_uid(sock) != os.getuid():
+            raise UserError(f"{path} belongs to another user; not attaching to it")
+    except OSError as e:
+        sock.close()
+        raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
+    except BaseException:
+        sock.close()
+        raise
+    conn = Connection(sock.detach())
+    conn.send(wish)
+    return conn
+
+
+def ask_status(path: Path, timeout: float = REPLY_TIMEOUT_S) -> RunInfo | None:
+    """A live run's ``RunInfo``, or None when nothing (of ours) answers there."""
+    try:
+        conn = connect(path, "status")
+    except UserError:
+        return None
+    try:
+        return conn.recv() if conn.poll(timeout) else None
+    except (EOFError, OSError):
+        return None
+    finally:
+        conn.close()
+
+
+class AttachedRun:
+    """A dashboard's handle on a run it attached to: its events, its controls, its summary.
+
+    ``start`` connects (a UserError when nothing of ours answers) and feeds ``emit`` from a
+    thread; ``wait_summary`` blocks until the run's summary comes, or fails when the run
+    went away without one; ``close`` hangs up and leaves the run as it is.
+    """
+
+    def __init__(self, path: Path, emit: Callable[[Event], None]) -> None:
+        self.path = path
+        self._emit = emit
+        self._events: Connection | None = None
+        self._commands: Connection | None = None
+        self.controls: RemoteControls | None = None
+        self.summary: RunSummary | None = None
+        self._ended = threading.Event()
+
+    def start(self) -> AttachedRun:
+        self._events = connect(self.path, "events")
+        self._commands = connect(self.path, "controls")
+        self.controls = RemoteControls(self._commands, float("nan"))  # the run's own comes with its events
+        threading.Thread(target=self._pump, name="attached-events", daemon=True).start()
+        return self
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                for event in self._events.recv():
+                    self._emit(event)
+                    if isinstance(event, RunSummary):
+                        self.summary = event
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._ended.set()
+
+    def wait_summary(self, give_up: threading.Event | None = None) -> RunSummary | None:
+        """The run's summary; None as soon as ``give_up`` is set (the dashboard left the run running)."""
+        while not self._ended.wait(0.1):
+            if give_up is not None and give_up.is_set():
+                return None
+        if self.summary is None:
+            raise RuntimeError("the run went away without a summary (its process ended)")
+        return self.summary
+
+    def close(self) -> None:
+        for conn in (self._commands, self._events):
+            if conn is not None:
+                shut_down(conn)

@@ -1,0 +1,42 @@
+"""``vftui attach [RUN]``: the full dashboard on a run that lives on its own.
+
+The run (headless, detached, or another terminal's dashboard) keeps going whatever this
+dashboard does; every key works as in the dashboard that starts a run. Quitting asks
+whether to stop the run or leave it running; a dropped terminal leaves it running.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from vftui import wording
+from vftui.collector.run_socket import AttachedRun, socket_path
+from vftui.commands.runs import find_running
+from vftui.errors import EXIT_OK, UserError, exit_code
+from vftui.printable import say
+from vftui.ui import themes
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+
+
+def run_attach(target: Path | None, theme: str | None) -> int:
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UserError("vftui attach needs a terminal (vftui runs lists runs without one)")
+    run = find_running(target)
+    ours = themes.available_themes()
+    theme_name = themes.resolve(theme, ours=ours)
+    inbox = Inbox()
+    attached = AttachedRun(socket_path(run.out_path), inbox.put).start()
+    try:
+        app = VftuiApp(inbox, attached.controls, execute=lambda: attached.wait_summary(give_up=app.closed),
+                       theme_name=theme_name, extra_themes=ours, attached=True)
+        app.run()
+    finally:
+        attached.close()
+    if app.left_running or attached.summary is None:
+        say(wording.left_running(run.pid, run.out_path), sys.stderr)
+        return EXIT_OK
+    simulated = app.model.run_started is not None and app.model.run_started.simulated
+    say(wording.summary(attached.summary, simulated), sys.stderr)
+    return exit_code(attached.summary)

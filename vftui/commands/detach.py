@@ -1,0 +1,62 @@
+"""``vftui run --detach``: the run in the background, on its own, for ``vftui attach``.
+
+The run is a headless run (``--no-ui``) in a session of its own, so no terminal's hang-up
+reaches it; what it prints goes to its log beside the jsonl. This command waits until the
+run is prepared and listening (or refused: its one sentence and exit code come back
+here), then says how to attach.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from vftui import paths, wording
+from vftui.collector.run_socket import ask_status, socket_path
+from vftui.config import RunConfig
+from vftui.errors import UserError
+from vftui.printable import say
+from vftui.run_files import LOG_SUFFIX, find_resumable
+
+POLL_S = 0.2
+
+
+def run_detached(run_args: list[str], config: RunConfig) -> int:
+    """``run_args``: the ``vftui run`` flags as given, ``--detach`` taken out."""
+    args = [arg for arg in run_args if arg != "--detach"]
+    if config.resume is not None:
+        out = find_resumable(config.resume)
+    elif config.out is not None:
+        out = config.out.expanduser().resolve()
+        if out.exists():
+            raise UserError(f"--out {out} exists; a background run needs a new path (or --resume {out})")
+    else:
+        try:
+            out = paths.new_run_dir(config.env) / "groups.jsonl"
+        except OSError as e:
+            raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
+        args += ["--out", str(out)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log_path = out.with_suffix(LOG_SUFFIX)
+    with open(log_path, "ab") as log:
+        child = subprocess.Popen([sys.executable, "-m", "vftui", "run", *args, "--no-ui"], stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    say(f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}", sys.stderr)
+    while child.poll() is None:
+        if ask_status(socket_path(out)) is not None:
+            say(wording.left_running(child.pid, out), sys.stderr)
+            return 0
+        time.sleep(POLL_S)
+    say(f"vftui: the background run ended before it was ready (exit {child.returncode}):\n"
+        f"{_last_lines(log_path)}", sys.stderr)
+    return child.returncode
+
+
+def _last_lines(path: Path, count: int = 3) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(f"  {line}" for line in lines[-count:])
