@@ -21,9 +21,9 @@ from vftui.ui.inbox import Inbox
 
 
 def run_attach(target: Path | None, theme: str | None) -> int:
+    run = find_running(target)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UserError("vftui attach needs a terminal (vftui runs lists runs without one)")
-    run = find_running(target)
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
     inbox = Inbox()

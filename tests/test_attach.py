@@ -1,0 +1,236 @@
+"""A run that outlives its terminal: the control socket, attach, detach, runs, the first frame."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from tests.conftest import (
+    read_jsonl,
+    run_cli,
+    start_cli,
+    tmux,
+    tmux_cli_command,
+    until,
+    wait_for_lines,
+    wait_for_screen,
+    wait_until,
+)
+from vftui import stats
+from vftui.collector.controls import Controls
+from vftui.collector.run_socket import AttachedRun, RunServer, ask_status, connect, socket_path
+from vftui.events import RunState, RunStatus
+from vftui.store import GroupWindow
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+def headless(sim, out, steps=2000) -> list[str]:
+    return ["run", "--no-ui", "--steps", str(steps), "--group-size", "2", "--concurrency", "4", "--base-url",
+            sim.base_url, "--out", str(out)]
+
+
+def lines_in(path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+# -- the socket itself ------------------------------------------------------------------
+
+
+def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
+    """The peer check itself: a server that takes the caller for another user answers nothing."""
+    path = tmp_path / "run.sock"
+    controls = Controls(1.0, GroupWindow(4), tmp_path, lambda event: None, groups_total=10)
+    stranger = RunServer(4, stats.Accumulator(), uid=os.getuid() + 1)  # as if we were someone else
+    stranger.publish(RunStatus(RunState.RUNNING, 3, 10))
+    stranger.listen(path, controls)
+    try:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert ask_status(path, timeout=5) is None, "refused: no status for another uid"
+        conn = connect(path, "events")
+        assert conn.poll(5)
+        with pytest.raises((EOFError, ConnectionResetError)):  # hung up without a byte
+            conn.recv()
+    finally:
+        stranger.close()
+    ours = RunServer(4, stats.Accumulator())
+    ours.publish(RunStatus(RunState.RUNNING, 3, 10))
+    ours.listen(path, controls)
+    try:
+        info = ask_status(path)
+        assert info is not None and (info.state, info.groups_done, info.groups_total) == (RunState.RUNNING, 3, 10)
+    finally:
+        ours.close()
+    assert not path.exists(), "removed when the run ends"
+
+
+def test_a_socket_path_too_long_for_the_kernel_moves_to_a_private_folder(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "groups.jsonl"
+    path = socket_path(deep)
+    assert path == socket_path(deep) and len(os.fsencode(path)) < 108 and path.parent.name == f"vftui-{os.getuid()}"
+    with socket.socket(socket.AF_UNIX) as sock:  # it binds
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        sock.bind(str(path))
+    path.unlink()
+
+
+# -- attaching ----------------------------------------------------------------------------
+
+
+async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, slow_sim):
+    out = tmp_path / "elsewhere" / "groups.jsonl"
+    proc = start_cli(headless(slow_sim, out), tmp_path)
+    try:
+        wait_for_lines(out, 4, proc)
+        first, second = Inbox(), Inbox()
+        one = AttachedRun(socket_path(out), first.put).start()
+        two = AttachedRun(socket_path(out), second.put).start()
+        app = VftuiApp(first, one.controls, execute=lambda: one.wait_summary(give_up=app.closed), attached=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(lambda: app.model.groups_done >= 4 and app.model.run_started is not None, pilot=pilot)
+            assert app.model.run_metrics()["metrics/groups_total"] >= 4, "the replay counts the groups before"
+            await pilot.press("space")
+            await until(lambda: app.model.state is RunState.PAUSED, pilot=pilot)
+            held = lines_in(out)
+            wait_until(lambda: any(isinstance(e, RunStatus) and e.state is RunState.PAUSED for e in second.drain(10**6)),
+                       "the other dashboard saw the pause")
+            await pilot.pause(1.5)
+            assert lines_in(out) == held, "paused from the dashboard: the jsonl stops growing"
+            await pilot.press("p")
+            await until(lambda: lines_in(out) > held, pilot=pilot)
+            await pilot.press("q")
+            await until(lambda: app.screen.__class__.__name__ == "ConfirmScreen", pilot=pilot)
+            await pilot.press("l")  # leave it running
+            await until(lambda: not app.is_running, pilot=pilot)
+        one.close()
+        two.close()
+        assert app.left_running and proc.poll() is None, "the run goes on"
+        growing = lines_in(out)
+        wait_until(lambda: lines_in(out) > growing + 2, "the run kept collecting after the dashboards left")
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+
+
+@needs_tmux
+def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_own(tmp_path, slow_sim):
+    out = tmp_path / "groups.jsonl"
+    steps = 150
+    proc = start_cli(headless(slow_sim, out, steps), tmp_path)
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    try:
+        wait_for_lines(out, 2, proc)
+        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+             f"{tmux_cli_command(tmp_path, 'attach')}; echo EXIT=$?; sleep 60")  # no RUN: the newest running one
+        wait_for_screen(session, "running")
+        tmux("send-keys", "-t", session, "space")
+        wait_for_screen(session, "paused")
+        held = lines_in(out)
+        time.sleep(1.5)  # long enough for several groups at this speed: none may come
+        assert lines_in(out) == held < steps
+        tmux("send-keys", "-t", session, "space")
+        wait_for_screen(session, "running")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "leave it running")
+        tmux("send-keys", "-t", session, "l")
+        screen = wait_for_screen(session, "EXIT=")
+        assert "EXIT=0" in screen and "the run goes on" in screen
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    assert sorted(g["vftui"]["item"] for g in read_jsonl(out)) == list(range(steps)), "finished on its own, whole"
+
+
+def test_attach_says_when_nothing_runs(tmp_path):
+    result = run_cli(["attach"], tmp_path)
+    assert result.returncode == 2 and "no vftui run is running" in result.stderr, result.stderr
+
+
+# -- detach and runs ----------------------------------------------------------------------
+
+
+def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_path, slow_sim):
+    out = tmp_path / "bg" / "groups.jsonl"
+    started = run_cli(["run", "--detach", "--steps", "40", "--group-size", "2", "--base-url", slow_sim.base_url,
+                       "--out", str(out)], tmp_path)
+    assert started.returncode == 0, started.stderr
+    assert f"vftui attach {out}" in started.stderr
+    listed = run_cli(["runs"], tmp_path)
+    assert listed.returncode == 0 and str(out) in listed.stdout
+    row = next(line for line in listed.stdout.splitlines() if str(out) in line)
+    assert row.split()[0] in ("running", "finished"), listed.stdout
+    wait_until(lambda: "finished" in run_cli(["runs"], tmp_path).stdout, "the background run finished", timeout=120)
+    assert len(read_jsonl(out)) == 40
+    assert not socket_path(out).exists() and not out.with_suffix(".lock").exists()
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert saved["state"] == "finished"
+
+
+def test_a_detached_run_that_is_refused_says_why_here(tmp_path):
+    result = run_cli(["run", "--detach", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "g.jsonl")],
+                     tmp_path)
+    assert result.returncode == 2 and "ended before it was ready" in result.stderr and "127.0.0.1:9" in result.stderr
+
+
+def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
+    finished, stopped = tmp_path / "f" / "groups.jsonl", tmp_path / "s" / "groups.jsonl"
+    assert run_cli(headless(slow_sim, finished, steps=3), tmp_path).returncode == 0
+    proc = start_cli(headless(slow_sim, stopped), tmp_path)
+    wait_for_lines(stopped, 2, proc)
+    proc.terminate()
+    proc.communicate(timeout=60)
+    killed = tmp_path / "k" / "groups.jsonl"
+    proc = start_cli(headless(slow_sim, killed), tmp_path)
+    wait_for_lines(killed, 2, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    rows = {line.split()[-1]: line.split()[0] for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]}
+    assert rows == {str(finished): "finished", str(stopped): "stopped", str(killed): "interrupted"}, rows
+
+
+# -- the first frame ----------------------------------------------------------------------
+
+
+@needs_tmux
+def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path):
+    out = tmp_path / "groups.jsonl"
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+         f"{tmux_cli_command(tmp_path, f'run --steps 3 --out {shlex.quote(str(out))}')}; echo EXIT=$?; sleep 60")
+    try:
+        screen = wait_for_screen(session, "starting")
+        assert "running" not in screen and not socket_path(out).exists(), "on screen before the run is prepared"
+        wait_for_screen(session, "loading the")  # its steps are shown as they come
+        wait_for_screen(session, "finished")
+        tmux("send-keys", "-t", session, "q")
+        screen = wait_for_screen(session, "EXIT=")
+        assert "EXIT=0" in screen
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert len(read_jsonl(out)) == 3
+
+
+@needs_tmux
+def test_a_refused_setting_closes_the_dashboard_with_its_sentence(tmp_path):
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+         f"{tmux_cli_command(tmp_path, 'run --base-url http://127.0.0.1:9/v1')}; echo EXIT=$?; sleep 60")
+    try:
+        screen = wait_for_screen(session, "EXIT=")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert "EXIT=2" in screen and "vftui: error:" in screen and "Traceback" not in screen, screen
