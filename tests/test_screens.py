@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import REPO, until
 from vftui.errors import UserError
+from vftui.events import LogRecord
 from vftui.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
@@ -190,3 +191,18 @@ async def test_a_big_file_opens_before_it_is_read_and_each_group_comes_from_disk
         row = "".join(s.text for s in app.table.render_line(app.table.size.height - 1))
         assert "30000 29999 " in row, f"the item column is as wide as its numbers: {row!r}"
         assert f"group {group.index} · rollout 1/1" in str(app.query_one("#token-counts").render())
+
+
+async def test_wide_terminals_widen_the_side_column_and_log_lines_wrap_instead_of_being_cut():
+    app = viewer_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await until(lambda: read_through(app), pilot=pilot)
+        assert app.query_one("#right").outer_size.width >= 0.3 * 160 - 1
+        message = "a long line from the collector that does not fit in the side column, told to its last word"
+        app.inbox.put(LogRecord("INFO", "vftui", message))
+        log = app.query_one("#log")
+        await until(lambda: message.rsplit(" ", 1)[-1] in "".join(s.text for s in log.lines), pilot=pilot)
+        shown = " ".join("".join(s.text for s in line).strip() for line in log.lines)
+        assert message in " ".join(shown.split()), "every word shown, wrapped"
+    async with viewer_app().run_test(size=(100, 30)) as pilot:
+        assert pilot.app.query_one("#right").outer_size.width == 34

@@ -70,7 +70,7 @@ class VftuiApp(App[RunSummary | None]):
     TITLE = "vftui"
     # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under
     # 36 rows) gives the turns panel's rows to the trajectory API's in rl mode.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-medium"), (120, "-wide")]  # -wide: the side column grows
     VERTICAL_BREAKPOINTS = [(0, "-low"), (20, "-short"), (36, "-tall")]
     BINDINGS = [
         Binding("space,p", "toggle_pause", "pause",
@@ -143,7 +143,7 @@ class VftuiApp(App[RunSummary | None]):
                 yield TurnsPanel(id="turns")
                 yield IdenticalPanel(id="identical")
                 yield TrajectoryPanel(id="trajectory")
-                yield LogPanel(id="log", wrap=True, markup=False)
+                yield LogPanel(id="log")
         yield Footer()
 
     def on_mount(self) -> None:

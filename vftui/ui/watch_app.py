@@ -38,7 +38,7 @@ class WatchApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         yield TrajectoryPanel(id="watch-api")
-        yield LogPanel(id="log", wrap=True, markup=False)
+        yield LogPanel(id="log")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -19,6 +19,10 @@ class LogPanel(RichLog):
 
     shown = 0
 
+    def __init__(self, *, id: str | None = None) -> None:
+        # RichLog lays lines out at least 78 wide, cutting them in a narrower panel: wrap at the panel's width.
+        super().__init__(id=id, wrap=True, markup=False, min_width=1)
+
     def show(self, model: DashboardModel) -> None:
         fresh = min(model.logs_total - self.shown, len(model.logs))
         for record in list(model.logs)[len(model.logs) - fresh :] if fresh > 0 else []:

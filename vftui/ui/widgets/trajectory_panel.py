@@ -47,7 +47,7 @@ def render_api(figures: tuple) -> Text:
     if ours is not None:
         sent, dropped, hard, easy = ours
         text.append(f"\nsent {sent}  dropped {dropped}")
-        text.append(f" (identical: {hard} too hard, {easy} too easy)", style="yellow" if hard + easy else "dim")
+        text.append(f"\nidentical: {hard} too hard, {easy} easy", style="yellow" if hard + easy else "dim")
     return text
 
 
