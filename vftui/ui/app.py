@@ -196,7 +196,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def tick(self) -> None:
         batch = self.inbox.drain(MAX_EVENTS_PER_TICK)
-        started_before = self.model.run_started
+        started_before, state_before = self.model.run_started, self.model.state
         self.model.apply(batch)
         if self.model.run_started is not started_before and self.model.run_started is not None:
             self.set_class(self.model.run_started.mode == "rl", "-rl")
@@ -207,7 +207,7 @@ class VftuiApp(App[RunSummary | None]):
             self._shown_version = self.model.version
             for panel in self.panels:
                 panel.show(self.model)
-        self.refresh_preview(force=False)
+        self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
 
     def _load_decoder(self) -> None:
         self.decoder = TokenDecoder.load(self.model.run_started.tokenizer)
