@@ -71,6 +71,7 @@ class HeadlessView:
         self._simulated = simulated
         self._requests: RequestStats | None = None
         self.on_reader_gone: Callable[[], None] = lambda: None
+        self.reader_gone = False
 
     def __call__(self, event: Event) -> None:
         if self.json_events:
@@ -92,6 +93,7 @@ class HeadlessView:
         stdout is pointed at /dev/null so nothing else (the interpreter's last flush) fails.
         """
         self.json_events = False
+        self.reader_gone = True
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
         self.on_reader_gone()
@@ -172,6 +174,8 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     try:
         run.prepare()
         view.on_reader_gone = run.controls.stop
+        if view.reader_gone:  # it left while the run was being prepared
+            run.controls.stop()
         summary = asyncio.run(_drive(run, view))
     finally:
         run.close()
