@@ -26,13 +26,15 @@ RUN_EPILOG = f"""\
 settings come from flags, then VFTUI_<NAME> environment variables (VFTUI_GROUP_SIZE=4),
 then the TOML config file (default {paths.default_config_file()}), then defaults.
 
-exit codes: 0 completed, 1 the run failed, 2 bad input, 130 stopped before the end.
+exit codes: 0 completed, 1 the run failed, 2 bad input, 3 a --fail-on gate stopped it,
+4 --stall-timeout passed, 130 stopped before the end.
 Ctrl-C, q, SIGTERM and SIGHUP (a closed terminal) stop gracefully: the groups in flight
 are finished and saved (a second one cancels them), the terminal is restored and the
 summary printed. A run started with --detach is in a session of its own: no terminal
 stops it; vftui attach opens a dashboard on it, vftui runs lists it.
 examples:
   vftui run --mode sft --steps 20 --no-ui
+  vftui run --no-ui --fail-on 'identical>0.8,truncated>0.3,stall>300' --stall-timeout 600
   vftui run --env-args '{{"max_turns": 3}}' --out groups.jsonl
   vftui run --base-url https://api.openai.com/v1 --model gpt-4.1-mini \\
             --env owner/name --tokenizer Qwen/Qwen2.5-1.5B-Instruct

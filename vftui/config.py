@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vftui import paths
+from vftui.collector.health import SIGNALS, parse_gates
 from vftui.defaults import DEFAULT_API_URL, DEFAULT_ENV, DEFAULT_HUB_TOKENIZER
 from vftui.errors import UserError
 from vftui.run_files import saved_config
@@ -28,7 +29,7 @@ LARGE, HUGE = 100_000, 10**12
 
 def setting(default: Any = None, description: str = "", **flag: Any) -> Any:
     """A field with its ``--help`` words; ``flag`` holds argparse details (metavar, group, action, flag name)."""
-    bounds = {k: flag.pop(k) for k in ("ge", "le") if k in flag}
+    bounds = {k: flag.pop(k) for k in ("ge", "gt", "le") if k in flag}
     return Field(default=default, description=description, json_schema_extra=flag or None, **bounds)
 
 
@@ -86,6 +87,12 @@ class RunConfig(BaseModel):
                                 "Textual theme, or one of yours in the user themes folder")
     identical_alert: float = setting(0.5, "highlight the identical-score rate above this fraction of groups",
                                      metavar="RATE", ge=0.0, le=1.0)
+    fail_on: str | None = setting(None, "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
+                                  "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
+                                  "and exits 3. Names: " + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
+                                  metavar="GATES")
+    stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
+                                          "a new group while running", metavar="S", gt=0, le=HUGE)
     # rl (serve) mode
     server_type: Literal["vllm", "sglang"] = setting("vllm", "inference server kind: vllm or sglang", group="rl")
     tool_parser: str | None = setting(None, "vLLM tool parser that reads tool calls out of the generated text "
@@ -104,6 +111,12 @@ class RunConfig(BaseModel):
     @classmethod
     def _mode_alias(cls, value: Any) -> Any:
         return MODE_ALIASES.get(str(value).lower(), value)
+
+    @field_validator("fail_on")
+    @classmethod
+    def _gates(cls, value: str | None) -> str | None:
+        parse_gates(value)  # a ValueError says what cannot be read
+        return value
 
     @field_validator("env_args", mode="before")
     @classmethod

@@ -6,6 +6,7 @@ from vftui.events import RunState, RunSummary
 
 # Every command's exit codes (and 2 for a UserError): said in --help and README.
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_GATE, EXIT_STALLED = 3, 4  # a --fail-on gate tripped; --stall-timeout passed
 
 
 class UserError(Exception):
@@ -21,6 +22,8 @@ class RunFailed(Exception):
 
 
 def exit_code(summary: RunSummary) -> int:
+    if summary.gate:
+        return EXIT_STALLED if summary.gate == "stall-timeout" else EXIT_GATE
     if summary.state is RunState.FAILED:
         return EXIT_FAILED
     return EXIT_OK if summary.groups_done >= summary.groups_total else EXIT_INTERRUPTED

@@ -236,6 +236,39 @@ class ApiStatus:
 
 
 @dataclass(frozen=True)
+class Health:
+    """The run's health over its recent window, about once a second (see ``collector.health``).
+
+    ``signals`` holds each signal's value now (the names ``--fail-on`` takes); ``active``
+    the alerts that are on.
+    """
+
+    groups: int
+    finish_reasons: dict[str, int]
+    completion_mean: float
+    completion_p95: float
+    dropped: dict[str, int]
+    reward_all: float | None
+    reward_trainable: float | None  # over the groups a trainer learns from: kept, scores not all equal
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    tokens_per_s: float | None
+    signals: dict[str, float]
+    active: list[str]
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A health signal went over its threshold (``active``) or came back: a yellow flag, not a verdict."""
+
+    name: str
+    value: float
+    threshold: float
+    active: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class TemperatureChanged:
     temperature: float
 
@@ -266,6 +299,7 @@ class RunSummary:
     metrics: dict[str, float]
     error: str = ""
     dropped: dict[str, int] = field(default_factory=dict)  # scored groups not sent, by reason
+    gate: str = ""  # the --fail-on gate (or stall-timeout) that stopped the run, if one did
 
 
 Event = (
@@ -279,6 +313,8 @@ Event = (
     | RequestStats
     | GroupDropped
     | ApiStatus
+    | Health
+    | Alert
     | TemperatureChanged
     | GroupsDumped
     | LogRecord

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vftui.events import ApiStatus, EndpointTrouble, GroupDropped, GroupsDumped, RunState, RunSummary
+from vftui.events import Alert, ApiStatus, EndpointTrouble, GroupDropped, GroupsDumped, RunState, RunSummary
 
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
@@ -39,7 +39,7 @@ def summary(s: RunSummary, simulated: bool) -> str:
     """What a run did, as printed at its end by both views."""
     m = s.metrics
     head = {
-        RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped",
+        RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped by a gate" if s.gate else "stopped",
         RunState.FAILED: "FAILED",
     }.get(s.state, s.state.value)
     lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
@@ -75,3 +75,10 @@ def left_running(pid: int | None, out_path: object) -> str:
     return (f"vftui: the run goes on in the background (pid {pid}): {out_path}\n"
             f"  vftui attach {out_path}   shows it again, with every key\n"
             f"  vftui runs                lists the runs")
+
+
+def alert(event: Alert) -> str:
+    """An alert as it starts (its reason) or clears, the same in every view."""
+    if event.active:
+        return f"alert {event.name}: {event.reason}"
+    return f"alert {event.name} cleared ({event.value:.3g}, threshold {event.threshold:g})"

@@ -140,6 +140,11 @@ def reward_function_names(vf_env: Any) -> list[str]:
     return list(vf_env.rubric._get_reward_func_names())
 
 
+def reward_weights(vf_env: Any) -> dict[str, float]:
+    """Each reward function's weight in the total, by name."""
+    return dict(zip(reward_function_names(vf_env), map(float, vf_env.rubric._get_reward_weights()), strict=False))
+
+
 MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 
 

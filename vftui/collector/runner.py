@@ -30,6 +30,7 @@ from atroposlib.envs.base import APIServerConfig
 from vftui import paths, run_index, stats, store
 from vftui.collector import compat, endpoint, env_loader, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
+from vftui.collector.health import STALL_TIMEOUT, HealthMonitor, Tripped, parse_gates
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
 from vftui.collector.ledger import ItemLedger
 from vftui.collector.output_lock import OutputLock
@@ -45,6 +46,7 @@ from vftui.events import (
     Event,
     GroupCollected,
     GroupDropped,
+    Health,
     LogRecord,
     RunStarted,
     RunState,
@@ -61,6 +63,7 @@ from vftui.sim.server import BackgroundSimServer
 
 RL_STEP_LIMIT = 1_000_000_000
 STATS_EVERY_S = 1.0
+HEALTH_EVERY_S = 1.0
 
 
 class EventLogHandler(logging.Handler):
@@ -122,6 +125,9 @@ class Run:
         self._http: httpx.AsyncClient | None = None
         self._lock: OutputLock | None = None
         self._server: RunServer | None = None
+        self.health: HealthMonitor | None = None
+        self._health: Health | None = None
+        self._tripped: Tripped | None = None
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -131,6 +137,8 @@ class Run:
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
             self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
+        if self.health is not None:
+            self.health.observe(event)
         self._view_emit(event)
         if self._server is not None:
             self._server.publish(event)
@@ -190,6 +198,10 @@ class Run:
         )
         self.controls.groups_done = groups_before
         self._env = self._build_env(vf_env)
+        turns = self._env.max_turns if isinstance(self._env.max_turns, int) and self._env.max_turns > 0 else 1
+        self.health = HealthMonitor(cfg.window, cfg.max_tokens * turns, compat.reward_weights(vf_env),
+                                    thresholds={"identical": cfg.identical_alert}, gates=parse_gates(cfg.fail_on),
+                                    stall_timeout=cfg.stall_timeout)
         if groups_before == 0:
             self._write_run_file()
         self._listen(out_path)
@@ -330,6 +342,7 @@ class Run:
             http_client=self._http,
             on_tokens=self.traffic.tokens,
             extra_meta={"model": plan.model, "simulated": plan.simulated},
+            health_metrics=lambda: self.health.wandb_metrics(self._health) if self._health is not None else {},
         )
         env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
         # Process mode as atroposlib's `process` command sets it up; in both modes groups go
@@ -399,6 +412,7 @@ class Run:
         )
         state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
         controls.bind(loop, on_force_stop=self._cancel)
+        watch = asyncio.ensure_future(self._watch_health(controls))
         try:
             if plan.groups_before < plan.groups_total:
                 self.emit(RunStatus(RunState.RUNNING, controls.groups_done, plan.groups_total))
@@ -414,6 +428,7 @@ class Run:
         except RunFailed as e:
             state, error = RunState.FAILED, str(e)
         finally:
+            watch.cancel()
             for logger in loggers:
                 logger.removeHandler(handler)
             try:
@@ -424,7 +439,9 @@ class Run:
             await self._finish_wandb()
             if self._http is not None:
                 await self._http.aclose()
-        if state is RunState.FINISHED and controls.groups_done < plan.groups_total:
+        if state is RunState.FINISHED and self._tripped is not None:
+            error = self._tripped.sentence
+        elif state is RunState.FINISHED and controls.groups_done < plan.groups_total:
             error = "stopped before all groups were collected"
         self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
         summary = RunSummary(
@@ -436,9 +453,26 @@ class Run:
             metrics=self.totals.metrics(),
             error=error,
             dropped=dict(self.dropped),
+            gate=self._tripped.name if self._tripped is not None and state is RunState.FINISHED else "",
         )
         self.emit(summary)
         return summary
+
+    async def _watch_health(self, controls: Controls) -> None:
+        """Once a second: the health figures, the alerts that start or clear, and the gates."""
+        assert self.health is not None
+        while True:
+            await asyncio.sleep(HEALTH_EVERY_S)
+            self._health, changes, tripped = self.health.check()
+            self.emit(self._health)
+            for alert in changes:
+                self.emit(alert)
+            if tripped is not None and self._tripped is None:
+                self._tripped = tripped
+                logging.getLogger(__name__).warning("%s; stopping the run", tripped.sentence)
+                controls.stop()
+                if tripped.name == STALL_TIMEOUT:
+                    controls.stop()  # the groups in flight are the ones stuck: cancel them
 
     async def _process(self, env: VerifiersEnv, controls: Controls) -> None:
         """sft: groups in flight as the request limit allows, the traffic figures once a second."""

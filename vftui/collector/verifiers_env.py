@@ -81,6 +81,8 @@ class Hooks:
     on_tokens: Callable[[int], None] = lambda count: None
     """sft: generated tokens of each written group, for tokens/s."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
+    health_metrics: Callable[[], dict[str, float]] = dict
+    """The run's health figures for each wandb log (``collector.health``)."""
 
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
@@ -417,6 +419,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         if window:
             wandb_metrics.update(window)
             self.hooks.emit(MetricsWindow(self.curr_step, window))
+        wandb_metrics.update(self.hooks.health_metrics())
         await super().wandb_log(wandb_metrics)
 
 

@@ -20,6 +20,7 @@ from vftui import stats, wording
 from vftui.config import RunConfig
 from vftui.errors import exit_code
 from vftui.events import (
+    Alert,
     EndpointTrouble,
     Event,
     GroupCollected,
@@ -118,6 +119,8 @@ class HeadlessView:
                 return f"temperature -> {event.temperature:g} (from the next group)"
             case GroupsDumped():
                 return wording.dumped(event)
+            case Alert():
+                return wording.alert(event)
             case LogRecord() if self.verbose or _worth_saying(event):
                 return f"[{event.level.lower()}] {event.logger}: {event.message}"
             case RunSummary():

@@ -286,6 +286,15 @@ async def set_faults(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
+async def change_settings(request: web.Request) -> web.Response:
+    """Change how the endpoint behaves mid-run (tests make it misbehave on purpose): ``think_words``, ``latency_s``."""
+    body = await request.json()
+    state: SimState = request.app[SIM]
+    state.think_words = int(body.get("think_words", state.think_words))
+    state.latency_s = float(body.get("latency_s", state.latency_s))
+    return web.json_response({"think_words": state.think_words, "latency_s": state.latency_s})
+
+
 async def recent_requests(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
     return web.json_response(
@@ -309,6 +318,7 @@ def make_app(settings: SimSettings = SimSettings()) -> web.Application:
             web.get("/health", health),
             web.post("/generate", generate),
             web.post("/sim/faults", set_faults),
+            web.post("/sim/settings", change_settings),
             web.get("/sim/requests", recent_requests),
             web.get("/sim/info", info),
         ]

@@ -34,6 +34,7 @@ from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S, Inbox
 from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
 from vftui.ui.screens.confirm import ConfirmScreen
+from vftui.ui.screens.health import HealthScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
 from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.widgets.group_table import MOVE, GroupTable
@@ -84,6 +85,7 @@ class VftuiApp(App[RunSummary | None]):
         Binding("enter", "next_rollout", "rollout", tooltip="next rollout of the selected group"),
         Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
+        Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True,
                 tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)"),
@@ -208,6 +210,8 @@ class VftuiApp(App[RunSummary | None]):
             for panel in self.panels:
                 panel.show(self.model)
         self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
+        if isinstance(self.screen, HealthScreen):
+            self.screen.show(self.model)
 
     def _load_decoder(self) -> None:
         self.decoder = TokenDecoder.load(self.model.run_started.tokenizer)
@@ -247,7 +251,7 @@ class VftuiApp(App[RunSummary | None]):
 
     # -- keys: each one a call on the controls ----------------------------------------------
 
-    LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "dump"})
+    LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "dump", "health"})
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that steer a run are hidden (and do nothing) when viewing a file."""
@@ -299,6 +303,11 @@ class VftuiApp(App[RunSummary | None]):
 
         self.push_screen(PromptScreen("filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP),
                          apply)
+
+    def action_health(self) -> None:
+        screen = HealthScreen()
+        self.push_screen(screen)
+        self.call_after_refresh(screen.show, self.model)
 
     def action_toggle_ids(self) -> None:
         self.show_ids = not self.show_ids

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from vftui import stats, wording
 from vftui.events import (
+    Alert,
     TRAJECTORY_API,
     ApiStatus,
     EndpointTrouble,
@@ -25,6 +26,7 @@ from vftui.events import (
     GroupCollected,
     GroupDropped,
     GroupsDumped,
+    Health,
     LogRecord,
     RequestStats,
     RunSoFar,
@@ -82,6 +84,8 @@ class DashboardModel:
     last_dump: GroupsDumped | None = None
     api_status: ApiStatus | None = None
     requests: RequestStats | None = None
+    health: Health | None = None
+    alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     in_window: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -147,6 +151,14 @@ class DashboardModel:
                 self._apply_api(event)
             case RequestStats():
                 self.requests = event
+            case Health():
+                self.health = event
+            case Alert():
+                if event.active:
+                    self.alerts[event.name] = event
+                else:
+                    self.alerts.pop(event.name, None)
+                self.note("WARNING" if event.active else "INFO", wording.alert(event))
             case GroupDropped():
                 self.dropped[event.reason] += 1
                 self._scored(event)

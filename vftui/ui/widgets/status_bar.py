@@ -59,6 +59,8 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(label, style=STATE_STYLE[model.state])
     if model.detail and model.state in (RunState.PAUSING, RunState.STOPPING):
         line2.append(f" ({model.detail})", style=STATE_STYLE[model.state])  # "finishing 3 groups in flight"
+    if model.alerts:
+        line2.append(f"  ⚠ {len(model.alerts)} alert{'s' if len(model.alerts) != 1 else ''} (h)", style="bold yellow")
     line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
     if not viewing:  # a file has no speed

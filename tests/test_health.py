@@ -1,0 +1,231 @@
+"""Run health: each signal from synthetic events (fast), then the simulated endpoint made to misbehave."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import json_events, run_cli, sim_admin, start_cli, until, wait_for_lines
+from vftui.collector.health import SIGNALS, HealthMonitor, parse_gates
+from vftui.collector.process import CollectorProcess
+from vftui.config import RunConfig
+from vftui.events import MASKED, GroupCollected, GroupDropped, RequestStats, RunState, RunStatus
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+from vftui.ui.screens.health import HealthScreen
+
+WEIGHTS = {"correct": 1.0, "format": 0.2}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def group(index, scores=(0.0, 1.0), length=10, finish="stop", correct=None, fmt=1.0) -> GroupCollected:
+    n = len(scores)
+    correct = list(scores) if correct is None else [correct] * n
+    return GroupCollected(index, index, None, list(scores), {"correct": correct, "format": [fmt] * n}, [1] * n,
+                          [[1] * (length + 5)] * n, [[MASKED] * 5 + [1] * length] * n, [[]] * n, [finish] * n, 1.0,
+                          0.0, 0.1)
+
+
+def monitor(**kwargs) -> tuple[HealthMonitor, Clock]:
+    clock = Clock()
+    health = HealthMonitor(window=32, length_cap=100, weights=WEIGHTS, clock=clock, **kwargs)
+    health.observe(RunStatus(RunState.RUNNING, 0, 100))
+    return health, clock
+
+
+def feed(health, groups) -> list:
+    for g in groups:
+        health.observe(g)
+    return health.check()
+
+
+def test_truncation_starts_an_alert_and_clears_it():
+    health, _ = monitor()
+    figures, changes, tripped = feed(health, [group(i, finish="length") for i in range(10)])
+    assert figures.signals["truncated"] == 1.0 and figures.finish_reasons == {"length": 20}
+    assert [(a.name, a.active) for a in changes] == [("truncated", True)] and tripped is None
+    assert "100% of recent rollouts were cut at --max-tokens" in changes[0].reason
+    _, changes, _ = feed(health, [group(i) for i in range(10, 42)])
+    assert [(a.name, a.active) for a in changes] == [("truncated", False)]
+
+
+def test_completion_length_collapse_and_runaway_towards_the_cap():
+    health, _ = monitor()
+    figures, changes, _ = feed(health, [group(i, length=80) for i in range(16)] + [group(i, length=20)
+                                                                                 for i in range(16, 32)])
+    assert figures.signals["collapse"] == pytest.approx(0.75) and "collapse" in figures.active
+    health, _ = monitor()
+    figures, _, _ = feed(health, [group(i, length=40) for i in range(16)] + [group(i, length=98) for i in range(16, 32)])
+    assert figures.signals["runaway"] == pytest.approx(0.98) and "runaway" in figures.active
+
+
+def test_a_stall_counts_only_while_running_and_a_resume_restarts_it():
+    health, clock = monitor(stall_timeout=30)
+    feed(health, [group(0)])
+    clock.now += 20
+    health.observe(RunStatus(RunState.PAUSED, 1, 100))
+    clock.now += 500
+    figures, _, tripped = health.check()
+    assert "stall" not in figures.signals and tripped is None, "paused is not stalled"
+    health.observe(RunStatus(RunState.RUNNING, 1, 100))
+    clock.now += 31
+    figures, changes, tripped = health.check()
+    assert figures.signals["stall"] == pytest.approx(31) and tripped.name == "stall-timeout"
+    assert "no group for 31 s" in tripped.sentence
+
+
+def test_reward_hacking_flags():
+    health, _ = monitor()  # "correct" constant at 1 gives the whole weighted reward
+    figures, _, _ = feed(health, [group(i, correct=1.0, fmt=0.0) for i in range(10)])
+    assert figures.signals["dominance"] == 1.0 and "dominance" in figures.active
+    health, _ = monitor()  # the total rises while "format" falls
+    older = [group(i, scores=(0.2, 0.2 + i % 3 / 10), fmt=1.0) for i in range(16)]
+    newer = [group(i, scores=(0.8, 0.8 + i % 3 / 10), fmt=0.5) for i in range(16, 32)]
+    figures, _, _ = feed(health, older + newer)
+    assert figures.signals["divergence"] == pytest.approx(0.5) and "divergence" in figures.active
+    assert figures.signals["jump"] > 10 and "jump" in figures.active, "a sudden change of the mean reward"
+    health, _ = monitor()  # reward at its best while completions shrink
+    best = [group(i, scores=(1.0, 1.0), length=60) for i in range(16)]
+    shorter = [group(i, scores=(1.0, 1.0), length=20) for i in range(16, 32)]
+    figures, _, _ = feed(health, best + shorter)
+    assert figures.signals["saturation"] == 1.0 and "saturation" in figures.active
+
+
+def test_drops_failed_requests_and_the_reward_a_trainer_learns_from():
+    health, clock = monitor()
+    health.observe(RequestStats(0, 8, 8, 0, 0.0, 0.0, None, None, False, requests_total=100, failed_total=0))
+    clock.now += 5
+    health.observe(RequestStats(0, 8, 8, 0, 0.0, 0.0, 0.2, 0.5, False, requests_total=200, failed_total=30))
+    drops = [GroupDropped(i, "identical scores, all low (too hard)", [0.0, 0.0], {}, [1, 1]) for i in range(4)]
+    figures, _, _ = feed(health, [group(i, scores=(0.5, 1.0)) for i in range(6)] + drops)
+    assert figures.signals["errors"] == pytest.approx(0.3) and "errors" in figures.active
+    assert figures.dropped == {"identical scores, all low (too hard)": 4}
+    assert figures.reward_all == pytest.approx(0.45) and figures.reward_trainable == pytest.approx(0.75)
+
+
+def test_gates_trip_on_their_own_thresholds():
+    health, _ = monitor(gates=parse_gates("identical>0.8, truncated>0.3"))
+    _, _, tripped = feed(health, [group(i, scores=(1.0, 1.0)) for i in range(10)])
+    assert (tripped.name, tripped.threshold) == ("identical", 0.8) and "gate identical>0.8 tripped" in tripped.sentence
+    for bad, said in (("bogus>1", "NAME one of identical"), ("stall>x", "'x' is not a number"), ("stall", "NAME>VALUE")):
+        with pytest.raises(ValueError, match=said):
+            parse_gates(bad)
+
+
+# -- end to end, the simulated endpoint misbehaving on purpose ---------------------------------
+
+
+def text_of(renderable) -> str:
+    console = Console(width=110, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def events_of(stdout: str, kind: str) -> list[dict]:
+    return [e for e in json_events(stdout) if e["event"] == kind]
+
+
+def slow_run(sim, out, *extra) -> list[str]:
+    """A headless run of the slow simulated endpoint; add --json only where its output is read at the end
+    (a pipe nobody reads would fill and stop the run)."""
+    return ["run", "--no-ui", "--steps", "2000", "--group-size", "2", "--concurrency", "4", "--base-url",
+            sim.base_url, "--out", str(out), *extra]
+
+
+def test_an_always_truncating_endpoint_trips_its_gate(tmp_path, slow_sim):
+    out = tmp_path / "groups.jsonl"
+    result = run_cli(slow_run(slow_sim, out, "--json", "--max-tokens", "6", "--fail-on", "truncated>0.5"), tmp_path)
+    assert result.returncode == 3, result.stderr
+    alert = next(a for a in events_of(result.stdout, "Alert") if a["name"] == "truncated")
+    assert alert["active"] is True and alert["threshold"] == SIGNALS["truncated"].threshold and alert["value"] > 0.5
+    assert "alert truncated: " in result.stderr and "cut at --max-tokens" in result.stderr
+    assert "run stopped by a gate" in result.stderr and "gate truncated>0.5 tripped: truncated is" in result.stderr
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert saved["groups"] == len(out.read_text().splitlines()) > 0, "stopped gracefully: whole, checkpointed"
+
+
+def test_a_stalled_endpoint_fails_the_run_with_its_own_code(tmp_path, slow_sim):
+    out = tmp_path / "groups.jsonl"
+    proc = start_cli(slow_run(slow_sim, out, "--stall-timeout", "3"), tmp_path)
+    wait_for_lines(out, 2, proc)
+    sim_admin(slow_sim, "/sim/faults", {"stall_s": 120, "count": -1})
+    stdout, stderr = proc.communicate(timeout=90)
+    sim_admin(slow_sim, "/sim/faults", {"count": 0})
+    assert proc.returncode == 4, stderr
+    assert "--stall-timeout 3: no group for" in stderr and "Traceback" not in stderr
+
+
+def test_shrinking_completions_raise_the_collapse_flag_and_clear_it(tmp_path, slow_sim):
+    sim_admin(slow_sim, "/sim/settings", {"think_words": 60})
+    out = tmp_path / "groups.jsonl"
+    proc = start_cli(slow_run(slow_sim, out, "--max-tokens", "400", "--window", "40"), tmp_path)
+    try:
+        wait_for_lines(out, 25, proc)
+        sim_admin(slow_sim, "/sim/settings", {"think_words": 0})
+        wait_for_lines(out, 60, proc)
+    finally:
+        sim_admin(slow_sim, "/sim/settings", {"think_words": 0})
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=60)
+    assert "alert collapse: completions got" in stderr, stderr[-3000:]
+
+
+DOMINATED_ENV = '''
+import verifiers as vf
+from datasets import Dataset
+
+
+def always(completion, **kwargs):
+    return 1.0
+
+
+def rarely(completion, **kwargs):
+    return 0.01
+
+
+def load_environment():
+    rows = [{"question": f"Sort these names alphabetically: Zoe, Ada, Cy{i}", "answer": ""} for i in range(50)]
+    return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[always, rarely]))
+'''
+
+
+def test_a_constant_reward_function_that_dominates_is_flagged(tmp_path, slow_sim):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "dominated.py").write_text(DOMINATED_ENV)
+    result = run_cli([*slow_run(slow_sim, tmp_path / "g.jsonl", "--json", "--env", "dominated"), "--steps", "40",
+                      "--fail-on", "dominance>0.95"], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    assert result.returncode == 3, result.stderr
+    dominance = next(a for a in events_of(result.stdout, "Alert") if a["name"] == "dominance")
+    assert dominance["value"] > 0.95 and "one reward function gives" in dominance["reason"]
+
+
+async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why(tmp_path, slow_sim):
+    config = RunConfig(base_url=slow_sim.base_url, group_size=2, steps=2000, max_tokens=6, out=tmp_path / "g.jsonl")
+    inbox = Inbox()
+    run = CollectorProcess(config, inbox.put).start()
+    try:
+        app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(lambda: "truncated" in app.model.alerts, pilot=pilot)
+            await until(lambda: "alert" in str(app.query_one("#status").render()), pilot=pilot)
+            assert f"⚠ {len(app.model.alerts)} alert" in str(app.query_one("#status").render())
+            await pilot.press("h")
+            await until(lambda: isinstance(app.screen, HealthScreen), pilot=pilot)
+            await until(lambda: "cut at --max-tokens" in text_of(app.screen.query_one("#health-body").render()),
+                        pilot=pilot)
+            await pilot.press("escape")
+            run.controls.stop()
+            await until(lambda: app.result is not None, pilot=pilot)
+            await pilot.press("q")
+    finally:
+        run.close()

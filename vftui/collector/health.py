@@ -1,0 +1,300 @@
+"""Run health: the signals people babysitting RL and SFT collection get burned by.
+
+Folded from the run's own events over a window of recent groups: truncation and
+completion length (collapse, runaway to the cap), drops by reason and the reward over the
+groups a trainer can learn from, failed requests, stalls, and cheap reward-hacking flags
+(one reward function dominating, the total rising while a function falls, a saturated
+reward with shrinking completions, a sudden jump). Each signal is a number; an alert is
+that number over its threshold, a yellow flag with a one-line reason, not a verdict. A
+``--fail-on`` gate is the same number over the user's threshold, and stops the run.
+
+Pure Python: the run feeds it (``observe``) and asks it once a second (``check``).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vftui import stats
+from vftui.events import MASKED, Alert, Event, GroupCollected, GroupDropped, Health, RequestStats, RunState, RunStatus
+
+MIN_GROUPS = 8  # a window's figures start to mean something
+ERROR_WINDOW_S = 60.0
+SATURATED_TREND = 0.8  # completions this much shorter than before, with the reward at its best
+GROWING_TREND = 1.05  # completions this much longer than before: growing, for "runaway"
+CLEARS_BELOW = 0.9  # an alert clears under this share of its threshold, so a value near it does not flicker
+
+
+@dataclass(frozen=True)
+class Signal:
+    threshold: float
+    meaning: str
+    reason: str  # the alert's line, formatted with value and threshold
+
+
+SIGNALS: dict[str, Signal] = {
+    "identical": Signal(0.5, "share of the window's scored groups whose rollouts all got the same score",
+                        "{value:.0%} of recent groups have identical scores (> {threshold:g}): nothing to learn from them"),
+    "truncated": Signal(0.2, "share of the window's rollouts cut at --max-tokens (finish reason length)",
+                        "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})"),
+    "errors": Signal(0.1, "failed requests per request over the last minute",
+                     "{value:.0%} of the last minute's requests failed (> {threshold:g})"),
+    "stall": Signal(120.0, "seconds without a new group while the run is running",
+                    "no group for {value:.0f} s (> {threshold:g} s): is the endpoint stuck?"),
+    "collapse": Signal(0.5, "how far the mean completion length fell, older half of the window to newer",
+                       "completions got {value:.0%} shorter across the window (> {threshold:g})"),
+    "runaway": Signal(0.9, "95th percentile completion length over the length cap, while lengths grow",
+                      "completions grow towards the cap: p95 at {value:.0%} of it (> {threshold:g})"),
+    "dominance": Signal(0.9, "share of the weighted reward that its largest reward function gives",
+                        "one reward function gives {value:.0%} of the reward (> {threshold:g})"),
+    "divergence": Signal(0.1, "how far a reward function fell while the total reward rose, older half to newer",
+                         "a reward function fell by {value:.2f} while the total rose (> {threshold:g})"),
+    "saturation": Signal(0.98, "newer mean reward over the best group mean seen, while completions shrink",
+                         "reward at {value:.0%} of its best while completions shrink (> {threshold:g})"),
+    "jump": Signal(4.0, "change of the mean reward, older half of the window to newer, in standard errors",
+                   "the mean reward moved by {value:.1f} standard errors at once (> {threshold:g})"),
+}
+STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
+
+
+def parse_gates(text: str | None) -> dict[str, float]:
+    """``identical>0.8,truncated>0.3`` as ``{"identical": 0.8, "truncated": 0.3}``; a ValueError says what is wrong."""
+    gates: dict[str, float] = {}
+    for term in filter(None, (t.strip() for t in (text or "").split(","))):
+        name, sep, value = term.partition(">")
+        name = name.strip()
+        if not sep or name not in SIGNALS:
+            raise ValueError(f"cannot read '{term}': write NAME>VALUE with NAME one of {', '.join(SIGNALS)}")
+        try:
+            gates[name] = float(value)
+        except ValueError:
+            raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
+        if not math.isfinite(gates[name]):
+            raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
+    return gates
+
+
+@dataclass(frozen=True)
+class Tripped:
+    """A gate that stopped the run."""
+
+    name: str
+    value: float
+    threshold: float
+
+    @property
+    def sentence(self) -> str:
+        if self.name == STALL_TIMEOUT:
+            return f"--stall-timeout {self.threshold:g}: no group for {self.value:.0f} s"
+        return f"gate {self.name}>{self.threshold:g} tripped: {self.name} is {self.value:.3g}"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What the window keeps of one scored group."""
+
+    mean: float
+    identical: bool
+    varied_kept: bool
+    finish: tuple[str | None, ...]
+    completion: tuple[int, ...]
+    per_function: tuple[tuple[str, float], ...]
+    drop: str | None
+
+
+class HealthMonitor:
+    """Thread-safe: the run's events arrive from its loop and from the controls' threads."""
+
+    def __init__(
+        self,
+        window: int,
+        length_cap: int,
+        weights: dict[str, float],
+        thresholds: dict[str, float] | None = None,
+        gates: dict[str, float] | None = None,
+        stall_timeout: float | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._window: collections.deque[Sample] = collections.deque(maxlen=window)
+        self._length_cap = length_cap
+        self._weights = weights
+        self.thresholds = {name: s.threshold for name, s in SIGNALS.items()} | (thresholds or {})
+        self.gates = dict(gates or {})
+        self._stall_timeout = stall_timeout
+        self._running_since: float | None = None
+        self._last_group = self._clock()
+        self._best_mean = -math.inf
+        self._requests: collections.deque[tuple[float, int, int]] = collections.deque()
+        self._latest: RequestStats | None = None
+        self._active: dict[str, Alert] = {}
+
+    # -- folding --------------------------------------------------------------------------
+
+    def observe(self, event: Event) -> None:
+        with self._lock:
+            match event:
+                case GroupCollected():
+                    self._add(event, None)
+                case GroupDropped() if event.scores:
+                    self._add(event, event.reason)
+                case RequestStats():
+                    self._latest = event
+                    self._requests.append((self._clock(), event.requests_total, event.failed_total))
+                case RunStatus(state=RunState.RUNNING):
+                    if self._running_since is None:
+                        self._running_since = self._last_group = self._clock()  # a resume restarts the stall clock
+                case RunStatus():
+                    self._running_since = None
+
+    def _add(self, group: GroupCollected | GroupDropped, drop: str | None) -> None:
+        self._last_group = self._clock()
+        mean = stats.mean(group.scores)
+        self._best_mean = max(self._best_mean, mean)
+        completion = tuple(sum(1 for m in mask if m != MASKED) for mask in group.masks) if drop is None else ()
+        per_function = tuple((name, stats.mean(values)) for name, values in group.metrics.items() if values)
+        identical = stats.is_identical(group.scores)
+        finish = tuple(group.finish_reasons) if drop is None else ()
+        self._window.append(Sample(mean, identical, drop is None and not identical, finish, completion,
+                                   per_function, drop))
+
+    # -- once a second --------------------------------------------------------------------
+
+    def check(self) -> tuple[Health, list[Alert], Tripped | None]:
+        """The figures now, the alerts that started or cleared since the last check, a gate that tripped."""
+        with self._lock:
+            now = self._clock()
+            samples = list(self._window)
+            values = self._signals(samples, now)
+            changes = self._alerts(values)
+            health = self._figures(samples, values)
+            tripped = self._tripped(values)
+        return health, changes, tripped
+
+    def _signals(self, samples: list[Sample], now: float) -> dict[str, float]:
+        values: dict[str, float] = {}
+        if self._running_since is not None:
+            values["stall"] = now - self._last_group
+        failed = self._failed_per_request(now)
+        if failed is not None:
+            values["errors"] = failed
+        if len(samples) < MIN_GROUPS:
+            return values
+        values["identical"] = sum(s.identical for s in samples) / len(samples)
+        finishes = [f for s in samples for f in s.finish]
+        if finishes:
+            values["truncated"] = finishes.count("length") / len(finishes)
+        older, newer = samples[: len(samples) // 2], samples[len(samples) // 2 :]
+        lengths = [[c for s in half for c in s.completion] for half in (older, newer)]
+        trend = statistics.fmean(lengths[1]) / statistics.fmean(lengths[0]) if all(lengths) and statistics.fmean(
+            lengths[0]) > 0 else None
+        if trend is not None:
+            values["collapse"] = max(0.0, 1.0 - trend)
+            everything = sorted(lengths[0] + lengths[1])
+            p95 = everything[int(0.95 * (len(everything) - 1))]
+            values["runaway"] = p95 / self._length_cap if trend > GROWING_TREND and self._length_cap > 0 else 0.0
+        rewards = [[s.mean for s in half] for half in (older, newer)]
+        values["jump"] = _jump(*rewards)
+        weighted = self._weighted_shares(samples)
+        if len(weighted) > 1:
+            values["dominance"] = max(weighted.values())
+        rising = statistics.fmean(rewards[1]) > statistics.fmean(rewards[0])
+        falls = [_mean_of(older, name) - _mean_of(newer, name) for name in self._weights]
+        values["divergence"] = max([f for f in falls if f is not None], default=0.0) if rising else 0.0
+        if trend is not None and self._best_mean > 0:
+            saturated = statistics.fmean(rewards[1]) / self._best_mean
+            values["saturation"] = saturated if trend < SATURATED_TREND else 0.0
+        return values
+
+    def _failed_per_request(self, now: float) -> float | None:
+        while self._requests and now - self._requests[0][0] > ERROR_WINDOW_S:
+            self._requests.popleft()
+        if len(self._requests) < 2:
+            return None
+        (_, requests_then, failed_then), (_, requests_now, failed_now) = self._requests[0], self._requests[-1]
+        asked = requests_now - requests_then
+        return (failed_now - failed_then) / asked if asked > 0 else None
+
+    def _weighted_shares(self, samples: list[Sample]) -> dict[str, float]:
+        """Each reward function's share of the window's weighted reward (positive parts only)."""
+        parts = {name: max(0.0, weight * (_mean_of(samples, name) or 0.0)) for name, weight in self._weights.items()}
+        total = sum(parts.values())
+        return {name: part / total for name, part in parts.items()} if total > 0 else {}
+
+    def _alerts(self, values: dict[str, float]) -> list[Alert]:
+        changes = []
+        for name, threshold in self.thresholds.items():
+            value = values.get(name)
+            was_active = name in self._active
+            active = value is not None and value > (threshold * CLEARS_BELOW if was_active else threshold)
+            if active and not was_active:
+                alert = Alert(name, round(value, 4), threshold, True, SIGNALS[name].reason.format(
+                    value=value, threshold=threshold))
+                self._active[name] = alert
+                changes.append(alert)
+            elif not active and was_active:
+                del self._active[name]
+                changes.append(Alert(name, round(value or 0.0, 4), threshold, False, f"{name} back to normal"))
+        return changes
+
+    def _figures(self, samples: list[Sample], values: dict[str, float]) -> Health:
+        finishes = collections.Counter(str(f) for s in samples for f in s.finish)
+        lengths = sorted(c for s in samples for c in s.completion)
+        trainable = [s.mean for s in samples if s.varied_kept]
+        latest = self._latest
+        return Health(
+            groups=len(samples),
+            finish_reasons=dict(finishes),
+            completion_mean=round(statistics.fmean(lengths), 1) if lengths else 0.0,
+            completion_p95=float(lengths[int(0.95 * (len(lengths) - 1))]) if lengths else 0.0,
+            dropped=dict(collections.Counter(s.drop for s in samples if s.drop)),
+            reward_all=round(statistics.fmean(s.mean for s in samples), 4) if samples else None,
+            reward_trainable=round(statistics.fmean(trainable), 4) if trainable else None,
+            latency_p50_s=latest.latency_p50_s if latest else None,
+            latency_p95_s=latest.latency_p95_s if latest else None,
+            tokens_per_s=latest.tokens_per_s if latest else None,
+            signals={name: round(value, 4) for name, value in values.items()},
+            active=sorted(self._active),
+        )
+
+    def _tripped(self, values: dict[str, float]) -> Tripped | None:
+        for name, threshold in self.gates.items():
+            value = values.get(name)
+            if value is not None and value > threshold:
+                return Tripped(name, value, threshold)
+        stall = values.get("stall")
+        if self._stall_timeout is not None and stall is not None and stall > self._stall_timeout:
+            return Tripped(STALL_TIMEOUT, stall, self._stall_timeout)
+        return None
+
+    def wandb_metrics(self, health: Health) -> dict[str, float]:
+        """The figures under ``health/`` names, for the run's wandb log."""
+        out = {f"health/{name}": value for name, value in health.signals.items()}
+        out["health/completion_mean"] = health.completion_mean
+        out["health/completion_p95"] = health.completion_p95
+        out["health/active_alerts"] = float(len(health.active))
+        if health.reward_trainable is not None:
+            out["health/reward_trainable"] = health.reward_trainable
+        for reason, count in health.dropped.items():
+            out[f"health/dropped/{reason}"] = float(count)
+        return out
+
+
+def _mean_of(samples: list[Sample], name: str) -> float | None:
+    values = [value for s in samples for function, value in s.per_function if function == name]
+    return statistics.fmean(values) if values else None
+
+
+def _jump(older: list[float], newer: list[float]) -> float:
+    """|newer mean - older mean| in standard errors of the difference (0 when either half is flat)."""
+    if len(older) < 2 or len(newer) < 2:
+        return 0.0
+    error = math.sqrt(statistics.variance(older) / len(older) + statistics.variance(newer) / len(newer))
+    return abs(statistics.fmean(newer) - statistics.fmean(older)) / error if error > 0 else 0.0

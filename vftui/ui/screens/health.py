@@ -1,0 +1,62 @@
+"""``h``: the run's health, live: length and truncation, drops, requests, alerts and their reasons."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.changed_lines import ChangedLines
+
+
+def fmt(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render_health(model: DashboardModel) -> Table | Text:
+    health = model.health
+    if health is None:
+        return Text("no health figures yet: a live run sends them once a second", style="dim")
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    finishes = ", ".join(f"{reason} {count}" for reason, count in sorted(health.finish_reasons.items())) or "-"
+    signals = health.signals
+    table.add_row("window", f"{health.groups} groups")
+    table.add_row("finish reasons", finishes)
+    table.add_row("truncated", fmt(signals.get("truncated"), ".1%"))
+    table.add_row("completion tokens", f"mean {health.completion_mean:g}, p95 {health.completion_p95:g}, "
+                  f"fell by {fmt(signals.get('collapse'), '.0%')}")
+    table.add_row("reward", f"all scored {fmt(health.reward_all)}, trainable {fmt(health.reward_trainable)}")
+    dropped = "; ".join(f"{count} {reason}" for reason, count in sorted(health.dropped.items())) or "none"
+    table.add_row("dropped", Text(dropped))
+    table.add_row("requests", f"failed {fmt(signals.get('errors'), '.1%')}, latency p50 {fmt(health.latency_p50_s, '.2f')} s "
+                  f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s")
+    table.add_row("since the last group", f"{fmt(signals.get('stall'), '.0f')} s")
+    hacking = ", ".join(f"{name} {fmt(signals.get(name), '.2f')}" for name in ("dominance", "divergence", "saturation",
+                                                                                "jump"))
+    table.add_row("reward hacking", hacking)
+    table.add_row("", "")
+    if not model.alerts:
+        table.add_row(Text("alerts", style="bold green"), Text("none", style="green"))
+    for alert in model.alerts.values():
+        table.add_row(Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow"))
+    return table
+
+
+class HealthScreen(ModalScreen[None]):
+    """Shown over the dashboard; the app redraws it with the model on every tick."""
+
+    BINDINGS = [Binding("escape,h,q", "dismiss", "close")]
+
+    def compose(self):
+        with Vertical(id="health-box"):
+            yield Static("[b]run health[/b]  (over the recent window; esc closes)", id="health-title")
+            yield ChangedLines(id="health-body")
+
+    def show(self, model: DashboardModel) -> None:
+        self.query_one(ChangedLines).draw(render_health(model))
