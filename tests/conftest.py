@@ -10,6 +10,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from vftui.collector.trajectory_api import ApiProcess
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
+from vftui.sim.trainer import run_trainer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -161,6 +163,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Trainer:
+    """The simulated trainer in a thread, keeping every batch it pulls (``batches`` and it stops pulling)."""
+
+    def __init__(self, api_url: str, batches: int, groups_per_batch: int = 2, group_size: int = 4) -> None:
+        self.batches: list[list[dict]] = []
+        self.thread = threading.Thread(
+            target=run_trainer, args=(api_url, groups_per_batch * group_size, batches),
+            kwargs={"say": lambda line: None, "on_batch": self.batches.append}, daemon=True,
+        )
+        self.thread.start()
+
+    @property
+    def groups(self) -> list[dict]:
+        return [group for batch in self.batches for group in batch]
 
 
 @pytest.fixture

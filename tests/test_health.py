@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+import types
+
+import httpx
 
 import pytest
+from aiohttp import web
 from rich.console import Console
 
-from tests.conftest import json_events, run_cli, sim_admin, start_cli, until, wait_for_lines
+from tests.conftest import Trainer, json_events, run_cli, serve_app, sim_admin, start_cli, until, wait_for_lines
 from vftui.collector.health import SIGNALS, HealthMonitor, parse_gates
 from vftui.collector.process import CollectorProcess
 from vftui.config import RunConfig
-from vftui.events import MASKED, GroupCollected, GroupDropped, RequestStats, RunState, RunStatus
+from vftui.collector.server_watch import ServerWatch, parse_metrics
+from vftui.events import MASKED, ApiStatus, GroupCollected, GroupDropped, RequestStats, RunState, RunStatus, ServerStatus
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
@@ -122,6 +127,73 @@ def test_gates_trip_on_their_own_thresholds():
             parse_gates(bad)
 
 
+def api_status(step: int, queue: int, allowed: int = 2, lag: int | None = None) -> ApiStatus:
+    return ApiStatus("http://127.0.0.1:1", True, True, 8, step, queue, 1.0, 0, workers=0, workers_allowed=allowed,
+                     lag=lag)
+
+
+def test_rl_lag_and_a_trainer_that_stops_stepping():
+    health, clock = monitor(stall_timeout=60)
+    health.observe(api_status(step=3, queue=4, lag=6))
+    clock.now += 10
+    health.observe(api_status(step=3, queue=4, allowed=0, lag=6))  # the queue is full: no group is not a stall
+    clock.now += 50
+    figures, changes, tripped = health.check()
+    assert figures.signals["lag"] == 6 and ("lag", True) in [(a.name, a.active) for a in changes]
+    assert figures.signals["trainer_stall"] == pytest.approx(60) and figures.signals["stall"] == pytest.approx(50)
+    assert tripped is None
+    clock.now += 1
+    _, _, tripped = health.check()
+    assert tripped is not None and "no trainer step with groups waiting for 61 s" in tripped.sentence
+    health.observe(api_status(step=4, queue=4))
+    assert health.check()[0].signals["trainer_stall"] == 0, "a step restarts its clock"
+
+
+def test_rl_inference_servers_backlog_latency_and_retries():
+    health, clock = monitor()
+    health.observe(ServerStatus("http://a/v1", True, 100, 0, 0.2, 0.5, running=8, waiting=2))
+    clock.now += 5
+    health.observe(ServerStatus("http://a/v1", True, 150, 50, 0.3, 1.5, running=8, waiting=24))
+    figures, changes, _ = health.check()
+    assert figures.signals["backlog"] == 3.0 and "backlog" in figures.active
+    assert figures.signals["errors"] == pytest.approx(0.5), "50 retries among 100 attempts since the first poll"
+    assert (figures.latency_p50_s, figures.latency_p95_s) == (0.3, 1.5)
+
+
+VLLM_V0 = """# HELP vllm:num_requests_running Number of requests currently running on GPU.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 5.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 2.0
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{model_name="m"} 0.25
+"""
+VLLM_V1 = """# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 4.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
+"""
+SGLANG = """# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m"} 9.0
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m"} 1.0
+# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="m"} 0.4
+"""
+
+
+@pytest.mark.parametrize("page, expected", [
+    (VLLM_V0, {"running": 5.0, "waiting": 2.0, "kv_cache": 0.25}),
+    (VLLM_V1, {"running": 7.0, "kv_cache": 0.75}),  # engines add up; the KV cache is the fullest one's
+    (SGLANG, {"running": 9.0, "waiting": 1.0, "kv_cache": 0.4}),
+    ("# just a comment\nother_metric 1\n", {}),
+])
+def test_prometheus_pages_of_vllm_and_sglang(page, expected):
+    assert parse_metrics(page) == expected
+
+
 # -- end to end, the simulated endpoint misbehaving on purpose ---------------------------------
 
 
@@ -166,18 +238,20 @@ def test_a_stalled_endpoint_fails_the_run_with_its_own_code(tmp_path, slow_sim):
 
 
 def test_shrinking_completions_raise_the_collapse_flag_and_clear_it(tmp_path, slow_sim):
-    sim_admin(slow_sim, "/sim/settings", {"think_words": 60})
+    # Slowed to ~10 groups/s, so the window's halves differ for a few of the once-a-second checks.
+    sim_admin(slow_sim, "/sim/settings", {"think_words": 60, "latency_s": 0.2})
     out = tmp_path / "groups.jsonl"
     proc = start_cli(slow_run(slow_sim, out, "--max-tokens", "400", "--window", "40"), tmp_path)
     try:
         wait_for_lines(out, 25, proc)
         sim_admin(slow_sim, "/sim/settings", {"think_words": 0})
-        wait_for_lines(out, 60, proc)
+        wait_for_lines(out, 25 + 80, proc)
     finally:
-        sim_admin(slow_sim, "/sim/settings", {"think_words": 0})
+        sim_admin(slow_sim, "/sim/settings", {"think_words": 0, "latency_s": 0.05})
         proc.terminate()
         _, stderr = proc.communicate(timeout=60)
     assert "alert collapse: completions got" in stderr, stderr[-3000:]
+    assert "alert collapse cleared" in stderr, stderr[-3000:]
 
 
 DOMINATED_ENV = '''
@@ -229,3 +303,105 @@ async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why
             await pilot.press("q")
     finally:
         run.close()
+
+
+# -- rl: a slow trainer, a full inference server, the off-policy lag ---------------------------
+
+
+def rl_run(sim, api, out, *extra) -> list[str]:
+    return ["run", "--mode", "rl", "--no-ui", "--json", "--steps", "500", "--group-size", "4", "--base-url",
+            sim.base_url, "--api-url", api.api_url, "--out", str(out), *extra]
+
+
+def test_a_trainer_that_stops_pulling_shows_backpressure_and_trips_its_gate(sim, api, tmp_path):
+    Trainer(api.api_url, batches=1)  # pulls one batch, then never steps again
+    out = tmp_path / "groups.jsonl"
+    result = run_cli(rl_run(sim, api, out, "--fail-on", "trainer_stall>4"), tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert "gate trainer_stall>4 tripped: trainer_stall is" in result.stderr
+    statuses = events_of(result.stdout, "ApiStatus")
+    assert statuses[-1]["workers_allowed"] == 0 and statuses[-1]["self_queue_size"] > 0, "the queue is full"
+    assert all(s["lag"] is None or s["lag"] >= 0 for s in statuses)
+    server = events_of(result.stdout, "ServerStatus")[-1]
+    assert server["healthy"] and server["requests"] > 0 and server["latency_p50_s"] > 0
+    assert server["running"] is not None and server["kv_cache"] is not None, "read from the server's /metrics"
+    saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
+    assert saved["groups"] == len(out.read_text().splitlines()) > 0, "stopped gracefully: whole, checkpointed"
+
+
+def test_groups_generated_steps_ago_raise_the_lag_gate(sim, api, tmp_path):
+    Trainer(api.api_url, batches=300, groups_per_batch=1)  # steps at every group, while many are in flight
+    result = run_cli(rl_run(sim, api, tmp_path / "groups.jsonl", "--concurrency", "64", "--fail-on", "lag>1"),
+                     tmp_path)
+    assert result.returncode == 3, result.stderr
+    lags = [s["lag"] for s in events_of(result.stdout, "ApiStatus") if s["lag"] is not None]
+    assert max(lags) > 1 and "gate lag>1 tripped" in result.stderr
+
+
+async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard(sim, api, tmp_path):
+    sim_admin(sim, "/sim/settings", {"max_running": 1, "latency_s": 0.05})  # the rest wait, as in a full batch
+    Trainer(api.api_url, batches=300)
+    config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=4, steps=500,
+                       concurrency=16, out=tmp_path / "g.jsonl")
+    inbox = Inbox()
+    run = CollectorProcess(config, inbox.put).start()
+    try:
+        app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(lambda: "backlog" in app.model.alerts, pilot=pilot, timeout=90)
+            await until(lambda: "workers" in str(app.query_one("#api-text").render()), pilot=pilot)
+            await pilot.press("h")
+            await until(lambda: isinstance(app.screen, HealthScreen), pilot=pilot)
+            body = lambda: text_of(app.screen.query_one("#health-body").render())  # noqa: E731
+            await until(lambda: "it is full" in body() and "waiting" in body() and "KV cache" in body(), pilot=pilot)
+            assert sim.base_url in body() and "trainer" in body()
+            await pilot.press("escape")
+            run.controls.stop()
+            await until(lambda: app.result is not None, pilot=pilot, timeout=90)
+            await pilot.press("q")
+    finally:
+        run.close()
+
+
+class AtroposServer:
+    """What ServerWatch reads of an atroposlib server object: its URL, health and request timings."""
+
+    def __init__(self, base_url: str) -> None:
+        self.config = types.SimpleNamespace(base_url=base_url)
+        self.server_healthy = True
+        self.request_timings: list[float] = []
+        self.attempts_list: list[int] = []
+
+
+def metrics_pages() -> web.Application:
+    async def page(request: web.Request) -> web.Response:
+        kind = request.match_info["kind"]
+        if kind == "missing":
+            raise web.HTTPNotFound()
+        body = {"html": "<html><body>metrics</body></html>", "huge": "x" * (5 * 1024**2),
+                "odd": VLLM_V0.replace("5.0", "NaN") + "vllm:num_requests_waiting -3\n"}[kind]
+        return web.Response(text=body)
+
+    app = web.Application()
+    app.router.add_get("/{kind}/metrics", page)
+    return app
+
+
+async def test_server_watch_folds_atroposlib_timings_and_shrugs_off_bad_metrics_pages():
+    with serve_app(metrics_pages()) as base:
+        root = base.removesuffix("/v1")
+        servers = {kind: AtroposServer(f"{root}/{kind}/v1") for kind in ("html", "missing", "huge", "odd")}
+        watches = {kind: ServerWatch(server) for kind, server in servers.items()}
+        odd = servers["odd"]
+        odd.request_timings += [0.1, 0.2, 0.3]
+        odd.attempts_list += [1, 3, 1]
+        async with httpx.AsyncClient(timeout=5) as client:
+            first = {kind: await watch.status(client) for kind, watch in watches.items()}
+            odd.request_timings[:], odd.attempts_list[:] = [0.4], [2]  # atroposlib's wandb step emptied them
+            odd.server_healthy = False
+            again = await watches["odd"].status(client)
+    assert first["html"].metrics_note == "/metrics is not Prometheus text"
+    assert first["missing"].metrics_note == "no /metrics" and first["huge"].metrics_note == "/metrics too large"
+    assert (first["odd"].running, first["odd"].kv_cache) == (None, 0.25), "NaN and negative values are left out"
+    assert (first["odd"].requests, first["odd"].retries, first["odd"].latency_p50_s) == (3, 2, 0.2)
+    assert (again.requests, again.retries, again.healthy) == (4, 3, False)

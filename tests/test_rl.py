@@ -9,39 +9,21 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import threading
 
 import httpx
 from transformers import AutoTokenizer
 
-from tests.conftest import free_port, read_jsonl, read_until, sim_admin, start_cli, until, wait_until
+from tests.conftest import Trainer, free_port, read_jsonl, read_until, sim_admin, start_cli, until, wait_until
 from vftui.collector.process import CollectorProcess
 from vftui.collector.trajectory_api import ApiProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
-from vftui.sim.trainer import run_trainer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 GROUP_SIZE, GROUPS = 4, 4
-
-
-class Trainer:
-    """run_trainer in a thread, keeping every batch it pulls."""
-
-    def __init__(self, api_url: str, batches: int, groups_per_batch: int = 2) -> None:
-        self.batches: list[list[dict]] = []
-        self.thread = threading.Thread(
-            target=run_trainer, args=(api_url, groups_per_batch * GROUP_SIZE, batches),
-            kwargs={"say": lambda line: None, "on_batch": self.batches.append}, daemon=True,
-        )
-        self.thread.start()
-
-    @property
-    def groups(self) -> list[dict]:
-        return [group for batch in self.batches for group in batch]
 
 
 def finish(process, timeout: float = 240) -> tuple[int, str]:

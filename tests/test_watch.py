@@ -6,7 +6,7 @@ import threading
 
 import httpx
 
-from tests.conftest import run_cli, until
+from tests.conftest import Trainer, run_cli, start_cli, until, wait_until
 from vftui.collector import trajectory_api
 from vftui.sim.trainer import REGISTRATION
 from vftui.ui.inbox import Inbox
@@ -49,3 +49,21 @@ async def test_watch_app_shows_trainer_and_queue(api):
             await pilot.press("q")
     finally:
         stop.set()
+
+
+def test_watch_lists_our_runs_that_send_to_the_api_as_they_see_it(sim, api, tmp_path):
+    Trainer(api.api_url, batches=1)  # then it stops pulling: the queue fills and atroposlib allows no worker
+    out = tmp_path / "groups.jsonl"
+    run = start_cli(["run", "--mode", "rl", "--no-ui", "--steps", "500", "--group-size", "4", "--base-url",
+                     sim.base_url, "--api-url", api.api_url, "--out", str(out)], tmp_path)
+    watch = ["watch", "--api-url", api.api_url, "--no-ui", "--count", "1"]
+    try:
+        def full_queue_line() -> str | None:
+            text = run_cli(watch, tmp_path).stdout
+            return text if "queue full" in text else None
+
+        line = wait_until(full_queue_line, "the run's own view of the API in watch's line", timeout=120, every=0.5)
+        assert f"{out}: env 0, weight 1.00," in line and "workers 0/0" in line and "lag " in line
+    finally:
+        run.terminate()
+        run.communicate(timeout=60)

@@ -139,6 +139,9 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--think-words", type=int, default=0, metavar="N",
                    help="start each answer with N words of thinking, for rollouts as long as a reasoning model's "
                    "(default 0)")
+    p.add_argument("--max-running", type=int, default=0, metavar="N",
+                   help="run at most N requests at once, the rest wait, as in a full vLLM batch; /metrics shows "
+                   "both (default 0: no limit)")
 
 
 def _view_parser(sub: argparse._SubParsersAction) -> None:
@@ -251,7 +254,7 @@ def _sim_server(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.sim.server import SimSettings, serve
 
-    settings = SimSettings(args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words)
+    settings = SimSettings(args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words, args.max_running)
     serve(args.host, args.port, settings)
     return 0
 

@@ -92,7 +92,8 @@ class RunConfig(BaseModel):
                                   "and exits 3. Names: " + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
                                   metavar="GATES")
     stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
-                                          "a new group while running", metavar="S", gt=0, le=HUGE)
+                                          "a new group while running (rl: or without a trainer step while groups "
+                                          "wait)", metavar="S", gt=0, le=HUGE)
     # rl (serve) mode
     server_type: Literal["vllm", "sglang"] = setting("vllm", "inference server kind: vllm or sglang", group="rl")
     tool_parser: str | None = setting(None, "vLLM tool parser that reads tool calls out of the generated text "

@@ -216,6 +216,19 @@ class GroupDropped:
 
 
 @dataclass(frozen=True)
+class EnvShare:
+    """A run of ours sending to the trajectory API ``vftui watch`` reads, as that run sees it."""
+
+    run: str  # its jsonl
+    env_id: int | None
+    weight: float  # its share of each batch
+    queued: int | None  # its groups waiting in the queue
+    workers: int | None
+    workers_allowed: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True)
 class ApiStatus:
     """One poll of the trajectory API: by an rl run (our env's view) or by ``vftui watch``.
 
@@ -233,6 +246,31 @@ class ApiStatus:
     env_id: int | None = None
     error: str = ""
     polled_at: float = field(default_factory=time.time)
+    self_queue_size: int | None = None  # our env's own groups waiting in the queue
+    workers: int | None = None  # our groups being collected now
+    workers_allowed: int | None = None  # how many atroposlib allows now: fewer while the queue is full (backpressure)
+    lag: int | None = None  # trainer steps since the oldest of our recently sent groups began (off-policy lag)
+    envs: tuple[EnvShare, ...] = ()  # our live runs that send to it (``vftui watch``)
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """rl: one inference server every few seconds (see ``collector.server_watch``).
+
+    ``running``, ``waiting`` and ``kv_cache`` (a fraction) come from the server's Prometheus
+    ``/metrics`` and are None where it has none (``metrics_note`` says why).
+    """
+
+    url: str
+    healthy: bool  # atroposlib's own health check
+    requests: int  # finished since the run started
+    retries: int  # attempts beyond each request's first
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache: float | None = None
+    metrics_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -313,6 +351,7 @@ Event = (
     | RequestStats
     | GroupDropped
     | ApiStatus
+    | ServerStatus
     | Health
     | Alert
     | TemperatureChanged

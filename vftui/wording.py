@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vftui.events import Alert, ApiStatus, EndpointTrouble, GroupDropped, GroupsDumped, RunState, RunSummary
+from vftui.events import Alert, ApiStatus, EndpointTrouble, EnvShare, GroupDropped, GroupsDumped, RunState, RunSummary
 
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
@@ -13,6 +13,22 @@ LOADING_LIBRARIES = "loading the collector's libraries"
 def trainer_state(status: ApiStatus) -> str:
     """``trainer registered (batch size 8)``, or that none is yet."""
     return f"trainer registered (batch size {status.batch_size})" if status.trainer_registered else WAITING_FOR_TRAINER
+
+
+def workers(running: int | None, allowed: int | None) -> str:
+    """Our groups being collected over how many atroposlib allows now (none: backpressure)."""
+    text = f"workers {running}/{allowed}"
+    return text + " (queue full: waiting for the trainer)" if allowed == 0 else text
+
+
+def lag(steps: int | None) -> str:
+    return "lag -" if steps is None else f"lag {steps} step{'' if steps == 1 else 's'}"
+
+
+def env_share(share: EnvShare) -> str:
+    """A run of ours that sends to the API, as ``vftui watch`` lists it."""
+    return (f"{share.run}: env {share.env_id}, weight {share.weight:.2f}, {share.queued} queued, "
+            f"{workers(share.workers, share.workers_allowed)}, {lag(share.lag)}")
 
 
 def api_reachability(status: ApiStatus) -> str:

@@ -22,7 +22,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vftui import stats
-from vftui.events import MASKED, Alert, Event, GroupCollected, GroupDropped, Health, RequestStats, RunState, RunStatus
+from vftui.events import (
+    MASKED,
+    Alert,
+    ApiStatus,
+    Event,
+    GroupCollected,
+    GroupDropped,
+    Health,
+    RequestStats,
+    RunState,
+    RunStatus,
+    ServerStatus,
+)
 
 MIN_GROUPS = 8  # a window's figures start to mean something
 ERROR_WINDOW_S = 60.0
@@ -45,7 +57,7 @@ SIGNALS: dict[str, Signal] = {
                         "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})"),
     "errors": Signal(0.1, "failed requests per request over the last minute",
                      "{value:.0%} of the last minute's requests failed (> {threshold:g})"),
-    "stall": Signal(120.0, "seconds without a new group while the run is running",
+    "stall": Signal(120.0, "seconds without a new group while the run is running (rl: and the trainer wants more)",
                     "no group for {value:.0f} s (> {threshold:g} s): is the endpoint stuck?"),
     "collapse": Signal(0.5, "how far the mean completion length fell, older half of the window to newer",
                        "completions got {value:.0%} shorter across the window (> {threshold:g})"),
@@ -59,6 +71,13 @@ SIGNALS: dict[str, Signal] = {
                          "reward at {value:.0%} of its best while completions shrink (> {threshold:g})"),
     "jump": Signal(4.0, "change of the mean reward, older half of the window to newer, in standard errors",
                    "the mean reward moved by {value:.1f} standard errors at once (> {threshold:g})"),
+    "lag": Signal(4.0, "trainer steps since the oldest of the recently sent groups began (rl: off-policy lag)",
+                  "recently sent groups began {value:.0f} trainer steps ago (> {threshold:g}): they are off-policy"),
+    "trainer_stall": Signal(300.0, "seconds without a trainer step while groups wait in the queue (rl)",
+                            "the trainer took no step for {value:.0f} s with groups waiting (> {threshold:g} s)"),
+    "backlog": Signal(1.0, "requests waiting per running request at the busiest inference server (rl, from /metrics)",
+                      "{value:.1f} requests wait for each one running at an inference server (> {threshold:g}): "
+                      "it is full"),
 }
 STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
 
@@ -87,11 +106,12 @@ class Tripped:
     name: str
     value: float
     threshold: float
+    missing: str = "group"  # what a --stall-timeout waited for: a group, or (rl) a trainer step
 
     @property
     def sentence(self) -> str:
         if self.name == STALL_TIMEOUT:
-            return f"--stall-timeout {self.threshold:g}: no group for {self.value:.0f} s"
+            return f"--stall-timeout {self.threshold:g}: no {self.missing} for {self.value:.0f} s"
         return f"gate {self.name}>{self.threshold:g} tripped: {self.name} is {self.value:.3g}"
 
 
@@ -134,6 +154,9 @@ class HealthMonitor:
         self._best_mean = -math.inf
         self._requests: collections.deque[tuple[float, int, int]] = collections.deque()
         self._latest: RequestStats | None = None
+        self._api: ApiStatus | None = None
+        self._step_since = self._clock()
+        self._servers: dict[str, ServerStatus] = {}
         self._active: dict[str, Alert] = {}
 
     # -- folding --------------------------------------------------------------------------
@@ -148,6 +171,17 @@ class HealthMonitor:
                 case RequestStats():
                     self._latest = event
                     self._requests.append((self._clock(), event.requests_total, event.failed_total))
+                case ApiStatus(reachable=True):
+                    if self._api is None or event.current_step != self._api.current_step:
+                        self._step_since = self._clock()
+                    if event.workers_allowed == 0:  # the trainer has enough: not collecting is not a stall
+                        self._last_group = self._clock()
+                    self._api = event
+                case ServerStatus():  # rl: a retry is a failed attempt, as in sft's request figures
+                    self._servers[event.url] = event
+                    retries = sum(s.retries for s in self._servers.values())
+                    attempts = sum(s.requests for s in self._servers.values()) + retries
+                    self._requests.append((self._clock(), attempts, retries))
                 case RunStatus(state=RunState.RUNNING):
                     if self._running_since is None:
                         self._running_since = self._last_group = self._clock()  # a resume restarts the stall clock
@@ -182,6 +216,15 @@ class HealthMonitor:
         values: dict[str, float] = {}
         if self._running_since is not None:
             values["stall"] = now - self._last_group
+        api = self._api
+        if api is not None:
+            if api.lag is not None:
+                values["lag"] = float(api.lag)
+            values["trainer_stall"] = now - self._step_since if api.queue_size > 0 else 0.0
+        backlogs = [(s.waiting or 0.0) / max(1.0, s.running or 0.0) for s in self._servers.values()
+                    if s.waiting is not None]
+        if backlogs:
+            values["backlog"] = max(backlogs)
         failed = self._failed_per_request(now)
         if failed is not None:
             values["errors"] = failed
@@ -248,7 +291,7 @@ class HealthMonitor:
         finishes = collections.Counter(str(f) for s in samples for f in s.finish)
         lengths = sorted(c for s in samples for c in s.completion)
         trainable = [s.mean for s in samples if s.varied_kept]
-        latest = self._latest
+        latest = self._latest or self._slowest_server()
         return Health(
             groups=len(samples),
             finish_reasons=dict(finishes),
@@ -259,18 +302,25 @@ class HealthMonitor:
             reward_trainable=round(statistics.fmean(trainable), 4) if trainable else None,
             latency_p50_s=latest.latency_p50_s if latest else None,
             latency_p95_s=latest.latency_p95_s if latest else None,
-            tokens_per_s=latest.tokens_per_s if latest else None,
+            tokens_per_s=latest.tokens_per_s if isinstance(latest, RequestStats) else None,
             signals={name: round(value, 4) for name, value in values.items()},
             active=sorted(self._active),
         )
+
+    def _slowest_server(self) -> ServerStatus | None:
+        """rl: the inference server with the slowest requests (sft has its own request figures)."""
+        timed = [s for s in self._servers.values() if s.latency_p95_s is not None]
+        return max(timed, key=lambda s: s.latency_p95_s or 0.0, default=None)
 
     def _tripped(self, values: dict[str, float]) -> Tripped | None:
         for name, threshold in self.gates.items():
             value = values.get(name)
             if value is not None and value > threshold:
                 return Tripped(name, value, threshold)
-        stall = values.get("stall")
-        if self._stall_timeout is not None and stall is not None and stall > self._stall_timeout:
+        stall, trainer_stall = values.get("stall", 0.0), values.get("trainer_stall", 0.0)
+        if self._stall_timeout is not None and max(stall, trainer_stall) > self._stall_timeout:
+            if trainer_stall > stall:
+                return Tripped(STALL_TIMEOUT, trainer_stall, self._stall_timeout, "trainer step with groups waiting")
             return Tripped(STALL_TIMEOUT, stall, self._stall_timeout)
         return None
 

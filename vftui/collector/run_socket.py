@@ -34,10 +34,12 @@ from vftui import stats
 from vftui.collector.process import Outbox, RemoteControls, serve_commands, shut_down
 from vftui.errors import UserError
 from vftui.events import (
+    Alert,
     ApiStatus,
     Event,
     GroupCollected,
     GroupDropped,
+    Health,
     LogRecord,
     RequestStats,
     RunControls,
@@ -46,6 +48,7 @@ from vftui.events import (
     RunState,
     RunStatus,
     RunSummary,
+    ServerStatus,
     TemperatureChanged,
 )
 from vftui.run_files import SOCKET_SUFFIX
@@ -68,6 +71,7 @@ class RunInfo:
     groups_per_s: float
     out_path: str
     pid: int
+    api: ApiStatus | None = None  # rl: the trajectory API as the run last saw it
 
 
 def socket_path(out_path: Path) -> Path:
@@ -98,6 +102,8 @@ class Replay:
         self.logs: collections.deque[LogRecord] = collections.deque(maxlen=RECENT_LOGS)
         self.totals = copy.deepcopy(totals)  # a resumed run's groups count too
         self.dropped: collections.Counter[str] = collections.Counter()
+        self.servers: dict[str, ServerStatus] = {}
+        self.alerts: dict[str, Alert] = {}  # the active ones
 
     def add(self, event: Event) -> None:
         match event:
@@ -109,15 +115,22 @@ class Replay:
                 self.totals.add(event)
             case LogRecord():
                 self.logs.append(event)
-            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | RunSummary():
+            case ServerStatus():
+                self.servers[event.url] = event
+            case Alert(active=True):
+                self.alerts[event.name] = event
+            case Alert():
+                self.alerts.pop(event.name, None)
+            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | Health() | RunSummary():
                 self.latest[type(event)] = event
 
     def events(self) -> list[Event]:
         """The run so far, in an order the dashboard folds as it would have live."""
         first = [self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest]
-        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, RunStatus, RunSummary) if kind in self.latest]
+        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, Health, RunStatus, RunSummary)
+                if kind in self.latest]
         so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
-        return [*first, *self.groups, so_far, *self.logs, *last]
+        return [*first, *self.groups, so_far, *self.logs, *self.servers.values(), *self.alerts.values(), *last]
 
     def info(self) -> RunInfo:
         started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
@@ -131,6 +144,7 @@ class Replay:
             groups_per_s=round(rate, 3),
             out_path=started.out_path if started is not None else "",
             pid=os.getpid(),
+            api=self.latest.get(ApiStatus),
         )
 
 

@@ -35,6 +35,7 @@ from vftui.collector.group_pool import groups_for, groups_with_spares, process_i
 from vftui.collector.ledger import ItemLedger
 from vftui.collector.output_lock import OutputLock
 from vftui.collector.run_socket import RunServer, socket_path
+from vftui.collector.server_watch import watch_servers
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
@@ -496,10 +497,12 @@ class Run:
         """atroposlib's serve loop, until the groups are sent or a stop is requested."""
         self._task = asyncio.ensure_future(env.env_manager())
         finished = asyncio.ensure_future(controls.wait_finished())
+        servers = asyncio.ensure_future(watch_servers(env.server.servers, self.emit))
         try:
             await asyncio.wait({self._task, finished}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             finished.cancel()
+            servers.cancel()
             if not self._task.done():
                 self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

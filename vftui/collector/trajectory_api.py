@@ -2,7 +2,8 @@
 
 ``--start-api`` runs atroposlib's own server as a child process on a loopback port and
 stops it when the run ends; ``poll`` and ``watch`` read its status from outside, for
-``vftui watch``.
+``vftui watch``, with what each live run of ours that sends to it sees (its share, its
+queued groups, the workers atroposlib allows it, its off-policy lag).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from urllib.parse import urlparse
 import httpx
 
 from vftui.errors import UserError
-from vftui.events import ApiStatus
+from vftui import run_index
+from vftui.collector.run_socket import ask_status, socket_path
+from vftui.events import ApiStatus, EnvShare
 
 
 def is_up(api_url: str, timeout: float = 2.0) -> bool:
@@ -68,7 +71,7 @@ class ApiProcess:
 
 
 def poll(client: httpx.Client, api_url: str) -> ApiStatus:
-    """What a trainer and the envs see of the API right now; never raises."""
+    """What a trainer and the envs see of the API right now, from its read-only endpoints; never raises."""
     api_url = api_url.rstrip("/")
     try:
         status = client.get(f"{api_url}/status").json()
@@ -82,7 +85,22 @@ def poll(client: httpx.Client, api_url: str) -> ApiStatus:
         batch_size=int(info.get("batch_size", -1)),
         current_step=int(status.get("current_step", 0)),
         queue_size=int(status.get("queue_size", 0)),
+        envs=our_runs_sending_to(api_url),
     )
+
+
+def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
+    """Each live run of this user's that sends to ``api_url``, as it sees the API: the API itself
+    has no read-only list of its envs (``/status-env`` fails loudly on an id it does not know)."""
+    shares = []
+    for out in run_index.known_runs():
+        path = socket_path(out)
+        info = ask_status(path, timeout=1.0) if path.exists() else None
+        api = info.api if info is not None else None
+        if api is not None and api.api_url.rstrip("/") == api_url:
+            shares.append(EnvShare(str(out), api.env_id, api.env_weight or 0.0, api.self_queue_size, api.workers,
+                                   api.workers_allowed, api.lag))
+    return tuple(shares)
 
 
 def watch(api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0) -> None:

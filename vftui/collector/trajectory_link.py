@@ -10,6 +10,7 @@ registered with again, and sends wait until it knows us. It relies on the env's
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,7 @@ from atroposlib.envs.base import BaseEnv
 from tenacity import stop_after_attempt
 
 from vftui.errors import RunFailed
-from vftui.events import TRAJECTORY_API, ApiStatus, RunState, RunStatus
+from vftui.events import META, TRAJECTORY_API, ApiStatus, RunState, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,12 @@ def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
     return functools.partial(method.retry_with(stop=stop_after_attempt(1), reraise=True), env)
 
 
+LAG_GROUPS = 8  # the recently sent groups the off-policy lag is over
+
+
 class TrajectoryApiLink:
     unsent = 0  # groups a stop cut off before the API took them (they stay in the jsonl)
+    _sent_steps: collections.deque | None = None  # the trainer step each recently sent group began at
     _said_waiting = False
     _api_knows_us = False
 
@@ -69,16 +74,27 @@ class TrajectoryApiLink:
 
     async def get_status(self):
         await self._until_it_works(self._status_or_register_again, "reading its status")
+        step = int(self.status_dict.get("current_step", 0))
+        queue = int(self.status_dict.get("queue_size", 0))
+        offpolicy = self.config.max_batches_offpolicy * self.derived_batch_size // self.config.group_size - queue
         self.hooks.emit(ApiStatus(
             api_url=self.config.rollout_server_url,
             reachable=True,
             trainer_registered=True,  # our env registered, which only succeeds once a trainer has
             batch_size=int(self.config.batch_size),
-            current_step=int(self.status_dict.get("current_step", 0)),
-            queue_size=int(self.status_dict.get("queue_size", 0)),
+            current_step=step,
+            queue_size=queue,
             env_weight=float(self.status_dict.get("env_weight", 0.0)),
             env_id=getattr(self, "env_id", None),
+            self_queue_size=int(self.status_dict.get("self_queue_size", 0)),
+            workers=len(self.workers),
+            workers_allowed=max(0, min(self.max_num_workers, offpolicy)),  # atroposlib's add_train_workers
+            lag=step - min(self._sent_steps) if self._sent_steps else None,
         ))
+
+    def began_at_step(self) -> int:
+        """The trainer step now, recorded in a group as it begins (for the off-policy lag)."""
+        return int((getattr(self, "status_dict", None) or {}).get("current_step", 0))
 
     async def _status_or_register_again(self) -> None:
         """Our env's status; a run-api that restarted has forgotten us (it answers 500), so register again."""
@@ -103,6 +119,10 @@ class TrajectoryApiLink:
 
         try:
             await self._until_it_works(send, "sending a group")
+            if self._sent_steps is None:
+                self._sent_steps = collections.deque(maxlen=LAG_GROUPS)
+            self._sent_steps.extend(g.get(META, {}).get("trainer_step", 0)
+                                    for g in (scored_data if isinstance(scored_data, list) else [scored_data]))
         except RunFailed:
             self.unsent += 1
             logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")

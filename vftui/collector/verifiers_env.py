@@ -272,6 +272,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
         started = time.time()
+        began_at_step = self.began_at_step()
         temperature = self.temperature
         outputs = await self._rollouts_with_retries(item, temperature)
         if outputs is None:
@@ -328,6 +329,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             "stripped_end_of_turn": stripped,
             "started_at": started,
             "elapsed_s": round(time.time() - started, 4),
+            **({} if self.process_mode else {"trainer_step": began_at_step}),
             **self.hooks.extra_meta,
         }
         return group

@@ -20,8 +20,9 @@ def status_line(status: ApiStatus) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.polled_at))
     if not status.reachable:
         return f"{stamp} {status.api_url} unreachable: {status.error}"
+    envs = "".join(f"\n  {wording.env_share(e)}" for e in status.envs)
     return (f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
-            f"queue {status.queue_size} groups")
+            f"queue {status.queue_size} groups{envs}")
 
 
 def watch_headless(api_url: str, every_s: float, count: int | None) -> int:

@@ -7,13 +7,17 @@ token ids with their (simulated) logprobs out. Asked with ``tools``, it plays th
 built-in tool task with OpenAI ``tool_calls``. For tests and demos it can be told
 to misbehave (``POST /sim/faults``), to rate-limit like a hosted API (at most R requests
 a second, 429 with ``Retry-After`` beyond it), and it remembers what it was asked
-(``GET /sim/requests``), so a test can see the temperature that reached it.
+(``GET /sim/requests``), so a test can see the temperature that reached it. Like vLLM it
+serves Prometheus ``/metrics`` (running and waiting requests, KV-cache use), with at most
+``max_running`` requests running at once when that is set (the rest wait, as in a full
+batch).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import json
 import math
@@ -25,10 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from vftui.sim import TOKENIZER_DIR, policy, tool_task
 
 MODEL = "vftui-sim"
+KV_CACHE_TOKENS = 65_536  # the simulated KV cache; each running request holds KV_TOKENS_PER_REQUEST of it
+KV_TOKENS_PER_REQUEST = 2_048
 THINKING = ("sort", "names", "first", "letter", "compare", "then", "next", "check", "order", "list")
 
 
@@ -77,6 +84,7 @@ class SimSettings:
     latency_s: float = 0.0
     rate_limit: float = 0.0  # requests a second; 0: no limit
     think_words: int = 0  # words of thinking before each answer, for long rollouts
+    max_running: int = 0  # requests running at once (the rest wait); 0: no limit
 
 
 class SimState:
@@ -86,6 +94,8 @@ class SimState:
         self.seed = settings.seed
         self.latency_s = settings.latency_s
         self.think_words = settings.think_words
+        self.max_running = settings.max_running
+        self.waiting = 0
         self.bucket = TokenBucket(settings.rate_limit) if settings.rate_limit > 0 else None
         self.rate_limited_total = 0
         self.tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
@@ -95,6 +105,35 @@ class SimState:
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: collections.Counter[str] = collections.Counter()
+        self.registry = self._gauges()
+
+    def _gauges(self) -> CollectorRegistry:
+        """vLLM's gauge names and labels, so a scraper that reads vLLM reads this."""
+        registry = CollectorRegistry()
+        for name, doc, value in (
+            ("vllm:num_requests_running", "Requests in the running batch.", lambda: self.in_flight),
+            ("vllm:num_requests_waiting", "Requests waiting for a place in the batch.", lambda: self.waiting),
+            ("vllm:kv_cache_usage_perc", "KV-cache usage, 1 means 100 percent.",
+             lambda: min(1.0, self.in_flight * KV_TOKENS_PER_REQUEST / KV_CACHE_TOKENS)),
+        ):
+            Gauge(name, doc, ["model_name"], registry=registry).labels(MODEL).set_function(value)
+        return registry
+
+    @contextlib.asynccontextmanager
+    async def running(self):
+        """A place in the running batch: waits while ``max_running`` requests run."""
+        self.waiting += 1
+        try:
+            while self.max_running and self.in_flight >= self.max_running:
+                await asyncio.sleep(0.01)
+        finally:
+            self.waiting -= 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
 
     def rng_for(self, messages: list[dict[str, Any]]) -> random.Random:
         """Seeded by the conversation and how often it was asked: reruns repeat exactly."""
@@ -178,12 +217,8 @@ async def _misbehave(state: SimState) -> web.Response | None:
 
 async def chat_completions(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
-    state.in_flight += 1
-    state.max_in_flight = max(state.max_in_flight, state.in_flight)
-    try:
+    async with state.running():
         return await _chat_completion(request, state)
-    finally:
-        state.in_flight -= 1
 
 
 async def _chat_completion(request: web.Request, state: SimState) -> web.Response:
@@ -240,6 +275,11 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
 async def generate(request: web.Request) -> web.Response:
     """vLLM's token-level ``/generate``: prompt token ids in, token ids and logprobs out."""
     state: SimState = request.app[SIM]
+    async with state.running():
+        return await _generate(request, state)
+
+
+async def _generate(request: web.Request, state: SimState) -> web.Response:
     try:
         body = await request.json()
         prompt_ids = [int(t) for t in body["prompt"]["prompt_token_ids"]]
@@ -266,6 +306,10 @@ async def generate(request: web.Request) -> web.Response:
     return web.json_response({"text": texts, "logprobs": logprobs, "finish_reasons": reasons})
 
 
+async def metrics(request: web.Request) -> web.Response:
+    return web.Response(body=generate_latest(request.app[SIM].registry), content_type="text/plain")
+
+
 async def health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "simulated": True})
 
@@ -287,12 +331,15 @@ async def set_faults(request: web.Request) -> web.Response:
 
 
 async def change_settings(request: web.Request) -> web.Response:
-    """Change how the endpoint behaves mid-run (tests make it misbehave on purpose): ``think_words``, ``latency_s``."""
+    """Change how the endpoint behaves mid-run (tests make it misbehave on purpose): ``think_words``,
+    ``latency_s``, ``max_running``."""
     body = await request.json()
     state: SimState = request.app[SIM]
     state.think_words = int(body.get("think_words", state.think_words))
     state.latency_s = float(body.get("latency_s", state.latency_s))
-    return web.json_response({"think_words": state.think_words, "latency_s": state.latency_s})
+    state.max_running = int(body.get("max_running", state.max_running))
+    return web.json_response({"think_words": state.think_words, "latency_s": state.latency_s,
+                              "max_running": state.max_running})
 
 
 async def recent_requests(request: web.Request) -> web.Response:
@@ -316,6 +363,7 @@ def make_app(settings: SimSettings = SimSettings()) -> web.Application:
             web.get("/v1/models", models),
             web.post("/v1/chat/completions", chat_completions),
             web.get("/health", health),
+            web.get("/metrics", metrics),
             web.post("/generate", generate),
             web.post("/sim/faults", set_faults),
             web.post("/sim/settings", change_settings),

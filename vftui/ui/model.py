@@ -34,6 +34,7 @@ from vftui.events import (
     RunState,
     RunStatus,
     RunSummary,
+    ServerStatus,
     TemperatureChanged,
     with_texts,
 )
@@ -84,6 +85,7 @@ class DashboardModel:
     last_dump: GroupsDumped | None = None
     api_status: ApiStatus | None = None
     requests: RequestStats | None = None
+    servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
     health: Health | None = None
     alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
@@ -151,6 +153,8 @@ class DashboardModel:
                 self._apply_api(event)
             case RequestStats():
                 self.requests = event
+            case ServerStatus():
+                self.servers[event.url] = event
             case Health():
                 self.health = event
             case Alert():

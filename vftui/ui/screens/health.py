@@ -9,12 +9,27 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from vftui.events import ServerStatus
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def server_line(server: ServerStatus) -> Text:
+    """One inference server: atroposlib's health check, its requests, and its /metrics where it has them."""
+    text = Text("up" if server.healthy else "DOWN", style="green" if server.healthy else "bold red")
+    text.append(f", {server.requests} requests, {server.retries} retries, latency p50 "
+                f"{fmt(server.latency_p50_s, '.2f')} s p95 {fmt(server.latency_p95_s, '.2f')} s")
+    if server.running is not None or server.waiting is not None:
+        text.append(f", running {fmt(server.running, 'g')} waiting {fmt(server.waiting, 'g')}")
+    if server.kv_cache is not None:
+        text.append(f", KV cache {server.kv_cache:.0%}")
+    if server.metrics_note:
+        text.append(f" ({server.metrics_note})", style="dim")
+    return text
 
 
 def render_health(model: DashboardModel) -> Table | Text:
@@ -37,6 +52,13 @@ def render_health(model: DashboardModel) -> Table | Text:
     table.add_row("requests", f"failed {fmt(signals.get('errors'), '.1%')}, latency p50 {fmt(health.latency_p50_s, '.2f')} s "
                   f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s")
     table.add_row("since the last group", f"{fmt(signals.get('stall'), '.0f')} s")
+    api = model.api_status
+    if api is not None and api.reachable and api.workers_allowed is not None:
+        table.add_row("trainer", f"step {api.current_step}, {fmt(signals.get('trainer_stall'), '.0f')} s since it "
+                      f"stepped with groups waiting, lag {fmt(signals.get('lag'), '.0f')} steps, "
+                      f"workers {api.workers}/{api.workers_allowed}")
+    for server in model.servers.values():
+        table.add_row(Text(server.url, overflow="ellipsis"), server_line(server))
     hacking = ", ".join(f"{name} {fmt(signals.get(name), '.2f')}" for name in ("dominance", "divergence", "saturation",
                                                                                 "jump"))
     table.add_row("reward hacking", hacking)

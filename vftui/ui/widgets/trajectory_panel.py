@@ -6,9 +6,10 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
-from vftui import stats
+from vftui import stats, wording
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
+from vftui.printable import printable
 from vftui.wording import WAITING_FOR_TRAINER, trainer_state
 
 
@@ -27,7 +28,10 @@ def api_state(model: DashboardModel) -> tuple[str, str]:
 def api_figures(model: DashboardModel) -> tuple:
     """What the panel shows: the state, the API's counters when it answers, our groups in a live run."""
     api = model.api_status
-    counters = (api.current_step, api.queue_size, api.env_weight) if api is not None and api.reachable else None
+    counters = None
+    if api is not None and api.reachable:
+        counters = (api.current_step, api.queue_size, api.env_weight, api.self_queue_size, api.workers,
+                    api.workers_allowed, api.lag, tuple(printable(wording.env_share(e)) for e in api.envs))
     ours = None
     if model.run_started is not None:
         dropped = model.dropped
@@ -39,11 +43,19 @@ def render_api(figures: tuple) -> Text:
     (state, style), counters, ours = figures
     text = Text(state, style=style)
     if counters is not None:
-        step, queue, weight = counters
+        step, queue, weight, ours_queued, workers, allowed, lag, runs = counters
         text.append(f"\nstep {step}", style="bold").append("  (batches pulled)", style="dim")
         text.append(f"\nqueue {queue} groups")
         if weight is not None:
             text.append(f"  weight {weight:.2f}")
+        if ours_queued is not None:
+            text.append(f"\nours queued {ours_queued}")
+        if allowed is not None:
+            text.append(f"  {wording.workers(workers, allowed)}", style="yellow" if allowed == 0 else "")
+        if lag is not None:
+            text.append(f"\n{wording.lag(lag)}").append("  (off-policy)", style="dim")
+        for run in runs:
+            text.append(f"\n{run}")
     if ours is not None:
         sent, dropped, hard, easy = ours
         text.append(f"\nsent {sent}  dropped {dropped}")
