@@ -7,6 +7,7 @@ checks them against what the simulated inference server returned.
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 
@@ -203,3 +204,24 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
     assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \
         "every scored group counts, sent or not"
+
+
+def test_a_template_that_rewrites_earlier_turns_drops_groups_then_fails_the_run(sim, api, tmp_path):
+    """Like Qwen3's, this template drops the reasoning of earlier assistant turns, so a multi-turn
+    rollout's final context is not what was generated: no such group may reach a trainer."""
+    tokenizer = tmp_path / "tokenizer"
+    shutil.copytree(TOKENIZER_DIR, tokenizer)
+    template = tokenizer / "chat_template.jinja"
+    plain = "{%- else -%}{{- '<|im_start|>' + message['role']"
+    strips = ("{%- elif message['role'] == 'assistant' and not loop.last -%}{{- '<|im_start|>assistant\n' + "
+              "(message['content'] or '').split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' -}}")
+    assert plain in template.read_text()
+    template.write_text(template.read_text().replace(plain, strips + plain))
+    sim_admin(sim, "/sim/settings", {"think_words": 5})
+    Trainer(api.api_url, batches=GROUPS)
+    args = [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--tokenizer", str(tokenizer), "--retries", "2"]
+    code, err = finish(start_cli(args, tmp_path))
+    assert code == 1, err
+    assert "not sent: building the token sequence failed: the chat template renders earlier turns" in err
+    assert "building the token sequence failed in 3 groups in a row" in err
+    assert read_jsonl(tmp_path / "groups.jsonl") == [], "nothing that does not match its generation is kept"

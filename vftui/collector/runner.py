@@ -129,6 +129,7 @@ class Run:
         self.health: HealthMonitor | None = None
         self._health: Health | None = None
         self._tripped: Tripped | None = None
+        self._failure: RunFailed | None = None
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -344,6 +345,7 @@ class Run:
             on_tokens=self.traffic.tokens,
             extra_meta={"model": plan.model, "simulated": plan.simulated},
             health_metrics=lambda: self.health.wandb_metrics(self._health) if self._health is not None else {},
+            fail=self._fail if rl else None,
         )
         env = VerifiersEnv(env_config, servers, vf_env=vf_env, hooks=hooks)
         # Process mode as atroposlib's `process` command sets it up; in both modes groups go
@@ -510,10 +512,18 @@ class Run:
         if env.unsent:
             logging.getLogger(__name__).warning("%d groups were not sent to the trajectory API; "
                                                 "they are in %s", env.unsent, self.plan.out_path)
+        if self._failure is not None:
+            raise self._failure
 
     def _cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+    def _fail(self, failure: RunFailed) -> None:
+        """rl: a group's failure ends the run (the first one says why)."""
+        if self._failure is None:
+            self._failure = failure
+            self._cancel()
 
     async def _finish_wandb(self) -> None:
         if self.config.wandb:

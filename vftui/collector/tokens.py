@@ -118,7 +118,8 @@ def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], 
 
     def add_context(rendered: str) -> str:
         if not rendered.startswith(text):
-            raise TemplateMismatch("the chat template renders earlier turns differently from how they were generated")
+            raise TemplateMismatch("the chat template renders earlier turns differently from how they were generated "
+                                   "(as templates that drop earlier reasoning do)")
         ids = tokenizer.encode(rendered[len(text):], add_special_tokens=False) if len(rendered) > len(text) else []
         tokens.extend(ids)
         masks.extend([MASKED] * len(ids))

@@ -83,6 +83,8 @@ class Hooks:
     extra_meta: dict[str, Any] = field(default_factory=dict)
     health_metrics: Callable[[], dict[str, float]] = dict
     """The run's health figures for each wandb log (``collector.health``)."""
+    fail: Callable[[RunFailed], None] | None = None
+    """rl: ends the run with this failure (atroposlib's serve loop logs and drops a group's error)."""
 
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
@@ -110,7 +112,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.system_prompt = vf_env.system_prompt
         self.reward_func_names = compat.reward_function_names(vf_env)
         compat.watch_reward_functions(vf_env)
-        self._reward_failures_in_a_row = 0
+        self._failures_in_a_row = 0
         self.max_turns = getattr(vf_env, "max_turns", None)
         self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
@@ -189,6 +191,12 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             return None, []
         try:
             group = await self._collect_group(item)
+        except RunFailed as e:
+            self._group_done(written=False)
+            if self.hooks.fail is None:
+                raise
+            self.hooks.fail(e)
+            return None, []
         except BaseException:
             self._group_done(written=False)
             raise
@@ -279,7 +287,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             return None
         if failures := compat.REWARD_FAILURES.get():
             name, error = failures[0]
-            self._reward_failed(item, f"reward function '{name}'", error)
+            self._group_failed(item, f"reward function '{name}'", error)
             return None
         group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
         if not self.process_mode:
@@ -300,8 +308,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             else:
                 try:
                     tokenized = rl_tokens(tokenizer, rendered, output[TURNS])
-                except TemplateMismatch as e:
-                    raise RunFailed(f"cannot build the rollout's token sequence: {e}") from e
+                except TemplateMismatch as e:  # scored, but the trainer would get tokens it was not sent
+                    self._group_failed(item, "building the token sequence", str(e),
+                                       [float(o.get("reward") or 0.0) for o in outputs],
+                                       [compat.num_turns(o) for o in outputs])
+                    return None
                 group["inference_logprobs"].append(tokenized.logprobs)
                 stripped.append(False)
             group["tokens"].append(tokenized.tokens)
@@ -314,9 +325,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                 if isinstance(value, (int, float)):
                     metrics.setdefault(name, []).append(float(value))
         if (bad := _first_non_finite(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
-            self._reward_failed(item, bad, "not a finite number")
+            self._group_failed(item, bad, "not a finite number")
             return None
-        self._reward_failures_in_a_row = 0
+        self._failures_in_a_row = 0
         self._score_range = stats.widen(self._score_range, group["scores"])
         group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
         group[META] = {
@@ -391,16 +402,16 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.window.add(event)
         self.hooks.emit(event)
 
-    def _reward_failed(self, item: dict[str, Any], what: str, error: str) -> None:
-        """A reward function raised (verifiers scored it 0) or a reward was not finite: report the group."""
-        self._reward_failures_in_a_row += 1
-        if self._reward_failures_in_a_row > self.hooks.max_retries:
-            raise RunFailed(
-                f"{what} failed in {self._reward_failures_in_a_row} groups in a row; "
-                f"last error: {error}"
-            )
+    def _group_failed(self, item: dict[str, Any], what: str, error: str, scores: list[float] | None = None,
+                      turns: list[int] | None = None) -> None:
+        """A group that cannot be training data (a reward function raised, which verifiers scores 0;
+        a reward that is not finite; tokens that do not match the generation): report and drop it.
+        The same failure in more than --retries groups in a row fails the run: it is systematic."""
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row > self.hooks.max_retries:
+            raise RunFailed(f"{what} failed in {self._failures_in_a_row} groups in a row; last error: {error}")
         self._item_done(item["_item"])
-        self.hooks.emit(GroupDropped(item["_item"], f"{what} failed: {error}"))
+        self.hooks.emit(GroupDropped(item["_item"], f"{what} failed: {error}", scores or [], {}, turns or []))
 
     def release_unstarted(self, item: dict[str, Any]) -> None:
         """Give back the slot of a claimed item whose group never started (cancelled first)."""
