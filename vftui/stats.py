@@ -54,6 +54,13 @@ def population_std(values: list[float]) -> float:
     return (sum((v - mu) ** 2 for v in values) / len(values)) ** 0.5
 
 
+def quantile(ordered: list[float], q: float) -> float | None:
+    """The value at quantile ``q`` of an already sorted list (None when empty), as every view shows p50/p95."""
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
+
+
 def is_identical(scores: list[float]) -> bool:
     return len(set(scores)) <= 1
 

@@ -241,7 +241,7 @@ class HealthMonitor:
         if trend is not None:
             values["collapse"] = max(0.0, 1.0 - trend)
             everything = sorted(lengths[0] + lengths[1])
-            p95 = everything[int(0.95 * (len(everything) - 1))]
+            p95 = stats.quantile(everything, 0.95) or 0.0
             values["runaway"] = p95 / self._length_cap if trend > GROWING_TREND and self._length_cap > 0 else 0.0
         rewards = [[s.mean for s in half] for half in (older, newer)]
         values["jump"] = _jump(*rewards)
@@ -296,7 +296,7 @@ class HealthMonitor:
             groups=len(samples),
             finish_reasons=dict(finishes),
             completion_mean=round(statistics.fmean(lengths), 1) if lengths else 0.0,
-            completion_p95=float(lengths[int(0.95 * (len(lengths) - 1))]) if lengths else 0.0,
+            completion_p95=float(stats.quantile(lengths, 0.95) or 0.0),
             dropped=dict(collections.Counter(s.drop for s in samples if s.drop)),
             reward_all=round(statistics.fmean(s.mean for s in samples), 4) if samples else None,
             reward_trainable=round(statistics.fmean(trainable), 4) if trainable else None,

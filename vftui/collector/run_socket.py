@@ -121,7 +121,8 @@ class Replay:
                 self.alerts[event.name] = event
             case Alert():
                 self.alerts.pop(event.name, None)
-            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | Health() | RunSummary():
+            case (RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | Health()
+                  | RunSummary()):
                 self.latest[type(event)] = event
 
     def events(self) -> list[Event]:

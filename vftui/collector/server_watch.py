@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
-import statistics
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from vftui import stats
 from vftui.events import ServerStatus
 
 # vLLM (both engine versions) and SGLang name the same gauges differently
@@ -116,8 +116,8 @@ class ServerWatch:
             healthy=bool(getattr(self.server, "server_healthy", True)),
             requests=self.requests,
             retries=self.retries,
-            latency_p50_s=round(statistics.median(latencies), 4) if latencies else None,
-            latency_p95_s=round(latencies[int(0.95 * (len(latencies) - 1))], 4) if latencies else None,
+            latency_p50_s=stats.quantile(latencies, 0.5),
+            latency_p95_s=stats.quantile(latencies, 0.95),
             running=found.get("running"),
             waiting=found.get("waiting"),
             kv_cache=found.get("kv_cache"),

@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 import httpx
 
+from vftui import stats
 from vftui.collector.backoff import backoff_seconds
 from vftui.events import RequestStats
 
@@ -192,19 +193,13 @@ class TrafficStats:
             groups_in_flight=groups_in_flight,
             requests_per_s=round(recent / span, 2),
             tokens_per_s=round(tokens / span, 1),
-            latency_p50_s=_quantile(ordered, 0.5),
-            latency_p95_s=_quantile(ordered, 0.95),
+            latency_p50_s=stats.quantile(ordered, 0.5),
+            latency_p95_s=stats.quantile(ordered, 0.95),
             rate_limited=limit.size < limit.ceiling or now - self._last_rate_limited < RECENT_S,
             requests_total=self.requests_total,
             rate_limited_total=self.rate_limited_total,
             failed_total=self.failed_total,
         )
-
-
-def _quantile(ordered: list[float], q: float) -> float | None:
-    if not ordered:
-        return None
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
 
 
 class ResponseTooLarge(httpx.ReadError):

@@ -74,7 +74,7 @@ class TrajectoryApiLink:
 
     async def get_status(self):
         await self._until_it_works(self._status_or_register_again, "reading its status")
-        step = int(self.status_dict.get("current_step", 0))
+        step = self.trainer_step()
         queue = int(self.status_dict.get("queue_size", 0))
         offpolicy = self.config.max_batches_offpolicy * self.derived_batch_size // self.config.group_size - queue
         self.hooks.emit(ApiStatus(
@@ -92,8 +92,8 @@ class TrajectoryApiLink:
             lag=step - min(self._sent_steps) if self._sent_steps else None,
         ))
 
-    def began_at_step(self) -> int:
-        """The trainer step now, recorded in a group as it begins (for the off-policy lag)."""
+    def trainer_step(self) -> int:
+        """The trainer step as last polled (0 before any poll); each group records it as it begins, for the lag."""
         return int((getattr(self, "status_dict", None) or {}).get("current_step", 0))
 
     async def _status_or_register_again(self) -> None:

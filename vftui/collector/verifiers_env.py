@@ -280,7 +280,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
         started = time.time()
-        began_at_step = self.began_at_step()
+        began_at_step = self.trainer_step()
         temperature = self.temperature
         outputs = await self._rollouts_with_retries(item, temperature)
         if outputs is None:
