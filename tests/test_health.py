@@ -7,7 +7,6 @@ import json
 import types
 
 import httpx
-
 import pytest
 from aiohttp import web
 from rich.console import Console
@@ -15,9 +14,18 @@ from rich.console import Console
 from tests.conftest import Trainer, json_events, run_cli, serve_app, sim_admin, start_cli, until, wait_for_lines
 from vftui.collector.health import SIGNALS, HealthMonitor, parse_gates
 from vftui.collector.process import CollectorProcess
-from vftui.config import RunConfig
 from vftui.collector.server_watch import ServerWatch, parse_metrics
-from vftui.events import MASKED, ApiStatus, GroupCollected, GroupDropped, RequestStats, RunState, RunStatus, ServerStatus
+from vftui.config import RunConfig
+from vftui.events import (
+    MASKED,
+    ApiStatus,
+    GroupCollected,
+    GroupDropped,
+    RequestStats,
+    RunState,
+    RunStatus,
+    ServerStatus,
+)
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
@@ -154,7 +162,7 @@ def test_rl_inference_servers_backlog_latency_and_retries():
     health.observe(ServerStatus("http://a/v1", True, 100, 0, 0.2, 0.5, running=8, waiting=2))
     clock.now += 5
     health.observe(ServerStatus("http://a/v1", True, 150, 50, 0.3, 1.5, running=8, waiting=24))
-    figures, changes, _ = health.check()
+    figures, _, _ = health.check()
     assert figures.signals["backlog"] == 3.0 and "backlog" in figures.active
     assert figures.signals["errors"] == pytest.approx(0.5), "50 retries among 100 attempts since the first poll"
     assert (figures.latency_p50_s, figures.latency_p95_s) == (0.3, 1.5)
@@ -352,7 +360,7 @@ async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard
             await until(lambda: "workers" in str(app.query_one("#api-text").render()), pilot=pilot)
             await pilot.press("h")
             await until(lambda: isinstance(app.screen, HealthScreen), pilot=pilot)
-            body = lambda: text_of(app.screen.query_one("#health-body").render())  # noqa: E731
+            body = lambda: text_of(app.screen.query_one("#health-body").render())
             await until(lambda: "it is full" in body() and "waiting" in body() and "KV cache" in body(), pilot=pilot)
             assert sim.base_url in body() and "trainer" in body()
             await pilot.press("escape")

@@ -30,8 +30,8 @@ from atroposlib.envs.base import APIServerConfig
 from vftui import paths, run_index, stats, store
 from vftui.collector import compat, endpoint, env_loader, hub, managed, trajectory_api
 from vftui.collector.controls import Controls
-from vftui.collector.health import STALL_TIMEOUT, HealthMonitor, Tripped, parse_gates
 from vftui.collector.group_pool import groups_for, groups_with_spares, process_in_flight
+from vftui.collector.health import STALL_TIMEOUT, HealthMonitor, Tripped, parse_gates
 from vftui.collector.ledger import ItemLedger
 from vftui.collector.output_lock import OutputLock
 from vftui.collector.run_socket import RunServer, socket_path

@@ -17,9 +17,9 @@ from urllib.parse import urlparse
 
 import httpx
 
-from vftui.errors import UserError
 from vftui import run_index
 from vftui.collector.run_socket import ask_status, socket_path
+from vftui.errors import UserError
 from vftui.events import ApiStatus, EnvShare
 
 

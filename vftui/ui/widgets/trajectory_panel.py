@@ -7,9 +7,9 @@ from textual.containers import Vertical
 from textual.widgets import Sparkline
 
 from vftui import stats, wording
+from vftui.printable import printable
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
-from vftui.printable import printable
 from vftui.wording import WAITING_FOR_TRAINER, trainer_state
 
 
