@@ -19,7 +19,7 @@ Sections (``--sections``, all by default):
   requests in flight, 1 s latency.
 - ``rl``: atroposlib's serve mode against the same simulated server's vLLM-style
   ``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
-  serve" is ``python -m vftui.collector.env serve``, "vftui rl" is ``vftui run --mode rl
+  serve" is ``python -m vftui.collector.verifiers_env serve``, "vftui rl" is ``vftui run --mode rl
   --no-ui``. Their rate is the trainer's arrival rate (first group to last).
 
     python bench/throughput.py [--sections cpu,latency,rate,memory,rl] [--groups 200] [--repeats 3]
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import httpx
 
-from vftui.collector.trajectory_api import ApiProcess
+from vftui.collector.rl.api_process import ApiProcess
 from vftui.sim.server import MODEL, TOKENIZER_DIR, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
@@ -67,7 +67,7 @@ def run(cmd: list[str], env: dict[str, str]) -> str:
 def bare(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "") -> list[str]:
     extra = ["--env.env_args", env_args] if env_args else []
     return [
-        sys.executable, "-m", "vftui.collector.env", "process",
+        sys.executable, "-m", "vftui.collector.verifiers_env", "process",
         "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", str(TOKENIZER_DIR),
         "--env.group_size", str(group_size), "--env.total_steps", str(groups),
         "--env.data_path_to_save_groups", str(out),
@@ -131,7 +131,7 @@ def collect(name: str, build, server: BackgroundSimServer, env: dict[str, str], 
 def bare_serve(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
     tokenizer = str(TOKENIZER_DIR)
     return [
-        sys.executable, "-m", "vftui.collector.env", "serve",
+        sys.executable, "-m", "vftui.collector.verifiers_env", "serve",
         "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", tokenizer, "--env.group_size", str(group_size),
         "--env.rollout_server_url", api_url, "--env.use_wandb", "False", "--env.total_steps", "1000000",
         "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x",

@@ -31,12 +31,14 @@ from pathlib import Path
 from textual import events
 
 from vftui.collector.controls import Controls
-from vftui.collector.process import CollectorProcess, Outbox, Prepared, serve_commands
 from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
+from vftui.live.process import CollectorProcess, Prepared
+from vftui.live.wire import Outbox, serve_commands
 from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
 
 TOKENS = 2000
 BULK_CHUNK = 50  # groups queued at once in the memory phase: ten times a fast collector's tick
@@ -110,7 +112,7 @@ async def measure(args: argparse.Namespace) -> None:
     collector = CollectorProcess(RunConfig(window=args.window), inbox.put,
                                  target=functools.partial(synthetic_collector, args.rate))
     collector.start()
-    app = VftuiApp(inbox, collector.controls, window=args.window)
+    app = VftuiApp(StartedRun(inbox, collector), window=args.window)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause(2.0)
         frames = painted_frames(app)

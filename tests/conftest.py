@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from vftui.collector.trajectory_api import ApiProcess
+from vftui.collector.rl.api_process import ApiProcess
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import free_port, run_cli, serve_app
 from vftui.cli import main
-from vftui.collector import compat, env_loader
+from vftui.collector.envs import loader as env_loader
 
 HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
 FAKE_ENVS = {
@@ -162,9 +162,9 @@ def test_builtin_env_wins_over_an_installed_module_of_its_name(tmp_path, monkeyp
     )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "alphabet_sort", raising=False)
-    vf_env = env_loader.load("alphabet-sort", {})
+    environment = env_loader.load("alphabet-sort", {})
     assert sys.modules["alphabet_sort"].__file__ == str(env_loader.BUILTIN_DIR / "alphabet_sort.py")
-    assert compat.reward_function_names(vf_env)[:2] == ["sorted_correctly", "format_ok"]
+    assert environment.reward_function_names[:2] == ["sorted_correctly", "format_ok"]
     assert "alphabet-sort" not in env_loader.installed_environments()
     monkeypatch.delitem(sys.modules, "alphabet_sort")
     assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0, (

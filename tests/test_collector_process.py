@@ -14,17 +14,20 @@ import pytest
 from textual.widgets._toast import Toast
 
 from tests.conftest import read_jsonl, tmux_cli_command, until, wait_until
-from vftui.collector.process import CollectorGone, CollectorProcess
+from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.events import RunState
+from vftui.live.process import CollectorProcess
+from vftui.live.wire import CollectorGone
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
 
 
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
-    run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put).start()
+    run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put, target=child_main).start()
     with pytest.raises(UserError, match="is a folder; give a .jsonl file path"):
         run.wait_summary()
     run.close()
@@ -34,9 +37,10 @@ def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
 async def test_a_killed_collector_shows_as_failed_and_the_app_stays_open(slow_sim, tmp_path):
     out = tmp_path / "groups.jsonl"
     inbox = Inbox()
-    run = CollectorProcess(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=out), inbox.put)
+    run = CollectorProcess(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=out), inbox.put,
+                           target=child_main)
     run.start()
-    app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+    app = VftuiApp(StartedRun(inbox, run))
     try:
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)

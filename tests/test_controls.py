@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.conftest import read_jsonl, sim_admin, until
-from vftui.collector.runner import Run
+from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.events import GroupCollected, GroupsDumped, RunState, RunStatus, TemperatureChanged
 from vftui.sim.server import BackgroundSimServer

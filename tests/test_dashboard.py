@@ -8,11 +8,13 @@ import re
 import pytest
 
 from tests.conftest import read_jsonl, sim_admin, until
-from vftui.collector.process import CollectorProcess
+from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.events import RunState
+from vftui.live.process import CollectorProcess
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 
@@ -26,9 +28,9 @@ def make_app(slow_sim, tmp_path):
         config = RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl",
                            **overrides)
         inbox = Inbox()
-        run = CollectorProcess(config, inbox.put).start()
+        run = CollectorProcess(config, inbox.put, target=child_main).start()
         runs.append(run)
-        return VftuiApp(inbox, run.controls, execute=run.wait_summary, window=config.window)
+        return VftuiApp(StartedRun(inbox, run), window=config.window)
 
     yield make
     for run in runs:
@@ -90,11 +92,12 @@ async def test_dump_key_writes_exactly_the_window(make_app, slow_sim, tmp_path):
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         await pilot.press("d")
-        await until(pilot=pilot, predicate=lambda: app.model.last_dump is not None)
-        dump = app.model.last_dump
+        await until(pilot=pilot, predicate=lambda: any("dumped" in r.message for r in app.model.logs))
+        said = next(r.message for r in app.model.logs if "dumped" in r.message)
         await quit_app(pilot, app)
-    assert dump.groups == 4
-    assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == [json.loads(x) for x in open(dump.path)]
+    [dump] = tmp_path.glob("dump-*.jsonl")
+    assert said == f"dumped 4 groups to {dump}"
+    assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == read_jsonl(dump)
 
 
 async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim, tmp_path):

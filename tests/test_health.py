@@ -12,9 +12,9 @@ from aiohttp import web
 from rich.console import Console
 
 from tests.conftest import Trainer, json_events, run_cli, serve_app, sim_admin, start_cli, until, wait_for_lines
-from vftui.collector.health import SIGNALS, HealthMonitor, parse_gates
-from vftui.collector.process import CollectorProcess
-from vftui.collector.server_watch import ServerWatch, parse_metrics
+from vftui.collector.child import child_main
+from vftui.collector.health import HealthMonitor
+from vftui.collector.rl.server_watch import ServerWatch, parse_metrics
 from vftui.config import RunConfig
 from vftui.events import (
     MASKED,
@@ -26,9 +26,12 @@ from vftui.events import (
     RunStatus,
     ServerStatus,
 )
+from vftui.live.process import CollectorProcess
+from vftui.signals import SIGNALS, parse_gates
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
+from vftui.ui.sources import StartedRun
 
 WEIGHTS = {"correct": 1.0, "format": 0.2}
 
@@ -294,9 +297,9 @@ def test_a_constant_reward_function_that_dominates_is_flagged(tmp_path, slow_sim
 async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why(tmp_path, slow_sim):
     config = RunConfig(base_url=slow_sim.base_url, group_size=2, steps=2000, max_tokens=6, out=tmp_path / "g.jsonl")
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put).start()
+    run = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
-        app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+        app = VftuiApp(StartedRun(inbox, run))
         async with app.run_test(size=(120, 40)) as pilot:
             await until(lambda: "truncated" in app.model.alerts, pilot=pilot)
             await until(lambda: "alert" in str(app.query_one("#status").render()), pilot=pilot)
@@ -352,9 +355,9 @@ async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard
     config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=4, steps=500,
                        concurrency=16, out=tmp_path / "g.jsonl")
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put).start()
+    run = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
-        app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+        app = VftuiApp(StartedRun(inbox, run))
         async with app.run_test(size=(120, 40)) as pilot:
             await until(lambda: "backlog" in app.model.alerts, pilot=pilot, timeout=90)
             await until(lambda: "workers" in str(app.query_one("#api-text").render()), pilot=pilot)

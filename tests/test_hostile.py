@@ -255,7 +255,7 @@ def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeyp
 
 
 def test_the_lock_refuses_a_second_holder_and_is_free_again_after_release(tmp_path):
-    from vftui.collector.output_lock import OutputLock
+    from vftui.collector.output.lock import OutputLock
     from vftui.errors import UserError
 
     out = tmp_path / "g.jsonl"
@@ -314,7 +314,7 @@ def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
 
 
 def test_the_html_page_shows_model_markup_as_text(tmp_path):
-    from vftui.collector.html_page import write_page
+    from vftui.collector.output.html_page import write_page
 
     script = "<script>alert(document.domain)</script>"
     group = {"tokens": [[1]], "masks": [[1]], "scores": [1.0],

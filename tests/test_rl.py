@@ -15,13 +15,15 @@ import httpx
 from transformers import AutoTokenizer
 
 from tests.conftest import Trainer, free_port, read_jsonl, read_until, sim_admin, start_cli, until, wait_until
-from vftui.collector.process import CollectorProcess
-from vftui.collector.trajectory_api import ApiProcess
+from vftui.collector.child import child_main
+from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
 from vftui.events import RunState
+from vftui.live.process import CollectorProcess
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 GROUP_SIZE, GROUPS = 4, 4
@@ -148,9 +150,9 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
     config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=GROUP_SIZE, steps=GROUPS,
                        out=tmp_path / "groups.jsonl")
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put)
+    run = CollectorProcess(config, inbox.put, target=child_main)
     run.start()
-    app = VftuiApp(inbox, run.controls, execute=run.wait_summary)
+    app = VftuiApp(StartedRun(inbox, run))
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)

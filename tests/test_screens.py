@@ -17,6 +17,7 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.sources import ViewedFile
 
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
 
@@ -29,9 +30,8 @@ FIXED_CLOCK = 1_796_000_000.0
 
 def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
     """The app as ``vftui view`` makes it: the file read by its worker."""
-    inbox, rows = Inbox(), GroupFile(path)
-    return VftuiApp(inbox, execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR)), theme_name=theme,
-                    clock=lambda: FIXED_CLOCK, rows=rows)
+    return VftuiApp(ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR)), theme_name=theme,
+                    clock=lambda: FIXED_CLOCK)
 
 
 def read_through(app: VftuiApp) -> bool:

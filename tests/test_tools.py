@@ -8,8 +8,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.conftest import read_jsonl, run_cli
-from vftui.collector import compat
-from vftui.collector.tokens import sft_tokens
+from vftui.collector.envs.messages import openai_tools, plain_messages, template_messages
+from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.sim import tool_task
 from vftui.sim.server import TOKENIZER_DIR
 
@@ -30,13 +30,13 @@ def verifiers_rollout() -> list:
 
 
 def test_messages_are_saved_in_the_openai_chat_format():
-    messages = compat.plain_messages(verifiers_rollout())
+    messages = plain_messages(verifiers_rollout())
     call = {"id": "call_1", "type": "function", "function": {"name": "count_letters", "arguments": '{"name": "Ada"}'}}
     assert messages[1] == {"role": "assistant", "content": "", "tool_calls": [call]}
     assert messages[2] == {"role": "tool", "content": "3", "tool_call_id": "call_1"}
     assert "tool_calls" not in messages[3]
     defs = [{"name": "count_letters", "description": "d", "parameters": {"type": "object"}, "strict": True}]
-    assert compat.openai_tools(defs) == [{"type": "function", "function": {
+    assert openai_tools(defs) == [{"type": "function", "function": {
         "name": "count_letters", "description": "d", "parameters": {"type": "object"}, "strict": True}}]
 
 
@@ -61,16 +61,16 @@ def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encod
     from vftui.collector.tokens import renders_tool_calls
 
     assert renders_tool_calls(tokenizer)
-    saved = compat.plain_messages(verifiers_rollout())
+    saved = plain_messages(verifiers_rollout())
     assert saved[1]["tool_calls"][0]["function"]["arguments"] == '{"name": "Ada"}', "saved in the OpenAI form"
-    out = sft_tokens(compat.ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), compat.template_messages(saved), "stop")
+    out = sft_tokens(ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), template_messages(saved), "stop")
     text = tokenizer.decode(out.tokens)
     assert '"arguments": {"name": "Ada"}' in text and '\\"name' not in text
 
 
 def test_tool_results_given_as_content_parts_are_joined_as_the_model_saw_them():
     parts = [{"type": "text", "text": "3 "}, {"type": "text", "text": "letters"}]
-    messages = compat.plain_messages([{"role": "tool", "tool_call_id": "c", "content": parts}])
+    messages = plain_messages([{"role": "tool", "tool_call_id": "c", "content": parts}])
     assert messages == [{"role": "tool", "content": "3 letters", "tool_call_id": "c"}]
 
 
@@ -81,8 +81,8 @@ def test_the_flat_form_breaks_a_template_that_reads_openai_calls():
 
 
 def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
-    messages = compat.template_messages(compat.plain_messages(verifiers_rollout()))
-    tokenizer = compat.ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
+    messages = template_messages(plain_messages(verifiers_rollout()))
+    tokenizer = ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
     out = sft_tokens(tokenizer, messages, "stop")
     assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(messages, tools=TOOLS, tokenize=False)
     prompt = TOKENIZER.decode(out.tokens[: out.masks.index(next(m for m in out.masks if m != -100))])
@@ -126,7 +126,7 @@ def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_pat
             assert calls and all(c["type"] == "function" and json.loads(c["function"]["arguments"]) for c in calls)
             results = [m for m in messages if m["role"] == "tool"]
             assert {m["tool_call_id"] for m in results} == {c["id"] for c in calls}, "each result tied to its call"
-            rendered = TOKENIZER.apply_chat_template(compat.template_messages(messages), tools=group["tools"],
+            rendered = TOKENIZER.apply_chat_template(template_messages(messages), tools=group["tools"],
                                                      tokenize=False)
             assert TOKENIZER.decode(tokens) == rendered
             trained = TOKENIZER.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])

@@ -10,8 +10,8 @@ import httpx
 from aiohttp import web
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
-from vftui.collector.ledger import ItemLedger
-from vftui.collector.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
+from vftui.collector.output.ledger import ItemLedger
+from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 

@@ -11,9 +11,9 @@ from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 from transformers import AutoTokenizer
 
 from vftui import stats, store
-from vftui.collector.compat import ChatTemplateTokenizer, rollout_error
 from vftui.collector.endpoint import is_loopback
-from vftui.collector.tokens import sft_tokens
+from vftui.collector.envs.classic import rollout_error
+from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import GroupDropped, RequestStats, RunState, RunStatus

@@ -15,6 +15,7 @@ from vftui.groupfile import FOLLOW_EVERY_S, FOLLOWING, GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import ViewedFile
 
 FIXTURE = REPO / "tests/data/groups.jsonl"
 LINES = FIXTURE.read_bytes().splitlines(keepends=True)
@@ -42,16 +43,17 @@ with open(sys.argv[2], "ab", buffering=0) as f:
 
 def following_app(path: Path) -> tuple[VftuiApp, threading.Event]:
     """The app as ``vftui view --follow`` makes it, and an event set once its worker has returned."""
-    inbox, rows, returned = Inbox(), GroupFile(path), threading.Event()
+    source, returned = ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR), follow=True), threading.Event()
+    read = source.execute
 
-    def execute():
+    def execute(closed: threading.Event):
         try:
-            return rows.read(inbox.put, str(TOKENIZER_DIR), follow_until=app.closed)
+            return read(closed)
         finally:
             returned.set()
 
-    app = VftuiApp(inbox, execute=execute, rows=rows)
-    return app, returned
+    source.execute = execute
+    return VftuiApp(source), returned
 
 
 def status(app: VftuiApp) -> str:

@@ -7,7 +7,7 @@ import threading
 import httpx
 
 from tests.conftest import Trainer, run_cli, start_cli, until, wait_until
-from vftui.collector import trajectory_api
+from vftui.commands.watch import watch
 from vftui.sim.trainer import REGISTRATION
 from vftui.ui.inbox import Inbox
 from vftui.ui.watch_app import WatchApp
@@ -37,7 +37,7 @@ def test_watch_reports_an_unreachable_api(tmp_path):
 async def test_watch_app_shows_trainer_and_queue(api):
     register_trainer(api.api_url)
     inbox, stop = Inbox(), threading.Event()
-    poller = threading.Thread(target=trajectory_api.watch, args=(api.api_url, inbox.put, stop, 0.2), daemon=True)
+    poller = threading.Thread(target=watch, args=(api.api_url, inbox.put, stop, 0.2), daemon=True)
     app = WatchApp(inbox, api.api_url)
     poller.start()
     try:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from vftui import __version__, paths
-from vftui.defaults import DEFAULT_API_URL
+from vftui.defaults import SHARED_FLAGS
 from vftui.errors import RunFailed, UserError
 from vftui.groupfile import ORDERS
 from vftui.printable import printable
@@ -70,6 +70,11 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
                    "Without it, a run started from a terminal stops gracefully when that terminal goes")
 
 
+def _shared(parser: argparse.ArgumentParser, name: str) -> None:
+    """A flag ``run`` takes too, with the same words and default (``defaults.SHARED_FLAGS``)."""
+    parser.add_argument("--" + name.replace("_", "-"), dest=name, **SHARED_FLAGS[name].argparse)
+
+
 def _help(field) -> str:
     """The field's words, and its default when they do not say it."""
     default = field.default
@@ -97,11 +102,11 @@ def _watch_parser(sub: argparse._SubParsersAction) -> None:
         description="Attach to an Atropos trajectory API and show, live, whether a trainer is registered, "
         "its step (batches pulled) and the queue. Read only: nothing is registered or sent.",
     )
-    p.add_argument("--api-url", default=DEFAULT_API_URL, help=f"trajectory API (default {DEFAULT_API_URL})")
+    _shared(p, "api_url")
     p.add_argument("--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)")
     p.add_argument("--no-ui", action="store_true", help="print a status line per poll instead of the app")
     p.add_argument("--count", type=int, help="with --no-ui, stop after this many polls (default: until interrupted)")
-    p.add_argument("--theme", help="app theme (default vftui-dark)")
+    _shared(p, "theme")
 
 
 def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
@@ -111,7 +116,7 @@ def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
         description="Register with an Atropos trajectory API as a trainer and pull batches, printing a line "
         "per batch, so an rl run can make progress without a GPU. Nothing is trained.",
     )
-    p.add_argument("--api-url", default=DEFAULT_API_URL, help=f"trajectory API (default {DEFAULT_API_URL})")
+    _shared(p, "api_url")
     p.add_argument("--batch-size", type=int, default=8, help="sequences per batch; a multiple of the group size "
                    "(default 8)")
     p.add_argument("--batches", type=int, help="stop after this many batches (default: run until interrupted)")
@@ -153,9 +158,8 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", type=Path, help="the .jsonl file")
     p.add_argument("--tokenizer", help="tokenizer to decode the token preview (default: the run's, if recorded)")
-    p.add_argument("--theme", help="dashboard theme (default vftui-dark)")
-    p.add_argument("--identical-alert", type=float, default=0.5, metavar="RATE",
-                   help="highlight the identical-score rate above this fraction (default 0.5)")
+    _shared(p, "theme")
+    _shared(p, "identical_alert")
     p.add_argument("--order", choices=sorted(ORDERS), default="file",
                    help="group order: as written, which is the order groups finished when several were in flight "
                    "(file, default), by dataset item (item) or by start time (time)")
@@ -174,7 +178,7 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
         "can attach (its control socket is the owner's alone).",
     )
     p.add_argument("run", type=Path, nargs="?", help="the run's folder or its .jsonl (default: the newest running run)")
-    p.add_argument("--theme", help="dashboard theme (default vftui-dark)")
+    _shared(p, "theme")
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:

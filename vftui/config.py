@@ -14,17 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vftui import paths
-from vftui.collector.health import SIGNALS, parse_gates
-from vftui.defaults import DEFAULT_API_URL, DEFAULT_ENV, DEFAULT_HUB_TOKENIZER
+from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, SHARED_FLAGS
 from vftui.errors import UserError
+from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.run_files import saved_config
+from vftui.signals import SIGNALS, parse_gates
 
-MODE_ALIASES = {"sft": "sft", "process": "sft", "rl": "rl", "serve": "rl"}
+MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL}  # Atropos's names for them
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
+
+
+def shared(name: str, **flag: Any) -> Any:
+    """A setting that other commands take as a flag too (``defaults.SHARED_FLAGS``)."""
+    spec = SHARED_FLAGS[name]
+    return setting(spec.default, spec.help, **({"metavar": spec.metavar} if spec.metavar else {}), **flag)
 
 
 def setting(default: Any = None, description: str = "", **flag: Any) -> Any:
@@ -41,7 +48,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["sft", "rl"] = setting("sft", "sft (alias process: any OpenAI-compatible API, groups saved as "
+    mode: Mode = setting(Mode.SFT, "sft (alias process: any OpenAI-compatible API, groups saved as "
                                          "jsonl) or rl (alias serve: token logprobs to the Atropos trajectory API)")
     env: str = setting(DEFAULT_ENV, "verifiers environment id, e.g. owner/name (the built-in ones: alphabet-sort, "
                        "alphabet-tools)")
@@ -58,7 +65,8 @@ class RunConfig(BaseModel):
     group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
     steps: int = setting(1000, "groups to collect", ge=1, le=HUGE)
     max_tokens: int = setting(2048, "max completion tokens per turn", ge=1, le=HUGE)
-    temperature: float = setting(1.0, "sampling temperature in [0, 2]", ge=0.0, le=2.0)
+    temperature: float = setting(1.0, f"sampling temperature in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}]",
+                                 ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
     concurrency: int = setting(32, "requests in flight to the endpoint across all groups: about N / group size "
                                "groups are collected at once, fewer while the endpoint rate-limits (429/503 with "
                                "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
@@ -83,10 +91,8 @@ class RunConfig(BaseModel):
     retries: int = setting(5, "failed attempts in a row before the run gives up; a rate-limited request (429) "
                            "waits as long as the endpoint asks, up to 2 minutes, without using them", ge=0, le=LARGE)
     window: int = setting(256, "recent groups kept in memory for views and dumps", ge=1, le=LARGE)
-    theme: str | None = setting(None, "dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a "
-                                "Textual theme, or one of yours in the user themes folder")
-    identical_alert: float = setting(0.5, "highlight the identical-score rate above this fraction of groups",
-                                     metavar="RATE", ge=0.0, le=1.0)
+    theme: str | None = shared("theme")
+    identical_alert: float = shared("identical_alert", ge=0.0, le=1.0)
     fail_on: str | None = setting(None, "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
                                   "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
                                   "and exits 3. Names: " + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
@@ -100,7 +106,7 @@ class RunConfig(BaseModel):
                                       "(e.g. hermes); needed for environments with tools, and vLLM's parsers "
                                       "installed", metavar="NAME", group="rl")
     extra_base_urls: list[str] = setting([], "", flag=None)  # the second and later --base-url
-    api_url: str = setting(DEFAULT_API_URL, "Atropos trajectory API", group="rl")
+    api_url: str = shared("api_url", group="rl")
     start_api: bool = setting(False, "start atroposlib's run-api on --api-url's port if none answers there; "
                               "stopped on exit", action="store_true", group="rl")
     batch_size: int | None = setting(None, "sequences per trainer batch (the registered trainer's wins)", group="rl",
@@ -111,7 +117,7 @@ class RunConfig(BaseModel):
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_alias(cls, value: Any) -> Any:
-        return MODE_ALIASES.get(str(value).lower(), value)
+        return MODE_ALIASES.get(str(value).lower(), str(value).lower())
 
     @field_validator("fail_on")
     @classmethod
@@ -131,6 +137,12 @@ class RunConfig(BaseModel):
             raise ValueError("it must be a JSON object, like '{\"max_turns\": 3}'")
         return value
 
+    @model_validator(mode="after")
+    def _one_endpoint_for_sft(self) -> RunConfig:
+        if self.mode is Mode.SFT and self.extra_base_urls:
+            raise ValueError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
+        return self
+
     @property
     def simulated(self) -> bool:
         return self.base_url is None
@@ -140,7 +152,7 @@ class RunConfig(BaseModel):
         """rl on the embedded default starts the sim trainer with the API it starts, unless told not to."""
         if self.sim_trainer is not None:
             return self.sim_trainer
-        return self.mode == "rl" and self.simulated and self.start_api
+        return self.mode is Mode.RL and self.simulated and self.start_api
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as saved beside a run and sent to wandb (no secrets exist here)."""
@@ -233,7 +245,9 @@ def _explain(error: ValidationError, sources: dict[str, str]) -> str:
     field = str(first["loc"][0]) if first["loc"] else ""
     if first["type"] == "extra_forbidden":
         return f"unknown setting '{field}' {sources.get(field, '')}".strip()
+    message = first["msg"].removeprefix("Value error, ")
+    if not field:  # a rule over several settings says which itself
+        return message
     flag = FLAG_OF_FIELD.get(field, field)
     where = f" ({sources[field]})" if sources.get(field) else ""
-    message = first["msg"].removeprefix("Value error, ")
     return f"invalid {flag}{where}: {message}"

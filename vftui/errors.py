@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vftui.events import RunState, RunSummary
+from vftui.signals import STALL_TIMEOUT
 
 # Every command's exit codes (and 2 for a UserError): said in --help and README.
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -23,7 +24,7 @@ class RunFailed(Exception):
 
 def exit_code(summary: RunSummary) -> int:
     if summary.gate:
-        return EXIT_STALLED if summary.gate == "stall-timeout" else EXIT_GATE
+        return EXIT_STALLED if summary.gate == STALL_TIMEOUT else EXIT_GATE
     if summary.state is RunState.FAILED:
         return EXIT_FAILED
     return EXIT_OK if summary.groups_done >= summary.groups_total else EXIT_INTERRUPTED

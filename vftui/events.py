@@ -23,7 +23,15 @@ MASKED = -100  # the Atropos mask of a token the trainer does not learn from (pr
 META = "vftui"  # the key of vftui's own object (item, metrics, turns, times) in each group line
 
 
-class RunState(str, enum.Enum):
+class Mode(enum.StrEnum):
+    """What a run collects: groups for SFT from any chat endpoint (Atropos ``process``), or
+    token-level groups with logprobs for a trainer (Atropos ``serve``)."""
+
+    SFT = "sft"
+    RL = "rl"
+
+
+class RunState(enum.StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     PAUSING = "pausing"
@@ -35,9 +43,9 @@ class RunState(str, enum.Enum):
 
 @dataclass(frozen=True)
 class RunStarted:
-    """What is being run; sent once, before the first group."""
+    """What is being run; sent once, before the first group (a viewed file's, as it was recorded)."""
 
-    mode: str
+    mode: Mode
     env: str
     model: str
     endpoint: str
@@ -255,7 +263,7 @@ class ApiStatus:
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """rl: one inference server every few seconds (see ``collector.server_watch``).
+    """rl: one inference server every few seconds (see ``collector.rl.server_watch``).
 
     ``running``, ``waiting`` and ``kv_cache`` (a fraction) come from the server's Prometheus
     ``/metrics`` and are None where it has none (``metrics_note`` says why).
@@ -361,8 +369,23 @@ Event = (
 )
 
 
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 2.0
+
+
+def checked_temperature(value: float) -> float:
+    """``value`` as a sampling temperature, rounded; outside the range a ValueError says so."""
+    value = round(float(value), 4)
+    if not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
+        raise ValueError(f"the temperature must be between {MIN_TEMPERATURE:g} and {MAX_TEMPERATURE:g} (got {value:g})")
+    return value
+
+
 class RunControls(Protocol):
-    """What a view may do to a running collector (``vftui.collector.controls.Controls``)."""
+    """What a view may do to a running collector (``vftui.collector.controls.Controls``): every key is one of these.
+
+    ``set_temperature`` refuses a value outside [MIN_TEMPERATURE, MAX_TEMPERATURE]
+    (``checked_temperature``); ``nudge_temperature`` clamps to it.
+    """
 
     @property
     def temperature(self) -> float: ...

@@ -13,10 +13,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vftui.events import Event, GroupsDumped, RunState, RunStatus, TemperatureChanged
+from vftui.events import (
+    MAX_TEMPERATURE,
+    MIN_TEMPERATURE,
+    Event,
+    GroupsDumped,
+    RunState,
+    RunStatus,
+    TemperatureChanged,
+    checked_temperature,
+)
 from vftui.store import GroupWindow
-
-MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 2.0
 
 
 def finishing(groups: int) -> str:
@@ -88,17 +95,15 @@ class Controls:
         self.resume() if self._paused else self.pause()
 
     def set_temperature(self, value: float) -> float:
-        """Applies to groups started from now on; outside [0, 2] is a ValueError."""
-        value = round(float(value), 4)
-        if not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
-            raise ValueError(f"temperature must be between 0 and 2 (got {value})")
+        """Applies to groups started from now on; out of range is a ValueError."""
+        value = checked_temperature(value)
         with self._lock:
             self._temperature = value
         self._emit(TemperatureChanged(value))
         return value
 
     def nudge_temperature(self, delta: float) -> float:
-        """Raise or lower by ``delta``, clamped to [0, 2]."""
+        """Raise or lower by ``delta``, clamped to the range."""
         target = min(MAX_TEMPERATURE, max(MIN_TEMPERATURE, self._temperature + delta))
         return self.set_temperature(target)
 

@@ -81,3 +81,10 @@ def choose_model(requested: str | None, probed: Probe, base_url: str) -> str:
         return probed.models[0]
     listed = ", ".join(probed.models[:10]) or "none listed"
     raise UserError(f"name the model with --model (the endpoint at {base_url} offers: {listed})")
+
+
+def auth_errors() -> tuple[type[BaseException], ...]:
+    """The client errors that mean the key was rejected: not worth retrying."""
+    from openai import AuthenticationError, PermissionDeniedError
+
+    return (AuthenticationError, PermissionDeniedError)

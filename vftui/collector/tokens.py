@@ -1,4 +1,9 @@
-"""Turning a finished rollout into the token ids, masks (and logprobs) a trainer consumes."""
+"""Turning a finished rollout into the token ids, masks (and logprobs) a trainer consumes.
+
+sft renders the conversation with the chat template (atroposlib's ``tokenize_for_trainer``);
+rl builds one sequence from what the inference server generated. Both go through
+``ChatTemplateTokenizer``, which irons out what transformers 5 changed.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,46 @@ from typing import Any
 
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 
-from vftui.collector.compat import ChatTemplateTokenizer
 from vftui.events import MASKED
+
+
+class ChatTemplateTokenizer:
+    """A tokenizer whose ``apply_chat_template`` returns token ids, as atroposlib expects.
+
+    transformers 5 made ``apply_chat_template`` return a dict by default; atroposlib's
+    ``tokenize_for_trainer`` then takes the dict's keys for tokens and silently produces
+    two-element masks. ``with_tools`` binds the tool schemas a rollout's model was sent,
+    so every rendering atroposlib asks for shows them as the model saw them. Everything
+    else is delegated unchanged.
+    """
+
+    def __init__(self, tokenizer: Any, tools: list[dict[str, Any]] | None = None) -> None:
+        self._tokenizer = tokenizer
+        self._tools = tools or None
+
+    def with_tools(self, tools: list[dict[str, Any]] | None) -> ChatTemplateTokenizer:
+        return ChatTemplateTokenizer(self._tokenizer, tools) if tools else self
+
+    def apply_chat_template(self, conversation, **kwargs):
+        kwargs.setdefault("return_dict", False)
+        kwargs.setdefault("tokenize", True)
+        if self._tools:
+            kwargs.setdefault("tools", self._tools)
+        return self._tokenizer.apply_chat_template(conversation, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
 
 
 @dataclass(frozen=True)
 class Tokenized:
+    """A rollout as a trainer consumes it: ``masks`` hold -100 where it does not learn, ``logprobs``
+    (rl) 1.0 there; ``stripped_end_of_turn`` says a truncated answer lost its template end."""
+
     tokens: list[int]
     masks: list[int]
-    stripped_end_of_turn: bool
+    logprobs: list[float] | None = None
+    stripped_end_of_turn: bool = False
 
 
 def sft_tokens(
@@ -40,7 +76,7 @@ def sft_tokens(
         keep = end_of_turn_start(tokenizer, tokens)
         stripped = keep < len(tokens)
         tokens, masks = tokens[:keep], masks[:keep]
-    return Tokenized(tokens, masks, stripped)
+    return Tokenized(tokens, masks, stripped_end_of_turn=stripped)
 
 
 PROBE_TOOLS = [{"type": "function", "function": {"name": "vftui_probe_tool", "description": "probe",
@@ -92,14 +128,7 @@ class Turn:
     finish_reason: str | None
 
 
-@dataclass(frozen=True)
-class RLTokenized:
-    tokens: list[int]
-    masks: list[int]
-    logprobs: list[float]
-
-
-def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], turns: list[Turn]) -> RLTokenized:
+def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], turns: list[Turn]) -> Tokenized:
     """One rollout as one sequence equal to its final context.
 
     Walks the conversation turn by turn: the text the chat template adds before each
@@ -133,4 +162,4 @@ def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], 
         logprobs.extend(turn.logprobs)
         text += tokenizer.decode(turn.output_ids, skip_special_tokens=False)
     add_context(tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False))
-    return RLTokenized(tokens, masks, logprobs)
+    return Tokenized(tokens, masks, logprobs)

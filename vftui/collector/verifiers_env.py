@@ -1,13 +1,16 @@
 """VerifiersEnv: the Atropos BaseEnv that collects groups from a verifiers environment.
 
 It runs inside atroposlib's own machinery: its per-group methods (``collect_trajectories``,
-``postprocess_histories``, ``handle_send_to_api``) under vftui's ``group_pool`` for sft
-(process) mode, with many groups in flight, and ``env_manager`` for rl (serve) mode, where
-each rollout goes through a ManagedServer and groups go to the trajectory API (its retries
-and re-registration are ``trajectory_link.TrajectoryApiLink``). Instead of globals it takes
-``Hooks``: the run's controls (pause, temperature, stop), an event sink, the item ledger and
-where to keep its checkpoint. Without hooks it behaves like atroposlib's own environments
-and can be run with atroposlib's CLI: ``python -m vftui.collector.env process --env.vf_env_name ...``."""
+``postprocess_histories``, ``handle_send_to_api``) under vftui's sft pool, with many groups
+in flight, and ``env_manager`` for rl, where groups go to the trajectory API (its retries
+and re-registration are ``rl.trajectory_link.TrajectoryApiLink``). What differs by mode,
+how a group's rollouts are got and tokenized, is its ``rollouts`` (``modes.Rollouts``); the
+environment is driven through ``envs.base.Environment``, whatever its kind. Instead of
+globals it takes ``Hooks``: the run's controls (pause, temperature, stop), an event sink,
+the item ledger and where to keep its checkpoint. Without them it behaves like
+atroposlib's own environments and runs under atroposlib's CLI:
+``python -m vftui.collector.verifiers_env process --env.vf_env_name alphabet-sort ...``.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +27,18 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
 from vftui import stats, store
-from vftui.collector import compat, env_loader, managed
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
-from vftui.collector.ledger import ItemLedger
-from vftui.collector.tokens import TemplateMismatch, rl_tokens, sft_tokens
-from vftui.collector.trajectory_link import TrajectoryApiLink
+from vftui.collector.endpoint import auth_errors
+from vftui.collector.envs import loader
+from vftui.collector.envs.base import Environment, Rollout
+from vftui.collector.envs.messages import template_messages
+from vftui.collector.modes import Rollouts
+from vftui.collector.output.ledger import ItemLedger
+from vftui.collector.rl.rollouts import RlRollouts
+from vftui.collector.rl.trajectory_link import TrajectoryApiLink
+from vftui.collector.sft.rollouts import SftRollouts
+from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
 from vftui.errors import RunFailed
 from vftui.events import (
     MASKED,
@@ -42,7 +51,6 @@ from vftui.events import (
 )
 
 logger = logging.getLogger(__name__)
-TURNS = "_vftui_turns"
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
 
 
@@ -75,9 +83,6 @@ class Hooks:
     ledger: ItemLedger = field(default_factory=ItemLedger)
     groups_before: int = 0
     max_retries: int = 5
-    max_concurrent: int | None = None
-    http_client: Any = None
-    """sft: the httpx client every request to the endpoint goes through (``traffic``)."""
     on_tokens: Callable[[int], None] = lambda count: None
     """sft: generated tokens of each written group, for tokens/s."""
     extra_meta: dict[str, Any] = field(default_factory=dict)
@@ -98,29 +103,33 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         slurm: bool = False,
         testing: bool = False,
         *,
-        vf_env: Any = None,
+        environment: Environment | None = None,
+        rollouts: Rollouts | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         super().__init__(config, server_configs, slurm, testing)
         self.hooks = hooks or Hooks()
-        self.process_mode = False  # atroposlib's process command (and vftui's sft runner) set it
-        if vf_env is None:
-            env_loader.expose_builtins()
-            vf_env = compat.load_vf_environment(config.vf_env_name, config.get_env_args())
-        self.vf_env = vf_env
-        self.rubric = vf_env.rubric
-        self.system_prompt = vf_env.system_prompt
-        self.reward_func_names = compat.reward_function_names(vf_env)
-        compat.watch_reward_functions(vf_env)
+        self.process_mode = False  # atroposlib's process command sets it; see ``rollouts``
+        self._rollouts = rollouts
+        if environment is None:  # atroposlib's own CLI: loaded from the config
+            environment = loader.load(config.vf_env_name, config.get_env_args())
+        self.environment = environment
+        self.reward_func_names = environment.reward_function_names
+        self.max_turns = environment.max_turns
         self._failures_in_a_row = 0
-        self.max_turns = getattr(vf_env, "max_turns", None)
-        self.trainer_tokenizer = compat.ChatTemplateTokenizer(self.tokenizer)
+        self.trainer_tokenizer = ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
         self._score_range: tuple[float, float] | None = None  # of every scored group, for drop reasons
         self.groups_written = self.hooks.groups_before
         self.ledger = self.hooks.ledger
-        self._client = None
         logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
+
+    @property
+    def rollouts(self) -> Rollouts:
+        """The mode's: a vftui run hands them in; under atroposlib's own CLI, ``process_mode`` says which."""
+        if self._rollouts is None:
+            self._rollouts = SftRollouts() if self.process_mode else RlRollouts()
+        return self._rollouts
 
     @classmethod
     def config_init(cls) -> tuple[VfEnvConfig, list[APIServerConfig]]:
@@ -149,7 +158,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     # -- dataset ----------------------------------------------------------------------
 
     async def setup(self) -> None:
-        self.train = self.vf_env.get_dataset().to_list()
+        self.train = self.environment.items()
 
     async def get_next_item(self) -> dict[str, Any] | None:
         controls = self.hooks.controls
@@ -179,12 +188,6 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         controls = self.hooks.controls
         return controls.temperature if controls is not None else 1.0
 
-    def _sft_client(self):
-        if self._client is None:
-            cfg = self.server.servers[0].config
-            self._client = compat.chat_client(cfg.base_url, cfg.api_key or "EMPTY", cfg.timeout, self.hooks.http_client)
-        return self._client
-
     async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
         controls = self.hooks.controls
         if controls is not None and not item.pop(CLAIMED, False) and not controls.begin_group():
@@ -204,49 +207,19 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self._group_done(written=False)
         return group, []
 
-    async def _sft_attempt(self, item: dict[str, Any], temperature: float) -> list[dict]:
-        """sft: the group's rollouts from any OpenAI-compatible endpoint, in one generate call."""
-        group_size = self.config.group_size
-        kwargs = compat.sft_generate_kwargs(
-            inputs=[compat.rollout_input(item) for _ in range(group_size)],
-            client=self._sft_client(),
-            model=self.server.servers[0].config.model_name,
-            temperature=temperature,
-            max_tokens=self.config.max_token_length,
-            max_concurrent=self.hooks.max_concurrent or group_size,
-        )
-        return (await self.vf_env.generate(**kwargs))["outputs"]
-
-    async def _rl_attempt(self, item: dict[str, Any], temperature: float) -> list[dict]:
-        """rl: each rollout through its own ManagedServer, its turns' token ids recorded."""
-        sampling = {"temperature": temperature, "max_tokens": self.config.max_token_length}
-        model = self.server.servers[0].config.model_name
-        limit = asyncio.Semaphore(self.hooks.max_concurrent or self.config.group_size)
-
-        async def one() -> dict:
-            async with limit, managed.recorded_client(self.server, self.tokenizer) as (client, recorder):
-                output = await self.vf_env.run_rollout(
-                    compat.rollout_input(item), client, model, sampling, state_columns=["trajectory"]
-                )
-            return {**output, TURNS: recorder.turns}
-
-        return list(await asyncio.gather(*(one() for _ in range(self.config.group_size))))
-
-    async def _rollouts_with_retries(self, item: dict[str, Any], temperature: float) -> list[dict] | None:
+    async def _rollouts_with_retries(self, item: dict[str, Any], temperature: float) -> list[Rollout] | None:
         """One group's rollouts, retried with backoff; None when a stop cut the retries."""
         group_size = self.config.group_size
-        attempt_once = self._sft_attempt if self.process_mode else self._rl_attempt
-        time_limit = None if self.process_mode else self._rl_group_time_limit_s()
+        time_limit = self.rollouts.time_limit_s(self)
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
-            compat.REWARD_FAILURES.set([])  # this attempt's rollouts inherit it
             try:
-                outputs = await asyncio.wait_for(attempt_once(item, temperature), time_limit)
-                errors = [e for e in map(compat.rollout_error, outputs) if e]
-                if not errors and len(outputs) == group_size:
-                    return outputs
-                problem = errors[0] if errors else f"{len(outputs)} of {group_size} rollouts returned"
-            except compat.auth_errors() as e:
+                rollouts = await asyncio.wait_for(self.rollouts.attempt(self, item, temperature), time_limit)
+                errors = [r.error for r in rollouts if r.error]
+                if not errors and len(rollouts) == group_size:
+                    return rollouts
+                problem = errors[0] if errors else f"{len(rollouts)} of {group_size} rollouts returned"
+            except auth_errors() as e:
                 raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
             except TimeoutError:
                 problem = f"the group timed out after {time_limit:g} s (is the inference server up?)"
@@ -257,15 +230,6 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if not await self._back_off(attempt, attempts, problem, "endpoint"):
                 return None
         return None
-
-    def _rl_group_time_limit_s(self) -> float:
-        """The request timeout for each model call a rollout may make (one when unbounded).
-
-        sft leaves time limits to the client's per-request timeout; in rl atroposlib waits
-        forever for an unhealthy server, so a whole group gets a limit.
-        """
-        calls = self.max_turns if isinstance(self.max_turns, int) and self.max_turns > 0 else 1
-        return float(self.server.servers[0].config.timeout) * calls
 
     async def _back_off(self, attempt: int, attempts: int, problem: str, service: str) -> bool:
         """Report a failed attempt and wait before the next; False when a stop cut the wait."""
@@ -279,51 +243,31 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         return not self.hooks.controls.stop_requested
 
     async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
-        started = time.time()
-        began_at_step = self.trainer_step()
+        """One group as atroposlib's ``ScoredDataGroup``, or None when it cannot be training data.
+
+        Its rollouts are retried as a whole on endpoint errors; a reward function that failed,
+        a reward that is not finite or tokens that do not match the generation drop it instead
+        (``_group_failed``), with the reason.
+        """
+        started, clock = time.time(), time.monotonic()
         temperature = self.temperature
-        outputs = await self._rollouts_with_retries(item, temperature)
-        if outputs is None:
+        began = self.rollouts.group_meta(self)
+        rollouts = await self._rollouts_with_retries(item, temperature)
+        if rollouts is None:
             return None
-        if failures := compat.REWARD_FAILURES.get():
-            name, error = failures[0]
-            self._group_failed(item, f"reward function '{name}'", error)
+        if failure := next((r.reward_failure for r in rollouts if r.reward_failure), None):
+            self._group_failed(item, f"reward function '{failure[0]}'", failure[1])
             return None
-        group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
-        if not self.process_mode:
-            group["inference_logprobs"] = []
+        try:
+            group, tokens_meta = self._tokenized(rollouts)
+        except TemplateMismatch as e:  # scored, but the trainer would get tokens it was not sent
+            self._group_failed(item, "building the token sequence", str(e), [r.reward for r in rollouts],
+                               [r.turns for r in rollouts])
+            return None
         metrics: dict[str, list[float]] = {}
-        finish_reasons, turns, stripped = [], [], []
-        for output in outputs:
-            messages = compat.plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
-            reason = compat.finish_reason(output)
-            tools = compat.openai_tools(output.get("tool_defs"))
-            if tools:
-                group.setdefault("tools", tools)  # the schemas the model was sent, for SFT tools
-            tokenizer = self.trainer_tokenizer.with_tools(tools)  # the trained prompt shows them too
-            rendered = compat.template_messages(messages)
-            if self.process_mode:
-                tokenized = sft_tokens(tokenizer, rendered, reason)
-                stripped.append(tokenized.stripped_end_of_turn)
-            else:
-                try:
-                    tokenized = rl_tokens(tokenizer, rendered, output[TURNS])
-                except TemplateMismatch as e:  # scored, but the trainer would get tokens it was not sent
-                    self._group_failed(item, "building the token sequence", str(e),
-                                       [float(o.get("reward") or 0.0) for o in outputs],
-                                       [compat.num_turns(o) for o in outputs])
-                    return None
-                group["inference_logprobs"].append(tokenized.logprobs)
-                stripped.append(False)
-            group["tokens"].append(tokenized.tokens)
-            group["masks"].append(tokenized.masks)
-            group["scores"].append(float(output.get("reward") or 0.0))
-            group["messages"].append(messages)
-            finish_reasons.append(reason)
-            turns.append(compat.num_turns(output))
-            for name, value in (output.get("metrics") or {}).items():
-                if isinstance(value, (int, float)):
-                    metrics.setdefault(name, []).append(float(value))
+        for rollout in rollouts:
+            for name, value in rollout.metrics.items():
+                metrics.setdefault(name, []).append(value)
         if (bad := _first_non_finite(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
             self._group_failed(item, bad, "not a finite number")
             return None
@@ -335,15 +279,34 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             "item": item["_item"],
             "example_id": item.get("example_id"),
             "metrics": metrics,
-            "turns": turns,
-            "finish_reasons": finish_reasons,
-            "stripped_end_of_turn": stripped,
+            "turns": [r.turns for r in rollouts],
+            "finish_reasons": [r.finish_reason for r in rollouts],
+            **tokens_meta,
             "started_at": started,
-            "elapsed_s": round(time.time() - started, 4),
-            **({} if self.process_mode else {"trainer_step": began_at_step}),
+            "elapsed_s": round(time.monotonic() - clock, 4),
+            **began,
             **self.hooks.extra_meta,
         }
         return group
+
+    def _tokenized(self, rollouts: list[Rollout]) -> tuple[ScoredDataGroup, dict[str, Any]]:
+        """The group's tokens, masks (and logprobs), scores and messages, with the tools the model was sent."""
+        group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
+        logprobs, stripped = [], []
+        for rollout in rollouts:
+            if rollout.tools:
+                group.setdefault("tools", rollout.tools)  # the schemas the model was sent, for SFT tools
+            tokenizer = self.trainer_tokenizer.with_tools(rollout.tools)  # the trained prompt shows them too
+            tokenized = self.rollouts.tokenize(tokenizer, template_messages(rollout.messages), rollout)
+            group["tokens"].append(tokenized.tokens)
+            group["masks"].append(tokenized.masks)
+            group["scores"].append(rollout.reward)
+            group["messages"].append(rollout.messages)
+            logprobs.append(tokenized.logprobs)
+            stripped.append(tokenized.stripped_end_of_turn)
+        if self.rollouts.logprobs:
+            group["inference_logprobs"] = logprobs
+        return group, {"stripped_end_of_turn": stripped}
 
     async def handle_send_to_api(self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True):
         lines_before = getattr(self.jsonl_writer, "lines_written", None)

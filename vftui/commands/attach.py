@@ -11,13 +11,15 @@ import sys
 from pathlib import Path
 
 from vftui import wording
-from vftui.collector.run_socket import AttachedRun, socket_path
 from vftui.commands.runs import find_running
 from vftui.errors import EXIT_OK, UserError, exit_code
+from vftui.live.client import AttachedRun
+from vftui.live.server import socket_path
 from vftui.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import AttachedTo
 
 
 def run_attach(target: Path | None, theme: str | None) -> int:
@@ -29,8 +31,7 @@ def run_attach(target: Path | None, theme: str | None) -> int:
     inbox = Inbox()
     attached = AttachedRun(socket_path(run.out_path), inbox.put).start()
     try:
-        app = VftuiApp(inbox, attached.controls, execute=lambda: attached.wait_summary(give_up=app.closed),
-                       theme_name=theme_name, extra_themes=ours, attached=True)
+        app = VftuiApp(AttachedTo(inbox, attached), theme_name=theme_name, extra_themes=ours)
         app.run()
     finally:
         attached.close()

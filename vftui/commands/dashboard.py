@@ -1,6 +1,6 @@
 """The live view: the Textual dashboard over a collector run, then the summary.
 
-The run goes to a child process (``collector.process``) and the app opens at once, showing
+The run goes to a child process (``live.process``) and the app opens at once, showing
 the child's preparation steps (libraries, environment, endpoint, tokenizer) as they come. A
 setting the child refuses closes the app and is printed as its one sentence (exit 2). The
 run's events reach the app through the inbox, the app's thread worker waits for its
@@ -13,25 +13,25 @@ from __future__ import annotations
 import sys
 
 from vftui import wording
-from vftui.collector.process import CollectorProcess
+from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.errors import EXIT_FAILED, exit_code
+from vftui.live.process import CollectorProcess
 from vftui.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
 
 
 def run_dashboard(config: RunConfig) -> int:
     ours = themes.available_themes()
     theme = themes.resolve(config.theme, ours=ours)
     inbox = Inbox()
-    collector = CollectorProcess(config, inbox.put).start()
+    collector = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
         app = VftuiApp(
-            inbox,
-            collector.controls,
-            execute=collector.wait_summary,
+            StartedRun(inbox, collector),
             window=config.window,
             identical_alert=config.identical_alert,
             theme_name=theme,

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from vftui import paths, wording
-from vftui.collector.run_socket import ask_status, socket_path
 from vftui.config import RunConfig
 from vftui.errors import UserError
+from vftui.live.client import ask_status
+from vftui.live.server import socket_path
 from vftui.printable import say
 from vftui.run_files import LOG_SUFFIX, find_resumable
 

@@ -14,31 +14,37 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, assert_never
 
 from vftui import stats, wording
 from vftui.config import RunConfig
 from vftui.errors import exit_code
 from vftui.events import (
     Alert,
+    ApiStatus,
     EndpointTrouble,
     Event,
+    FileProgress,
     GroupCollected,
     GroupDropped,
     GroupsDumped,
+    Health,
     LogRecord,
+    MetricsWindow,
     RequestStats,
+    RunSoFar,
     RunStarted,
     RunState,
     RunStatus,
     RunSummary,
+    ServerStatus,
     TemperatureChanged,
     to_json_line,
 )
 from vftui.printable import say
 
-if TYPE_CHECKING:  # the dashboard imports this module for its summary and exit codes, not the collector
-    from vftui.collector.runner import Run
+if TYPE_CHECKING:  # run_headless imports the collector after its first line: its libraries take seconds to load
+    from vftui.collector.run import Run
 
 # Each stops a run as Ctrl-C does: the groups in flight are finished and saved; twice cancels them.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -125,6 +131,12 @@ class HeadlessView:
                 return f"[{event.level.lower()}] {event.logger}: {event.message}"
             case RunSummary():
                 return wording.summary(event, self._simulated)
+            case RunStatus() | LogRecord():
+                return None  # running and finishing show in the group lines and the summary; library chatter
+            case Health() | ApiStatus() | ServerStatus() | MetricsWindow() | FileProgress() | RunSoFar():
+                return None  # figures for the dashboard and --json; alerts are their lines here
+            case _:
+                assert_never(event)
         return None
 
     def _started_lines(self, event: RunStarted) -> str:
@@ -171,7 +183,7 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     view = HeadlessView(config.json_events, verbose)
     view(RunStatus(RunState.STARTING, 0, config.steps, wording.LOADING_LIBRARIES))
-    from vftui.collector.runner import Run
+    from vftui.collector.run import Run
 
     run = Run(config, view)
     try:

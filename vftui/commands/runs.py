@@ -11,8 +11,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from vftui.collector.run_socket import RunInfo, ask_status, socket_path
 from vftui.errors import UserError
+from vftui.live.client import ask_status
+from vftui.live.server import RunInfo, socket_path
 from vftui.printable import say
 from vftui.run_files import find_resumable, sidecars
 from vftui.run_index import known_runs

@@ -17,6 +17,7 @@ from vftui.sim import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.sources import ViewedFile
 
 
 def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str,
@@ -30,16 +31,9 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
         raise UserError("vftui view needs a terminal")
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
-    inbox = Inbox()
     rows = GroupFile(path, order)
-    app = VftuiApp(
-        inbox,
-        execute=lambda: rows.read(inbox.put, str(TOKENIZER_DIR), tokenizer or "", app.closed if follow else None),
-        identical_alert=identical_alert,
-        theme_name=theme_name,
-        extra_themes=ours,
-        rows=rows,
-    )
+    source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
+    app = VftuiApp(source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours)
     app.run()
     if rows.skipped:
         print(printable(f"vftui view: {rows.skipped} malformed lines in {path} were skipped (see the log panel)"),

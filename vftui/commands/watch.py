@@ -1,7 +1,11 @@
 """``vftui watch``: poll a trajectory API and show it, in the terminal app or as lines.
 
-Headless (``--no-ui``), one status line per poll on stdout; ``--count`` stops after that
-many polls (for scripts), otherwise it runs until interrupted.
+Only the API's read-only endpoints are asked (``/status``, ``/info``): a monitor that
+registered or pulled a batch would take groups meant for the trainer. Beside the API's
+figures it shows what each live run of ours that sends to it sees (its share, its queued
+groups, the workers atroposlib allows it, its off-policy lag), asked on the runs' control
+sockets. Headless (``--no-ui``), one status line per poll on stdout; ``--count`` stops after
+that many polls (for scripts), otherwise it runs until interrupted.
 """
 
 from __future__ import annotations
@@ -9,11 +13,56 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 
-from vftui import wording
-from vftui.collector import trajectory_api
-from vftui.events import ApiStatus
+import httpx
+
+from vftui import run_index, wording
+from vftui.events import ApiStatus, EnvShare
+from vftui.live.client import ask_status
+from vftui.live.server import socket_path
 from vftui.printable import printable
+
+
+def poll(client: httpx.Client, api_url: str) -> ApiStatus:
+    """What a trainer and the envs see of the API right now, from its read-only endpoints; never raises."""
+    api_url = api_url.rstrip("/")
+    try:
+        status = client.get(f"{api_url}/status").json()
+        info = client.get(f"{api_url}/info").json()
+    except (httpx.HTTPError, ValueError) as e:
+        return ApiStatus(api_url, reachable=False, error=f"{type(e).__name__}: {e}".strip(": "))
+    return ApiStatus(
+        api_url,
+        reachable=True,
+        trainer_registered=info.get("batch_size", -1) != -1,
+        batch_size=int(info.get("batch_size", -1)),
+        current_step=int(status.get("current_step", 0)),
+        queue_size=int(status.get("queue_size", 0)),
+        envs=our_runs_sending_to(api_url),
+    )
+
+
+def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
+    """Each live run of this user's that sends to ``api_url``, as it sees the API: the API itself
+    has no read-only list of its envs (``/status-env`` fails loudly on an id it does not know)."""
+    shares = []
+    for out in run_index.known_runs():
+        path = socket_path(out)
+        info = ask_status(path, timeout=1.0) if path.exists() else None
+        api = info.api if info is not None else None
+        if api is not None and api.api_url.rstrip("/") == api_url:
+            shares.append(EnvShare(str(out), api.env_id, api.env_weight or 0.0, api.self_queue_size, api.workers,
+                                   api.workers_allowed, api.lag))
+    return tuple(shares)
+
+
+def watch(api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0) -> None:
+    """Poll until ``stop`` is set, emitting each snapshot (``vftui watch``)."""
+    with httpx.Client(timeout=max(1.0, every_s)) as client:
+        while not stop.is_set():
+            emit(poll(client, api_url))
+            stop.wait(every_s)
 
 
 def status_line(status: ApiStatus) -> str:
@@ -36,7 +85,7 @@ def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
         if count is not None and polls >= count:
             stop.set()
 
-    trajectory_api.watch(api_url, emit, stop, every_s)
+    watch(api_url, emit, stop, every_s)
     return 0
 
 
@@ -47,7 +96,7 @@ def watch_dashboard(api_url: str, every_s: float, theme: str | None) -> int:
 
     inbox = Inbox()
     stop = threading.Event()
-    poller = threading.Thread(target=trajectory_api.watch, args=(api_url, inbox.put, stop, every_s), daemon=True)
+    poller = threading.Thread(target=watch, args=(api_url, inbox.put, stop, every_s), daemon=True)
     ours = themes.available_themes()
     app = WatchApp(inbox, api_url, themes.resolve(theme, ours=ours), ours)
     poller.start()

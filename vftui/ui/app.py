@@ -1,7 +1,7 @@
 """The live dashboard: a Textual app that watches a collector run and steers it.
 
 Events arrive on the inbox (from the collector process's pipe, see
-``collector.process``); a thread worker waits for the run's summary. A timer drains the
+``live.process``); a thread worker waits for the run's summary. A timer drains the
 inbox at a fixed rate, folds the batch into the ``DashboardModel`` and hands the model
 down to the widgets, so a fast collector costs one repaint per tick, never a backlog.
 Every key is a method call on the run's controls.
@@ -14,7 +14,7 @@ import gc
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +26,26 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from vftui.errors import UserError
-from vftui.events import GroupCollected, RunControls, RunState, RunSummary, with_texts
+from vftui.events import (
+    MAX_TEMPERATURE,
+    MIN_TEMPERATURE,
+    GroupCollected,
+    RunState,
+    RunSummary,
+    checked_temperature,
+    with_texts,
+)
 from vftui.printable import printable
 from vftui.ui import themes
-from vftui.ui.lean_output import lean_driver
 from vftui.ui.decode import TokenDecoder
-from vftui.ui.inbox import TICK_S, Inbox
+from vftui.ui.inbox import TICK_S
+from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.sources import Source
 from vftui.ui.widgets.group_table import MOVE, GroupTable
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
@@ -51,19 +60,16 @@ PREVIEW_FOLLOW_S = 10.0  # a preview is a screenful of styled tokens: following 
 STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
-STOP_OR_NOT = (("y,enter", "yes", "stop"), ("n", "no", None))
-STOP_OR_LEAVE = (("s", "stop the run", "stop"), ("l", "leave it running", "leave"), ("escape", "cancel", None))
-TEMPERATURE_KEYS = "sampling temperature ±0.1 for the next groups (0–2)"
+TEMPERATURE_RANGE = f"{MIN_TEMPERATURE:g}–{MAX_TEMPERATURE:g}"
+TEMPERATURE_KEYS = f"sampling temperature ±0.1 for the next groups ({TEMPERATURE_RANGE})"
 
 
 def read_temperature(text: str) -> float:
+    """A typed temperature; a ValueError says what is wrong with it."""
     try:
-        value = float(text)
+        return checked_temperature(float(text))
     except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 2.0:
-        raise ValueError("a number between 0 and 2, please")
-    return value
+        raise ValueError(f"a number from {TEMPERATURE_RANGE}, please") from None
 
 
 class VftuiApp(App[RunSummary | None]):
@@ -97,27 +103,22 @@ class VftuiApp(App[RunSummary | None]):
 
     def __init__(
         self,
-        inbox: Inbox,
-        controls: RunControls | None = None,
-        execute: Callable[[], RunSummary] | None = None,
+        source: Source,
         *,
         window: int = 256,
         identical_alert: float = 0.5,
         theme_name: str = "vftui-dark",
         extra_themes: dict[str, Any] | None = None,
         clock: Callable[[], float] | None = None,
-        rows: Sequence | None = None,
-        attached: bool = False,
     ) -> None:
-        """``attached``: the run lives on its own (``vftui attach``); quitting may leave it running."""
+        """``source``: a run this dashboard started, one it attached to, or a file (``ui.sources``)."""
         super().__init__()
-        self.inbox = inbox
-        self.controls = controls
-        self._execute = execute
+        self.source = source
+        self.inbox = source.inbox
+        self.controls = source.controls
         self.closed = threading.Event()  # set as the app ends: a worker that would go on (a followed file) waits on it
-        self.attached = attached
         self.left_running = False
-        self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=rows)
+        self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=source.rows)
         if clock is not None:
             self.model.clock = clock
         self.decoder = TokenDecoder()
@@ -162,14 +163,13 @@ class VftuiApp(App[RunSummary | None]):
         loop.add_signal_handler(signal.SIGTERM, self.signalled)
         loop.add_signal_handler(signal.SIGHUP, self.terminal_hung_up)
         self.set_interval(TICK_S, self.tick)
-        if self._execute is not None:
-            self.call_after_refresh(self._start_worker)
+        self.call_after_refresh(self._start_worker)
         self.table.focus()
         self.tick()
 
     def _start_worker(self) -> None:
         """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
-        self.run_worker(self._execute, thread=True, name="collector", exit_on_error=False)
+        self.run_worker(lambda: self.source.execute(self.closed), thread=True, name="collector", exit_on_error=False)
         self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
 
     def terminal_hung_up(self) -> None:
@@ -180,15 +180,19 @@ class VftuiApp(App[RunSummary | None]):
         self.signalled()
 
     def signalled(self) -> None:
-        """SIGTERM or SIGHUP: the run stops as a confirmed quit does; an attached dashboard's run goes on."""
-        if self.attached:
+        """SIGTERM or SIGHUP: the run stops as a confirmed quit does, unless it lives on without us."""
+        if self.source.leaves_run:
             self.leave_running()
         else:
             self.stop_and_exit()
 
+    def run_goes_on(self) -> bool:
+        """A run is collecting, which this dashboard could stop."""
+        return self.controls is not None and self.model.state not in (RunState.FINISHED, RunState.FAILED)
+
     def stop_and_exit(self) -> None:
         """Stop the run gracefully, then close and restore the terminal."""
-        if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
+        if not self.run_goes_on():
             self.exit(self.result)
             return
         self._quitting = True
@@ -271,7 +275,7 @@ class VftuiApp(App[RunSummary | None]):
                 self.model.temperature = self.controls.set_temperature(value)
                 self.status_bar.show(self.model)
 
-        question = "temperature for the next groups (0 – 2)"
+        question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
         self.push_screen(PromptScreen(question, f"{self.controls.temperature:.2f}", read_temperature), apply)
 
     def action_dump(self) -> None:
@@ -320,10 +324,11 @@ class VftuiApp(App[RunSummary | None]):
         self.push_screen(HelpScreen(rows))
 
     def action_quit_run(self) -> None:
+        """Close at once when nothing runs; else the source's question: stop the run, or leave it running."""
         if self._quitting and self.controls is not None:
             self.controls.stop()  # a second quit cancels the groups in flight
             return
-        if self.controls is None or self.model.state in (RunState.FINISHED, RunState.FAILED):
+        if not self.run_goes_on() or self.source.quit_question is None:
             self.exit(self.result)
             return
 
@@ -334,11 +339,7 @@ class VftuiApp(App[RunSummary | None]):
                 self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
-        if self.attached:
-            question = "The run is still collecting. Stop it, or quit and leave it running?"
-            self.push_screen(ConfirmScreen(question, STOP_OR_LEAVE), answer)
-        else:
-            self.push_screen(ConfirmScreen("The run is still collecting. Stop it and quit?", STOP_OR_NOT), answer)
+        self.push_screen(ConfirmScreen(*self.source.quit_question), answer)
 
     def leave_running(self) -> None:
         """Close this dashboard; the run goes on (``vftui attach`` opens another)."""
@@ -351,7 +352,7 @@ class VftuiApp(App[RunSummary | None]):
         loop = asyncio.get_running_loop()
         for sig in SIGNALS_THAT_STOP:
             loop.remove_signal_handler(sig)
-        if self.controls is not None and self.result is None and not self.attached:
+        if self.controls is not None and self.result is None and not self.source.leaves_run:
             self.controls.stop()
 
     def on_worker_state_changed(self, event) -> None:

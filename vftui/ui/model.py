@@ -14,11 +14,12 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from vftui import stats, wording
 from vftui.events import (
-    Alert,
     TRAJECTORY_API,
+    Alert,
     ApiStatus,
     EndpointTrouble,
     Event,
@@ -28,6 +29,7 @@ from vftui.events import (
     GroupsDumped,
     Health,
     LogRecord,
+    MetricsWindow,
     RequestStats,
     RunSoFar,
     RunStarted,
@@ -82,7 +84,6 @@ class DashboardModel:
     summary: RunSummary | None = None
     endpoint_trouble: EndpointTrouble | None = None
     trajectory_trouble: EndpointTrouble | None = None
-    last_dump: GroupsDumped | None = None
     api_status: ApiStatus | None = None
     requests: RequestStats | None = None
     servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
@@ -128,6 +129,7 @@ class DashboardModel:
         return bool(events)
 
     def _apply(self, event: Event) -> None:
+        """Fold one event; every kind of event is named here."""
         match event:
             case GroupCollected():
                 self._apply_group(event)
@@ -168,7 +170,6 @@ class DashboardModel:
                 self._scored(event)
                 self.note("WARNING", wording.dropped(event))
             case GroupsDumped():
-                self.last_dump = event
                 self.note("INFO", wording.dumped(event))
             case LogRecord():
                 self.log(event)
@@ -179,6 +180,10 @@ class DashboardModel:
             case RunSummary():
                 self.summary, self.state, self.detail = event, event.state, event.error
                 self.groups_done = event.groups_done
+            case MetricsWindow():
+                pass  # the window's figures are folded from the groups themselves
+            case _:
+                assert_never(event)
 
     def _apply_group(self, group: GroupCollected) -> None:
         self.groups.append(group)

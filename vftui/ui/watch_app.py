@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.widgets import Footer, Static
 
 from vftui.ui import themes
-from vftui.ui.lean_output import lean_driver
 from vftui.ui.inbox import TICK_S, Inbox
+from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel

@@ -7,7 +7,7 @@ real multi-turn conversation. Two reward functions (``sorted_correctly``, weight
 ``format_ok``, weight 0.2) give rewards that vary between rollouts.
 
 It is a plain verifiers module: ``verifiers.load_environment("alphabet-sort", **args)``
-imports it; ``vftui.collector.env_loader`` makes sure the name finds this module, whatever is
+imports it; ``vftui.collector.envs.loader`` makes sure the name finds this module, whatever is
 installed under the same name.
 """
 

@@ -1,4 +1,7 @@
-"""Finding verifiers environments by name: the built-in ones and installed packages."""
+"""Finding verifiers environments by id, the built-in ones and installed packages, and loading them.
+
+A failed load is one sentence naming the environment and the cause (``load_failure``).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vftui.collector import compat
+from vftui.collector.envs import classic
+from vftui.collector.envs.base import Environment
 from vftui.errors import UserError
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "sim" / "envs"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "sim" / "envs"
 BUILTINS = {"alphabet-sort": "alphabet_sort", "alphabet-tools": "alphabet_tools"}
 """Built-in environment id -> its module in ``BUILTIN_DIR``."""
 
@@ -66,7 +70,7 @@ def loadable_environments() -> list[str]:
     return [f"{name} (built in)" for name in BUILTINS] + installed_environments()
 
 
-def load(env_id: str, env_args: dict[str, Any]):
+def load(env_id: str, env_args: dict[str, Any]) -> Environment:
     """Load an environment with verifiers' own loader; any failure is a UserError.
 
     Must be called on the main thread: a verifiers Environment installs signal handlers.
@@ -78,7 +82,7 @@ def load(env_id: str, env_args: dict[str, Any]):
             + ", ".join(loadable_environments())
         )
     try:
-        return compat.load_vf_environment(env_id, env_args)
+        return classic.ClassicEnvironment(env_id, classic.load(env_id, env_args))
     except Exception as e:
         raise UserError(load_failure(env_id, env_args, e)) from e
 

@@ -73,11 +73,8 @@ class ChatPostAdapter(ManagedServerAdapter):
 
 @contextlib.asynccontextmanager
 async def recorded_client(server_manager: Any, tokenizer: Any) -> AsyncIterator[tuple[Any, TurnRecorder]]:
-    """A verifiers client for one rollout, and the recorder of its turns."""
-    import verifiers as vf
-
+    """An AsyncOpenAI-like client for one rollout, and the recorder of its turns."""
     async with server_manager.managed_server(tokenizer=tokenizer) as managed:
         recorder = TurnRecorder(managed.server)
         managed.server = recorder
-        adapter = ChatPostAdapter(managed, base_url=str(recorder.config.base_url))
-        yield vf.OpenAIChatCompletionsClient(adapter), recorder
+        yield ChatPostAdapter(managed, base_url=str(recorder.config.base_url)), recorder

@@ -8,7 +8,7 @@ neither watch nor steer the run, nor pose as one. The framing is multiprocessing
 
 - ``"events"``: the run so far (its start, last state and figures, the recent groups and
   log, then ``RunSoFar``), followed by every event as it happens, in batches;
-- ``"controls"``: control calls, answered as ``process.serve_commands`` answers the
+- ``"controls"``: control calls, answered as ``wire.serve_commands`` answers the
   dashboard's pipe, except that a peer hanging up leaves the run alone;
 - ``"status"``: one ``RunInfo``, for ``vftui runs``.
 """
@@ -25,22 +25,25 @@ import socket
 import struct
 import tempfile
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import assert_never
 
 from vftui import stats
-from vftui.collector.process import Outbox, RemoteControls, serve_commands, shut_down
-from vftui.errors import UserError
 from vftui.events import (
+    TRAJECTORY_API,
     Alert,
     ApiStatus,
+    EndpointTrouble,
     Event,
+    FileProgress,
     GroupCollected,
     GroupDropped,
+    GroupsDumped,
     Health,
     LogRecord,
+    MetricsWindow,
     RequestStats,
     RunControls,
     RunSoFar,
@@ -51,11 +54,11 @@ from vftui.events import (
     ServerStatus,
     TemperatureChanged,
 )
+from vftui.live.wire import Outbox, serve_commands
 from vftui.run_files import SOCKET_SUFFIX
 
 MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 HELLO_TIMEOUT_S = 5.0
-REPLY_TIMEOUT_S = 10.0
 MAX_BACKLOG = 20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
 RECENT_LOGS = 200
 RATE_GROUPS = 64
@@ -90,7 +93,6 @@ def peer_uid(sock: socket.socket) -> int:
     return struct.unpack("3i", creds)[1]
 
 
-# -- the run's side ---------------------------------------------------------------------
 
 
 class Replay:
@@ -104,12 +106,15 @@ class Replay:
         self.dropped: collections.Counter[str] = collections.Counter()
         self.servers: dict[str, ServerStatus] = {}
         self.alerts: dict[str, Alert] = {}  # the active ones
+        self.troubles: dict[str, EndpointTrouble] = {}  # by service, until it works again
 
     def add(self, event: Event) -> None:
+        """Keep what a later dashboard needs of ``event``; every kind of event is named here."""
         match event:
             case GroupCollected():
                 self.groups.append(event.compacted())
                 self.totals.add(event)
+                self.troubles.clear()  # a group came through: whatever failed works again
             case GroupDropped():
                 self.dropped[event.reason] += 1
                 self.totals.add(event)
@@ -121,9 +126,20 @@ class Replay:
                 self.alerts[event.name] = event
             case Alert():
                 self.alerts.pop(event.name, None)
-            case (RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | ApiStatus() | Health()
-                  | RunSummary()):
+            case ApiStatus():
+                self.latest[ApiStatus] = event
+                if event.reachable:
+                    self.troubles.pop(TRAJECTORY_API, None)
+            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | Health() | RunSummary():
                 self.latest[type(event)] = event
+            case EndpointTrouble():
+                self.troubles[event.service] = event
+            case GroupsDumped() | MetricsWindow():
+                pass  # of the moment: a dump is said once, the window's figures come again with the next groups
+            case FileProgress() | RunSoFar():
+                pass  # a viewed file's and a replay's own: a live run never sends them
+            case _:
+                assert_never(event)
 
     def events(self) -> list[Event]:
         """The run so far, in an order the dashboard folds as it would have live."""
@@ -131,7 +147,8 @@ class Replay:
         last = [self.latest[kind] for kind in (RequestStats, ApiStatus, Health, RunStatus, RunSummary)
                 if kind in self.latest]
         so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
-        return [*first, *self.groups, so_far, *self.logs, *self.servers.values(), *self.alerts.values(), *last]
+        return [*first, *self.groups, so_far, *self.logs, *self.servers.values(), *self.alerts.values(),
+                *self.troubles.values(), *last]
 
     def info(self) -> RunInfo:
         started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
@@ -249,87 +266,3 @@ class RunServer:
             conn.close()
 
 
-# -- a dashboard's side -----------------------------------------------------------------
-
-
-def connect(path: Path, wish: str) -> Connection:
-    """A connection to the run listening at ``path``, checked to be our own user's."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(os.fspath(path))
-        if peer_uid(sock) != os.getuid():
-            raise UserError(f"{path} belongs to another user; not attaching to it")
-    except OSError as e:
-        sock.close()
-        raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
-    except BaseException:
-        sock.close()
-        raise
-    conn = Connection(sock.detach())
-    conn.send(wish)
-    return conn
-
-
-def ask_status(path: Path, timeout: float = REPLY_TIMEOUT_S) -> RunInfo | None:
-    """A live run's ``RunInfo``, or None when nothing (of ours) answers there."""
-    try:
-        conn = connect(path, "status")
-    except UserError:
-        return None
-    try:
-        return conn.recv() if conn.poll(timeout) else None
-    except (EOFError, OSError):
-        return None
-    finally:
-        conn.close()
-
-
-class AttachedRun:
-    """A dashboard's handle on a run it attached to: its events, its controls, its summary.
-
-    ``start`` connects (a UserError when nothing of ours answers) and feeds ``emit`` from a
-    thread; ``wait_summary`` blocks until the run's summary comes, or fails when the run
-    went away without one; ``close`` hangs up and leaves the run as it is.
-    """
-
-    def __init__(self, path: Path, emit: Callable[[Event], None]) -> None:
-        self.path = path
-        self._emit = emit
-        self._events: Connection | None = None
-        self._commands: Connection | None = None
-        self.controls: RemoteControls | None = None
-        self.summary: RunSummary | None = None
-        self._ended = threading.Event()
-
-    def start(self) -> AttachedRun:
-        self._events = connect(self.path, "events")
-        self._commands = connect(self.path, "controls")
-        self.controls = RemoteControls(self._commands, float("nan"))  # the run's own comes with its events
-        threading.Thread(target=self._pump, name="attached-events", daemon=True).start()
-        return self
-
-    def _pump(self) -> None:
-        try:
-            while True:
-                for event in self._events.recv():
-                    self._emit(event)
-                    if isinstance(event, RunSummary):
-                        self.summary = event
-        except (EOFError, OSError):
-            pass
-        finally:
-            self._ended.set()
-
-    def wait_summary(self, give_up: threading.Event | None = None) -> RunSummary | None:
-        """The run's summary; None as soon as ``give_up`` is set (the dashboard left the run running)."""
-        while not self._ended.wait(0.1):
-            if give_up is not None and give_up.is_set():
-                return None
-        if self.summary is None:
-            raise RuntimeError("the run went away without a summary (its process ended)")
-        return self.summary
-
-    def close(self) -> None:
-        for conn in (self._commands, self._events):
-            if conn is not None:
-                shut_down(conn)

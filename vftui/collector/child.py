@@ -1,0 +1,95 @@
+"""The collector's side of the dashboard's child process (``live.process`` is the parent's).
+
+The child prepares the run on its own main thread (verifiers environments install signal
+handlers there), reports ``Prepared`` or the error it refused with, collects, and answers
+control calls until the parent hangs up. The dashboard is on screen from the start, so
+nothing here may write to the terminal: output goes to a scratch file until the run's own
+log file (beside its jsonl) is known. This module imports the run lazily: the parent
+imports it only to name it as the child's target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import gc
+import os
+import signal
+import sys
+import tempfile
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TextIO
+
+from vftui.config import RunConfig
+from vftui.events import RunState, RunStatus
+from vftui.live.process import Crashed, Prepared, Refused
+from vftui.live.wire import Outbox, picklable, serve_commands
+from vftui.run_files import LOG_SUFFIX
+from vftui.wording import LOADING_LIBRARIES
+
+
+def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:
+    """Prepare, report, collect, answer controls until hung up."""
+    import asyncio
+
+    early = _capture_output(tempfile.TemporaryFile("w+"))
+    outbox = Outbox(events)
+    outbox.put(RunStatus(RunState.STARTING, 0, config.steps, LOADING_LIBRARIES))
+    from vftui.collector.run import Run
+
+    run = Run(config, outbox.put)
+    try:
+        try:
+            plan = run.prepare()
+        except KeyboardInterrupt:
+            return
+        except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
+            outbox.put(Refused(e) if picklable(e) else Crashed(traceback.format_exc()))
+            return
+        # From here the parent drives the run: terminal signals go to it, and the
+        # terminal is the dashboard's, so library output goes to a file beside the run.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        log_path = plan.out_path.with_suffix(LOG_SUFFIX)
+        log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+        early.seek(0)
+        log.write(early.read())  # what the libraries said while the run was prepared
+        _capture_output(log)
+        # The libraries and the environment loaded by now live as long as the run; keeping
+        # them out of the collector's reach keeps full collections (which stall control
+        # calls as well as collecting) short.
+        gc.freeze()
+        outbox.put(Prepared(str(plan.out_path), plan.simulated))
+        server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
+        server.start()
+        try:
+            asyncio.run(run.execute())
+        except Exception:  # noqa: BLE001 - reported to the parent, which shows it
+            traceback.print_exc()  # into the log file, for the whole story
+            outbox.put(Crashed(traceback.format_exc()))
+        server.join()
+        _remove_if_empty(log_path)
+    finally:
+        run.close()
+        outbox.close()
+
+
+def _capture_output(file: TextIO) -> TextIO:
+    """Point stdout/stderr (Python's and the file descriptors) at ``file``."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.dup2(file.fileno(), 1)
+    os.dup2(file.fileno(), 2)
+    sys.stdout = sys.stderr = file
+    faulthandler.enable(file)
+    return file
+
+
+def _remove_if_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == 0:
+            path.unlink()

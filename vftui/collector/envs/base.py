@@ -1,0 +1,56 @@
+"""The one interface the collector drives environments through, whatever kind they are.
+
+A mode (sft, rl) asks an ``Environment`` for the dataset's items and for the rollouts of
+one item, and gets each rollout back as a ``Rollout``: messages in the OpenAI chat form,
+the reward, each reward function's and metric's value, turns, finish reason, errors and
+the tools offered. What verifiers calls these things, and how each version runs them, is
+the implementations' business (``envs.classic``), not the modes'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One finished rollout, as every mode consumes it."""
+
+    messages: list[dict[str, Any]]  # prompt and completion, OpenAI chat form
+    reward: float
+    metrics: dict[str, float]  # each reward function's and metric's numeric value
+    turns: int  # model calls
+    finish_reason: str | None  # of the last model call: stop, length, tool_calls...
+    tools: list[dict[str, Any]] = field(default_factory=list)  # the OpenAI schemas the model was sent
+    error: str | None = None  # the rollout failed (an endpoint error): not a score
+    reward_failure: tuple[str, str] | None = None  # (function, error): a reward function raised or was not finite
+    model_calls: list[Any] = field(default_factory=list)  # rl: each call's token ids and logprobs (``tokens.Turn``)
+
+
+class Environment(Protocol):
+    """An environment the collector can run: its items, its reward functions, its rollouts.
+
+    ``client`` is an ``AsyncOpenAI``-like client the mode chose (the endpoint's, or in rl a
+    ManagedServer behind an adapter); ``sampling`` the sampling arguments as that client takes
+    them. A rollout that fails is returned with its ``error``; only a rejected key raises.
+    """
+
+    env_id: str
+    reward_function_names: list[str]
+    reward_weights: dict[str, float]
+    tools: list[dict[str, Any]]  # offered to every rollout
+    max_turns: int | None
+
+    def items(self) -> list[dict[str, Any]]:
+        """The training split's items, in order."""
+        ...
+
+    async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
+                    max_concurrent: int) -> list[Rollout]:
+        """``size`` rollouts of ``item`` at once, ``max_concurrent`` requests in flight."""
+        ...
+
+    async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
+        """One rollout of ``item`` through ``client`` (rl: a client of its own, whose calls are recorded)."""
+        ...

@@ -1,0 +1,200 @@
+"""verifiers' classic environments (``load_environment(**kwargs)`` returning a ``vf.Environment``).
+
+Everything vftui knows about the classic API is here: how one is loaded, how a group is
+generated (``generate``, the reference's sft path) or one rollout run (``run_rollout``, rl),
+where a rollout's finish reason, turns and error live, and how a reward function that
+raises (which verifiers silently scores 0) or returns NaN is caught. Checked against
+verifiers 0.3.x, which serves the classic API from ``verifiers.legacy``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import math
+from typing import Any
+
+from vftui.collector.envs.base import Rollout
+from vftui.collector.envs.messages import openai_tools, plain_messages
+
+LOGGERS = ("verifiers",)
+"""Loggers that do not propagate to the root logger (verifiers disables propagation)."""
+
+_REWARD_FAILURES: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
+    "vftui_reward_failures", default=None
+)
+"""Set per group or rollout: the rollouts (tasks started inside that context) record here."""
+
+
+def load(env_id: str, args: dict[str, Any]) -> Any:
+    """``verifiers.load_environment``, quietly: its own log line of a failure would repeat ours."""
+    import verifiers as vf
+
+    _ask_git_once()
+    loader_log = logging.getLogger("verifiers.legacy.utils.env_utils")
+    level = loader_log.level
+    loader_log.setLevel(logging.CRITICAL + 1)
+    try:
+        return vf.load_environment(env_id, **args)
+    finally:
+        loader_log.setLevel(level)
+
+
+class ClassicEnvironment:
+    """A loaded classic ``vf.Environment`` behind the collector's ``Environment`` interface."""
+
+    def __init__(self, env_id: str, vf_env: Any) -> None:
+        self.env_id = env_id
+        self.vf_env = vf_env
+        self.reward_function_names: list[str] = list(vf_env.rubric._get_reward_func_names())
+        weights = map(float, vf_env.rubric._get_reward_weights())
+        self.reward_weights = dict(zip(self.reward_function_names, weights, strict=False))
+        self.tools = openai_tools(getattr(vf_env, "tool_defs", None))
+        max_turns = getattr(vf_env, "max_turns", None)
+        self.max_turns = max_turns if isinstance(max_turns, int) and max_turns > 0 else None
+        _watch_reward_functions(vf_env)
+
+    def items(self) -> list[dict[str, Any]]:
+        return self.vf_env.get_dataset().to_list()
+
+    async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
+                    max_concurrent: int) -> list[Rollout]:
+        """The reference's sft path: one ``generate`` call over the item repeated ``size`` times."""
+        import verifiers as vf
+
+        failures: list[tuple[str, str]] = []
+        _REWARD_FAILURES.set(failures)  # the group's rollouts run in tasks that inherit it
+        outputs = (await self.vf_env.generate(
+            inputs=[_rollout_input(item) for _ in range(size)],
+            client=vf.OpenAIChatCompletionsClient(client),
+            model=model,
+            sampling_args=sampling,
+            max_concurrent=max_concurrent,
+            independent_scoring=True,
+            state_columns=["trajectory"],
+            on_start=lambda *args, **kwargs: None,
+            on_log=lambda message: None,
+        ))["outputs"]
+        return [_rollout(output, failures[0] if failures else None) for output in outputs]
+
+    async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
+        import verifiers as vf
+
+        failures: list[tuple[str, str]] = []
+        _REWARD_FAILURES.set(failures)  # this task's own context: the rollout's failures only
+        output = await self.vf_env.run_rollout(_rollout_input(item), vf.OpenAIChatCompletionsClient(client), model,
+                                               sampling, state_columns=["trajectory"])
+        return _rollout(output, failures[0] if failures else None)
+
+
+def _rollout(output: dict[str, Any], reward_failure: tuple[str, str] | None) -> Rollout:
+    """A classic rollout output (prompt and completion as pydantic messages, the trajectory's steps)."""
+    messages = plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
+    metrics = {name: float(value) for name, value in (output.get("metrics") or {}).items()
+               if isinstance(value, (int, float))}
+    return Rollout(
+        messages=messages,
+        reward=float(output.get("reward") or 0.0),
+        metrics=metrics,
+        turns=len(output.get("trajectory") or []),
+        finish_reason=_finish_reason(output),
+        tools=openai_tools(output.get("tool_defs")),
+        error=rollout_error(output),
+        reward_failure=reward_failure,
+    )
+
+
+def _rollout_input(item: dict[str, Any]) -> dict[str, Any]:
+    """A dataset row as a rollout input (``task`` must be an object or absent in 0.3)."""
+    row = {
+        "prompt": item["prompt"],
+        "example_id": item["example_id"],
+        "answer": item.get("answer", ""),
+        "info": item.get("info") or {},
+    }
+    if isinstance(item.get("task"), dict):
+        row["task"] = item["task"]
+    return row
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _finish_reason(output: dict[str, Any]) -> str | None:
+    """The last trajectory step's finish reason (``stop``, ``length``...)."""
+    trajectory = output.get("trajectory") or []
+    if not trajectory:
+        return None
+    message = _field(_field(trajectory[-1], "response"), "message")
+    return _field(message, "finish_reason")
+
+
+def rollout_error(output: dict[str, Any]) -> str | None:
+    """A rollout's error as one line, or None when it succeeded."""
+    error = output.get("error")
+    if not error:
+        return None
+    if isinstance(error, dict):
+        text = error.get("error_chain_repr") or error.get("message") or str(error)
+    else:
+        text = str(error)
+    links = text.split(" -> ")
+    while len(links) > 1 and links[0].endswith("()"):
+        links.pop(0)  # wrappers such as ModelError() that add no information
+    return " -> ".join(links)
+
+
+def _ask_git_once() -> None:
+    """verifiers runs ``git rev-parse`` twice on every ``generate`` call (once per group) for
+    its own and the env's commit; neither changes while a run lives, and with dozens of
+    groups a second the forks were a few percent of the collector's CPU."""
+    from verifiers.legacy.utils import save_utils
+
+    if not hasattr(save_utils.get_version_info, "cache_info"):
+        save_utils.get_version_info = functools.lru_cache(maxsize=8)(save_utils.get_version_info)
+
+
+def _watch_reward_functions(vf_env: Any) -> None:
+    """Record a reward function that raises, which verifiers logs and silently scores 0.
+
+    One that returns NaN or infinity raises here: a non-finite reward poisons a group's
+    advantages and is not JSON. Each function keeps its signature (verifiers picks its
+    arguments from it) and name; the failure still scores 0 for verifiers, and the
+    rollout's ``reward_failure`` tells the collector, which reports the group instead of
+    training on the 0.
+    """
+    envs, rubrics = [vf_env], []
+    while envs:  # an EnvGroup keeps its environments, each with its own rubric, in env_map
+        env = envs.pop()
+        envs.extend(getattr(env, "env_map", {}).values())
+        rubrics.append(env.rubric)
+    while rubrics:
+        rubric = rubrics.pop()
+        rubrics.extend(getattr(rubric, "rubrics", []))
+        rubric.funcs = [_watched(func) for func in getattr(rubric, "funcs", [])]
+
+
+def _watched(func: Any) -> Any:
+    # verifiers keys metrics by __name__; a callable without one is left as it is
+    if getattr(func, "_vftui_watched", False) or not hasattr(func, "__name__"):
+        return func
+
+    @functools.wraps(func)
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = func(*args, **kwargs)
+            result = await result if inspect.isawaitable(result) else result
+            if isinstance(result, (int, float)) and not math.isfinite(result):
+                raise ValueError(f"returned {result}, not a finite number")
+        except Exception as e:
+            failures = _REWARD_FAILURES.get()
+            if failures is not None:
+                failures.append((func.__name__, f"{type(e).__name__}: {e}"))
+            raise
+        return result
+
+    watched._vftui_watched = True
+    return watched

@@ -1,0 +1,125 @@
+"""Where a run writes: a new jsonl (never overwriting one), or a resumed run's, repaired and read back.
+
+Either way the run holds the output's lock (``lock.OutputLock``) before it touches the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vftui import paths, store
+from vftui.collector.output.ledger import ItemLedger
+from vftui.collector.output.lock import OutputLock
+from vftui.errors import UserError
+from vftui.events import GroupCollected
+from vftui.groupfile import group_event
+from vftui.run_files import find_resumable, sidecars
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Output:
+    """The jsonl a run appends to, its lock, and what a resumed one had written."""
+
+    path: Path
+    lock: OutputLock
+    groups_before: int = 0
+    ledger: ItemLedger = field(default_factory=ItemLedger)
+    written: list[GroupCollected] = field(default_factory=list)  # a resumed run's groups, for its totals
+    tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
+
+
+def open_new(out: Path | None, env_id: str) -> Output:
+    """``out``, or a new run folder's ``groups.jsonl``; an existing file gets a ``_1`` suffix, unless its
+    run is still writing it."""
+    if out is not None:
+        out = out.expanduser().resolve()
+    else:
+        try:
+            out = paths.new_run_dir(env_id) / "groups.jsonl"
+        except OSError as e:
+            raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
+    if out.exists() and not out.is_file():
+        what = "a folder" if out.is_dir() else "not a regular file"
+        raise UserError(f"--out {out} is {what}; give a .jsonl file path")
+    if not paths.writable_dir(out.parent):
+        raise UserError(f"cannot write to the output folder {out.parent}")
+    free = out
+    while True:
+        lock = OutputLock(free).acquire("wait for it to end, or choose another --out")
+        if not free.exists():
+            free.touch()
+            break
+        lock.release()
+        free = store.unique_path(free)
+    if free != out:
+        logger.warning("%s exists; writing to %s instead", out, free)
+    return Output(free, lock)
+
+
+def open_resumed(run: Path, window: int) -> Output:
+    """The resumed run's jsonl with a torn last line cut, its groups and the items left to collect.
+
+    An item is done when its line is in the file (the checkpoint may lag it by one) or the
+    checkpoint says so (a dropped group has no line); items in flight when it stopped are
+    collected again first.
+    """
+    out = find_resumable(run)
+    lock = OutputLock(out).acquire("stop it before resuming it")
+    try:
+        cut = store.repair_tail(out)
+        if cut:
+            logger.warning("cut a torn last line (%d bytes) from %s", cut, out)
+        saved = read_checkpoint(sidecars(out)[1])
+        written = groups_written(out)
+    except BaseException:
+        lock.release()
+        raise
+    ledger = ItemLedger([*(g.item for g in written), *ItemLedger.done_in(saved)], int(saved.get("iter", 0)))
+    if ledger.lost:
+        logger.warning("%d items were in flight when the run stopped; collecting them again first", len(ledger.lost))
+    return Output(out, lock, len(written), ledger, written, _tail_lines(out, window))
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """A resumed run's checkpoint; one that does not read is a one-sentence refusal."""
+    if not path.exists():
+        return {}
+    try:
+        saved = json.loads(path.read_bytes())
+        if not isinstance(saved, dict):
+            raise ValueError("it is not a JSON object")
+        ItemLedger.done_in(saved)
+        int(saved.get("iter", 0))
+    except (OSError, ValueError, TypeError) as e:
+        raise UserError(f"--resume: the checkpoint {path} is damaged ({e}); remove it to resume from the groups "
+                        "in the file alone (groups dropped before would be collected again)") from e
+    return saved
+
+
+def groups_written(out: Path) -> list[GroupCollected]:
+    """Every group line; any other line but a torn last one (cut before) refuses the resume."""
+    groups = []
+    for entry in store.read_groups(out):
+        if isinstance(entry, store.BadLine):
+            number, reason = entry.number, entry.reason
+        else:
+            number, raw = entry
+            try:
+                groups.append(group_event(len(groups) + 1, raw))
+                continue
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                reason = f"not a group vftui can read ({type(e).__name__}: {e})"
+        raise UserError(f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
+                        "so mend or remove that line first")
+    return groups
+
+
+def _tail_lines(path: Path, count: int) -> list[bytes]:
+    with path.open("rb") as f:
+        return [line for line in f if line.strip()][-count:]

@@ -1,0 +1,434 @@
+"""Starting, driving and stopping one collector run, whatever view is watching.
+
+``Run.prepare()`` resolves everything a user can get wrong (paths, endpoint, key,
+tokenizer, environment) before any work, on the main thread (verifiers environments
+install signal handlers). ``Run.execute()`` then collects in the run's mode (its
+``modes.Collection``: sft's many groups in flight, or rl's serve loop) on the current
+asyncio loop and returns the summary. The view gets every event through ``emit`` and
+steers the run with ``run.controls``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.base import APIServerConfig
+
+from vftui import paths, run_index, stats, store
+from vftui.collector import endpoint, hub
+from vftui.collector.controls import Controls
+from vftui.collector.envs import classic, loader
+from vftui.collector.envs.base import Environment
+from vftui.collector.health import HealthMonitor
+from vftui.collector.modes import Collection, collection_for
+from vftui.collector.output.opening import Output, open_new, open_resumed
+from vftui.collector.tokens import renders_tool_calls
+from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
+from vftui.collector.wandb_check import check_wandb_can_log
+from vftui.config import RunConfig
+from vftui.defaults import DEFAULT_HUB_TOKENIZER
+from vftui.errors import RunFailed, UserError
+from vftui.events import (
+    Event,
+    GroupCollected,
+    GroupDropped,
+    Health,
+    LogRecord,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+)
+from vftui.live.server import RunServer, socket_path
+from vftui.quiet import quiet_libraries
+from vftui.redact import scrub, scrub_event
+from vftui.run_files import sidecars
+from vftui.signals import STALL_TIMEOUT, Tripped, parse_gates
+from vftui.sim.server import MODEL as SIM_MODEL
+from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
+from vftui.sim.server import BackgroundSimServer
+
+HEALTH_EVERY_S = 1.0
+logger = logging.getLogger(__name__)
+
+
+class EventLogHandler(logging.Handler):
+    """Library log records become LogRecord events (``Run.emit`` scrubs keys from them)."""
+
+    def __init__(self, emit: Callable[[Event], None]) -> None:
+        super().__init__(logging.INFO)
+        self._emit = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING and not record.name.startswith("vftui"):
+            return
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a bad log call must not break a run
+            message = str(record.msg)
+        self._emit(LogRecord(record.levelname, record.name, message, record.created))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything ``prepare`` resolved; the API key is kept out of ``repr``."""
+
+    config: RunConfig
+    out_path: Path
+    base_url: str
+    model: str
+    tokenizer: str
+    groups_before: int
+
+    @property
+    def simulated(self) -> bool:
+        """The embedded endpoint, or a ``vftui sim-server`` named with --base-url."""
+        return self.config.simulated or self.model == SIM_MODEL
+
+    @property
+    def groups_total(self) -> int:
+        return self.config.steps
+
+
+class Run:
+    def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
+        self.config = config
+        self._view_emit = emit
+        self.window = store.GroupWindow(config.window)
+        self.totals = stats.Accumulator()
+        self.dropped: collections.Counter[str] = collections.Counter()
+        self.plan: Plan | None = None
+        self.controls: Controls | None = None
+        self.collection: Collection = collection_for(config, self.emit, _say_rate_limited)
+        self._api_key = ""
+        self._sim: BackgroundSimServer | None = None
+        self._env: VerifiersEnv | None = None
+        self._output: Output | None = None
+        self._server: RunServer | None = None
+        self.health: HealthMonitor | None = None
+        self._health: Health | None = None
+        self._tripped: Tripped | None = None
+
+    def emit(self, event: Event) -> None:
+        if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
+            event = scrub_event(event, self._api_key)
+        if isinstance(event, GroupCollected):
+            self.totals.add(event)
+        elif isinstance(event, GroupDropped):
+            self.dropped[event.reason] += 1
+            self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
+        if self.health is not None:
+            self.health.observe(event)
+        self._view_emit(event)
+        if self._server is not None:
+            self._server.publish(event)
+
+    # -- before any work ----------------------------------------------------------------
+
+    def prepare(self) -> Plan:
+        """Everything a user can get wrong, checked before the first group; a refusal leaves no trace."""
+        quiet_libraries()
+        self._output = self._open_output()
+        try:
+            return self._prepare(self._output)
+        except BaseException:
+            self._forget_output(self._output.path)
+            raise
+
+    def _open_output(self) -> Output:
+        cfg = self.config
+        if cfg.resume is None:
+            return open_new(cfg.out, cfg.env)
+        output = open_resumed(cfg.resume, cfg.window)
+        for group in output.written:
+            self.totals.add(group)
+        for line in output.tail:
+            self.window.add(line)
+        return output
+
+    def _forget_output(self, out_path: Path) -> None:
+        """A run refused before its first group leaves no empty file or run folder behind."""
+        if self.config.resume is None and out_path.exists() and out_path.stat().st_size == 0:
+            out_path.unlink()
+            if out_path.parent.parent == paths.runs_dir():
+                with contextlib.suppress(OSError):
+                    out_path.parent.rmdir()  # ours, made by new_run_dir, if nothing else is in it
+
+    def _prepare(self, output: Output) -> Plan:
+        cfg = self.config
+        if cfg.wandb:  # wandb reads its folder once, when its settings first load: before the login check
+            os.environ.setdefault("WANDB_DIR", str(output.path.parent))
+            check_wandb_can_log()
+        self._step(f"loading the environment {cfg.env}")
+        environment = loader.load(cfg.env, cfg.env_args)
+        base_url, model, tokenizer = self._endpoint()
+        self._step(f"loading the tokenizer {tokenizer}")
+        self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
+        self.collection.check(environment)
+        self.collection.start(self._step)
+        self.plan = Plan(cfg, output.path, base_url, model, tokenizer, output.groups_before)
+        self.controls = Controls(cfg.temperature, self.window, output.path.parent, self.emit, groups_total=cfg.steps)
+        self.controls.groups_done = output.groups_before
+        self._env = self._build_env(environment, output)
+        self.health = HealthMonitor(cfg.window, cfg.max_tokens * (environment.max_turns or 1),
+                                    environment.reward_weights, thresholds={"identical": cfg.identical_alert},
+                                    gates=parse_gates(cfg.fail_on), stall_timeout=cfg.stall_timeout)
+        if output.groups_before == 0:
+            self._write_run_file()
+        self._listen(output.path)
+        return self.plan
+
+    def _endpoint(self) -> tuple[str, str, str]:
+        """The endpoint's URL, the model to ask it for and the tokenizer: the embedded simulation's, or
+        the named endpoint's after asking it for its models (and finding the key it needs)."""
+        cfg = self.config
+        if cfg.simulated:
+            self._step("starting the simulated endpoint")
+            self._sim = BackgroundSimServer(seed=cfg.seed).start()
+            self._api_key = "EMPTY"
+            return self._sim.base_url, cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
+        base_url = endpoint.check_url(cfg.base_url)
+        for extra in cfg.extra_base_urls:
+            endpoint.check_url(extra)
+        self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
+        self._step(f"asking {base_url} for its models")
+        model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
+        default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
+        return base_url, model, cfg.tokenizer or default
+
+    def _listen(self, out_path: Path) -> None:
+        """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
+        self._server = RunServer(self.config.window, self.totals)
+        try:
+            self._server.listen(socket_path(out_path), self.controls)
+        except OSError as e:
+            raise UserError(f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}") from e
+        run_index.remember(out_path)
+
+    def _step(self, what: str) -> None:
+        """A step of the preparation, shown while it lasts (loading an environment can take a while)."""
+        self.emit(RunStatus(RunState.STARTING, 0, self.config.steps, what))
+
+    def _check_tools(self, environment: Environment, tokenizer: str, loaded: Any) -> None:
+        """An environment with tools needs a template that renders them, or the training data loses them."""
+        if environment.tools and not renders_tool_calls(loaded):
+            raise UserError(
+                f"the chat template of tokenizer '{tokenizer}' does not render tool calls, so the training data "
+                "would lose them; use a tokenizer whose template renders tools (--tokenizer)"
+            )
+
+    def _build_env(self, environment: Environment, output: Output) -> VerifiersEnv:
+        """atroposlib's env and server configs as the mode needs them, and the env built on them."""
+        plan, cfg = self.plan, self.config
+        assert plan is not None and self.controls is not None
+        env_config = VfEnvConfig(
+            vf_env_name=cfg.env,
+            env_args=json.dumps(cfg.env_args),
+            tokenizer_name=plan.tokenizer,
+            group_size=cfg.group_size,
+            max_token_length=cfg.max_tokens,
+            use_wandb=cfg.wandb,
+            include_messages=True,
+            data_path_to_save_groups=None,  # set below: atroposlib would open its own writer on a new _1 file
+            **self.collection.env_settings(cfg.steps - plan.groups_before),
+        )
+        servers = [
+            APIServerConfig(model_name=plan.model, base_url=url, api_key=self._api_key,
+                            tokenizer_name=plan.tokenizer, timeout=int(cfg.timeout),
+                            **self.collection.server_settings())
+            for url in [plan.base_url, *cfg.extra_base_urls]
+        ]
+        hooks = Hooks(
+            controls=self.controls,
+            emit=self.emit,
+            checkpoint_path=sidecars(plan.out_path)[1],
+            ledger=output.ledger,
+            groups_before=plan.groups_before,
+            max_retries=cfg.retries,
+            on_tokens=self.collection.tokens_written,
+            extra_meta={"model": plan.model, "simulated": plan.simulated},
+            health_metrics=lambda: self.health.wandb_metrics(self._health) if self._health is not None else {},
+            fail=self.collection.fail,
+        )
+        env = VerifiersEnv(env_config, servers, environment=environment, rollouts=self.collection.rollouts,
+                           hooks=hooks)
+        self.collection.configure(env)
+        # in every mode groups go to our crash-safe appender instead of an unflushed jsonlines writer
+        env.config.data_path_to_save_groups = str(plan.out_path)
+        env.jsonl_writer = store.JsonlAppender(plan.out_path, on_line=self.window.add)
+        if cfg.wandb:
+            env.name = cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"
+            env.wandb_project = cfg.wandb_project
+        return env
+
+    def _write_run_file(self) -> None:
+        plan = self.plan
+        assert plan is not None
+        run_file, _ = sidecars(plan.out_path)
+        store.write_json_atomic(
+            run_file,
+            {
+                "config": {**self.config.public_dict(), "out": str(plan.out_path)},
+                "model": plan.model,
+                "endpoint": "simulated" if self.config.simulated else plan.base_url,
+                "tokenizer": plan.tokenizer,
+                "created": time.time(),
+            },
+        )
+
+    # -- the run itself ---------------------------------------------------------------
+
+    async def execute(self) -> RunSummary:
+        """Collect until done, stopped or failed; always flushes and checkpoints.
+
+        Library ``print``s (atroposlib's HTML step) go to stderr, so stdout can carry JSON events.
+        """
+        plan, env, controls = self.plan, self._env, self.controls
+        assert plan is not None and env is not None and controls is not None, "call prepare() first"
+        clock = time.monotonic()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_quiet_loop_error)
+        handler = EventLogHandler(self.emit)
+        loggers = [logging.getLogger(), *map(logging.getLogger, classic.LOGGERS)]
+        for log in loggers:
+            log.addHandler(handler)
+        self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
+        self.emit(self._started(time.time()))
+        controls.bind(loop, on_force_stop=self.collection.cancel)
+        watch = asyncio.ensure_future(self._watch_health(controls))
+        state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
+        try:
+            state, error = await self._collect(env, controls)
+        finally:
+            watch.cancel()
+            for log in loggers:
+                log.removeHandler(handler)
+            state, error = self._flush(env, state, error, time.monotonic() - clock)
+            await self._finish_wandb()
+        return self._summary(state, error, time.monotonic() - clock)
+
+    def _started(self, started: float) -> RunStarted:
+        plan, controls, env = self.plan, self.controls, self._env
+        return RunStarted(
+            mode=self.config.mode,
+            env=self.config.env,
+            model=plan.model,
+            endpoint="simulated" if self.config.simulated else plan.base_url,
+            simulated=plan.simulated,
+            out_path=str(plan.out_path),
+            groups_total=plan.groups_total,
+            groups_done=plan.groups_before,
+            group_size=self.config.group_size,
+            temperature=controls.temperature,
+            reward_functions=env.reward_func_names,
+            tokenizer=plan.tokenizer,
+            started_at=started,
+        )
+
+    async def _collect(self, env: VerifiersEnv, controls: Controls) -> tuple[RunState, str]:
+        """The mode's collection, to its end; how it ended (a crash raises)."""
+        if self.plan.groups_before >= self.plan.groups_total:
+            return RunState.FINISHED, ""
+        self.emit(RunStatus(RunState.RUNNING, controls.groups_done, self.plan.groups_total))
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                await self.collection.collect(env, controls)
+        except asyncio.CancelledError:
+            pass  # a second stop cancelled the groups in flight: a stopped run, not a failed one
+        except RunFailed as e:
+            return RunState.FAILED, str(e)
+        return RunState.FINISHED, ""
+
+    def _flush(self, env: VerifiersEnv, state: RunState, error: str, elapsed_s: float) -> tuple[RunState, str]:
+        """Close the jsonl and save the checkpoint; a full disk fails the run (the file keeps whole lines)."""
+        try:
+            env.jsonl_writer.close()
+            env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3)})
+        except store.WriteFailed as e:
+            return RunState.FAILED, error or str(e)
+        return state, error
+
+    def _summary(self, state: RunState, error: str, elapsed_s: float) -> RunSummary:
+        plan, controls = self.plan, self.controls
+        if state is RunState.FINISHED and self._tripped is not None:
+            error = self._tripped.sentence
+        elif state is RunState.FINISHED and controls.groups_done < plan.groups_total:
+            error = "stopped before all groups were collected"
+        self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
+        summary = RunSummary(
+            state=state,
+            groups_done=controls.groups_done,
+            groups_total=plan.groups_total,
+            out_path=str(plan.out_path),
+            elapsed_s=round(elapsed_s, 3),
+            metrics=self.totals.metrics(),
+            error=error,
+            dropped=dict(self.dropped),
+            gate=self._tripped.name if self._tripped is not None and state is RunState.FINISHED else "",
+        )
+        self.emit(summary)
+        return summary
+
+    async def _watch_health(self, controls: Controls) -> None:
+        """Once a second: the health figures, the alerts that start or clear, and the gates."""
+        assert self.health is not None
+        while True:
+            await asyncio.sleep(HEALTH_EVERY_S)
+            self._health, changes, tripped = self.health.check()
+            self.emit(self._health)
+            for alert in changes:
+                self.emit(alert)
+            if tripped is not None and self._tripped is None:
+                self._tripped = tripped
+                logger.warning("%s; stopping the run", tripped.sentence)
+                controls.stop()
+                if tripped.name == STALL_TIMEOUT:
+                    controls.stop()  # the groups in flight are the ones stuck: cancel them
+
+    async def _finish_wandb(self) -> None:
+        if self.config.wandb:
+            import wandb
+
+            if wandb.run is not None:
+                wandb.finish()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        self.collection.close()
+        if self._sim is not None:
+            self._sim.stop()
+            self._sim = None
+        if self._output is not None:
+            self._output.lock.release()
+            self._output = None
+
+
+def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio's errors as one scrubbed log line instead of a traceback on stderr.
+
+    asyncio's default prints a traceback, whose text can quote an endpoint's error body and
+    so the key. Errors nobody awaited (rollouts verifiers left running when a sibling
+    failed) were already reported through the failure that ended them: debug only.
+    """
+    message = context.get("message", "asyncio error")
+    error = context.get("exception")
+    line = scrub(f"{message}: {type(error).__name__}: {error}" if error is not None else message)
+    level = logging.DEBUG if "never retrieved" in message else logging.WARNING
+    logger.log(level, "%s", line)
+
+
+def _say_rate_limited(limit: int, wait_s: float) -> None:
+    logger.warning("the endpoint is rate-limiting: waiting %.1f s, then at most %d requests in flight", wait_s, limit)

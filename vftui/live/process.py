@@ -1,0 +1,145 @@
+"""The dashboard's handle on the collector it runs in a child process.
+
+A CPU-bound collector and a Textual app in one interpreter share one GIL: every frame the
+app paints is time the collector does not run (bench/throughput.py shows the cost). So the
+dashboard spawns the run (``collector.child.child_main`` is the child's side):
+
+- the child prepares the run on its own main thread and reports ``Prepared`` or the error
+  it refused with (``Refused``), or a crash;
+- its events come back in batches over one pipe (``wire.Outbox``), read here by a thread;
+- ``RemoteControls`` forwards each control call over a second pipe;
+- the child stays until the parent hangs up (a dump after the end still works); a parent
+  that dies is a hang-up too, and the child then stops the run gracefully and flushes.
+
+Nothing here imports the collector: the child imports it, by the target it is given.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from vftui.events import Event, RunSummary
+from vftui.live.wire import EXIT_TIMEOUT_S, RemoteControls
+from vftui.run_files import LOG_SUFFIX
+
+ChildMain = Callable[[Any, Connection, Connection], None]
+"""The child's entry point: (the run's config, the events pipe, the commands pipe)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The run is ready; what the parent needs to describe it afterwards."""
+
+    out_path: str
+    simulated: bool
+
+
+@dataclass(frozen=True)
+class Refused:
+    """``prepare`` failed: the exception to raise in the parent (a UserError, usually)."""
+
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class Crashed:
+    """An unexpected exception in the child, as text."""
+
+    traceback: str
+
+
+class CollectorProcess:
+    """The parent's handle on a run in a child process.
+
+    ``start`` returns at once: the child prepares the run while the dashboard is already on
+    screen, showing its steps. ``wait_summary`` blocks until the run's summary arrives (for
+    the app's worker) and raises what prepare refused with (``refusal``) or a crash;
+    ``close`` hangs up and reaps the child.
+    """
+
+    def __init__(self, config: Any, emit: Callable[[Event], None], target: ChildMain) -> None:
+        """``target`` is what the child runs (``collector.child.child_main``; a bench passes a stand-in)."""
+        context = multiprocessing.get_context("spawn")
+        self._events, child_events = context.Pipe(duplex=False)
+        self._commands, child_commands = context.Pipe()
+        self._child_ends = (child_events, child_commands)
+        self._process = context.Process(target=target, args=(config, child_events, child_commands),
+                                        name="vftui-collector")
+        self._emit = emit
+        self.controls = RemoteControls(self._commands, config.temperature)
+        self._summary: RunSummary | None = None
+        self.prepared: Prepared | None = None
+        self.refusal: BaseException | None = None
+        self._crash = ""
+        self._ended = threading.Event()
+
+    @property
+    def pid(self) -> int | None:
+        """The collector process's id, once started."""
+        return self._process.pid
+
+    def start(self) -> CollectorProcess:
+        self._process.start()
+        for end in self._child_ends:
+            end.close()  # so a dead child reads as EOF here
+        threading.Thread(target=self._pump, name="collector-events", daemon=True).start()
+        return self
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                for item in self._events.recv():
+                    match item:
+                        case Prepared():
+                            self.prepared = item
+                        case Refused(error=error):
+                            self.refusal = error
+                            self._ended.set()
+                        case Crashed(traceback=text):
+                            self._crash = text
+                            self._ended.set()
+                        case RunSummary():
+                            self._emit(item)
+                            self._summary = item
+                            self._ended.set()  # the child stays (a dump still works) until we hang up
+                        case _:
+                            self._emit(item)
+        except (EOFError, OSError):
+            pass
+        finally:
+            self._ended.set()
+
+    def wait_summary(self) -> RunSummary:
+        """The run's summary; raises if the child ended without one."""
+        self._ended.wait()
+        if self._summary is not None:
+            return self._summary
+        raise self._why_it_ended()
+
+    def _why_it_ended(self) -> BaseException:
+        """Why the child ended without a summary."""
+        if self.refusal is not None:
+            return self.refusal
+        self._process.join(timeout=5)
+        if self._crash:
+            if self.prepared is None:
+                return RuntimeError(f"the collector failed to start:\n{self._crash}")
+            where = Path(self.prepared.out_path).with_suffix(LOG_SUFFIX)
+            return RuntimeError(f"{self._crash.strip().splitlines()[-1]} (traceback in {where})")
+        return RuntimeError(f"the collector process ended without a summary (exit code {self._process.exitcode})")
+
+    def close(self, timeout: float = EXIT_TIMEOUT_S) -> None:
+        """Hang up (the child stops the run gracefully) and wait for it to exit."""
+        self._commands.close()
+        if self._process.pid is not None:
+            self._process.join(timeout)
+            if self._process.is_alive():
+                self._process.terminate()
+                self._process.join(5)
+        self._events.close()
