@@ -1,0 +1,1 @@
+"""rl (Atropos ``serve``): rollouts through a ManagedServer with token logprobs, groups to the trajectory API."""
