@@ -6,6 +6,7 @@ just before starting it, and the pane is read every 10 ms. Printed: the median o
 (the run prepared and collecting), and their ratio.
 
     python bench/first_frame.py [--runs 5] [--size 100x30]
+    python bench/first_frame.py --quick   # one start: that it runs and prints (CI)
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--size", default="100x30")
+    parser.add_argument("--quick", action="store_true", help="one start: checks that it runs, not its figures")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     width, height = map(int, args.size.split("x"))
     starts = [one_start(width, height) for _ in range(args.runs)]
     first = statistics.median(s[0] for s in starts)

@@ -6,6 +6,7 @@ sending the key to ``capture-pane`` showing the new temperature, so it includes 
 the polling, and is an upper bound on the app's own.
 
     python bench/key_latency_tmux.py [--presses 40]
+    python bench/key_latency_tmux.py --quick   # three presses: that it runs and prints (CI)
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ def tmux(*args: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="three presses: checks that it runs, not its figures")
     args = parser.parse_args()
+    if args.quick:
+        args.presses = 3
     session = f"vftui-lat-{uuid.uuid4().hex[:8]}"
     sim = BackgroundSimServer().start()
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} {sys.executable} -m vftui run "
+        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui run "
                    f"--steps 1000000 --base-url {sim.base_url} --out {tmp}/groups.jsonl")
         tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
         try:
@@ -43,7 +48,7 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     sys.exit("the dashboard did not start")
                 time.sleep(0.2)
-            time.sleep(5)  # let the window fill
+            time.sleep(1 if args.quick else 5)  # let the window fill
             temperature = 1.0
             for _ in range(args.presses):
                 key = "+" if temperature < 1.9 else "-"

@@ -5,6 +5,7 @@ machine allows) in a tmux pane; ``tmux pipe-pane`` records what the app writes o
 window while collecting, then while paused. Printed per size: KB/s for each.
 
     python bench/terminal_bytes.py [--seconds 10]
+    python bench/terminal_bytes.py --quick   # one size, 1 s windows: that it runs and prints (CI)
 """
 
 from __future__ import annotations
@@ -69,8 +70,12 @@ def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--quick", action="store_true", help="one size, 1 s windows: checks that it runs, not its "
+                        "figures")
     args = parser.parse_args()
-    for width, height in ((80, 24), (120, 40)):
+    if args.quick:
+        args.seconds = 1.0
+    for width, height in ((80, 24),) if args.quick else ((80, 24), (120, 40)):
         collecting, paused, status = measure(width, height, args.seconds)
         print(f"{width}x{height}: {collecting:.1f} KB/s collecting, {paused:.2f} KB/s paused "
               f"(over {args.seconds:g} s each)")

@@ -23,6 +23,7 @@ Sections (``--sections``, all by default):
   --no-ui``. Their rate is the trainer's arrival rate (first group to last).
 
     python bench/throughput.py [--sections cpu,latency,rate,memory,rl] [--groups 200] [--repeats 3]
+    python bench/throughput.py --quick   # tiny sizes, one repeat: that every section runs and prints (CI)
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def bare(base_url: str, out: Path, groups: int, group_size: int, *, env_args: st
     ]
 
 
-def vftui(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "", concurrency: int = 0) -> list[str]:
+def vftui(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "",
+          concurrency: int = 0) -> list[str]:
     cmd = [
         sys.executable, "-m", "vftui", "run", "--no-ui", "--steps", str(groups), "--group-size", str(group_size),
         "--base-url", base_url, "--out", str(out),
@@ -207,20 +209,20 @@ def cpu_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
 
 def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
     rows = []
-    for latency_s in (0.2, 1.0):
+    for latency_s in (0.2,) if args.quick else (0.2, 1.0):
         server = BackgroundSimServer(seed=0, latency_s=latency_s).start()
         try:
-            for turns in (1, 3):
+            for turns in (1,) if args.quick else (1, 3):
                 limit = IN_FLIGHT / latency_s / args.group_size / turns
                 env_args = json.dumps({"max_turns": turns}) if turns > 1 else ""
                 # as many groups as keep every request slot busy for ~20 s; bare goes one group at a time
-                groups = max(2 * IN_FLIGHT // args.group_size, round(20 * limit))
+                groups = args.groups if args.quick else max(2 * IN_FLIGHT // args.group_size, round(20 * limit))
                 row = {"latency": latency_s, "turns": turns, "limit": limit}
-                for name, build in kinds:
+                for name, build in kinds[:2] if args.quick else kinds:  # quick: the dashboard's column once (cpu)
                     options = {"env_args": env_args}
                     if name != "bare":
                         options["concurrency"] = IN_FLIGHT
-                    count = max(4, round(8 / (latency_s * turns))) if name == "bare" else groups
+                    count = min(groups, max(4, round(8 / (latency_s * turns)))) if name == "bare" else groups
                     row[name] = collect(name, build, server, env, tmp / f"lat-{latency_s}-{turns}-{name}.jsonl",
                                         count, args.group_size, **options)
                     print(f"  {latency_s:g} s x {turns} turns {name:>5}: {row[name]:8.2f} groups/s "
@@ -228,7 +230,7 @@ def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
                 rows.append(row)
         finally:
             server.stop()
-    names = [name for name, _ in kinds]
+    names = [name for name, _ in kinds if name in rows[0]]
     print(f"\n## with latency: --concurrency {IN_FLIGHT}, group_size={args.group_size}; groups/s (ratio to the limit)")
     print(f"{'latency':>8}{'turns':>6}{'limit':>8}" + "".join(f"{LABELS[n]:>30}" for n in names))
     for row in rows:
@@ -238,7 +240,7 @@ def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
 
 
 def rate_section(args, env: dict[str, str], tmp: Path) -> None:
-    rate, latency_s, groups = 40.0, 0.5, 60
+    rate, latency_s, groups = 40.0, 0.5, args.groups if args.quick else 60
     server = BackgroundSimServer(seed=0, latency_s=latency_s, rate_limit=rate).start()
     try:
         out = tmp / "rate.jsonl"
@@ -258,7 +260,7 @@ def rate_section(args, env: dict[str, str], tmp: Path) -> None:
 
 
 def memory_section(args, env: dict[str, str], tmp: Path) -> None:
-    think_words, groups = 750, 48
+    think_words, groups = (50, args.groups) if args.quick else (750, 48)
     server = BackgroundSimServer(seed=0, latency_s=1.0, think_words=think_words).start()
     peaks = {}
     try:
@@ -308,7 +310,11 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3, help="runs per collector in the cpu and rl sections")
     parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and one repeat, so that a renamed module "
+                        "breaks CI instead of the README's figures: checks that each section runs, not its figures")
     args = parser.parse_args()
+    if args.quick:
+        args.groups, args.group_size, args.repeats, args.rl_groups = 4, 2, 1, 2
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]
     if unknown := set(sections) - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")

@@ -26,6 +26,16 @@ from vftui.sim.trainer import run_trainer
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time."""
+    for item in items:
+        if item.get_closest_marker("unit") is None:
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker("serial") is not None:
+            item.add_marker(pytest.mark.xdist_group("serial"))
+
+
 def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
     """A clean environment: platformdirs and wandb point into tmp_path, no real key (``NAME=None`` unsets one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VFTUI_", "WANDB_", "OPENAI_"))}
@@ -43,7 +53,8 @@ def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
 def tmux_cli_command(tmp_path: Path, args: str) -> str:
     """A shell command for a tmux pane: ``vftui <args>`` under ``cli_env`` (tmux does not pass our env on)."""
     env = cli_env(tmp_path)
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
+                       if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
     return f"env {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 

@@ -9,7 +9,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -28,7 +27,7 @@ from tests.conftest import (
 from vftui import stats
 from vftui.collector.controls import Controls
 from vftui.errors import UserError
-from vftui.events import RunState, RunStatus
+from vftui.events import Health, RunState, RunStatus
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer, socket_path
 from vftui.store import GroupWindow
@@ -110,7 +109,8 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
             await pilot.press("space")
             await until(lambda: app.model.state is RunState.PAUSED, pilot=pilot)
             held = lines_in(out)
-            wait_until(lambda: any(isinstance(e, RunStatus) and e.state is RunState.PAUSED for e in second.drain(10**6)),
+            wait_until(lambda: any(isinstance(e, RunStatus) and e.state is RunState.PAUSED
+                                   for e in second.drain(10**6)),
                        "the other dashboard saw the pause")
             await pilot.pause(1.5)
             assert lines_in(out) == held, "paused from the dashboard: the jsonl stops growing"
@@ -144,7 +144,12 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
         tmux("send-keys", "-t", session, "space")
         wait_for_screen(session, "paused")
         held = lines_in(out)
-        time.sleep(1.5)  # long enough for several groups at this speed: none may come
+        ticks: list[Health] = []
+        watcher = AttachedRun(socket_path(out), lambda e: ticks.append(e) if isinstance(e, Health) else None).start()
+        try:  # two ticks of the run's own clock while paused, time for several groups at this speed: none may come
+            wait_until(lambda: len(ticks) >= 3, "the paused run's health ticks")  # the replay's, then two new ones
+        finally:
+            watcher.close()
         assert lines_in(out) == held < steps
         tmux("send-keys", "-t", session, "space")
         wait_for_screen(session, "running")
@@ -194,17 +199,16 @@ def test_a_detached_run_that_is_refused_says_why_here(tmp_path):
 
 
 def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
-    finished, stopped = tmp_path / "f" / "groups.jsonl", tmp_path / "s" / "groups.jsonl"
-    assert run_cli(headless(slow_sim, finished, steps=3), tmp_path).returncode == 0
-    proc = start_cli(headless(slow_sim, stopped), tmp_path)
-    wait_for_lines(stopped, 2, proc)
-    proc.terminate()
-    proc.communicate(timeout=60)
-    killed = tmp_path / "k" / "groups.jsonl"
-    proc = start_cli(headless(slow_sim, killed), tmp_path)
-    wait_for_lines(killed, 2, proc)
-    proc.kill()
-    proc.wait(timeout=30)
+    finished, stopped, killed = (tmp_path / name / "groups.jsonl" for name in "fsk")
+    runs = [start_cli(headless(slow_sim, out, **steps), tmp_path)
+            for out, steps in ((finished, {"steps": 3}), (stopped, {}), (killed, {}))]
+    assert runs[0].wait(timeout=120) == 0, runs[0].communicate()
+    wait_for_lines(stopped, 2, runs[1])
+    runs[1].terminate()
+    runs[1].communicate(timeout=60)
+    wait_for_lines(killed, 2, runs[2])
+    runs[2].kill()
+    runs[2].wait(timeout=30)
     rows = {line.split()[-1]: line.split()[0] for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]}
     assert rows == {str(finished): "finished", str(stopped): "stopped", str(killed): "interrupted"}, rows
 

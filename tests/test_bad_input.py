@@ -235,8 +235,10 @@ def test_resume_with_a_damaged_checkpoint(finished_run, capsys):
     [
         (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "vftui": [1]}\n',
          "line 1 of {out} is not a group vftui can read (ValueError: its 'vftui' is not an object)"),
-        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "note": "\xff\xfe"}\n', "line 1 of {out} is not UTF-8 text"),
-        (b'{"tokens": [[1]], "masks": [[1]], "scores": [NaN]}\n', "line 1 of {out} is not strict JSON (NaN is not JSON)"),
+        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "note": "\xff\xfe"}\n',
+         "line 1 of {out} is not UTF-8 text"),
+        (b'{"tokens": [[1]], "masks": [[1]], "scores": [NaN]}\n',
+         "line 1 of {out} is not strict JSON (NaN is not JSON)"),
     ],
     ids=["meta-not-object", "not-utf8", "nan"],
 )

@@ -8,6 +8,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from openai import OpenAI
 
 from tests.conftest import cli_env, free_port, run_cli, wait_until
@@ -16,6 +17,7 @@ from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.sim.server import BackgroundSimServer
 
 
+@pytest.mark.unit
 def test_help_explains_every_flag():
     run_help = build_parser()._subparsers._group_actions[0].choices["run"].format_help()
     for field in set(RunConfig.model_fields) - {"extra_base_urls"}:  # the second and later --base-url
@@ -28,7 +30,8 @@ def test_help_explains_every_flag():
 
 
 def test_json_mode_keeps_stdout_pure_and_says_why_it_is_headless(tmp_path):
-    result = run_cli(["run", "--json", "--steps", "2", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")], tmp_path)
+    result = run_cli(["run", "--json", "--steps", "2", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")],
+                     tmp_path)
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["event"] for e in events]

@@ -28,7 +28,7 @@ from vftui.ui.sources import StartedRun
 
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
     run = CollectorProcess(RunConfig(out=tmp_path), Inbox().put, target=child_main).start()
-    with pytest.raises(UserError, match="is a folder; give a .jsonl file path"):
+    with pytest.raises(UserError, match=r"is a folder; give a \.jsonl file path"):
         run.wait_summary()
     run.close()
     assert run.pid is not None and not _alive(run.pid), "the refused child is reaped"

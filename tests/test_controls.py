@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.run import Run
 from vftui.config import RunConfig
-from vftui.events import GroupCollected, GroupsDumped, RunState, RunStatus, TemperatureChanged
+from vftui.events import GroupCollected, GroupsDumped, Health, RunState, RunStatus, TemperatureChanged
 from vftui.sim.server import BackgroundSimServer
 
 
@@ -43,7 +43,8 @@ async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_pa
     held = controls.groups_done
     assert held == pausing.groups_done + in_flight, "every group in flight finished and was kept"
     requests_before = sim_admin(slow_sim, "/sim/requests")["total"]
-    await asyncio.sleep(1.0)
+    ticks = sum(isinstance(e, Health) for e in events)
+    await until(lambda: sum(isinstance(e, Health) for e in events) >= ticks + 2)  # the run's own clock, twice
     assert controls.groups_done == held
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == held
     assert sim_admin(slow_sim, "/sim/requests")["total"] == requests_before, "no request while paused"
@@ -100,7 +101,7 @@ async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):
 async def test_second_stop_cancels_the_group_in_flight(tmp_path):
     server = BackgroundSimServer(seed=0, latency_s=3.0).start()
     try:
-        run, task, events = start(server, tmp_path)
+        run, task, _events = start(server, tmp_path)
         await until(lambda: sim_admin(server, "/sim/requests")["total"] >= 1)
         started = time.monotonic()
         run.controls.stop()
@@ -113,19 +114,19 @@ async def test_second_stop_cancels_the_group_in_flight(tmp_path):
         server.stop()
 
 
-def test_concurrency_caps_requests_in_flight_across_groups(tmp_path):
+@pytest.mark.parametrize(("extra", "expected"), [
+    (["--concurrency", "2"], 2),
+    (["--concurrency", "12"], 12),  # two groups of six at once
+    ([], 32),  # the default: 32 requests, across the six groups
+], ids=["2", "12", "default"])
+def test_concurrency_caps_requests_in_flight_across_groups(tmp_path, extra, expected):
     from tests.conftest import run_cli
 
-    def max_in_flight(*extra: str) -> int:
-        server = BackgroundSimServer(seed=0, latency_s=0.3).start()
-        try:
-            out = tmp_path / f"g{len(extra)}-{extra[-1] if extra else 'default'}.jsonl"
-            args = ["run", "--no-ui", "--steps", "6", "--group-size", "6", "--base-url", server.base_url, "--out", str(out)]
-            assert run_cli([*args, *extra], tmp_path).returncode == 0
-            return sim_admin(server, "/sim/requests")["max_in_flight"]
-        finally:
-            server.stop()
-
-    assert max_in_flight("--concurrency", "2") == 2
-    assert max_in_flight("--concurrency", "12") == 12, "two groups of six at once"
-    assert max_in_flight() == 32, "default: 32 requests, across the six groups"
+    server = BackgroundSimServer(seed=0, latency_s=0.3).start()
+    try:
+        args = ["run", "--no-ui", "--steps", "6", "--group-size", "6", "--base-url", server.base_url,
+                "--out", str(tmp_path / "groups.jsonl")]
+        assert run_cli([*args, *extra], tmp_path).returncode == 0
+        assert sim_admin(server, "/sim/requests")["max_in_flight"] == expected
+    finally:
+        server.stop()

@@ -14,7 +14,8 @@ from vftui.sim.server import BackgroundSimServer
 
 
 def run_args(server, out, steps=40) -> list[str]:
-    return ["run", "--no-ui", "--steps", str(steps), "--group-size", "4", "--base-url", server.base_url, "--out", str(out)]
+    return ["run", "--no-ui", "--steps", str(steps), "--group-size", "4", "--base-url", server.base_url,
+            "--out", str(out)]
 
 
 @pytest.fixture
@@ -72,28 +73,28 @@ def test_kill_9_with_groups_in_flight_loses_only_them(tmp_path, busy_sim):
     assert_resume_completes(out, tmp_path, killed_at, 100)
 
 
-def test_ctrl_c_finishes_the_groups_in_flight_and_twice_cancels_them(tmp_path, busy_sim):
-    once, twice = tmp_path / "once" / "groups.jsonl", tmp_path / "twice" / "groups.jsonl"
-    for out, signals in ((once, 1), (twice, 2)):
-        proc = start_cli(busy_args(busy_sim, out), tmp_path)
-        wait_for_lines(out, 12, proc)
-        for _ in range(signals):
-            proc.send_signal(signal.SIGINT)
-            time.sleep(0.05)
-        _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == 130, stderr
-        assert "Traceback" not in stderr and "run stopped" in stderr
-        groups = read_jsonl(out)
-        checkpoint = checkpoint_of(out)
-        assert checkpoint["groups"] == len(groups) < 100
-        items = sorted(g["vftui"]["item"] for g in groups)
-        if signals == 1:
-            assert "finishing" in stderr and "in flight" in stderr
-            assert items == list(range(len(items))), "every group in flight was finished and kept"
-            assert checkpoint["iter"] == checkpoint["done_below"] == len(items)
-        else:
-            assert checkpoint["iter"] > len(items), "the groups in flight were cancelled, not waited for"
-        assert_resume_completes(out, tmp_path, groups, 100)
+@pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
+def test_ctrl_c_finishes_the_groups_in_flight_and_twice_cancels_them(tmp_path, busy_sim, signals):
+    out = tmp_path / "run" / "groups.jsonl"
+    proc = start_cli(busy_args(busy_sim, out), tmp_path)
+    wait_for_lines(out, 12, proc)
+    for _ in range(signals):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)  # two separate presses, as a person makes them
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "run stopped" in stderr
+    groups = read_jsonl(out)
+    checkpoint = checkpoint_of(out)
+    assert checkpoint["groups"] == len(groups) < 100
+    items = sorted(g["vftui"]["item"] for g in groups)
+    if signals == 1:
+        assert "finishing" in stderr and "in flight" in stderr
+        assert items == list(range(len(items))), "every group in flight was finished and kept"
+        assert checkpoint["iter"] == checkpoint["done_below"] == len(items)
+    else:
+        assert checkpoint["iter"] > len(items), "the groups in flight were cancelled, not waited for"
+    assert_resume_completes(out, tmp_path, groups, 100)
 
 
 def test_kill_9_leaves_whole_lines_and_resume_finishes_the_run(tmp_path, slow_sim):
@@ -113,7 +114,8 @@ def test_resume_repairs_a_torn_last_line(tmp_path, slow_sim):
     assert result.returncode == 0, result.stderr
     groups = read_jsonl(out)
     assert sorted(g["vftui"]["item"] for g in groups) == [0, 1, 2, 3, 4]
-    assert os.path.getsize(out) == sum(len(json.dumps(g, separators=(",", ":"), ensure_ascii=False)) + 1 for g in groups)
+    assert os.path.getsize(out) == sum(len(json.dumps(g, separators=(",", ":"), ensure_ascii=False)) + 1
+                                       for g in groups)
 
 
 def test_a_run_that_failed_on_endpoint_errors_resumes_without_a_gap(tmp_path, slow_sim):

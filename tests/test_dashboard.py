@@ -35,7 +35,7 @@ def make_app(slow_sim, tmp_path):
     yield make
     for run in runs:
         run.close()
-    
+
 
 async def quit_app(pilot, app) -> None:
     await pilot.press("q")

@@ -8,7 +8,16 @@ import time
 import pytest
 from aiohttp import web
 
-from tests.conftest import json_events, read_jsonl, run_cli, serve_app, sim_admin, start_cli, wait_for_lines
+from tests.conftest import (
+    json_events,
+    read_jsonl,
+    read_until,
+    run_cli,
+    serve_app,
+    sim_admin,
+    start_cli,
+    wait_for_lines,
+)
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 
 
@@ -81,9 +90,10 @@ def test_connection_refused_mid_run_is_survived(tmp_path):
     try:
         wait_for_lines(out, 2, proc)
         first.stop()
-        time.sleep(1.5)
+        before = read_until(proc.stdout, '"EndpointTrouble"', "the run never said the endpoint failed")
         second = BackgroundSimServer(seed=0, latency_s=0.05, port=port).start()
         stdout, stderr = proc.communicate(timeout=120)
+        stdout = before + stdout
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -123,7 +133,9 @@ def test_a_raising_reward_function_reports_its_group_and_the_run_goes_on(sim, tm
                      PYTHONPATH=str(tmp_path / "envs"))
     assert result.returncode == 0, result.stderr
     dropped = [e for e in json_events(result.stdout) if e["event"] == "GroupDropped"]
-    assert [(d["item"], d["reason"]) for d in dropped] == [(1, "reward function 'exact' failed: KeyError: 'judge_score'")]
+    assert [(d["item"], d["reason"]) for d in dropped] == [
+        (1, "reward function 'exact' failed: KeyError: 'judge_score'")
+    ]
     groups = read_jsonl(out)
     assert len(groups) == 4 and 1 not in {g["vftui"]["item"] for g in groups}
     assert all(score == 1.0 for g in groups for score in g["scores"]), "no group trained on the failure's 0"

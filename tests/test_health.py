@@ -65,6 +65,7 @@ def feed(health, groups) -> list:
     return health.check()
 
 
+@pytest.mark.unit
 def test_truncation_starts_an_alert_and_clears_it():
     health, _ = monitor()
     figures, changes, tripped = feed(health, [group(i, finish="length") for i in range(10)])
@@ -75,16 +76,19 @@ def test_truncation_starts_an_alert_and_clears_it():
     assert [(a.name, a.active) for a in changes] == [("truncated", False)]
 
 
+@pytest.mark.unit
 def test_completion_length_collapse_and_runaway_towards_the_cap():
     health, _ = monitor()
-    figures, changes, _ = feed(health, [group(i, length=80) for i in range(16)] + [group(i, length=20)
+    figures, _changes, _ = feed(health, [group(i, length=80) for i in range(16)] + [group(i, length=20)
                                                                                  for i in range(16, 32)])
     assert figures.signals["collapse"] == pytest.approx(0.75) and "collapse" in figures.active
     health, _ = monitor()
-    figures, _, _ = feed(health, [group(i, length=40) for i in range(16)] + [group(i, length=98) for i in range(16, 32)])
+    figures, _, _ = feed(health, [group(i, length=40) for i in range(16)]
+                         + [group(i, length=98) for i in range(16, 32)])
     assert figures.signals["runaway"] == pytest.approx(0.98) and "runaway" in figures.active
 
 
+@pytest.mark.unit
 def test_a_stall_counts_only_while_running_and_a_resume_restarts_it():
     health, clock = monitor(stall_timeout=30)
     feed(health, [group(0)])
@@ -95,11 +99,12 @@ def test_a_stall_counts_only_while_running_and_a_resume_restarts_it():
     assert "stall" not in figures.signals and tripped is None, "paused is not stalled"
     health.observe(RunStatus(RunState.RUNNING, 1, 100))
     clock.now += 31
-    figures, changes, tripped = health.check()
+    figures, _changes, tripped = health.check()
     assert figures.signals["stall"] == pytest.approx(31) and tripped.name == "stall-timeout"
     assert "no group for 31 s" in tripped.sentence
 
 
+@pytest.mark.unit
 def test_reward_hacking_flags():
     health, _ = monitor()  # "correct" constant at 1 gives the whole weighted reward
     figures, _, _ = feed(health, [group(i, correct=1.0, fmt=0.0) for i in range(10)])
@@ -117,6 +122,7 @@ def test_reward_hacking_flags():
     assert figures.signals["saturation"] == 1.0 and "saturation" in figures.active
 
 
+@pytest.mark.unit
 def test_drops_failed_requests_and_the_reward_a_trainer_learns_from():
     health, clock = monitor()
     health.observe(RequestStats(0, 8, 8, 0, 0.0, 0.0, None, None, False, requests_total=100, failed_total=0))
@@ -129,11 +135,13 @@ def test_drops_failed_requests_and_the_reward_a_trainer_learns_from():
     assert figures.reward_all == pytest.approx(0.45) and figures.reward_trainable == pytest.approx(0.75)
 
 
+@pytest.mark.unit
 def test_gates_trip_on_their_own_thresholds():
     health, _ = monitor(gates=parse_gates("identical>0.8, truncated>0.3"))
     _, _, tripped = feed(health, [group(i, scores=(1.0, 1.0)) for i in range(10)])
     assert (tripped.name, tripped.threshold) == ("identical", 0.8) and "gate identical>0.8 tripped" in tripped.sentence
-    for bad, said in (("bogus>1", "NAME one of identical"), ("stall>x", "'x' is not a number"), ("stall", "NAME>VALUE")):
+    for bad, said in (("bogus>1", "NAME one of identical"), ("stall>x", "'x' is not a number"),
+                      ("stall", "NAME>VALUE")):
         with pytest.raises(ValueError, match=said):
             parse_gates(bad)
 
@@ -143,6 +151,7 @@ def api_status(step: int, queue: int, allowed: int = 2, lag: int | None = None) 
                      lag=lag)
 
 
+@pytest.mark.unit
 def test_rl_lag_and_a_trainer_that_stops_stepping():
     health, clock = monitor(stall_timeout=60)
     health.observe(api_status(step=3, queue=4, lag=6))
@@ -160,6 +169,7 @@ def test_rl_lag_and_a_trainer_that_stops_stepping():
     assert health.check()[0].signals["trainer_stall"] == 0, "a step restarts its clock"
 
 
+@pytest.mark.unit
 def test_rl_inference_servers_backlog_latency_and_retries():
     health, clock = monitor()
     health.observe(ServerStatus("http://a/v1", True, 100, 0, 0.2, 0.5, running=8, waiting=2))
@@ -201,6 +211,7 @@ sglang:token_usage{model_name="m"} 0.4
     (SGLANG, {"running": 9.0, "waiting": 1.0, "kv_cache": 0.4}),
     ("# just a comment\nother_metric 1\n", {}),
 ])
+@pytest.mark.unit
 def test_prometheus_pages_of_vllm_and_sglang(page, expected):
     assert parse_metrics(page) == expected
 
@@ -242,7 +253,7 @@ def test_a_stalled_endpoint_fails_the_run_with_its_own_code(tmp_path, slow_sim):
     proc = start_cli(slow_run(slow_sim, out, "--stall-timeout", "3"), tmp_path)
     wait_for_lines(out, 2, proc)
     sim_admin(slow_sim, "/sim/faults", {"stall_s": 120, "count": -1})
-    stdout, stderr = proc.communicate(timeout=90)
+    _stdout, stderr = proc.communicate(timeout=90)
     sim_admin(slow_sim, "/sim/faults", {"count": 0})
     assert proc.returncode == 4, stderr
     assert "--stall-timeout 3: no group for" in stderr and "Traceback" not in stderr
@@ -363,7 +374,10 @@ async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard
             await until(lambda: "workers" in str(app.query_one("#api-text").render()), pilot=pilot)
             await pilot.press("h")
             await until(lambda: isinstance(app.screen, HealthScreen), pilot=pilot)
-            body = lambda: text_of(app.screen.query_one("#health-body").render())
+
+            def body() -> str:
+                return text_of(app.screen.query_one("#health-body").render())
+
             await until(lambda: "it is full" in body() and "waiting" in body() and "KV cache" in body(), pilot=pilot)
             assert sim.base_url in body() and "trainer" in body()
             await pilot.press("escape")

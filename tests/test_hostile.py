@@ -51,9 +51,11 @@ def hostile_proxy(upstream: str) -> web.Application:
         return web.json_response({"object": "list", "data": [{"id": EVIL_MODEL, "object": "model"}]})
 
     async def chat(request: web.Request) -> web.Response:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(f"{upstream}/chat/completions", json=await request.json()) as answer:
-                body = await answer.json()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{upstream}/chat/completions", json=await request.json()) as answer,
+        ):
+            body = await answer.json()
         for choice in body.get("choices", []):
             if choice["message"].get("content"):
                 choice["message"]["content"] += EVIL_CONTENT
@@ -309,7 +311,9 @@ def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
     path.write_bytes(good + b"\n" + b'{"tokens": "\xff\xfe\x00binary"}\n' + good + b"\n")
     events, skipped = read_view(path)
     assert skipped == 1
-    assert [e.message for e in events if type(e).__name__ == "LogRecord"] == ["mixed.jsonl line 2 skipped: not UTF-8 text"]
+    assert [e.message for e in events if type(e).__name__ == "LogRecord"] == [
+        "mixed.jsonl line 2 skipped: not UTF-8 text"
+    ]
     assert events[-1].groups_done == 2
 
 
@@ -318,14 +322,17 @@ def test_the_html_page_shows_model_markup_as_text(tmp_path):
 
     script = "<script>alert(document.domain)</script>"
     group = {"tokens": [[1]], "masks": [[1]], "scores": [1.0],
-             "messages": [[{"role": "user", "content": "hi"}, {"role": "assistant", "content": f"ok {script} <b>x</b>"}]]}
+             "messages": [[{"role": "user", "content": "hi"},
+                           {"role": "assistant", "content": f"ok {script} <b>x</b>"}]]}
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
     page = write_page(jsonl).read_text()
     assert "<script>alert" not in page and "<b>x</b>" not in page
     assert "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in page
     assert "<details>" in page and "Assistant" in page, "atroposlib's layout and roles are kept"
-    assert json.loads(jsonl.read_text())["messages"][0][1]["content"].endswith(f"{script} <b>x</b>"), "the jsonl is exact"
+    assert json.loads(jsonl.read_text())["messages"][0][1]["content"].endswith(f"{script} <b>x</b>"), (
+        "the jsonl is exact"
+    )
 
 
 # -- signals: a graceful stop, the terminal restored, the summary printed ------------------

@@ -19,6 +19,8 @@ from textual.strip import Strip
 
 from vftui.ui.lean_output import Pen, StyleRuns
 
+pytestmark = pytest.mark.unit
+
 WIDTH, HEIGHT = 60, 12
 COLOURS = ["#ff0000", "#00ff00", "#203040", "#e0e0e0", "red", "bright_blue", "default", None]
 

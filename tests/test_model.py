@@ -10,6 +10,8 @@ from vftui.ui.model import DashboardModel, parse_filter
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
 
+pytestmark = pytest.mark.unit
+
 
 def group(index: int, scores: list[float], turns: int = 1, item: int | None = None, t: float = 1.0) -> GroupCollected:
     n = len(scores)

@@ -69,14 +69,14 @@ def test_rl_batches_hold_one_sequence_per_rollout_with_the_servers_logprobs(sim,
             assert len(spans) == 3, "each turn's generation appears once"
             for span in spans:
                 assert span in returned, "tokens and logprobs are the ones the server returned"
-            assert all(lp == 1.0 for lp, m in zip(logprobs, masks) if m == -100)
-            assert all(m == t for t, m in zip(tokens, masks) if m != -100)
+            assert all(lp == 1.0 for lp, m in zip(logprobs, masks, strict=True) if m == -100)
+            assert all(m == t for t, m in zip(tokens, masks, strict=True) if m != -100)
 
 
 def generated_spans(tokens, masks, logprobs) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
     """The runs of unmasked tokens, with their logprobs."""
     spans, ids, lps = [], [], []
-    for token, mask, lp in [*zip(tokens, masks, logprobs), (None, -100, None)]:
+    for token, mask, lp in [*zip(tokens, masks, logprobs, strict=True), (None, -100, None)]:
         if mask != -100:
             ids.append(token)
             lps.append(round(lp, 6))

@@ -105,6 +105,7 @@ async def test_small_terminals_degrade_without_crashing(size):
         assert not app.query_one("#right").display
 
 
+@pytest.mark.unit
 def test_shipped_themes_load_and_bad_ones_are_explained(tmp_path, monkeypatch):
     shipped = themes.available_themes()
     assert {"vftui-dark", "vftui-light", "vftui-contrast"} <= set(shipped)
@@ -115,17 +116,18 @@ def test_shipped_themes_load_and_bad_ones_are_explained(tmp_path, monkeypatch):
     (user_dir / "mine.toml").write_text('name = "mine"\nprimary = "#ff8700"\n')
     assert "mine" in themes.available_themes()
     assert themes.resolve("mine", set()) == "mine"
-    with pytest.raises(UserError, match="unknown theme 'nope'; available: .*vftui-dark"):
+    with pytest.raises(UserError, match=r"unknown theme 'nope'; available: .*vftui-dark"):
         themes.resolve("nope", set())
     (user_dir / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
-    with pytest.raises(UserError, match="bad.toml is malformed"):
+    with pytest.raises(UserError, match=r"bad\.toml is malformed"):
         themes.load_theme(user_dir / "bad.toml")
     (user_dir / "bad.toml").write_text('name = "bad"\nprimary = [\n')
-    with pytest.raises(UserError, match="bad.toml does not parse"):
+    with pytest.raises(UserError, match=r"bad\.toml does not parse"):
         themes.load_theme(user_dir / "bad.toml")
 
 
 @pytest.mark.parametrize("broken", ['primary = [\n', 'primary = "not-a-colour"\n', 'colour = "#ffffff"\n'])
+@pytest.mark.unit
 def test_a_broken_user_theme_is_skipped_unless_asked_for(broken, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     user_dir = tmp_path / "vftui" / "themes"
@@ -146,7 +148,7 @@ async def test_every_shipped_theme_renders():
     for name in ("vftui-dark", "vftui-light", "vftui-contrast"):
         app = viewer_app(theme=name)
         async with app.run_test(size=(80, 24)) as pilot:
-            await until(lambda: read_through(app), pilot=pilot)
+            await until(lambda app=app: read_through(app), pilot=pilot)
             assert app.theme == name
 
 

@@ -15,7 +15,8 @@ from vftui.sim.server import TOKENIZER_DIR
 
 TOKENIZER = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
 TOOLS = [{"type": "function", "function": {"name": "count_letters", "description": "How many letters a name has.",
-                                           "parameters": {"type": "object", "properties": {"name": {"type": "string"}}}}}]
+                                           "parameters": {"type": "object",
+                                                          "properties": {"name": {"type": "string"}}}}}]
 
 
 def verifiers_rollout() -> list:
@@ -29,6 +30,7 @@ def verifiers_rollout() -> list:
     ]
 
 
+@pytest.mark.unit
 def test_messages_are_saved_in_the_openai_chat_format():
     messages = plain_messages(verifiers_rollout())
     call = {"id": "call_1", "type": "function", "function": {"name": "count_letters", "arguments": '{"name": "Ada"}'}}
@@ -56,6 +58,7 @@ TOJSON_TEMPLATE = (
 )
 
 
+@pytest.mark.unit
 def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encode_them_twice(tmp_path):
     tokenizer = plain_tokenizer(tmp_path, TOJSON_TEMPLATE)
     from vftui.collector.tokens import renders_tool_calls
@@ -68,18 +71,21 @@ def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encod
     assert '"arguments": {"name": "Ada"}' in text and '\\"name' not in text
 
 
+@pytest.mark.unit
 def test_tool_results_given_as_content_parts_are_joined_as_the_model_saw_them():
     parts = [{"type": "text", "text": "3 "}, {"type": "text", "text": "letters"}]
     messages = plain_messages([{"role": "tool", "tool_call_id": "c", "content": parts}])
     assert messages == [{"role": "tool", "content": "3 letters", "tool_call_id": "c"}]
 
 
+@pytest.mark.unit
 def test_the_flat_form_breaks_a_template_that_reads_openai_calls():
     """Why the conversion matters: real templates read call.function.name."""
     with pytest.raises(Exception, match="function"):
         TOKENIZER.apply_chat_template(verifiers_rollout(), tools=TOOLS, tokenize=False)
 
 
+@pytest.mark.unit
 def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
     messages = template_messages(plain_messages(verifiers_rollout()))
     tokenizer = ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
@@ -93,6 +99,7 @@ def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
     assert "<tool_response>" not in trained, "tool results are the environment's, not the model's"
 
 
+@pytest.mark.unit
 def test_the_simulated_model_plays_the_tool_task_call_by_call():
     import random
 
@@ -169,11 +176,15 @@ def test_the_simulated_model_calls_the_tools_of_an_environment_it_does_not_know(
     """So any tool environment a user installs runs offline end to end (its rewards mean nothing)."""
     import random
 
-    tools = [{"type": "function", "function": {"name": "tool_A", "parameters": {"properties": {"x": {"type": "integer"}}}}},
-             {"type": "function", "function": {"name": "tool_B", "parameters": {"properties": {"s": {"type": "string"}}}}}]
+    tools = [{"type": "function",
+              "function": {"name": "tool_A", "parameters": {"properties": {"x": {"type": "integer"}}}}},
+             {"type": "function",
+              "function": {"name": "tool_B", "parameters": {"properties": {"s": {"type": "string"}}}}}]
     asked = [{"role": "user", "content": "Call the following tools with arguments of your choice: ['tool_B']"}]
     content, calls = tool_task.any_tool_reply(asked, tools, random.Random(0))
-    assert content == "" and [(c["function"]["name"], c["function"]["arguments"]) for c in calls] == [("tool_B", '{"s": "a"}')]
+    assert content == "" and [(c["function"]["name"], c["function"]["arguments"]) for c in calls] == [
+        ("tool_B", '{"s": "a"}')
+    ]
     answered = [*asked, {"role": "assistant", "content": "", "tool_calls": calls},
                 {"role": "tool", "tool_call_id": calls[0]["id"], "content": "a2"}]
     assert tool_task.any_tool_reply(answered, tools, random.Random(0))[1] == []

@@ -7,6 +7,7 @@ import email.utils
 import time
 
 import httpx
+import pytest
 from aiohttp import web
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
@@ -15,6 +16,7 @@ from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, Traffic
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 
+@pytest.mark.unit
 def test_ledger_hands_out_lost_items_first_and_never_twice():
     ledger = ItemLedger()
     taken = [ledger.take() for _ in range(5)]
@@ -36,6 +38,7 @@ def test_ledger_hands_out_lost_items_first_and_never_twice():
     assert ItemLedger(ItemLedger.done_in(saved), saved["iter"]).lost == [3, 4, 6, 7, 8, 10, 11]
 
 
+@pytest.mark.unit
 async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_back():
     limit = AdaptiveLimit(8)
     peak = 0
@@ -64,6 +67,7 @@ async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_ba
     assert limit.size == 8 and limit.ceiling == 8, "additive increase back to the ceiling, no further"
 
 
+@pytest.mark.unit
 async def test_holders_over_a_cut_limit_give_up_their_slots_at_the_gate():
     """Requests that took their slots before a cut must not all fire when the gate opens."""
     limit = AdaptiveLimit(8)
@@ -86,6 +90,7 @@ async def test_holders_over_a_cut_limit_give_up_their_slots_at_the_gate():
     assert peak == 2 and limit.in_flight == 0
 
 
+@pytest.mark.unit
 def test_retry_after_in_milliseconds_seconds_or_a_date():
     def wait(**headers: str) -> float | None:
         return retry_after_s(httpx.Response(429, headers=headers))
@@ -97,6 +102,7 @@ def test_retry_after_in_milliseconds_seconds_or_a_date():
     assert wait(**{"retry-after": "soon"}) is None and wait() is None
 
 
+@pytest.mark.unit
 def test_traffic_figures_cover_recent_requests():
     now = [100.0]
     traffic = TrafficStats(clock=lambda: now[0])

@@ -22,6 +22,8 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.status_bar import render_status
 
+pytestmark = pytest.mark.unit
+
 
 @dataclass
 class G:
@@ -200,4 +202,5 @@ def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
     assert m["metrics/identical_score_rate"] == 0.5 and m["metrics/groups_total"] == 4
     assert m["metrics/mean_reward"] == pytest.approx(0.475) and m["metrics/mean_reward_kept"] == pytest.approx(0.5)
     assert stats.identical_kind(0.0, None) == stats.TOO_HARD and stats.identical_kind(1.2, None) == stats.TOO_EASY
-    assert stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD
+    assert (stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY
+            and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD)

@@ -59,7 +59,8 @@ def test_the_api_key_never_leaves_the_process(tmp_path, sim):
 @pytest.mark.parametrize("fault", [{"status": 500, "count": 3}, {"status": 401, "count": -1}], ids=["retried", "fatal"])
 def test_an_error_body_that_quotes_the_key_is_scrubbed_everywhere(tmp_path, sim, fault):
     """An endpoint that echoes the Authorization header back must not put the key on screen or in files."""
-    sim_admin(sim, "/sim/faults", {**fault, "message": f"bad request; your header was Bearer {SECRET}, and sk-other12345678"})
+    sim_admin(sim, "/sim/faults",
+              {**fault, "message": f"bad request; your header was Bearer {SECRET}, and sk-other12345678"})
     out = tmp_path / "run" / "groups.jsonl"
     result = run_cli(["run", "--no-ui", "--json", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url,
                       "--out", str(out)], tmp_path, OPENAI_API_KEY=SECRET)

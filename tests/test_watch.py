@@ -43,7 +43,8 @@ async def test_watch_app_shows_trainer_and_queue(api):
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             panel = app.query_one(TrajectoryPanel)
-            await until(pilot=pilot, predicate=lambda: "trainer registered (batch size 8)" in str(panel.query_one("#api-text").render()))
+            await until(pilot=pilot, predicate=lambda: "trainer registered (batch size 8)"
+                                                       in str(panel.query_one("#api-text").render()))
             assert "step 0" in str(panel.query_one("#api-text").render())
             assert any("trainer registered" in r.message for r in app.model.logs)
             await pilot.press("q")

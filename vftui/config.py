@@ -95,7 +95,8 @@ class RunConfig(BaseModel):
     identical_alert: float = shared("identical_alert", ge=0.0, le=1.0)
     fail_on: str | None = setting(None, "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
                                   "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
-                                  "and exits 3. Names: " + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
+                                  "and exits 3. Names: "
+                                  + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
                                   metavar="GATES")
     stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
                                           "a new group while running (rl: or without a trainer step while groups "

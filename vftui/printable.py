@@ -10,6 +10,7 @@ control characters itself.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import TextIO
 
@@ -34,7 +35,5 @@ def printable(text: str) -> str:
 
 def say(text: str, stream: TextIO) -> None:
     """Print ``text`` for a person: made printable, and dropped if the terminal is gone (SSH hung up)."""
-    try:
+    with contextlib.suppress(OSError):
         print(printable(text), file=stream, flush=True)
-    except OSError:
-        pass

@@ -19,7 +19,8 @@ class Signal:
 
 SIGNALS: dict[str, Signal] = {
     "identical": Signal(0.5, "share of the window's scored groups whose rollouts all got the same score",
-                        "{value:.0%} of recent groups have identical scores (> {threshold:g}): nothing to learn from them"),
+                        "{value:.0%} of recent groups have identical scores (> {threshold:g}): "
+                        "nothing to learn from them"),
     "truncated": Signal(0.2, "share of the window's rollouts cut at --max-tokens (finish reason length)",
                         "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})"),
     "errors": Signal(0.1, "failed requests per request over the last minute",

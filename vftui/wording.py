@@ -55,7 +55,8 @@ def summary(s: RunSummary, simulated: bool) -> str:
     """What a run did, as printed at its end by both views."""
     m = s.metrics
     head = {
-        RunState.FINISHED: "finished" if s.groups_done >= s.groups_total else "stopped by a gate" if s.gate else "stopped",
+        RunState.FINISHED: ("finished" if s.groups_done >= s.groups_total
+                            else "stopped by a gate" if s.gate else "stopped"),
         RunState.FAILED: "FAILED",
     }.get(s.state, s.state.value)
     lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
@@ -68,7 +69,8 @@ def summary(s: RunSummary, simulated: bool) -> str:
         kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
                 if s.dropped and "metrics/mean_reward_kept" in m else "")
         lines.append(
-            f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, reward std {m.get('metrics/reward_std', 0):.4f}, "
+            f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, "
+            f"reward std {m.get('metrics/reward_std', 0):.4f}, "
             f"identical-score rate {m.get('metrics/identical_score_rate', 0):.3f} "
             f"({int(m.get('metrics/groups_with_identical_scores', 0))}/{int(m.get('metrics/groups_total', 0))} groups)"
         )
@@ -77,7 +79,8 @@ def summary(s: RunSummary, simulated: bool) -> str:
         )
         skip = {"mean_reward", "mean_reward_kept", "reward_std", "avg_num_turns", "max_num_turns",
                 "groups_with_identical_scores", "groups_total", "identical_score_rate"}
-        per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items() if k.removeprefix("metrics/") not in skip]
+        per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items()
+                  if k.removeprefix("metrics/") not in skip]
         if per_fn:
             lines.append("  " + ", ".join(per_fn))
     lines.append(f"  output: {s.out_path}")

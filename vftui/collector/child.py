@@ -35,7 +35,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     """Prepare, report, collect, answer controls until hung up."""
     import asyncio
 
-    early = _capture_output(tempfile.TemporaryFile("w+"))
+    early = _capture_output(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     outbox = Outbox(events)
     outbox.put(RunStatus(RunState.STARTING, 0, config.steps, LOADING_LIBRARIES))
     from vftui.collector.run import Run

@@ -70,8 +70,8 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
     try:
         data = response.json().get("data") or []
         return Probe(models=[m["id"] for m in data if isinstance(m, dict) and "id" in m])
-    except (ValueError, AttributeError, TypeError):
-        raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)")
+    except (ValueError, AttributeError, TypeError) as e:
+        raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)") from e
 
 
 def choose_model(requested: str | None, probed: Probe, base_url: str) -> str:

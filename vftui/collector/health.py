@@ -100,7 +100,7 @@ class HealthMonitor:
 
     # -- folding --------------------------------------------------------------------------
 
-    def observe(self, event: Event) -> None:
+    def observe(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
         with self._lock:
             match event:
                 case GroupCollected():
@@ -128,8 +128,8 @@ class HealthMonitor:
                     self._running_since = None
                 case GroupDropped() | ApiStatus():
                     pass  # a group that failed before it was scored; an API that cannot be read says nothing
-                case (RunStarted() | MetricsWindow() | FileProgress() | RunSoFar() | EndpointTrouble() | Health() | Alert()
-                      | TemperatureChanged() | GroupsDumped() | LogRecord() | RunSummary()):
+                case (RunStarted() | MetricsWindow() | FileProgress() | RunSoFar() | EndpointTrouble() | Health()
+                      | Alert() | TemperatureChanged() | GroupsDumped() | LogRecord() | RunSummary()):
                     pass  # errors count through the request figures; the rest are not about health
                 case _:
                     assert_never(event)

@@ -40,7 +40,7 @@ def check_tokenizer(name: str) -> Any:
             raise UserError(f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__})") from e
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
-    except Exception:  # not in the cache (or not a valid name)
+    except Exception:  # noqa: BLE001 - not in the cache (or not a valid name)
         tokenizer = None
     if hub_reachable():
         if tokenizer is None:

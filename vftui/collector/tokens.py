@@ -84,7 +84,8 @@ PROBE_TOOLS = [{"type": "function", "function": {"name": "vftui_probe_tool", "de
 PROBE = [
     {"role": "user", "content": "probe"},
     {"role": "assistant", "content": "", "tool_calls": [  # an id Mistral's templates accept: 9 alphanumerics
-        {"id": "probe0001", "type": "function", "function": {"name": "vftui_probe_tool", "arguments": {"probe": "x7q"}}}]},
+        {"id": "probe0001", "type": "function",
+         "function": {"name": "vftui_probe_tool", "arguments": {"probe": "x7q"}}}]},
     {"role": "tool", "tool_call_id": "probe0001", "content": "probe result 42"},
 ]
 

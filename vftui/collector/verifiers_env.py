@@ -308,7 +308,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             group["inference_logprobs"] = logprobs
         return group, {"stripped_end_of_turn": stripped}
 
-    async def handle_send_to_api(self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True):
+    async def handle_send_to_api(
+        self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True
+    ):
         lines_before = getattr(self.jsonl_writer, "lines_written", None)
         written = False
         try:

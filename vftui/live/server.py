@@ -108,7 +108,7 @@ class Replay:
         self.alerts: dict[str, Alert] = {}  # the active ones
         self.troubles: dict[str, EndpointTrouble] = {}  # by service, until it works again
 
-    def add(self, event: Event) -> None:
+    def add(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
         """Keep what a later dashboard needs of ``event``; every kind of event is named here."""
         match event:
             case GroupCollected():

@@ -3,8 +3,9 @@
 The embedded default must tokenize without downloading anything, so vftui ships a
 byte-level BPE tokenizer (any text encodes) trained on the built-in environment's
 vocabulary plus ordinary English, with a ChatML chat template (Hermes-style tool calls and
-results when the conversation has tools) and no default system prompt. Run ``python -m vftui.sim.build_tokenizer`` after changing the corpus; the output
-is deterministic and committed.
+results when the conversation has tools) and no default system prompt. Run
+``python -m vftui.sim.build_tokenizer`` after changing the corpus; the output is
+deterministic and committed.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ class SimState:
         self, text: str, max_tokens: int | None, rng: random.Random, temperature: float
     ) -> tuple[list[int], list[float], str]:
         """The answer as token ids ending in end-of-turn (as vLLM returns them), with logprobs."""
-        ids = self.tokenizer.encode(text, add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
         reason = "stop"
         if max_tokens is not None and len(ids) > max_tokens:
             ids, reason = ids[:max_tokens], "length"
@@ -434,5 +434,6 @@ class BackgroundSimServer(BackgroundServer):
 def serve(host: str, port: int, settings: SimSettings) -> None:
     """``vftui sim-server``: serve until interrupted."""
     limit = f", at most {settings.rate_limit:g} requests/s" if settings.rate_limit > 0 else ""
-    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}", flush=True)
+    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}",
+          flush=True)
     web.run_app(make_app(settings), host=host, port=port, print=None, access_log=None)

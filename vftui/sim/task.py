@@ -20,16 +20,18 @@ SYSTEM_PROMPT = (
 FIRST_TURN = "Sort these names alphabetically: {names}"
 LATER_TURN = "Add these names and sort the whole list again: {names}"
 
-NAMES = (
-    "Aaliyah Abel Ada Adele Aiden Alba Alec Alma Amos Anya Arlo Astrid Axel Beatrix Bela "
-    "Benno Bianca Blair Boris Bram Bruno Cai Calla Carmen Cecil Celeste Cleo Colm Cora "
-    "Cyrus Dag Dalia Dante Dara Delia Dev Dina Dov Edda Edgar Eero Elio Elke Emil Enzo "
-    "Esme Ezra Fabian Fay Felix Fern Finn Flora Frida Gaia Galen Gemma Gideon Greta Gus "
-    "Hana Hugo Idris Ilse Ines Ingo Iris Ivo Jade Jana Jonas Juno Kai Kasia Kian Kira "
-    "Lars Lea Leif Lina Luca Lyra Mads Maia Mara Milo Mira Nadia Nico Nils Nora Odin Olga "
-    "Omar Oona Orla Otto Pia Pim Quinn Rafa Rhea Rory Runa Sami Sana Silas Siri Sven Tara "
-    "Teo Thea Tomas Ula Uma Una Vera Vito Wren Yara Yuri Zane Zara Zeno Zoe"
-).split()
+NAMES = [
+    "Aaliyah", "Abel", "Ada", "Adele", "Aiden", "Alba", "Alec", "Alma", "Amos", "Anya", "Arlo", "Astrid", "Axel",
+    "Beatrix", "Bela", "Benno", "Bianca", "Blair", "Boris", "Bram", "Bruno", "Cai", "Calla", "Carmen", "Cecil",
+    "Celeste", "Cleo", "Colm", "Cora", "Cyrus", "Dag", "Dalia", "Dante", "Dara", "Delia", "Dev", "Dina", "Dov", "Edda",
+    "Edgar", "Eero", "Elio", "Elke", "Emil", "Enzo", "Esme", "Ezra", "Fabian", "Fay", "Felix", "Fern", "Finn", "Flora",
+    "Frida", "Gaia", "Galen", "Gemma", "Gideon", "Greta", "Gus", "Hana", "Hugo", "Idris", "Ilse", "Ines", "Ingo",
+    "Iris", "Ivo", "Jade", "Jana", "Jonas", "Juno", "Kai", "Kasia", "Kian", "Kira", "Lars", "Lea", "Leif", "Lina",
+    "Luca", "Lyra", "Mads", "Maia", "Mara", "Milo", "Mira", "Nadia", "Nico", "Nils", "Nora", "Odin", "Olga", "Omar",
+    "Oona", "Orla", "Otto", "Pia", "Pim", "Quinn", "Rafa", "Rhea", "Rory", "Runa", "Sami", "Sana", "Silas", "Siri",
+    "Sven", "Tara", "Teo", "Thea", "Tomas", "Ula", "Uma", "Una", "Vera", "Vito", "Wren", "Yara", "Yuri", "Zane",
+    "Zara", "Zeno", "Zoe",
+]
 
 
 def sort_key(name: str) -> str:

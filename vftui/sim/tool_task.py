@@ -10,6 +10,7 @@ environments) and the tests.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -88,7 +89,7 @@ def reply(messages: list[dict[str, Any]], temperature: float, rng: random.Random
     assistant = [m for m in messages if m.get("role") == "assistant"]
     p = min(1.0, difficulty * temperature * 0.6)
     if not assistant:
-        pairs = list(zip(names, names[1:])) or [(names[0], names[0])]
+        pairs = list(itertools.pairwise(names)) or [(names[0], names[0])]
         return "", [_call(rng, "compare_names", {"first": a, "second": b}) for a, b in pairs]
     # one rollout's mind is made up once: seeded by its first call's id, the same in every later turn
     mind = random.Random(str((assistant[0].get("tool_calls") or [{}])[0].get("id")))

@@ -201,6 +201,9 @@ class VftuiApp(App[RunSummary | None]):
     # -- attributes down ----------------------------------------------------------------
 
     def tick(self) -> None:
+        """Fold what came since the last tick and hand the model down to the panels."""
+        if not self.screen_stack:
+            return  # a timer that fires while the app closes: nothing is on screen any more
         batch = self.inbox.drain(MAX_EVENTS_PER_TICK)
         started_before, state_before = self.model.run_started, self.model.state
         self.model.apply(batch)
@@ -320,7 +323,8 @@ class VftuiApp(App[RunSummary | None]):
         """Every key from the bindings that hold it: the app's, the table's, Textual's own."""
         app_keys = [b for b in self.BINDINGS if self.check_action(b.action.split("(")[0], ()) is not False]
         rows = help_rows([*app_keys, *GroupTable.BINDINGS, *Screen.BINDINGS[:2]])  # [:2]: tab, shift+tab
-        rows.append((key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")), "command palette (themes too)"))
+        rows.append((key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")),
+                     "command palette (themes too)"))
         self.push_screen(HelpScreen(rows))
 
     def action_quit_run(self) -> None:

@@ -24,7 +24,7 @@ class TokenDecoder:
             from transformers import AutoTokenizer
 
             return cls(AutoTokenizer.from_pretrained(name, local_files_only=True))
-        except Exception:  # no tokenizer is a degraded preview, not an error
+        except Exception:  # noqa: BLE001 - no tokenizer is a degraded preview, not an error
             return cls()
 
     @property

@@ -128,7 +128,7 @@ class DashboardModel:
             self.version += 1
         return bool(events)
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
         """Fold one event; every kind of event is named here."""
         match event:
             case GroupCollected():

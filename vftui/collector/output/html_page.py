@@ -23,7 +23,8 @@ def _escaped(messages: list[Any]) -> list[Any]:
     out = []
     for rollout in messages:
         if isinstance(rollout, list):
-            out.append([{"role": html.escape(str(m.get("role", ""))), "content": html.escape(str(m.get("content") or ""))}
+            out.append([{"role": html.escape(str(m.get("role", ""))),
+                         "content": html.escape(str(m.get("content") or ""))}
                         for m in rollout if isinstance(m, dict)])
         else:
             out.append(html.escape(str(rollout)))

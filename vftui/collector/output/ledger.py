@@ -53,5 +53,6 @@ class ItemLedger:
         return [*range(int(saved.get("done_below", 0))), *map(int, saved.get("done_above", []))]
 
     def to_json(self) -> dict[str, Any]:
-        """For the checkpoint: every item below ``done_below`` is done (written, or dropped), and those in ``done_above``."""
+        """For the checkpoint: every item below ``done_below`` is done (written, or dropped), and those in
+        ``done_above``."""
         return {"done_below": self._done_below, "done_above": sorted(self._done_above)}

@@ -35,7 +35,9 @@ class OutputLock:
             except BlockingIOError:
                 holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
-                raise UserError(f"{self.out_path} is being written by another vftui run (pid {holder}); {hint}") from None
+                raise UserError(
+                    f"{self.out_path} is being written by another vftui run (pid {holder}); {hint}"
+                ) from None
             if _same_file(fd, self.path):
                 break
             os.close(fd)  # removed by its owner's release between our open and our lock

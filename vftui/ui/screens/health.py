@@ -49,7 +49,8 @@ def render_health(model: DashboardModel) -> Table | Text:
     table.add_row("reward", f"all scored {fmt(health.reward_all)}, trainable {fmt(health.reward_trainable)}")
     dropped = "; ".join(f"{count} {reason}" for reason, count in sorted(health.dropped.items())) or "none"
     table.add_row("dropped", Text(dropped))
-    table.add_row("requests", f"failed {fmt(signals.get('errors'), '.1%')}, latency p50 {fmt(health.latency_p50_s, '.2f')} s "
+    table.add_row("requests", f"failed {fmt(signals.get('errors'), '.1%')}, "
+                  f"latency p50 {fmt(health.latency_p50_s, '.2f')} s "
                   f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s")
     table.add_row("since the last group", f"{fmt(signals.get('stall'), '.0f')} s")
     api = model.api_status

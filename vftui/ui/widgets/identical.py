@@ -32,7 +32,8 @@ class IdenticalPanel(Vertical):
         window, run = model.identical_rates()
         alert = window > model.identical_alert
         self.set_class(alert, "-alert")
-        self.query_one(IdenticalRates).figures = (round(window, 2), round(run, 2), model.identical_alert if alert else None)
+        self.query_one(IdenticalRates).figures = (round(window, 2), round(run, 2),
+                                                  model.identical_alert if alert else None)
         history = list(model.identical_history)
         windows = (history[max(0, i - 9) : i + 1] for i in range(len(history)))
         smoothed = [sum(w) / len(w) for w in windows]

@@ -35,7 +35,8 @@ def api_figures(model: DashboardModel) -> tuple:
     ours = None
     if model.run_started is not None:
         dropped = model.dropped
-        ours = (model.groups_done, sum(dropped.values()), dropped.get(stats.TOO_HARD, 0), dropped.get(stats.TOO_EASY, 0))
+        ours = (model.groups_done, sum(dropped.values()),
+                dropped.get(stats.TOO_HARD, 0), dropped.get(stats.TOO_EASY, 0))
     return api_state(model), counters, ours
 
 

@@ -1,0 +1,113 @@
+"""Every kind of event reaches every consumer: the dashboard's model, an attaching dashboard's replay,
+the headless lines, ``--json`` and the health monitor. Each consumer names every kind (it ends in
+``assert_never``), so a new event that one of them forgets fails here, not silently on screen."""
+
+from __future__ import annotations
+
+import io
+import json
+import typing
+
+import pytest
+
+from vftui import stats
+from vftui.collector.health import HealthMonitor
+from vftui.commands.headless import HeadlessView
+from vftui.events import (
+    Alert,
+    ApiStatus,
+    EndpointTrouble,
+    EnvShare,
+    Event,
+    FileProgress,
+    GroupCollected,
+    GroupDropped,
+    GroupsDumped,
+    Health,
+    LogRecord,
+    MetricsWindow,
+    Mode,
+    RequestStats,
+    RunSoFar,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+    ServerStatus,
+    TemperatureChanged,
+    to_json_line,
+)
+from vftui.live.server import Replay
+from vftui.ui.model import DashboardModel
+
+pytestmark = pytest.mark.unit
+
+GROUP = GroupCollected(index=1, item=0, example_id=0, scores=[0.0, 1.0], metrics={"f": [0.0, 1.0]}, turns=[1, 2],
+                       tokens=[[1, 2], [3]], masks=[[-100, 2], [3]], messages=[[], []],
+                       finish_reasons=["stop", "length"], temperature=1.0, started_at=1.0, elapsed_s=0.5)
+SAMPLES: list[Event] = [
+    RunStarted(Mode.SFT, "env", "model", "simulated", True, "/tmp/groups.jsonl", 10, 0, 2, 1.0, ["f"]),
+    GROUP,
+    MetricsWindow(1, {"metrics/mean_reward": 0.5}),
+    FileProgress(1, 10, 100, stats.Accumulator(), [0.5], [0.0]),
+    RunSoFar(stats.Accumulator(), {"too hard": 1}),
+    RunStatus(RunState.RUNNING, 1, 10),
+    EndpointTrouble(1, 6, "refused", 0.5),
+    RequestStats(2, 32, 32, 1, 3.0, 40.0, 0.1, 0.2, False),
+    GroupDropped(1, "all scores equal", [1.0, 1.0], {"f": [1.0, 1.0]}, [1, 1]),
+    ApiStatus("http://127.0.0.1:8000", True, envs=(EnvShare("/tmp/g.jsonl", 0, 1.0, 2, 1, 3, 0),)),
+    ServerStatus("http://127.0.0.1:9000/v1", True, 3, 0, 0.1, 0.2),
+    Health(8, {"stop": 8}, 10.0, 12.0, {}, 0.5, 0.5, 0.1, 0.2, 40.0, {"identical": 0.1}, []),
+    Alert("truncated", 0.5, 0.2, True, "half the rollouts were cut"),
+    TemperatureChanged(0.7),
+    GroupsDumped("/tmp/dump.jsonl", 2),
+    LogRecord("WARNING", "vftui", "a line"),
+    RunSummary(RunState.FINISHED, 10, 10, "/tmp/groups.jsonl", 1.5, {"metrics/mean_reward": 0.5}),
+]
+
+
+def test_the_samples_cover_every_kind_of_event():
+    assert {type(e) for e in SAMPLES} == set(typing.get_args(Event))
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
+def test_every_consumer_takes_every_kind_of_event(event):
+    model = DashboardModel()
+    model.apply([event])
+    replay = Replay(4, stats.Accumulator())
+    replay.add(event)
+    assert all(isinstance(e, typing.get_args(Event)) for e in replay.events())
+    view = HeadlessView(json_events=True, err=io.StringIO(), out=io.StringIO())
+    view(event)
+    assert json.loads(view.out.getvalue())["event"] == type(event).__name__
+    assert json.loads(to_json_line(event))["event"] == type(event).__name__
+    HealthMonitor(4, 100, {"f": 1.0}).observe(event)
+
+
+def test_an_attaching_dashboard_sees_what_one_watching_from_the_start_saw():
+    """The replay of every sample, folded, gives the model the same run figures and state."""
+    watched, attached, replay = DashboardModel(), DashboardModel(), Replay(4, stats.Accumulator())
+    for event in SAMPLES:
+        if isinstance(event, (FileProgress, RunSoFar)):
+            continue  # a file's and a replay's own
+        watched.apply([event])
+        replay.add(event)
+    attached.apply(replay.events())
+    assert attached.run_metrics() == watched.run_metrics()
+    assert (attached.state, attached.groups_done, attached.temperature) == (watched.state, watched.groups_done,
+                                                                           watched.temperature)
+    assert attached.alerts.keys() == watched.alerts.keys() and attached.servers.keys() == watched.servers.keys()
+
+
+def test_a_kind_of_event_nobody_named_is_an_error_not_silence():
+    class Unheard:
+        pass
+
+    with pytest.raises(AssertionError):
+        DashboardModel()._apply(Unheard())
+    with pytest.raises(AssertionError):
+        Replay(4, stats.Accumulator()).add(Unheard())
+    with pytest.raises(AssertionError):
+        HeadlessView(json_events=False, err=io.StringIO()).line_for(Unheard())
+    with pytest.raises(AssertionError):
+        HealthMonitor(4, 100, {}).observe(Unheard())

@@ -1,0 +1,147 @@
+"""The layout's rules, checked from the source: no import cycle, each layer imports only what it may.
+
+Every import counts, at the top of a module or inside a function (a lazy import is still a
+dependency), except those under ``if TYPE_CHECKING:``, which never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.unit
+PACKAGE = REPO / "vftui"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def imported_names(module: str) -> set[str]:
+    """Every module name ``module`` imports at run time (absolute, as written or resolved)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in _runtime_imports(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+        names.add(base)
+        names.update(f"{base}.{alias.name}" for alias in node.names)  # ``from vftui import stats``
+    return names
+
+
+def internal_graph() -> dict[str, set[str]]:
+    return {module: {name for name in imported_names(module) if name in MODULES and name != module}
+            for module in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in index:
+                connect(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            connect(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    assert cycles(internal_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    """The check itself: a graph with a loop through three modules is reported."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    bad = {}
+    for module in MODULES:
+        if module == prefix or module.startswith(prefix + "."):
+            names = sorted(n for n in imported_names(module) if n.split(".")[0] in forbidden or n.startswith(forbidden))
+            if names:
+                bad[module] = names
+    return bad
+
+
+@pytest.mark.parametrize(("layer", "forbidden"), [
+    ("vftui.collector", ("textual", "rich", "vftui.ui", "vftui.commands")),
+    ("vftui.ui", ("verifiers", "atroposlib", "vftui.collector")),  # transformers: the preview's decoder, lazily
+    ("vftui.live", ("verifiers", "atroposlib", "transformers", "textual", "httpx", "pydantic", "vftui.collector",
+                    "vftui.ui", "vftui.config")),
+    ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
+])
+def test_each_layer_imports_only_what_it_may(layer, forbidden):
+    assert _importers(layer, forbidden) == {}
+
+
+def test_opening_the_dashboard_loads_no_collector_library():
+    """The dashboard's first frame comes before atroposlib, verifiers and transformers load (seconds):
+    they are imported by the collector's child process only."""
+    code = (
+        "import sys\n"
+        "import vftui.cli, vftui.commands.dashboard, vftui.commands.attach, vftui.commands.view, vftui.ui.app\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'atroposlib', 'verifiers', 'transformers', 'torch'})\n"
+        "print(','.join(heavy))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
