@@ -46,6 +46,7 @@ from pathlib import Path
 import httpx
 
 from vftui.collector.rl.api_process import ApiProcess
+from vftui.defaults import DEFAULT_ENV
 from vftui.sim.server import MODEL, TOKENIZER_DIR, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
@@ -69,7 +70,7 @@ def bare(base_url: str, out: Path, groups: int, group_size: int, *, env_args: st
     extra = ["--env.env_args", env_args] if env_args else []
     return [
         sys.executable, "-m", "vftui.collector.verifiers_env", "process",
-        "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", str(TOKENIZER_DIR),
+        "--env.vf_env_name", ENV, "--env.tokenizer_name", str(TOKENIZER_DIR),
         "--env.group_size", str(group_size), "--env.total_steps", str(groups),
         "--env.data_path_to_save_groups", str(out),
         "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x", *extra,
@@ -134,7 +135,7 @@ def bare_serve(base_url: str, api_url: str, group_size: int, out: Path) -> list[
     tokenizer = str(TOKENIZER_DIR)
     return [
         sys.executable, "-m", "vftui.collector.verifiers_env", "serve",
-        "--env.vf_env_name", "alphabet-sort", "--env.tokenizer_name", tokenizer, "--env.group_size", str(group_size),
+        "--env.vf_env_name", ENV, "--env.tokenizer_name", tokenizer, "--env.group_size", str(group_size),
         "--env.rollout_server_url", api_url, "--env.use_wandb", "False", "--env.total_steps", "1000000",
         "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x",
         "--openai.server_type", "vllm", "--openai.tokenizer_name", tokenizer,
@@ -186,6 +187,7 @@ ENV_OVERRIDES = {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_
 LABELS = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)",
           "serve": "atroposlib serve (bare)", "rl": "vftui run --mode rl"}
 IN_FLIGHT = 64  # the latency columns' --concurrency
+ENV = DEFAULT_ENV  # every column collects the embedded default's environment (a v1 taskset)
 
 
 def cpu_section(args, env: dict[str, str], kinds, tmp: Path) -> None:

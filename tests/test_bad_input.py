@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import free_port, run_cli, serve_app
 from vftui.cli import main
 from vftui.collector.envs import loader as env_loader
+from vftui.errors import UserError
 
 HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
 FAKE_ENVS = {
@@ -79,9 +80,15 @@ def fails_with(args: list[str], capsys, expected: str) -> str:
         (["--base-url", "https://api.example.invalid/v1"], "no API key for api.example.invalid: set OPENAI_API_KEY"),
         (["--base-url", "https://api.example.invalid/v1", "--api-key-env", "MY_KEY"], "set MY_KEY"),
         (["--tokenizer", "no-such-owner/no-such-tokenizer"], "cannot load tokenizer 'no-such-owner/no-such-tokenizer'"),
-        (["--env", "no-such-env"], "unknown environment 'no-such-env'; environments that can be loaded: alphabet-sort"),
-        (["--env-args", '{"max_turns": 0}'], "environment 'alphabet-sort' did not load"),
-        (["--env-args", '{"no_such_arg": 1}'], "environment 'alphabet-sort' did not load"),
+        (["--env", "no-such-env"], "environment 'no-such-env' is not installed (no module no_such_env); environments "
+         "that can be loaded: vftui/alphabet-sort (built in)"),
+        (["--env-args", '{"max_turns": 0}'],
+         "invalid --env-args for 'vftui/alphabet-sort': max_turns: Input should be greater than or equal to 1"),
+        (["--env-args", '{"no_such_arg": 1}'], "environment 'vftui/alphabet-sort' has no setting 'no_such_arg' "
+         "(--env-args); its settings: num_examples, min_names, max_names, max_turns, seed"),
+        (["--env", "vftui/alphabet-sort-classic", "--env-args", '{"max_turns": 0}'],
+         "environment 'vftui/alphabet-sort-classic' did not load with --env-args '{\"max_turns\": 0}': alphabet-sort "
+         "needs"),
         (["--env", "fake-hub-offline"], f"environment 'fake-hub-offline' did not load: {HUB} (OfflineModeIsEnabled"),
         (["--env", "fake-hub-not-cached"], f"environment 'fake-hub-not-cached' did not load: {HUB} (LocalEntry"),
         (["--env", "fake-datasets-unreachable"], f"did not load: {HUB} (ConnectionError: Couldn't reach 'owner/data'"),
@@ -150,26 +157,68 @@ def test_resume_of_something_that_is_not_a_run(tmp_path, capsys):
     fails_with(["--resume", str(tmp_path)], capsys, "found no run there")
 
 
-def test_builtin_env_wins_over_an_installed_module_of_its_name(tmp_path, monkeypatch, capsys):
-    """The upstream alphabet-sort package (module alphabet_sort) must not replace the embedded default's env."""
+USERS_CLASSIC = "def load_environment(**kwargs):\n    raise RuntimeError('the installed alphabet_sort was loaded')\n"
+USERS_V1 = """
+import verifiers.v1 as vf
+
+
+class SortData(vf.TaskData):
+    names: list[str] = []
+
+
+class SortTask(vf.Task[SortData]):
+    @vf.reward(weight=1.0)
+    async def users_own_reward(self, trace: vf.Trace) -> float:
+        return 1.0
+
+
+class SortConfig(vf.TasksetConfig):
+    dataset_name: str = "the user's"
+
+
+class SortTaskset(vf.Taskset[SortTask, SortConfig]):
+    def load(self):
+        yield SortTask(SortData(idx=0, prompt="Sort: Bo, Al"), self.config.task)
+
+
+__all__ = ["SortTaskset"]
+"""
+
+
+@pytest.mark.parametrize("kind", ["classic", "v1"])
+def test_a_built_in_never_stands_in_for_a_users_environment(tmp_path, monkeypatch, capsys, kind):
+    """``alphabet-sort`` is the user's installed alphabet_sort (classic or v1); ours is ``vftui/alphabet-sort``."""
     site = tmp_path / "site"
     (site / "alphabet_sort-0.1.dist-info").mkdir(parents=True)
     (site / "alphabet_sort-0.1.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: alphabet-sort\nVersion: 0.1\nRequires-Dist: verifiers\n"
     )
-    (site / "alphabet_sort.py").write_text(
-        "def load_environment(**kwargs):\n    raise RuntimeError('the installed alphabet_sort was loaded')\n"
-    )
+    (site / "alphabet_sort.py").write_text(USERS_CLASSIC if kind == "classic" else USERS_V1)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "alphabet_sort", raising=False)
-    environment = env_loader.load("alphabet-sort", {})
-    assert sys.modules["alphabet_sort"].__file__ == str(env_loader.BUILTIN_DIR / "alphabet_sort.py")
-    assert environment.reward_function_names[:2] == ["sorted_correctly", "format_ok"]
-    assert "alphabet-sort" not in env_loader.installed_environments()
-    monkeypatch.delitem(sys.modules, "alphabet_sort")
+    try:
+        assert "alphabet-sort" in env_loader.installed_environments()
+        for env_id in ("alphabet-sort", "primeintellect/alphabet-sort"):
+            if kind == "classic":
+                with pytest.raises(UserError, match="the installed alphabet_sort was loaded"):
+                    env_loader.load(env_id, {"dataset_name": "x"})
+            else:
+                environment = env_loader.load(env_id, {"dataset_name": "./data"})
+                assert environment.reward_function_names == ["users_own_reward"]
+        ours = env_loader.load("vftui/alphabet-sort", {})
+        assert sorted(ours.reward_function_names) == ["format_ok", "sorted_correctly"]
+    finally:
+        monkeypatch.delitem(sys.modules, "alphabet_sort", raising=False)
     assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0, (
         capsys.readouterr().err
     )
+
+
+def test_an_environment_that_is_not_installed_is_named_with_what_can_be_loaded(capsys):
+    for env_id in ("alphabet-sort", "primeintellect/alphabet-sort"):
+        said = f"environment '{env_id}' is not installed (no module alphabet_sort)"
+        line = fails_with(["--env", env_id], capsys, said)
+        assert "vftui/alphabet-sort (built in)" in line and "vftui/alphabet-tools (built in)" in line
 
 
 @pytest.mark.parametrize(

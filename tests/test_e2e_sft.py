@@ -1,4 +1,5 @@
-"""`vftui run --mode sft --no-ui` on the embedded default, checked line by line."""
+"""`vftui run --mode sft --no-ui` on the embedded default, checked line by line: the v1 built-in and its
+classic twin write the same data (the same task, the same rewards, the same tokens and masks)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ def check_rollout(tokens: list[int], masks: list[int], messages: list[dict], tru
         assert mask == (token if j in trained else -100), f"position {j}"
 
 
-def run_and_check(tmp_path, extra: list[str], max_turns: int) -> tuple[list[dict], dict]:
+ENVS = pytest.mark.parametrize("env", ["vftui/alphabet-sort", "vftui/alphabet-sort-classic"], ids=["v1", "classic"])
+
+
+def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple[list[dict], dict]:
     out = tmp_path / "groups.jsonl"
-    result = run_cli(
-        ["run", "--mode", "sft", "--no-ui", "--json", "--steps", "6", "--group-size", "4", "--out", str(out), *extra],
-        tmp_path,
-    )
+    result = run_cli(["run", "--mode", "sft", "--no-ui", "--json", "--steps", "6", "--group-size", "4", "--env", env,
+                      "--out", str(out), *extra], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "SIMULATION" in result.stderr
@@ -60,7 +62,7 @@ def run_and_check(tmp_path, extra: list[str], max_turns: int) -> tuple[list[dict
         meta = group["vftui"]
         assert len(group["scores"]) == len(group["tokens"]) == len(group["masks"]) == len(group["messages"]) == 4
         assert group["generation_params"]["temperature"] == 1.0
-        assert meta["env"] == "alphabet-sort"
+        assert meta["env"] == env
         batches = rows[meta["example_id"]]["info"]["batches"]
         for i in range(4):
             messages = group["messages"][i]
@@ -71,8 +73,9 @@ def run_and_check(tmp_path, extra: list[str], max_turns: int) -> tuple[list[dict
     return groups, summary
 
 
-def test_sft_run_writes_trainable_groups_and_a_true_summary(tmp_path):
-    groups, summary = run_and_check(tmp_path, [], max_turns=1)
+@ENVS
+def test_sft_run_writes_trainable_groups_and_a_true_summary(tmp_path, env):
+    groups, summary = run_and_check(tmp_path, env, [], max_turns=1)
     scores = [s for g in groups for s in g["scores"]]
     identical = sum(len(set(g["scores"])) == 1 for g in groups)
     assert summary["state"] == "finished" and summary["groups_done"] == 6
@@ -83,15 +86,17 @@ def test_sft_run_writes_trainable_groups_and_a_true_summary(tmp_path):
     assert (tmp_path / "groups.html").exists(), "atroposlib's process mode renders its HTML view"
 
 
-def test_multi_turn_variant_keeps_every_turn(tmp_path):
-    groups, summary = run_and_check(tmp_path, ["--env-args", '{"max_turns": 3}'], max_turns=3)
+@ENVS
+def test_multi_turn_variant_keeps_every_turn(tmp_path, env):
+    groups, summary = run_and_check(tmp_path, env, ["--env-args", '{"max_turns": 3}'], max_turns=3)
     assert all(t == 3 for g in groups for t in g["vftui"]["turns"])
     assert summary["metrics"]["metrics/avg_num_turns"] == pytest.approx(3.0)
     assert all(sum(m["role"] == "assistant" for m in msgs) == 3 for g in groups for msgs in g["messages"])
 
 
-def test_truncated_completions_lose_their_end_of_turn(tmp_path):
-    groups, _ = run_and_check(tmp_path, ["--max-tokens", "12"], max_turns=1)
+@ENVS
+def test_truncated_completions_lose_their_end_of_turn(tmp_path, env):
+    groups, _ = run_and_check(tmp_path, env, ["--max-tokens", "12"], max_turns=1)
     reasons = [r for g in groups for r in g["vftui"]["finish_reasons"]]
     assert "length" in reasons
     for g in groups:

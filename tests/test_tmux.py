@@ -29,7 +29,7 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     try:
         screen = wait_for_screen(session, "running")
         assert "SIMULATED" in screen and "rewards" in screen and "identical scores" in screen
-        wait_for_screen(session, "1.000  ")  # a group row with its mean reward
+        wait_for_screen(session, "sorted_correct")  # groups have come: the reward functions' figures
         tmux("send-keys", "-t", session, "space")
         screen = wait_for_screen(session, "paused")
         tmux("send-keys", "-t", session, "+")

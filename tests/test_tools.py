@@ -119,10 +119,11 @@ def test_the_simulated_model_plays_the_tool_task_call_by_call():
     assert tool_task.score(answer, "Ada, 3") == 1.0 and tool_task.score("<answer>Ada, 4</answer>", "Ada, 3") == 0.5
 
 
-def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_path):
+@pytest.mark.parametrize("env", ["vftui/alphabet-tools", "vftui/alphabet-tools-classic"], ids=["v1", "classic"])
+def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_path, env):
     out = tmp_path / "groups.jsonl"
-    result = run_cli(["run", "--no-ui", "--env", "alphabet-tools", "--steps", "3", "--group-size", "4",
-                      "--out", str(out)], tmp_path)
+    result = run_cli(["run", "--no-ui", "--env", env, "--steps", "3", "--group-size", "4", "--out", str(out)],
+                     tmp_path)
     assert result.returncode == 0, result.stderr
     groups = read_jsonl(out)
     assert len(groups) == 3
@@ -139,7 +140,8 @@ def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_pat
             trained = TOKENIZER.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])
             for call in calls:
                 assert json.dumps(call["function"]["name"]) in trained and "<tool_response>" not in trained
-    assert sum(group["vftui"]["metrics"]["total_tool_calls"][0] > 0 for group in groups) == 3
+    calls = "total_tool_calls" if env.endswith("classic") else "tool_calls"  # ToolEnv's metric; the taskset's
+    assert sum(group["vftui"]["metrics"][calls][0] > 0 for group in groups) == 3
 
 
 def test_a_template_that_ignores_tools_is_refused(tmp_path):
@@ -148,7 +150,8 @@ def test_a_template_that_ignores_tools_is_refused(tmp_path):
         "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
         "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
     ))
-    result = run_cli(["run", "--no-ui", "--env", "alphabet-tools", "--steps", "1", "--tokenizer", str(plain)], tmp_path)
+    result = run_cli(["run", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "1", "--tokenizer", str(plain)],
+                     tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"vftui: error: the chat template of tokenizer '{plain}' does not render tool calls, so the training data "
@@ -159,15 +162,16 @@ def test_a_template_that_ignores_tools_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ([], "environment 'alphabet-tools' calls tools; rl mode reads the calls from the generated text and needs "
-             "--tool-parser NAME (vLLM's parser for your model, e.g. hermes)"),
+        ([], "environment 'vftui/alphabet-tools' calls tools; rl mode reads the calls from the generated text and "
+             "needs --tool-parser NAME (vLLM's parser for your model, e.g. hermes)"),
         (["--tool-parser", "hermes"], "--tool-parser hermes needs vLLM's tool parsers, which are not installed "
                                       "(pip install vllm)"),
     ],
     ids=["no-parser", "no-vllm"],
 )
 def test_rl_with_tools_refuses_instead_of_dropping_calls(tmp_path, extra, expected):
-    result = run_cli(["run", "--mode", "rl", "--no-ui", "--env", "alphabet-tools", "--steps", "1", *extra], tmp_path)
+    result = run_cli(["run", "--mode", "rl", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "1", *extra],
+                     tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == f"vftui: error: {expected}"
 

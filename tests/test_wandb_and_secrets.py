@@ -35,7 +35,7 @@ def test_wandb_offline_logs_the_reference_metrics(tmp_path):
         assert row["metrics/avg_num_turns"] == pytest.approx(1.0)
         for name in ("sorted_correctly", "format_ok"):
             assert row[f"metrics/{name}"] == pytest.approx(stats.mean(group["vftui"]["metrics"][name]))
-    assert config(run_file)["vf_env_name"] == "alphabet-sort"
+    assert config(run_file)["vf_env_name"] == "vftui/alphabet-sort"
 
 
 def test_the_api_key_never_leaves_the_process(tmp_path, sim):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_ENV = "alphabet-sort"
+DEFAULT_ENV = "vftui/alphabet-sort"
 DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
 DEFAULT_API_URL = "http://localhost:8000"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import gc
 import os
 import signal
 import sys
@@ -58,10 +57,6 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         early.seek(0)
         log.write(early.read())  # what the libraries said while the run was prepared
         _capture_output(log)
-        # The libraries and the environment loaded by now live as long as the run; keeping
-        # them out of the collector's reach keeps full collections (which stall control
-        # calls as well as collecting) short.
-        gc.freeze()
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -222,7 +223,7 @@ class Run:
 
     def _check_tools(self, environment: Environment, tokenizer: str, loaded: Any) -> None:
         """An environment with tools needs a template that renders them, or the training data loses them."""
-        if environment.tools and not renders_tool_calls(loaded):
+        if environment.has_tools and not renders_tool_calls(loaded):
             raise UserError(
                 f"the chat template of tokenizer '{tokenizer}' does not render tool calls, so the training data "
                 "would lose them; use a tokenizer whose template renders tools (--tokenizer)"
@@ -297,6 +298,9 @@ class Run:
         plan, env, controls = self.plan, self._env, self.controls
         assert plan is not None and env is not None and controls is not None, "call prepare() first"
         clock = time.monotonic()
+        # The libraries and the environment loaded by now live as long as the run; keeping them out
+        # of the collector's reach keeps full collections (which stall control calls as well) short.
+        gc.freeze()
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_loop_error)
         handler = EventLogHandler(self.emit)
@@ -315,6 +319,7 @@ class Run:
             for log in loggers:
                 log.removeHandler(handler)
             state, error = self._flush(env, state, error, time.monotonic() - clock)
+            await env.environment.aclose()
             await self._finish_wandb()
         return self._summary(state, error, time.monotonic() - clock)
 

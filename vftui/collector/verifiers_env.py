@@ -158,14 +158,14 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     # -- dataset ----------------------------------------------------------------------
 
     async def setup(self) -> None:
-        self.train = self.environment.items()
+        return None  # the environment hands its items out one by one (some never end)
 
     async def get_next_item(self) -> dict[str, Any] | None:
         controls = self.hooks.controls
         if controls is not None and not await controls.claim_group():
             return None
         index = self.ledger.take()
-        return {**self.train[index % len(self.train)], "_item": index, CLAIMED: controls is not None}
+        return {**self.environment.item(index), "_item": index, CLAIMED: controls is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
         """Evaluation is out of scope for the collector."""

@@ -34,7 +34,11 @@ def connect(path: Path, wish: str) -> Connection:
         sock.close()
         raise
     conn = Connection(sock.detach())
-    conn.send(wish)
+    try:
+        conn.send(wish)
+    except OSError as e:  # it hung up at once (a run of another user's refuses us this way)
+        conn.close()
+        raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
     return conn
 
 

@@ -39,11 +39,16 @@ class Environment(Protocol):
     env_id: str
     reward_function_names: list[str]
     reward_weights: dict[str, float]
-    tools: list[dict[str, Any]]  # offered to every rollout
+    has_tools: bool  # rollouts may call tools
     max_turns: int | None
 
-    def items(self) -> list[dict[str, Any]]:
-        """The training split's items, in order."""
+    @property
+    def size(self) -> int | None:
+        """How many items there are; None for an endless stream of them."""
+        ...
+
+    def item(self, index: int) -> dict[str, Any]:
+        """Item ``index`` (past the end: from the start again), with its ``example_id``."""
         ...
 
     async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
@@ -53,4 +58,8 @@ class Environment(Protocol):
 
     async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
         """One rollout of ``item`` through ``client`` (rl: a client of its own, whose calls are recorded)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop what the rollouts started (tool servers shared by them)."""
         ...

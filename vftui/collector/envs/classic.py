@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib.util
 import inspect
-import logging
 import math
+from types import ModuleType
 from typing import Any
 
 from vftui.collector.envs.base import Rollout
@@ -28,18 +29,18 @@ _REWARD_FAILURES: contextvars.ContextVar[list[tuple[str, str]] | None] = context
 """Set per group or rollout: the rollouts (tasks started inside that context) record here."""
 
 
-def load(env_id: str, args: dict[str, Any]) -> Any:
-    """``verifiers.load_environment``, quietly: its own log line of a failure would repeat ours."""
-    import verifiers as vf
+def available() -> bool:
+    """Whether the installed verifiers runs classic environments (0.3 does; 0.4 removed them)."""
+    return importlib.util.find_spec("verifiers.legacy") is not None
 
+
+def load(env_id: str, module: ModuleType, args: dict[str, Any]) -> Any:
+    """The environment the module's ``load_environment`` builds, stamped as verifiers' loader stamps it."""
     _ask_git_once()
-    loader_log = logging.getLogger("verifiers.legacy.utils.env_utils")
-    level = loader_log.level
-    loader_log.setLevel(logging.CRITICAL + 1)
-    try:
-        return vf.load_environment(env_id, **args)
-    finally:
-        loader_log.setLevel(level)
+    vf_env = module.load_environment(**args)
+    vf_env.env_id = vf_env.env_id or env_id
+    vf_env.env_args = vf_env.env_args or args
+    return vf_env
 
 
 class ClassicEnvironment:
@@ -51,24 +52,45 @@ class ClassicEnvironment:
         self.reward_function_names: list[str] = list(vf_env.rubric._get_reward_func_names())
         weights = map(float, vf_env.rubric._get_reward_weights())
         self.reward_weights = dict(zip(self.reward_function_names, weights, strict=False))
-        self.tools = openai_tools(getattr(vf_env, "tool_defs", None))
+        self.has_tools = bool(openai_tools(getattr(vf_env, "tool_defs", None)))
         max_turns = getattr(vf_env, "max_turns", None)
         self.max_turns = max_turns if isinstance(max_turns, int) and max_turns > 0 else None
         _watch_reward_functions(vf_env)
+        self._wrapped: tuple[Any, Any] | None = None
+        self._rows: list[dict[str, Any]] | None = None
 
-    def items(self) -> list[dict[str, Any]]:
-        return self.vf_env.get_dataset().to_list()
+    def _client(self, client: Any) -> Any:
+        """verifiers' client around ``client``; sft's one client is wrapped once (a wrapper costs ~1 ms)."""
+        import verifiers as vf
+
+        if self._wrapped is None or self._wrapped[0] is not client:
+            self._wrapped = (client, vf.OpenAIChatCompletionsClient(client))
+        return self._wrapped[1]
+
+    @property
+    def size(self) -> int:
+        return len(self._dataset())
+
+    def item(self, index: int) -> dict[str, Any]:
+        rows = self._dataset()
+        return rows[index % len(rows)]
+
+    def _dataset(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            self._rows = self.vf_env.get_dataset().to_list()
+        return self._rows
+
+    async def aclose(self) -> None:
+        return None
 
     async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
                     max_concurrent: int) -> list[Rollout]:
         """The reference's sft path: one ``generate`` call over the item repeated ``size`` times."""
-        import verifiers as vf
-
         failures: list[tuple[str, str]] = []
         _REWARD_FAILURES.set(failures)  # the group's rollouts run in tasks that inherit it
         outputs = (await self.vf_env.generate(
             inputs=[_rollout_input(item) for _ in range(size)],
-            client=vf.OpenAIChatCompletionsClient(client),
+            client=self._client(client),
             model=model,
             sampling_args=sampling,
             max_concurrent=max_concurrent,

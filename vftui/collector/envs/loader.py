@@ -1,67 +1,58 @@
-"""Finding verifiers environments by id, the built-in ones and installed packages, and loading them.
+"""Finding an environment by id, classic or v1, built in or installed, and loading it.
 
-A failed load is one sentence naming the environment and the cause (``load_failure``).
+An id names a module as verifiers' loaders do (``owner/name@version`` imports ``name``, with
+``-`` as ``_``). A module with ``load_environment`` is a classic environment; one exporting a
+``Taskset`` subclass is a v1 one. vftui's own environments have ids in a namespace of their
+own (``vftui/...``), so they can never stand in for a user's: ``alphabet-sort`` loads the
+installed ``alphabet_sort`` or says it is not installed. A failed load is one sentence naming
+the environment and the cause (``load_failure``).
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
+import importlib
 import importlib.metadata
 import importlib.util
 import json
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from vftui.collector.envs import classic
 from vftui.collector.envs.base import Environment
 from vftui.errors import UserError
 
-BUILTIN_DIR = Path(__file__).resolve().parents[2] / "sim" / "envs"
-BUILTINS = {"alphabet-sort": "alphabet_sort", "alphabet-tools": "alphabet_tools"}
-"""Built-in environment id -> its module in ``BUILTIN_DIR``."""
+BUILTINS = {
+    "vftui/alphabet-sort": "vftui.sim.envs.alphabet_sort",
+    "vftui/alphabet-tools": "vftui.sim.envs.alphabet_tools",
+    "vftui/alphabet-sort-classic": "vftui.sim.envs.alphabet_sort_classic",
+    "vftui/alphabet-tools-classic": "vftui.sim.envs.alphabet_tools_classic",
+}
+"""vftui's own environment ids -> their modules (v1 tasksets, and the classic ones for verifiers 0.3)."""
+V1_BUILTIN_TASKSETS = "verifiers.v1.tasksets"  # where verifiers' v1 loader looks first
+CLASSIC_INSTALL = "pip install 'vftui[classic]'"
 
 PLAIN_ERRORS = (ValueError, TypeError, RuntimeError)
 """Errors whose message alone says what is wrong; others are shown with their type."""
 
 
 def module_name(env_id: str) -> str:
-    """The module ``verifiers.load_environment`` imports for ``env_id``."""
-    return env_id.replace("-", "_").split("/")[-1]
-
-
-class BuiltinFinder(importlib.abc.MetaPathFinder):
-    """Finds the built-in modules in ``BUILTIN_DIR`` before any installed module of the same name."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in BUILTINS.values():
-            return None
-        return importlib.machinery.PathFinder.find_spec(fullname, [str(BUILTIN_DIR)])
-
-
-def expose_builtins() -> None:
-    """Make the built-in environments importable by their verifiers names, ahead of installed ones.
-
-    verifiers imports ``env_id.replace('-', '_')`` as a top-level module, so an installed
-    package of that name (the upstream ``alphabet-sort``) would otherwise win.
-    """
-    if not any(isinstance(finder, BuiltinFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, BuiltinFinder())
+    """The module an environment id names, as verifiers' loaders read it."""
+    return env_id.rsplit("/", 1)[-1].split("@", 1)[0].replace("-", "_")
 
 
 def installed_environments() -> list[str]:
-    """Installed distributions that depend on verifiers and expose a loadable module (built-in ids win)."""
+    """Installed distributions that depend on verifiers and expose a module of their name."""
     found = set()
     for dist in importlib.metadata.distributions():
         name = dist.metadata.get("Name") or ""
         requires = dist.requires or []
-        if name.lower() in ("verifiers", "atroposlib", "vftui") or module_name(name) in BUILTINS.values():
+        if name.lower() in ("verifiers", "atroposlib", "vftui"):
             continue
         depends = any(re.match(r"verifiers\b", req.strip()) for req in requires)
-        if depends and importlib.util.find_spec(module_name(name)) is not None:
+        if depends and _find(module_name(name)) is not None:
             found.add(name)
     return sorted(found)
 
@@ -70,21 +61,83 @@ def loadable_environments() -> list[str]:
     return [f"{name} (built in)" for name in BUILTINS] + installed_environments()
 
 
-def load(env_id: str, env_args: dict[str, Any]) -> Environment:
-    """Load an environment with verifiers' own loader; any failure is a UserError.
+def _find(module: str) -> str | None:
+    """The module to import for ``module``: itself, its lower-case form, or verifiers' own v1 taskset."""
+    for candidate in (module, module.lower(), f"{V1_BUILTIN_TASKSETS}.{module.lower()}"):
+        try:
+            if importlib.util.find_spec(candidate) is not None:
+                return candidate
+        except (ImportError, ValueError):
+            continue
+    return None
 
-    Must be called on the main thread: a verifiers Environment installs signal handlers.
+
+def load(env_id: str, env_args: dict[str, Any]) -> Environment:
+    """The environment ``env_id``, built by verifiers' own loader for its kind; any failure is a UserError.
+
+    Must be called on the main thread: a classic Environment installs signal handlers.
     """
-    expose_builtins()
-    if importlib.util.find_spec(module_name(env_id)) is None:
-        raise UserError(
-            f"unknown environment '{env_id}'; environments that can be loaded: "
-            + ", ".join(loadable_environments())
-        )
+    target = BUILTINS.get(env_id) or _find(module_name(env_id))
+    if target is None:
+        raise UserError(f"environment '{env_id}' is not installed (no module {module_name(env_id)}); "
+                        f"environments that can be loaded: {', '.join(loadable_environments())}")
     try:
-        return classic.ClassicEnvironment(env_id, classic.load(env_id, env_args))
+        module = importlib.import_module(target)
     except Exception as e:
         raise UserError(load_failure(env_id, env_args, e)) from e
+    if hasattr(module, "load_environment"):
+        return _load_classic(env_id, module, env_args)
+    taskset = _exported_taskset(module)
+    if taskset is None:
+        raise UserError(f"environment '{env_id}' ({target}) is neither a classic verifiers environment (no "
+                        "load_environment) nor a v1 taskset (no Taskset subclass in its __all__)")
+    return _load_v1(env_id, _v1_id(target, module), env_args)
+
+
+def _v1_id(target: str, module: ModuleType) -> str:
+    """The id verifiers' v1 loader finds ``module`` by. It imports ids as top-level names (or its own
+    tasksets), so a built-in in vftui's package gets a top-level name of vftui's own."""
+    if "." not in target or target.startswith(V1_BUILTIN_TASKSETS + "."):
+        return target
+    alias = "vftui_" + target.rsplit(".", 1)[-1]
+    sys.modules.setdefault(alias, module)
+    return alias
+
+
+def _load_classic(env_id: str, module: ModuleType, env_args: dict[str, Any]) -> Environment:
+    if not classic.available():
+        raise UserError(f"environment '{env_id}' is a classic verifiers environment (load_environment), which "
+                        f"verifiers {importlib.metadata.version('verifiers')} no longer runs; install verifiers 0.3 "
+                        f"beside vftui to run it ({CLASSIC_INSTALL})")
+    try:
+        return classic.ClassicEnvironment(env_id, classic.load(env_id, module, env_args))
+    except Exception as e:
+        raise UserError(load_failure(env_id, env_args, e)) from e
+
+
+def _load_v1(env_id: str, target: str, env_args: dict[str, Any]) -> Environment:
+    from vftui.collector.envs import v1
+
+    try:
+        return v1.load(env_id, target, env_args)
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(load_failure(env_id, env_args, e)) from e
+
+
+def _exported_taskset(module: ModuleType) -> type | None:
+    """The ``Taskset`` subclass a v1 package exports in ``__all__``, if any."""
+    if not hasattr(module, "__all__"):
+        return None
+    from verifiers.v1 import Harness, Taskset
+
+    exported = [getattr(module, name, None) for name in module.__all__]
+    classes = [obj for obj in exported if isinstance(obj, type)]
+    if any(issubclass(c, Harness) and c is not Harness for c in classes):
+        raise UserError(f"environment '{module.__name__}' brings its own harness (an agent program that runs "
+                        "the tasks); vftui runs plain chat and tool tasks in-process: run it with verifiers' eval")
+    return next((c for c in classes if issubclass(c, Taskset) and c is not Taskset), None)
 
 
 def load_failure(env_id: str, env_args: dict[str, Any], error: Exception) -> str:

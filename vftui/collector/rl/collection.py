@@ -47,7 +47,7 @@ class RlCollection:
 
     def check(self, environment: Environment) -> None:
         """A tools environment needs a parser that reads the calls out of the generated text."""
-        if environment.tools:
+        if environment.has_tools:
             managed.check_tool_parser(self.config.env, self.config.tool_parser)
 
     def start(self, step: Callable[[str], None]) -> None:

@@ -1,59 +1,62 @@
-"""alphabet-sort: the built-in verifiers environment of vftui's embedded default.
+"""vftui/alphabet-sort: the embedded default's environment, a verifiers v1 taskset.
 
 The model is given a few names and must return them sorted, one per line, inside
-``<alphabetical_sorted>`` tags. With ``max_turns > 1`` the environment answers each turn
-with more names, and the model must re-sort the whole list every time, so a rollout is a
-real multi-turn conversation. Two reward functions (``sorted_correctly``, weight 1.0, and
-``format_ok``, weight 0.2) give rewards that vary between rollouts.
-
-It is a plain verifiers module: ``verifiers.load_environment("alphabet-sort", **args)``
-imports it; ``vftui.collector.envs.loader`` makes sure the name finds this module, whatever is
-installed under the same name.
+``<alphabetical_sorted>`` tags. With ``max_turns > 1`` the Env hands over more names each
+turn (it plays the user, as verifiers' own alphabet_sort does), and the model must re-sort
+the whole list every time. Two rewards, ``sorted_correctly`` (weight 1.0) and ``format_ok``
+(weight 0.2), vary between rollouts. The same task as the classic twin
+(``alphabet_sort_classic.py``) with the same ``--env-args``; ``sim/task.py`` holds both.
 """
 
 from __future__ import annotations
 
-import verifiers as vf
-from datasets import Dataset
+import verifiers.v1 as vf
+from pydantic import Field
 
-from vftui.sim.task import LATER_TURN, SYSTEM_PROMPT, format_ok_score, make_examples, sorted_correctly_score
-
-
-async def sorted_correctly(completion, info, **kwargs) -> float:
-    return sorted_correctly_score(completion, info["batches"])
+from vftui.sim.task import FIRST_TURN, LATER_TURN, SYSTEM_PROMPT, format_ok_score, make_examples, sorted_correctly_score
 
 
-async def format_ok(completion, **kwargs) -> float:
-    return format_ok_score(completion)
+class AlphabetSortConfig(vf.TasksetConfig):
+    num_examples: int = Field(200, ge=1)
+    min_names: int = Field(3, ge=1)
+    max_names: int = Field(6, ge=1)
+    max_turns: int = Field(1, ge=1)
+    seed: int = 0
 
 
-class AlphabetSortEnv(vf.MultiTurnEnv):
-    """Each environment turn hands over the next batch of names."""
-
-    async def env_response(self, messages, state, **kwargs):
-        turn = len(state["trajectory"])
-        batches = state["info"]["batches"]
-        names = ", ".join(batches[turn]) if turn < len(batches) else ""
-        return [vf.UserMessage(content=LATER_TURN.format(names=names))]
+class AlphabetSortData(vf.TaskData):
+    batches: list[list[str]]
 
 
-def load_environment(
-    num_examples: int = 200,
-    min_names: int = 3,
-    max_names: int = 6,
-    max_turns: int = 1,
-    seed: int = 0,
-) -> vf.Environment:
-    """The verifiers entry point; every argument can be passed as ``--env-args`` JSON."""
-    if num_examples < 1 or min_names < 1 or max_names < min_names or max_turns < 1:
-        raise ValueError(
-            "alphabet-sort needs num_examples >= 1, 1 <= min_names <= max_names, max_turns >= 1"
-        )
-    rows = make_examples(num_examples, min_names, max_names, max_turns, seed)
-    rubric = vf.Rubric(funcs=[sorted_correctly, format_ok], weights=[1.0, 0.2])
-    return AlphabetSortEnv(
-        dataset=Dataset.from_list(rows),
-        system_prompt=SYSTEM_PROMPT,
-        rubric=rubric,
-        max_turns=max_turns,
-    )
+class AlphabetSortTask(vf.Task[AlphabetSortData]):
+    @vf.reward(weight=1.0)
+    async def sorted_correctly(self, trace: vf.Trace) -> float:
+        return sorted_correctly_score(trace.messages, self.data.batches)
+
+    @vf.reward(weight=0.2)
+    async def format_ok(self, trace: vf.Trace) -> float:
+        return format_ok_score(trace.messages)
+
+
+class AlphabetSortEnv(vf.SingleAgentEnv):
+    """Plays the user: the first batch of names, then one more batch each turn."""
+
+    async def run(self, task, agents) -> None:
+        async with agents.agent.interaction(task) as interaction:
+            for turn, batch in enumerate(task.data.batches):
+                ask = FIRST_TURN if turn == 0 else LATER_TURN
+                if (await interaction.turn(ask.format(names=", ".join(batch)))).terminated:
+                    break
+
+
+class AlphabetSortTaskset(vf.Taskset[AlphabetSortTask, AlphabetSortConfig]):
+    def load(self):
+        c = self.config
+        if c.max_names < c.min_names:
+            raise ValueError("alphabet-sort needs min_names <= max_names")
+        for idx, row in enumerate(make_examples(c.num_examples, c.min_names, c.max_names, c.max_turns, c.seed)):
+            yield AlphabetSortTask(AlphabetSortData(idx=idx, prompt=None, system_prompt=SYSTEM_PROMPT,
+                                                    batches=row["info"]["batches"]), c.task)
+
+
+__all__ = ["AlphabetSortEnv", "AlphabetSortTaskset"]
