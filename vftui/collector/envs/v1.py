@@ -30,6 +30,7 @@ from vftui.errors import UserError
 
 STAGES = {"setup": "the task's setup failed", "env": "the environment's run failed"}
 RECENT_TASKS = 4096  # an endless taskset's tasks kept for their groups (and those a resume collects again)
+LISTED_AT_MOST = 100_000  # a taskset longer than this that does not say it is endless (INFINITE) is read as a stream
 LOGGERS = ("verifiers",)
 
 
@@ -90,8 +91,8 @@ class V1Environment:
         self.env = env
         self._check_runnable()
         taskset = env.taskset
-        self._tasks: list[Any] | None = None if getattr(taskset, "INFINITE", False) else list(taskset)
-        if self._tasks is not None and not self._tasks:
+        self._tasks = None if getattr(taskset, "INFINITE", False) else _listed(taskset)
+        if self._tasks == []:
             raise UserError(f"environment '{env_id}' has no tasks (with these --env-args)")
         self._stream: Iterator[Any] | None = None
         self._produced = 0
@@ -182,6 +183,13 @@ class V1Environment:
         for server in (self._shared_tools or {}).values():
             await server.stop()
         self._shared_tools = None
+
+
+def _listed(taskset: Any) -> list[Any] | None:
+    """A finite taskset's tasks; None for one that goes on past ``LISTED_AT_MOST`` without saying it is
+    endless (it is read as a stream then, as a declared one is)."""
+    tasks = list(itertools.islice(taskset, LISTED_AT_MOST + 1))
+    return tasks if len(tasks) <= LISTED_AT_MOST else None
 
 
 def _chat(client: Any) -> ChatCall:
