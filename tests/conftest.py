@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import shlex
@@ -26,14 +27,20 @@ from vftui.sim.trainer import run_trainer
 REPO = Path(__file__).resolve().parent.parent
 
 
+CLASSIC = importlib.util.find_spec("verifiers.legacy") is not None  # verifiers 0.3 runs classic envs; 0.4 does not
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time."""
+    """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a classic
+    test is skipped where verifiers runs no classic environments (0.4)."""
     for item in items:
         if item.get_closest_marker("unit") is None:
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("serial") is not None:
             item.add_marker(pytest.mark.xdist_group("serial"))
+        if item.get_closest_marker("classic") is not None and not CLASSIC:
+            item.add_marker(pytest.mark.skip(reason="verifiers 0.4 runs no classic environments"))
 
 
 def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:

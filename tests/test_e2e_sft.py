@@ -45,7 +45,9 @@ def check_rollout(tokens: list[int], masks: list[int], messages: list[dict], tru
         assert mask == (token if j in trained else -100), f"position {j}"
 
 
-ENVS = pytest.mark.parametrize("env", ["vftui/alphabet-sort", "vftui/alphabet-sort-classic"], ids=["v1", "classic"])
+ENVS = pytest.mark.parametrize("env", ["vftui/alphabet-sort",
+                                      pytest.param("vftui/alphabet-sort-classic", marks=pytest.mark.classic)],
+                                ids=["v1", "classic"])
 
 
 def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple[list[dict], dict]:

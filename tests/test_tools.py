@@ -119,7 +119,9 @@ def test_the_simulated_model_plays_the_tool_task_call_by_call():
     assert tool_task.score(answer, "Ada, 3") == 1.0 and tool_task.score("<answer>Ada, 4</answer>", "Ada, 3") == 0.5
 
 
-@pytest.mark.parametrize("env", ["vftui/alphabet-tools", "vftui/alphabet-tools-classic"], ids=["v1", "classic"])
+@pytest.mark.parametrize("env", ["vftui/alphabet-tools",
+                                 pytest.param("vftui/alphabet-tools-classic", marks=pytest.mark.classic)],
+                         ids=["v1", "classic"])
 def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_path, env):
     out = tmp_path / "groups.jsonl"
     result = run_cli(["run", "--no-ui", "--env", env, "--steps", "3", "--group-size", "4", "--out", str(out)],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, cli_env, read_jsonl, run_cli
+from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, run_cli
 from vftui.collector.envs import loader, v1
 from vftui.errors import UserError
 from vftui.sim.server import BackgroundSimServer
@@ -112,6 +112,16 @@ def test_an_endless_taskset_is_iterated_never_listed_and_finds_the_same_task_aga
     assert finite.size == 4 and finite.item(5)["example_id"] == 1, "past the end: from the start again"
 
 
+@pytest.mark.skipif(CLASSIC, reason="verifiers 0.3 runs classic environments (this is for 0.4)")
+def test_a_classic_environment_on_verifiers_04_says_what_runs_it(tmp_path):
+    result = run_cli(["run", "--no-ui", "--env", "vftui/alphabet-sort-classic", "--steps", "1"], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "vftui: error: environment 'vftui/alphabet-sort-classic' is a classic verifiers environment "
+        "(load_environment), which verifiers 0.4.0 no longer runs; install verifiers 0.3 beside vftui to run it "
+        "(pip install 'vftui[classic]')")
+
+
 # -- runs ------------------------------------------------------------------------------------
 
 
@@ -183,10 +193,13 @@ SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-exp
 
 def verifiers_eval(taskset: str, env_args: dict, sim, out: Path, tasks: int, rollouts: int, env: dict) -> list[dict]:
     """verifiers' own v1 eval of the taskset (its plain chat harness, local runtime): its traces."""
-    args = [str(Path(sys.executable).parent / "eval"), taskset, "--env.agent.harness.id", "null",
+    script = "vf-eval" if verifiers_version() >= (0, 4) else "eval"  # 0.4 renamed it; 0.3's vf-eval is classic
+    args = [str(Path(sys.executable).parent / script), taskset, "--env.agent.harness.id", "null",
             "--env.agent.runtime.type", "subprocess", "--client.base-url", sim.base_url, "--client.api-key-var",
             "VFTUI_TEST_KEY", "--model", "vftui-sim", "--sampling.temperature", "1.0", "-n", str(tasks), "-r",
-            str(rollouts), "-c", "4", "--no-push", "--no-rich", "-o", str(out), "--run.name", "ref", "--no-serve"]
+            str(rollouts), "-c", "4", "--no-push", "--no-rich", "-o", str(out), "--run.name", "ref"]
+    if verifiers_version() < (0, 4):
+        args.append("--no-serve")  # in-process, as 0.4 always runs
     for key, value in env_args.items():
         args += [f"--env.taskset.{key.replace('_', '-')}", str(value)]
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=400)
@@ -241,6 +254,12 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
             theirs.setdefault(episode["task"]["data"]["idx"], []).append(
                 (round(total, 6), tuple(round(scores[n], 6) for n in names), len(assistant), assistant))
     assert ours == {idx: sorted(rows) for idx, rows in theirs.items()}
+
+
+def verifiers_version() -> tuple[int, int]:
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("verifiers").split(".")[:2])
 
 
 def trace_messages(trace: dict) -> list[dict]:

@@ -256,20 +256,44 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
         completion_tokens += used
         choices.append({"index": index, "message": message, "finish_reason": reason, "logprobs": None})
     prompt_tokens = state.count_prompt(messages, tools)
-    return web.json_response(
-        {
-            "id": f"simcmpl-{state.requests_total}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model") or MODEL,
-            "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
-        }
-    )
+    completion = {
+        "id": f"simcmpl-{state.requests_total}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or MODEL,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    if body.get("stream"):
+        return await _stream(request, completion, bool((body.get("stream_options") or {}).get("include_usage")))
+    return web.json_response(completion)
+
+
+async def _stream(request: web.Request, completion: dict[str, Any], usage: bool) -> web.StreamResponse:
+    """The completion as server-sent chunks, as OpenAI streams one: each choice's message as one delta,
+    then its finish reason, the usage when asked for, and [DONE]."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    head = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    async def send(chunk: dict[str, Any]) -> None:
+        await response.write(f"data: {json.dumps(head | chunk)}\n\n".encode())
+
+    for choice in completion["choices"]:
+        message = dict(choice["message"])
+        calls = [{"index": i, **call} for i, call in enumerate(message.pop("tool_calls", None) or [])]
+        delta = message | ({"tool_calls": calls} if calls else {})
+        await send({"choices": [{"index": choice["index"], "delta": delta, "finish_reason": None}]})
+        await send({"choices": [{"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if usage:
+        await send({"choices": [], "usage": completion["usage"]})
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
 
 
 async def generate(request: web.Request) -> web.Response:

@@ -17,6 +17,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -84,6 +85,8 @@ def load(env_id: str, env_args: dict[str, Any]) -> Environment:
     try:
         module = importlib.import_module(target)
     except Exception as e:
+        if not classic.available() and _defines_load_environment(target):
+            raise UserError(_classic_needs_03(env_id)) from e  # it imports the classic API 0.4 removed
         raise UserError(load_failure(env_id, env_args, e)) from e
     if hasattr(module, "load_environment"):
         return _load_classic(env_id, module, env_args)
@@ -106,13 +109,27 @@ def _v1_id(target: str, module: ModuleType) -> str:
 
 def _load_classic(env_id: str, module: ModuleType, env_args: dict[str, Any]) -> Environment:
     if not classic.available():
-        raise UserError(f"environment '{env_id}' is a classic verifiers environment (load_environment), which "
-                        f"verifiers {importlib.metadata.version('verifiers')} no longer runs; install verifiers 0.3 "
-                        f"beside vftui to run it ({CLASSIC_INSTALL})")
+        raise UserError(_classic_needs_03(env_id))
     try:
         return classic.ClassicEnvironment(env_id, classic.load(env_id, module, env_args))
     except Exception as e:
         raise UserError(load_failure(env_id, env_args, e)) from e
+
+
+def _classic_needs_03(env_id: str) -> str:
+    return (f"environment '{env_id}' is a classic verifiers environment (load_environment), which verifiers "
+            f"{importlib.metadata.version('verifiers')} no longer runs; install verifiers 0.3 beside vftui to run it "
+            f"({CLASSIC_INSTALL})")
+
+
+def _defines_load_environment(target: str) -> bool:
+    """Whether the module's source defines ``load_environment`` (read, for a module that would not import)."""
+    try:
+        spec = importlib.util.find_spec(target)
+        source = Path(spec.origin).read_text(errors="replace") if spec and spec.origin else ""
+    except (ImportError, ValueError, OSError):
+        return False
+    return re.search(r"^def load_environment\(", source, re.MULTILINE) is not None
 
 
 def _load_v1(env_id: str, target: str, env_args: dict[str, Any]) -> Environment:

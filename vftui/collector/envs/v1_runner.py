@@ -58,11 +58,9 @@ class ToolServer:
     """One ``vf.Toolset`` served in-process: its tools' schemas and calls as its MCP server makes them."""
 
     def __init__(self, toolset: Any) -> None:
-        from mcp.server.fastmcp.tools import ToolManager  # not FastMCP(): it configures logging to stderr
-
         self.toolset = toolset
         self.name = toolset.server_name
-        self.manager = ToolManager()
+        self.manager = v1_versions.tool_manager()
         for fn in discover_decorated(toolset, "tool"):
             self.manager.add_tool(_with_rollout_state(fn), name=getattr(fn, "tool_name", None) or fn.__name__,
                                   description=(fn.__doc__ or "").strip() or None)
@@ -84,15 +82,14 @@ class ToolServer:
         for tool in self.manager.list_tools():
             full = f"{self.name}_{tool.name}" if self.name else tool.name
             schema = {"type": "function", "function": {"name": full, "description": tool.description or "",
-                                                       "parameters": v1_versions.tool_parameters(tool)}}
+                                                       "parameters": tool.parameters}}
             out.append((full, tool.name, schema))
         return out
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """The tool's result as chat content; its error as the text its server would answer."""
         try:
-            result = await self.manager.call_tool(name, arguments, convert_result=True)
-            blocks = result[0] if isinstance(result, tuple) else result
+            blocks = await v1_versions.call_tool(self.manager, name, arguments)
         except Exception as e:  # noqa: BLE001 - a failing tool answers the model, as over MCP
             return str(e)
         return v1_versions.chat_content(blocks)

@@ -2,8 +2,9 @@
 
 verifiers 0.3.1 and 0.4.0 share the v1 loaders, decorators and ``Task.score`` byte for byte;
 they differ in the message graph's signatures (0.4 keys a turn's prefix by its tools too),
-where the plain chat harness's MCP content conversion lives, and the mcp package's field
-names (mcp<2 with 0.3.1, mcp 2 with 0.4). Two private names are used, in both versions:
+where the plain chat harness's MCP content conversion lives, and the mcp package they
+serve tools with (mcp<2's FastMCP with 0.3.1; mcp 2's MCPServer, whose tool calls take a
+context, with 0.4). Two private names are used, in both versions:
 a tool server's per-call state (``mcp.server._call_state``, which a tool's ``self.state``
 reads) and a Toolset's resources (``Toolset._exit_stack``, which its server enters).
 """
@@ -20,6 +21,7 @@ from verifiers.v1.mcp import server as mcp_server
 
 VERIFIERS = tuple(int(part) for part in version("verifiers").split(".")[:2])
 TOOLS_IN_PREFIX = VERIFIERS >= (0, 4)  # 0.4's graph keys a prefix by its tools; 0.3's commits take them
+MCP2 = int(version("mcp").split(".")[0]) >= 2
 
 if VERIFIERS >= (0, 4):
     from verifiers.v1.harnesses.utils.mcp import mcp_content_to_chat_content
@@ -48,10 +50,22 @@ def chat_content(blocks: Any) -> Any:
     return mcp_content_to_chat_content(blocks)
 
 
-def tool_parameters(tool: Any) -> dict[str, Any]:
-    """A FastMCP tool's JSON schema (``parameters`` in mcp<2, ``input_schema`` in mcp 2)."""
-    schema = getattr(tool, "parameters", None)
-    return schema if schema is not None else tool.input_schema
+def tool_manager() -> Any:
+    """What an MCP server keeps its tools in (not the server itself: FastMCP's configures logging to stderr)."""
+    if MCP2:
+        from mcp.server.mcpserver.tools import ToolManager
+    else:
+        from mcp.server.fastmcp.tools import ToolManager
+    return ToolManager()
+
+
+async def call_tool(manager: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """A tool's result as the content blocks its server would answer (mcp 2's calls take a request context
+    and give a CallToolResult; mcp<2's give the blocks, or blocks and structured content)."""
+    if MCP2:
+        return (await manager.call_tool(name, arguments, context=None, convert_result=True)).content
+    result = await manager.call_tool(name, arguments, convert_result=True)
+    return result[0] if isinstance(result, tuple) else result
 
 
 @contextlib.contextmanager
