@@ -17,12 +17,18 @@ Sections (``--sections``, all by default):
   it): answered requests/s against R, rejections, back-off steps and rejections per step.
 - ``memory``: peak RSS of ``vftui run --no-ui`` with ~2k-token rollouts at 64 and at 8
   requests in flight, 1 s latency.
+- ``v1``: a v1 taskset (the default, ``vftui/alphabet-sort``, 3 turns) collected by vftui and by
+  verifiers' own v1 eval (``eval``/``vf-eval``, its plain chat harness and local runtime, the
+  taskset re-exported under a top-level name it can import) against the same simulated
+  endpoint, with no added latency: groups/s of each (verifiers' from its traces' first
+  start to last score, so its start-up is excluded); then vftui at 1 s a request against
+  the limit 64 requests in flight allow.
 - ``rl``: atroposlib's serve mode against the same simulated server's vLLM-style
   ``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
   serve" is ``python -m vftui.collector.verifiers_env serve``, "vftui rl" is ``vftui run --mode rl
   --no-ui``. Their rate is the trainer's arrival rate (first group to last).
 
-    python bench/throughput.py [--sections cpu,latency,rate,memory,rl] [--groups 200] [--repeats 3]
+    python bench/throughput.py [--sections cpu,latency,rate,memory,v1,rl] [--groups 200] [--repeats 3]
     python bench/throughput.py --quick   # tiny sizes, one repeat: that every section runs and prints (CI)
 """
 
@@ -302,7 +308,66 @@ def rl_section(args, env: dict[str, str], tmp: Path) -> None:
     print("", flush=True)
 
 
-SECTIONS = ("cpu", "latency", "rate", "memory", "rl")
+V1_SHIM = "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n" \
+          "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n"
+
+
+def verifiers_eval_rate(base_url: str, env: dict[str, str], tmp: Path, tasks: int, group_size: int,
+                        turns: int) -> float:
+    """Groups/s of verifiers' own v1 eval of the default taskset, from its traces' timings."""
+    from importlib.metadata import version
+
+    from verifiers.v1.trace import Trace
+
+    site = tmp / "shim"
+    site.mkdir(exist_ok=True)
+    (site / "vftui_bench_sort.py").write_text(V1_SHIM)
+    script = "vf-eval" if tuple(map(int, version("verifiers").split(".")[:2])) >= (0, 4) else "eval"
+    cmd = [str(Path(sys.executable).parent / script), "vftui_bench_sort", "--env.taskset.max-turns", str(turns),
+           "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--client.base-url", base_url,
+           "--client.api-key-var", "VFTUI_BENCH_KEY", "--model", MODEL, "--sampling.temperature", "1.0",
+           "-n", str(tasks), "-r", str(group_size), "-c", str(IN_FLIGHT), "--no-push", "--no-rich", "-o", str(tmp),
+           "--run.name", "vf-eval"]
+    if script == "eval":
+        cmd.append("--no-serve")
+    path = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    run(cmd, {**env, "PYTHONPATH": path, "VFTUI_BENCH_KEY": "x",
+              "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])})
+    traces = [Trace.model_validate(t) for line in (tmp / "vf-eval" / "traces.jsonl").read_text().splitlines()
+              for t in json.loads(line)["traces"]]
+    assert all(t.ok for t in traces), [t.errors for t in traces if not t.ok][:1]
+    start = min(t.timing.start for t in traces)
+    end = max(t.timing.scoring.end or t.timing.start for t in traces)
+    return tasks / (end - start)
+
+
+def v1_section(args, env: dict[str, str], tmp: Path) -> None:
+    turns = 3
+    tasks, groups = (1, args.groups) if args.quick else (4, 100)
+    env_args = json.dumps({"max_turns": turns})
+    server = BackgroundSimServer(seed=0).start()
+    try:
+        ours = collect("vftui", vftui, server, env, tmp / "v1-vftui.jsonl", groups, args.group_size, env_args=env_args,
+                       concurrency=IN_FLIGHT)
+        theirs = verifiers_eval_rate(server.base_url, env, tmp, tasks, args.group_size, turns)
+    finally:
+        server.stop()
+    server = BackgroundSimServer(seed=0, latency_s=1.0).start()
+    limit = IN_FLIGHT / 1.0 / args.group_size / turns
+    try:
+        slow = collect("vftui", vftui, server, env, tmp / "v1-slow.jsonl",
+                       args.groups if args.quick else round(20 * limit), args.group_size, env_args=env_args,
+                       concurrency=IN_FLIGHT)
+    finally:
+        server.stop()
+    print(f"\n## v1 taskset ({DEFAULT_ENV}, {turns} turns, group_size={args.group_size})")
+    print(f"vftui run --no-ui {ours:>12.2f} groups/s; verifiers' own v1 eval {theirs:.3f} groups/s: "
+          f"{ours / theirs:.0f} x (target >= 10 x)")
+    print(f"at 1 s a request, --concurrency {IN_FLIGHT}: {slow:.2f} groups/s = {slow / limit:.2f} x the limit "
+          f"{limit:.2f} (target >= 0.85)\n", flush=True)
+
+
+SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "rl")
 
 
 def main() -> None:
@@ -333,6 +398,7 @@ def main() -> None:
             "latency": lambda: latency_section(args, env, kinds, tmp),
             "rate": lambda: rate_section(args, env, tmp),
             "memory": lambda: memory_section(args, env, tmp),
+            "v1": lambda: v1_section(args, env, tmp),
             "rl": lambda: rl_section(args, env, tmp),
         }
         for name in sections:
