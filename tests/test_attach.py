@@ -30,6 +30,7 @@ from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer, socket_path
+from vftui.sim.server import BackgroundSimServer
 from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -131,10 +132,11 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
 
 
 @needs_tmux
-def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_own(tmp_path, slow_sim):
+def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_own(tmp_path):
     out = tmp_path / "groups.jsonl"
     steps = 150
-    proc = start_cli(headless(slow_sim, out, steps), tmp_path)
+    sim = BackgroundSimServer(seed=0, latency_s=0.2).start()  # ~10 groups/s: still running when attached
+    proc = start_cli(headless(sim, out, steps), tmp_path)
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     try:
         wait_for_lines(out, 2, proc)
@@ -163,6 +165,7 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         if proc.poll() is None:
             proc.kill()
+        sim.stop()
     assert proc.returncode == 0, stderr
     assert sorted(g["vftui"]["item"] for g in read_jsonl(out)) == list(range(steps)), "finished on its own, whole"
 

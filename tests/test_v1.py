@@ -37,7 +37,25 @@ PROBE = textwrap.dedent('''
         names: list[str]
 
 
-    class ProbeTask(vf.Task[ProbeData, vf.State, ProbeTaskConfig]):
+    class Tallies(vf.State):
+        count: int = 0
+
+
+    class Tally(vf.Toolset[vf.SharedToolsetConfig, Tallies]):
+        TOOL_PREFIX = None
+
+        @vf.tool
+        def tally(self, name: str) -> int:
+            """Count a name: how many this rollout has counted."""
+            self.state.count += 1
+            return self.state.count
+
+
+    class ProbeTask(vf.Task[ProbeData, Tallies, ProbeTaskConfig]):
+        @vf.metric
+        async def tallies(self, trace: vf.Trace) -> float:
+            return float(trace.state.count)
+
         async def setup(self, trace, runtime):
             if self.config.fail == "setup":
                 raise RuntimeError("the tool server went away")
@@ -53,6 +71,7 @@ PROBE = textwrap.dedent('''
 
     class ProbeConfig(vf.TasksetConfig):
         endless: bool = False
+        shared_tools: bool = False
         task: ProbeTaskConfig = ProbeTaskConfig()
 
 
@@ -60,6 +79,10 @@ PROBE = textwrap.dedent('''
         def __init__(self, config):
             super().__init__(config)
             self.INFINITE = config.endless
+
+        @classmethod
+        def toolsets(cls, config):
+            return [Tally(vf.SharedToolsetConfig())] if config.shared_tools else []
 
         def load(self):
             names = ["Ada", "Bo", "Cy", "Di", "Ed", "Flo"]
@@ -96,7 +119,8 @@ def test_flat_env_args_go_to_the_taskset_its_tasks_or_the_env(probe):
                       "agent": {"max_turns": 3}, "max_concurrent_agents": 2}
     environment = loader.load("v1_probe", {"agent.max_turns": 3})
     assert environment.max_turns == 3 and environment.reward_function_names == ["mentions_first"]
-    with pytest.raises(UserError, match=r"has no setting 'colour' \(--env-args\); its settings: endless, judges"):
+    settings = r"no setting 'colour' \(--env-args\); its settings: endless, shared_tools, judges"
+    with pytest.raises(UserError, match=settings):
         loader.load("v1_probe", {"colour": "blue"})
 
 
@@ -165,6 +189,18 @@ def test_a_task_that_needs_a_runtime_gets_a_local_one_and_leaves_nothing_behind(
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == 3
     runtimes = tmp_path / "home" / ".cache" / "verifiers" / "runtimes" / "subprocess"
     assert not runtimes.exists() or not any(runtimes.iterdir()), "each rollout's runtime folder is removed"
+
+
+def test_a_toolset_shared_by_the_taskset_keeps_each_rollouts_state_apart(tmp_path, probe, sim):
+    result = probe_run(tmp_path, sim, {"shared_tools": True}, steps=4)
+    assert result.returncode == 0, result.stderr
+    for group in read_jsonl(tmp_path / "groups.jsonl"):
+        assert [t["function"]["name"] for t in group["tools"]] == ["tally"]
+        for messages, tallies in zip(group["messages"], group["vftui"]["metrics"]["tallies"], strict=True):
+            calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+            results = [m["content"] for m in messages if m["role"] == "tool"]
+            assert calls and tallies == len(calls), "one server for all rollouts, a count for each"
+            assert results == [str(n) for n in range(1, len(calls) + 1)]
 
 
 def test_the_temperature_reaches_the_endpoint_for_v1_rollouts(tmp_path, probe, sim):

@@ -32,6 +32,7 @@ from vftui.events import (
     FileProgress,
     GroupCollected,
     LogRecord,
+    Mode,
     RunStarted,
     RunState,
     RunStatus,
@@ -294,8 +295,9 @@ class GroupFile(Sequence[Row]):
         config, meta = description.get("config", {}), raw.get(META) or {}
         simulated = bool(meta.get("simulated")) or description.get("endpoint") == "simulated"
         recorded = tokenizer or description.get("tokenizer", "")
+        recorded_mode = config.get("mode") or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT)
         return RunStarted(
-            mode="view",
+            mode=Mode(recorded_mode) if recorded_mode in set(Mode) else Mode.SFT,
             env=config.get("env", meta.get("env", "?")),
             model=description.get("model", meta.get("model", "?")),
             endpoint=str(self.path),

@@ -30,6 +30,7 @@ from vftui.events import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
     GroupCollected,
+    Mode,
     RunState,
     RunSummary,
     checked_temperature,
@@ -208,7 +209,7 @@ class VftuiApp(App[RunSummary | None]):
         started_before, state_before = self.model.run_started, self.model.state
         self.model.apply(batch)
         if self.model.run_started is not started_before and self.model.run_started is not None:
-            self.set_class(self.model.run_started.mode == "rl", "-rl")
+            self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
         self.status_bar.show(self.model)
         self.rewards.loading = self.model.run_started is None and self.model.state is RunState.STARTING

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from vftui.collector.envs.base import Environment
-from vftui.collector.sft.pool import groups_with_spares, process_in_flight
+from vftui.collector.sft.pool import collect_in_flight, groups_with_spares
 from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.config import RunConfig
@@ -68,7 +68,7 @@ class SftCollection:
         """Groups in flight as the request limit allows, the traffic figures once a second."""
         group_size = self.config.group_size
         self._task = asyncio.ensure_future(
-            process_in_flight(env, lambda: groups_with_spares(self.limit.size, group_size))
+            collect_in_flight(env, lambda: groups_with_spares(self.limit.size, group_size))
         )
         ticker = asyncio.ensure_future(self._report_traffic(controls))
         try:

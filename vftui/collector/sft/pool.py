@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv
 
 
-async def process_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]) -> None:
+async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]) -> None:
     """Collect ``env.n_groups_to_process`` groups, ``groups_allowed()`` at a time.
 
     A group that fails the run (``RunFailed``) cancels the others; cancelling this

@@ -43,14 +43,15 @@ def render_status(model: DashboardModel) -> Text:
     if s is None:
         line1.append("vftui ", style="bold").append("starting…")
     else:
-        line1.append(f"{s.mode} ", style="bold").append(f"{s.env}  ").append(f"{s.model}  ", style="italic")
+        label = "view" if model.rows is not None else s.mode  # a file is viewed, whatever mode wrote it
+        line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(f"{s.model}  ", style="italic")
         line1.append(s.endpoint)
         if s.simulated:
             line1.append("  SIMULATED", style="bold reverse yellow")
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     line2 = Text()
-    viewing = s is not None and s.mode == "view"
+    viewing = model.rows is not None  # a file: no speed, and its own detail
     label = STATE_LABEL.get(model.state, model.state.value)
     trouble = model.trajectory_trouble or model.endpoint_trouble
     if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):

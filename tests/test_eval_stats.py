@@ -1,0 +1,70 @@
+"""The eval numbers against brute force and known values."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+import pytest
+
+from vftui.eval_stats import ItemResult, estimate, pass_at, pass_at_k, t_cdf, t_quantile
+
+pytestmark = pytest.mark.unit
+
+
+def brute_pass_at_k(outcomes: list[bool], k: int) -> float:
+    """Every way to draw k of the rollouts: the share in which one passes."""
+    draws = list(itertools.combinations(outcomes, k))
+    return sum(any(draw) for draw in draws) / len(draws)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_pass_at_k_equals_drawing_k_of_n_rollouts_every_way(n):
+    for c in range(n + 1):
+        outcomes = [True] * c + [False] * (n - c)
+        for k in range(1, n + 1):
+            assert pass_at_k(n, c, k) == pytest.approx(brute_pass_at_k(outcomes, k), abs=1e-12), (n, c, k)
+
+
+def test_pass_at_k_stays_exact_where_the_binomials_overflow():
+    n, c, k = 2000, 13, 100
+    exact = 1 - math.comb(n - c, k) / math.comb(n, k)  # Python's integers do not overflow
+    assert pass_at_k(n, c, k) == pytest.approx(exact, rel=1e-9)
+    with pytest.raises(ValueError):
+        pass_at_k(3, 4, 1)
+
+
+@pytest.mark.parametrize(("df", "quantile"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452),
+                                              (120, 1.9799)])
+def test_t_quantiles_are_the_tables(df, quantile):
+    assert t_quantile(0.975, df) == pytest.approx(quantile, abs=1e-4)
+    assert t_cdf(t_quantile(0.975, df), df) == pytest.approx(0.975, abs=1e-9)
+    assert t_quantile(0.025, df) == pytest.approx(-quantile, abs=1e-4)
+
+
+def test_a_mean_comes_with_its_95_percent_t_interval():
+    values = [1.0, 2.0, 3.0, 4.0, 5.0]
+    est = estimate(values)
+    half = 2.7764 * statistics.stdev(values) / math.sqrt(5)  # t(0.975, 4) * s / sqrt(n)
+    assert est.mean == 3.0 and est.low == pytest.approx(3 - half, abs=1e-3) and est.high == pytest.approx(3 + half,
+                                                                                                          abs=1e-3)
+    assert estimate([0.7]).low is None and estimate([]).count == 0
+    clipped = estimate([0.0, 1.0, 1.0], bounds=(0.0, 1.0))
+    assert clipped.high == 1.0 and clipped.low >= 0.0
+
+
+def test_intervals_narrow_as_items_come():
+    widths = [estimate([float(i % 2) for i in range(n)]).half_width for n in (4, 16, 64, 256)]
+    assert widths == sorted(widths, reverse=True)
+
+
+def test_pass_at_k_over_items_with_a_threshold():
+    items = [ItemResult(0, (1.0, 0.0, 0.0, 0.0)), ItemResult(1, (1.0, 1.0, 1.0, 1.0)), ItemResult(2, (0.5, 0.2, 0.1,
+                                                                                                        0.0))]
+    one = pass_at(items, 1, threshold=1.0)
+    assert one.mean == pytest.approx((0.25 + 1.0 + 0.0) / 3)
+    four = pass_at(items, 4, threshold=1.0)
+    assert four.mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
+    assert pass_at(items, 1, threshold=0.5).mean == pytest.approx((0.25 + 1.0 + 0.25) / 3)
+    assert [round(i.std, 4) for i in items] == [0.433, 0.0, 0.1871] and items[2].low == 0.0 and items[2].high == 0.5

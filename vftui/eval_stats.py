@@ -1,0 +1,144 @@
+"""The numbers of an evaluation: pass@k without bias, means with 95% intervals, per-item spreads.
+
+An eval rolls each item k times. Items are the independent units (an item's rollouts share
+its difficulty), so every interval is over item-level values: the mean reward is the mean
+of item means, with a Student t interval over them; pass@k is the mean over items of the
+unbiased estimator 1 - C(n-c, k)/C(n, k) (n rollouts, c of them passing), with its
+interval over items the same way. Pure Python, no view or collector.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of k rollouts drawn from n (c of them passing) passes.
+
+    Unbiased where "c of k passed" is not: computed as 1 - prod_{i=n-c+1..n} (1 - k/i), which
+    stays exact for large n (the binomials themselves overflow floats).
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean and its 95% interval (None when there are too few values to say)."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    count: int
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.count}
+
+
+def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Estimate:
+    """The mean of ``values`` with a Student t interval (clipped to ``bounds`` when given)."""
+    count = len(values)
+    if count == 0:
+        return Estimate(math.nan, None, None, 0)
+    mean = statistics.fmean(values)
+    if count < 2:
+        return Estimate(mean, None, None, count)
+    half = t_quantile(0.5 + CONFIDENCE / 2, count - 1) * statistics.stdev(values) / math.sqrt(count)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
+    return Estimate(mean, low, high, count)
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One item's rollouts: their rewards and what they say about the item."""
+
+    item: int
+    rewards: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.rewards)
+
+    @property
+    def low(self) -> float:
+        return min(self.rewards)
+
+    @property
+    def high(self) -> float:
+        return max(self.rewards)
+
+    @property
+    def std(self) -> float:
+        """Population std of the item's rewards: its flakiness (0 for one rollout)."""
+        return statistics.pstdev(self.rewards) if len(self.rewards) > 1 else 0.0
+
+    def passed(self, threshold: float) -> int:
+        return sum(r >= threshold for r in self.rewards)
+
+
+def pass_at(items: Sequence[ItemResult], k: int, threshold: float) -> Estimate:
+    """pass@k over items that have at least k rollouts."""
+    values = [pass_at_k(len(i.rewards), i.passed(threshold), k) for i in items if len(i.rewards) >= k]
+    return estimate(values, bounds=(0.0, 1.0))
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p-quantile of Student's t with ``df`` degrees of freedom (bisection on its CDF)."""
+    if not 0.0 < p < 1.0 or df < 1:
+        raise ValueError("t_quantile needs 0 < p < 1 and df >= 1")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
+    return (low + high) / 2
+
+
+def t_cdf(t: float, df: int) -> float:
+    """Student's t CDF through the regularized incomplete beta function."""
+    x = df / (df + t * t)
+    tail = 0.5 * _incomplete_beta(df / 2, 0.5, x)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), by its continued fraction (Lentz's method)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast on this side only
+        return 1.0 - _incomplete_beta(b, a, 1.0 - x)
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return front * result / a
