@@ -44,12 +44,13 @@ def render_status(model: DashboardModel) -> Text:
         line1.append("vftui ", style="bold").append("starting…")
     else:
         label = "view" if model.rows is not None else s.mode  # a file is viewed, whatever mode wrote it
-        line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(f"{s.model}  ", style="italic")
-        line1.append(s.endpoint)
+        line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(s.model, style="italic")
         if s.simulated:
             line1.append("  SIMULATED", style="bold reverse yellow")
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
+    if s is not None:
+        line1.append(f"  {s.endpoint}", style="dim")  # last: the first thing a narrow terminal cuts
     line2 = Text()
     viewing = model.rows is not None  # a file: no speed, and its own detail
     label = STATE_LABEL.get(model.state, model.state.value)
@@ -74,4 +75,6 @@ def render_status(model: DashboardModel) -> Text:
         line2.append(f"  → {s.out_path}", style="dim")
     if model.detail and (viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)):
         line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
-    return Text("\n").join([line1, line2])
+    status = Text("\n").join([line1, line2])
+    status.no_wrap, status.overflow = True, "ellipsis"  # a long line is cut at its end, never pushes line 2 off
+    return status
