@@ -34,6 +34,7 @@ summary printed. A run started with --detach is in a session of its own: no term
 stops it; vftui attach opens a dashboard on it, vftui runs lists it.
 examples:
   vftui run --mode sft --steps 20 --no-ui
+  vftui run --mode eval --num-examples 100 --rollouts-per-example 8 --fail-on 'pass@1<0.6'
   vftui run --no-ui --fail-on 'identical>0.8,truncated>0.3,stall>300' --stall-timeout 600
   vftui run --env-args '{{"max_turns": 3}}' --out groups.jsonl
   vftui run --base-url https://api.openai.com/v1 --model gpt-4.1-mini \\
@@ -54,13 +55,14 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    rl = p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)")
+    groups = {"rl": p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)"),
+              "eval": p.add_argument_group("eval mode (Atropos evaluate: the eval split, pass@k, vf-eval's files)")}
     for name, field in RunConfig.model_fields.items():
         extra = dict(field.json_schema_extra or {})
         flag = extra.pop("flag", "--" + name.replace("_", "-"))
         if flag is None:
             continue
-        where = rl if extra.pop("group", None) == "rl" else p
+        where = groups.get(extra.pop("group", None), p)
         where.add_argument(flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra))
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
                    f"(default {paths.default_config_file()})")

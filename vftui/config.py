@@ -21,9 +21,12 @@ from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.run_files import saved_config
-from vftui.signals import SIGNALS, parse_gates
+from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
-MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL}  # Atropos's names for them
+MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
+DEFAULT_TEMPERATURE = 1.0
+PASS_THRESHOLD = 0.5  # vf-eval's: a rollout passes at reward >= 0.5, so results carry over
+FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
 
@@ -48,8 +51,9 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Mode = setting(Mode.SFT, "sft (alias process: any OpenAI-compatible API, groups saved as "
-                                         "jsonl) or rl (alias serve: token logprobs to the Atropos trajectory API)")
+    mode: Mode = setting(Mode.SFT, "sft (alias process: any OpenAI-compatible API, groups saved as jsonl), rl "
+                         "(alias serve: token logprobs to the Atropos trajectory API) or eval (alias evaluate: the "
+                         "environment's eval split, pass@k with 95%% intervals, results as vf-eval writes them)")
     env: str = setting(DEFAULT_ENV, "verifiers environment id, e.g. owner/name (the built-in ones: alphabet-sort, "
                        "alphabet-tools)")
     env_args: dict[str, Any] = setting({}, "JSON object of arguments for the environment's load_environment, "
@@ -65,8 +69,10 @@ class RunConfig(BaseModel):
     group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
     steps: int = setting(1000, "groups to collect", ge=1, le=HUGE)
     max_tokens: int = setting(2048, "max completion tokens per turn", ge=1, le=HUGE)
-    temperature: float = setting(1.0, f"sampling temperature in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}]",
-                                 ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
+    temperature: float | None = setting(None, f"sampling temperature in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] "
+                                        f"(default {DEFAULT_TEMPERATURE:g}; in eval mode 0, greedy, with one rollout "
+                                        f"per example, and {DEFAULT_TEMPERATURE:g} with more, so pass@k means "
+                                        "something)", ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
     concurrency: int = setting(32, "requests in flight to the endpoint across all groups: about N / group size "
                                "groups are collected at once, fewer while the endpoint rate-limits (429/503 with "
                                "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
@@ -96,11 +102,22 @@ class RunConfig(BaseModel):
     fail_on: str | None = setting(None, "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
                                   "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
                                   "and exits 3. Names: "
-                                  + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items()),
+                                  + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items())
+                                  + f". In eval mode, at its end, NAME<VALUE or NAME>VALUE over {EVAL_FIGURES} "
+                                  "(e.g. 'pass@1<0.6')",
                                   metavar="GATES")
     stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
                                           "a new group while running (rl: or without a trainer step while groups "
                                           "wait)", metavar="S", gt=0, le=HUGE)
+    # eval mode
+    num_examples: int | None = setting(None, "examples of the eval split to evaluate, from its start (default: all "
+                                       "of it; needed for a taskset without an end)", metavar="N", group="eval",
+                                       ge=1, le=HUGE)
+    rollouts_per_example: int | None = setting(None, "rollouts of each example, the k of pass@k (default 1; in eval "
+                                               "mode it is the group size)", metavar="K", group="eval", ge=1, le=LARGE)
+    pass_threshold: float = setting(PASS_THRESHOLD, "a rollout passes (for pass@k) when its reward is at least this; "
+                                    f"{PASS_THRESHOLD:g} is vf-eval's default, so figures carry over", group="eval",
+                                    metavar="R", ge=-HUGE, le=HUGE)
     # rl (serve) mode
     server_type: Literal["vllm", "sglang"] = setting("vllm", "inference server kind: vllm or sglang", group="rl")
     tool_parser: str | None = setting(None, "vLLM tool parser that reads tool calls out of the generated text "
@@ -115,6 +132,25 @@ class RunConfig(BaseModel):
     sim_trainer: bool | None = setting(None, "start vftui's simulated trainer to pull batches (default: on with the "
                                        "embedded default and --start-api)", action="optional", group="rl")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _eval_sizes(cls, data: Any) -> Any:
+        """In eval mode a group is an example's rollouts: --rollouts-per-example is the group size."""
+        if not isinstance(data, dict):
+            return data
+        mode = MODE_ALIASES.get(str(data.get("mode", "")).lower(), str(data.get("mode", "")).lower())
+        eval_only = [name for name in ("num_examples", "rollouts_per_example") if data.get(name) is not None]
+        if mode != Mode.EVAL:
+            if eval_only:
+                raise ValueError(f"{FLAG_NAMES[eval_only[0]]} is for --mode eval (sft and rl take --steps and "
+                                 "--group-size)")
+            return data
+        k = data.get("rollouts_per_example")
+        if k is not None and data.get("group_size") is not None and str(data["group_size"]) != str(k):
+            raise ValueError("--group-size and --rollouts-per-example differ; in eval mode give "
+                             "--rollouts-per-example alone")
+        return {**data, "group_size": data.get("group_size") or k or 1}
+
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_alias(cls, value: Any) -> Any:
@@ -123,7 +159,7 @@ class RunConfig(BaseModel):
     @field_validator("fail_on")
     @classmethod
     def _gates(cls, value: str | None) -> str | None:
-        parse_gates(value)  # a ValueError says what cannot be read
+        read_gates(value)  # a ValueError says what cannot be read
         return value
 
     @field_validator("env_args", mode="before")
@@ -140,9 +176,27 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_endpoint_for_sft(self) -> RunConfig:
-        if self.mode is Mode.SFT and self.extra_base_urls:
-            raise ValueError("sft mode takes one --base-url; several are for balancing inference servers in rl mode")
+        if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):
+            raise ValueError(f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
+                             "use it with --mode eval")
+        if self.mode is not Mode.RL and self.extra_base_urls:
+            raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
+                             "rl mode")
         return self
+
+    @property
+    def start_temperature(self) -> float:
+        """The first groups' temperature: the flag's, or the mode's default (eval with one rollout: greedy)."""
+        if self.temperature is not None:
+            return self.temperature
+        return 0.0 if self.mode is Mode.EVAL and self.group_size == 1 else DEFAULT_TEMPERATURE
+
+    @property
+    def groups_hint(self) -> int:
+        """The groups a run will collect, as far as is known before its environment loads (eval: 0, not yet)."""
+        if self.mode is Mode.EVAL:
+            return self.num_examples or 0
+        return self.steps
 
     @property
     def simulated(self) -> bool:
@@ -169,6 +223,7 @@ def _flag(name: str) -> str | None:
 
 
 FLAG_OF_FIELD = {name: _flag(name) or name for name in RunConfig.model_fields}
+FLAG_NAMES.update(FLAG_OF_FIELD)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

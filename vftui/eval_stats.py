@@ -30,6 +30,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
+def pass_all_k(n: int, c: int, k: int) -> float:
+    """pass^k (vf-eval's ``pass_all_k``): the chance that all of k rollouts drawn from n pass, C(c, k)/C(n, k)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass^k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    return math.comb(c, k) / math.comb(n, k)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean and its 95% interval (None when there are too few values to say)."""
@@ -94,6 +101,43 @@ def pass_at(items: Sequence[ItemResult], k: int, threshold: float) -> Estimate:
     """pass@k over items that have at least k rollouts."""
     values = [pass_at_k(len(i.rewards), i.passed(threshold), k) for i in items if len(i.rewards) >= k]
     return estimate(values, bounds=(0.0, 1.0))
+
+
+def k_values(rollouts: int) -> list[int]:
+    """The k of pass@k reported for ``rollouts`` per item: powers of two up to it, and it (as vf-eval, plus n)."""
+    ks = [1 << i for i in range(rollouts.bit_length()) if 1 << i <= rollouts]
+    return ks if ks[-1] == rollouts else [*ks, rollouts]
+
+
+class EvalTally:
+    """An eval's items as they come, and its figures at any moment: each an ``Estimate`` over items.
+
+    ``reward`` (= avg@k, the mean of item means), ``pass@k`` for each k of ``k_values``,
+    ``accuracy`` (Atropos's: the share of rollouts with reward > 0, item-averaged), and per
+    reward function its mean.
+    """
+
+    def __init__(self, rollouts: int, threshold: float) -> None:
+        self.rollouts, self.threshold = rollouts, threshold
+        self.items: dict[int, ItemResult] = {}
+        self.functions: dict[str, dict[int, float]] = {}
+
+    def add(self, item: int, rewards: Sequence[float], metrics: dict[str, Sequence[float]]) -> None:
+        self.items[item] = ItemResult(item, tuple(rewards))
+        for name, values in metrics.items():
+            if values:
+                self.functions.setdefault(name, {})[item] = statistics.fmean(values)
+
+    def figures(self) -> dict[str, Estimate]:
+        items = list(self.items.values())
+        figures = {"reward": estimate([i.mean for i in items])}
+        for k in k_values(self.rollouts):
+            figures[f"pass@{k}"] = pass_at(items, k, self.threshold)
+        figures["accuracy"] = estimate([sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items], (0.0, 1.0))
+        return figures
+
+    def function_figures(self) -> dict[str, Estimate]:
+        return {name: estimate(list(values.values())) for name, values in self.functions.items()}
 
 
 def t_quantile(p: float, df: int) -> float:

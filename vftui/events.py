@@ -24,11 +24,13 @@ META = "vftui"  # the key of vftui's own object (item, metrics, turns, times) in
 
 
 class Mode(enum.StrEnum):
-    """What a run collects: groups for SFT from any chat endpoint (Atropos ``process``), or
-    token-level groups with logprobs for a trainer (Atropos ``serve``)."""
+    """What a run collects: groups for SFT from any chat endpoint (Atropos ``process``),
+    token-level groups with logprobs for a trainer (Atropos ``serve``), or an evaluation of a
+    model on the environment's eval split (Atropos ``evaluate``)."""
 
     SFT = "sft"
     RL = "rl"
+    EVAL = "eval"
 
 
 class RunState(enum.StrEnum):
@@ -303,6 +305,27 @@ class Health:
     active: list[str]
 
 
+Figure = dict[str, float | int | None]  # a mean over items with its 95% interval: mean, ci_low, ci_high, n
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """An eval's figures over the items done so far: once a second, and at its end (``final``).
+
+    ``figures`` holds ``reward`` (the mean of item means, = avg@k), ``pass@1`` ... ``pass@k``
+    (unbiased, rollouts passing at ``reward >= threshold``) and ``accuracy`` (Atropos's: the share
+    of rollouts with reward > 0); ``functions`` each reward function's mean (``eval_stats``).
+    """
+
+    items: int
+    items_total: int
+    rollouts_per_item: int
+    threshold: float
+    figures: dict[str, Figure]
+    functions: dict[str, Figure]
+    final: bool = False
+
+
 @dataclass(frozen=True)
 class Alert:
     """A health signal went over its threshold (``active``) or came back: a yellow flag, not a verdict."""
@@ -361,6 +384,7 @@ Event = (
     | ApiStatus
     | ServerStatus
     | Health
+    | EvalReport
     | Alert
     | TemperatureChanged
     | GroupsDumped
@@ -426,16 +450,17 @@ def to_json_line(event: Event) -> str:
     try:
         return json.dumps(body, default=str, allow_nan=False)
     except ValueError:
-        return json.dumps(_finite(body), default=str, allow_nan=False)
+        return json.dumps(finite_json(body), default=str, allow_nan=False)
 
 
-def _finite(value: Any) -> Any:
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None, for JSON other tools read."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
 
 

@@ -9,7 +9,12 @@ from typing import Any
 from vftui.errors import UserError
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
-SOCKET_SUFFIX = ".sock"
+SOCKET_SUFFIX, EVAL_SUFFIX = ".sock", ".eval"
+
+
+def eval_dir(out_path: Path) -> Path:
+    """An eval's results beside its jsonl: ``results.jsonl`` and ``metadata.json`` (vf-eval's), ``atropos/``."""
+    return out_path.with_suffix(EVAL_SUFFIX)
 
 
 def sidecars(out_path: Path) -> tuple[Path, Path]:

@@ -7,6 +7,7 @@ signals: both import this, so each name and threshold is written once.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 
@@ -50,21 +51,53 @@ SIGNALS: dict[str, Signal] = {
 STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
 
 
-def parse_gates(text: str | None) -> dict[str, float]:
-    """``identical>0.8,truncated>0.3`` as ``{"identical": 0.8, "truncated": 0.3}``; a ValueError says what is wrong."""
-    gates: dict[str, float] = {}
+EVAL_FIGURES = "reward, accuracy, pass@K"  # an eval's figures a gate can name, with < or > (eval mode, at its end)
+_EVAL_FIGURE = re.compile(r"reward|accuracy|pass@[1-9][0-9]*")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``NAME>VALUE`` or (eval figures) ``NAME<VALUE``: passing it stops the run and exits 3."""
+
+    name: str
+    op: str
+    threshold: float
+
+    def passed(self, value: float) -> bool:
+        return value < self.threshold if self.op == "<" else value > self.threshold
+
+    @property
+    def is_eval(self) -> bool:
+        return _EVAL_FIGURE.fullmatch(self.name) is not None
+
+
+def read_gates(text: str | None) -> list[Gate]:
+    """``identical>0.8,pass@1<0.6`` as gates; a ValueError says what cannot be read."""
+    gates: list[Gate] = []
     for term in filter(None, (t.strip() for t in (text or "").split(","))):
-        name, sep, value = term.partition(">")
-        name = name.strip()
-        if not sep or name not in SIGNALS:
-            raise ValueError(f"cannot read '{term}': write NAME>VALUE with NAME one of {', '.join(SIGNALS)}")
+        match = re.fullmatch(r"\s*([^<>]+?)\s*([<>])\s*(.*)", term)
+        name, op, value = match.groups() if match else ("", "", "")
+        if not match or not ((name in SIGNALS and op == ">") or _EVAL_FIGURE.fullmatch(name)):
+            raise ValueError(f"cannot read '{term}': write NAME>VALUE with NAME one of {', '.join(SIGNALS)}, "
+                             f"or (eval mode) NAME<VALUE or NAME>VALUE with NAME one of {EVAL_FIGURES}")
         try:
-            gates[name] = float(value)
+            threshold = float(value)
         except ValueError:
             raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
-        if not math.isfinite(gates[name]):
+        if not math.isfinite(threshold):
             raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
+        gates.append(Gate(name, op, threshold))
     return gates
+
+
+def parse_gates(text: str | None) -> dict[str, float]:
+    """The health gates of ``text``: ``identical>0.8,truncated>0.3`` as ``{"identical": 0.8, "truncated": 0.3}``."""
+    return {gate.name: gate.threshold for gate in read_gates(text) if not gate.is_eval}
+
+
+def eval_gates(text: str | None) -> list[Gate]:
+    """The gates of ``text`` over an eval's figures, checked at its end."""
+    return [gate for gate in read_gates(text) if gate.is_eval]
 
 
 @dataclass(frozen=True)
@@ -75,9 +108,10 @@ class Tripped:
     value: float
     threshold: float
     missing: str = "group"  # what a --stall-timeout waited for: a group, or (rl) a trainer step
+    op: str = ">"
 
     @property
     def sentence(self) -> str:
         if self.name == STALL_TIMEOUT:
             return f"--stall-timeout {self.threshold:g}: no {self.missing} for {self.value:.0f} s"
-        return f"gate {self.name}>{self.threshold:g} tripped: {self.name} is {self.value:.3g}"
+        return f"gate {self.name}{self.op}{self.threshold:g} tripped: {self.name} is {self.value:.3g}"

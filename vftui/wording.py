@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from vftui.events import Alert, ApiStatus, EndpointTrouble, EnvShare, GroupDropped, GroupsDumped, RunState, RunSummary
+from vftui.events import (
+    Alert,
+    ApiStatus,
+    EndpointTrouble,
+    EnvShare,
+    EvalReport,
+    Figure,
+    GroupDropped,
+    GroupsDumped,
+    RunState,
+    RunSummary,
+)
 
 SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
 
@@ -45,6 +56,24 @@ def dropped(event: GroupDropped) -> str:
 
 def dumped(event: GroupsDumped) -> str:
     return f"dumped {event.groups} groups to {event.path}"
+
+
+def figure(value: Figure) -> str:
+    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval."""
+    mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
+    if mean is None:
+        return "-"
+    return f"{mean:.3f}" if low is None or high is None else f"{mean:.3f} ± {(high - low) / 2:.3f}"
+
+
+def eval_report(report: EvalReport) -> str:
+    """An eval's figures as printed at its end: one line each, with the 95% interval over items."""
+    lines = [f"eval: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
+             f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"]
+    width = max(map(len, [*report.figures, *report.functions]), default=0)
+    lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]
+    lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.functions.items()]
+    return "\n".join(lines)
 
 
 def run_state(state: RunState, detail: str) -> str:

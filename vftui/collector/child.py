@@ -36,7 +36,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
 
     early = _capture_output(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     outbox = Outbox(events)
-    outbox.put(RunStatus(RunState.STARTING, 0, config.steps, LOADING_LIBRARIES))
+    outbox.put(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
     from vftui.collector.run import Run
 
     run = Run(config, outbox.put)

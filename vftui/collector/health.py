@@ -28,6 +28,7 @@ from vftui.events import (
     Alert,
     ApiStatus,
     EndpointTrouble,
+    EvalReport,
     Event,
     FileProgress,
     GroupCollected,
@@ -129,7 +130,7 @@ class HealthMonitor:
                 case GroupDropped() | ApiStatus():
                     pass  # a group that failed before it was scored; an API that cannot be read says nothing
                 case (RunStarted() | MetricsWindow() | FileProgress() | RunSoFar() | EndpointTrouble() | Health()
-                      | Alert() | TemperatureChanged() | GroupsDumped() | LogRecord() | RunSummary()):
+                      | EvalReport() | Alert() | TemperatureChanged() | GroupsDumped() | LogRecord() | RunSummary()):
                     pass  # errors count through the request figures; the rest are not about health
                 case _:
                     assert_never(event)

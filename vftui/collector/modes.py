@@ -3,7 +3,8 @@
 ``Rollouts`` is how a group's rollouts are got and turned into trainer tokens (for the
 atroposlib env, group by group); ``Collection`` is how a run collects: what it checks and
 starts first, the atroposlib settings it needs, the loop that drives the env, and what it
-stops at the end. sft (``sft.collection``) and rl (``rl.collection``) implement both; the
+stops at the end. sft (``sft.collection``), rl (``rl.collection``) and eval (``eval.collection``,
+sft's machinery on the eval split) implement both; the
 run and the env call these methods and never ask which mode they are in.
 """
 
@@ -50,7 +51,15 @@ class Collection(Protocol):
     """rl: ends the run with a group's failure (atroposlib's serve loop would log and drop it); sft: None, it raises."""
 
     def check(self, environment: Environment) -> None:
-        """Refuse, with one sentence, what this mode cannot collect."""
+        """Refuse, with one sentence, what this mode cannot collect; take the items it collects (eval: its split)."""
+        ...
+
+    def groups_total(self, environment: Environment) -> int:
+        """The groups the run collects in all (sft, rl: --steps; eval: the examples it evaluates)."""
+        ...
+
+    def observe(self, event: Event) -> None:
+        """Every event of the run as it is emitted, a resumed run's earlier groups first (eval tallies them)."""
         ...
 
     def start(self, step: Callable[[str], None]) -> None:
@@ -89,12 +98,15 @@ class Collection(Protocol):
 def collection_for(config: RunConfig, emit: Callable[[Event], None],
                    on_rate_limit: Callable[[int, float], None]) -> Collection:
     """The run's mode, as the object that collects in it."""
+    from vftui.collector.eval.collection import EvalCollection
     from vftui.collector.rl.collection import RlCollection
     from vftui.collector.sft.collection import SftCollection
 
     match config.mode:
         case Mode.SFT:
             return SftCollection(config, emit, on_rate_limit)
+        case Mode.EVAL:
+            return EvalCollection(config, emit, on_rate_limit)
         case Mode.RL:
             return RlCollection(config, emit)
         case _:

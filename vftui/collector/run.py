@@ -16,6 +16,7 @@ import contextlib
 import gc
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -41,6 +42,7 @@ from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
+    EvalReport,
     Event,
     GroupCollected,
     GroupDropped,
@@ -55,7 +57,7 @@ from vftui.live.server import RunServer, socket_path
 from vftui.quiet import quiet_libraries
 from vftui.redact import scrub, scrub_event
 from vftui.run_files import sidecars
-from vftui.signals import STALL_TIMEOUT, Tripped, parse_gates
+from vftui.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
@@ -91,15 +93,12 @@ class Plan:
     model: str
     tokenizer: str
     groups_before: int
+    groups_total: int
 
     @property
     def simulated(self) -> bool:
         """The embedded endpoint, or a ``vftui sim-server`` named with --base-url."""
         return self.config.simulated or self.model == SIM_MODEL
-
-    @property
-    def groups_total(self) -> int:
-        return self.config.steps
 
 
 class Run:
@@ -120,6 +119,7 @@ class Run:
         self.health: HealthMonitor | None = None
         self._health: Health | None = None
         self._tripped: Tripped | None = None
+        self._eval: EvalReport | None = None  # eval mode: its last figures, for its gates
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -129,6 +129,9 @@ class Run:
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
             self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
+        if isinstance(event, EvalReport):
+            self._eval = event
+        self.collection.observe(event)
         if self.health is not None:
             self.health.observe(event)
         self._view_emit(event)
@@ -154,6 +157,7 @@ class Run:
         output = open_resumed(cfg.resume, cfg.window)
         for group in output.written:
             self.totals.add(group)
+            self.collection.observe(group)
         for line in output.tail:
             self.window.add(line)
         return output
@@ -178,12 +182,15 @@ class Run:
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
         self.collection.start(self._step)
-        self.plan = Plan(cfg, output.path, base_url, model, tokenizer, output.groups_before)
-        self.controls = Controls(cfg.temperature, self.window, output.path.parent, self.emit, groups_total=cfg.steps)
+        total = self.collection.groups_total(environment)
+        self.plan = Plan(cfg, output.path, base_url, model, tokenizer, output.groups_before, total)
+        self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)
         self.controls.groups_done = output.groups_before
         self._env = self._build_env(environment, output)
+        # one rollout a group always scores identically: nothing to warn about
+        identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
         self.health = HealthMonitor(cfg.window, cfg.max_tokens * (environment.max_turns or 1),
-                                    environment.reward_weights, thresholds={"identical": cfg.identical_alert},
+                                    environment.reward_weights, thresholds={"identical": identical},
                                     gates=parse_gates(cfg.fail_on), stall_timeout=cfg.stall_timeout)
         if output.groups_before == 0:
             self._write_run_file()
@@ -219,7 +226,7 @@ class Run:
 
     def _step(self, what: str) -> None:
         """A step of the preparation, shown while it lasts (loading an environment can take a while)."""
-        self.emit(RunStatus(RunState.STARTING, 0, self.config.steps, what))
+        self.emit(RunStatus(RunState.STARTING, 0, self.config.groups_hint, what))
 
     def _check_tools(self, environment: Environment, tokenizer: str, loaded: Any) -> None:
         """An environment with tools needs a template that renders them, or the training data loses them."""
@@ -242,7 +249,7 @@ class Run:
             use_wandb=cfg.wandb,
             include_messages=True,
             data_path_to_save_groups=None,  # set below: atroposlib would open its own writer on a new _1 file
-            **self.collection.env_settings(cfg.steps - plan.groups_before),
+            **self.collection.env_settings(plan.groups_total - plan.groups_before),
         )
         servers = [
             APIServerConfig(model_name=plan.model, base_url=url, api_key=self._api_key,
@@ -366,6 +373,8 @@ class Run:
 
     def _summary(self, state: RunState, error: str, elapsed_s: float) -> RunSummary:
         plan, controls = self.plan, self.controls
+        if state is RunState.FINISHED and self._tripped is None and controls.groups_done >= plan.groups_total:
+            self._tripped = eval_gate_tripped(eval_gates(self.config.fail_on), self._eval)
         if state is RunState.FINISHED and self._tripped is not None:
             error = self._tripped.sentence
         elif state is RunState.FINISHED and controls.groups_done < plan.groups_total:
@@ -419,6 +428,15 @@ class Run:
         if self._output is not None:
             self._output.lock.release()
             self._output = None
+
+
+def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped | None:
+    """The first of an eval's gates its final figures pass (``pass@1<0.6`` with pass@1 at 0.55)."""
+    for gate in gates if report is not None else []:
+        value = report.figures.get(gate.name, {}).get("mean")
+        if value is not None and math.isfinite(value) and gate.passed(value):
+            return Tripped(gate.name, value, gate.threshold, op=gate.op)
+    return None
 
 
 def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from vftui.events import (
     Alert,
     ApiStatus,
     EndpointTrouble,
+    EvalReport,
     Event,
     FileProgress,
     GroupCollected,
@@ -31,6 +32,7 @@ from vftui.events import (
     Health,
     LogRecord,
     MetricsWindow,
+    Mode,
     RequestStats,
     RunSoFar,
     RunStarted,
@@ -129,11 +131,13 @@ class HeadlessView:
                 return wording.alert(event)
             case LogRecord() if self.verbose or _worth_saying(event):
                 return f"[{event.level.lower()}] {event.logger}: {event.message}"
+            case EvalReport(final=True):
+                return wording.eval_report(event)
             case RunSummary():
                 return wording.summary(event, self._simulated)
             case RunStatus() | LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
-            case Health() | ApiStatus() | ServerStatus() | MetricsWindow() | FileProgress() | RunSoFar():
+            case Health() | EvalReport() | ApiStatus() | ServerStatus() | MetricsWindow() | FileProgress() | RunSoFar():
                 return None  # figures for the dashboard and --json; alerts are their lines here
             case _:
                 assert_never(event)
@@ -143,9 +147,10 @@ class HeadlessView:
         self._total, self._first_done = event.groups_total, event.groups_done
         self._clock_start, self._simulated = time.monotonic(), event.simulated
         todo = event.groups_total - event.groups_done
+        what = "examples x" if event.mode is Mode.EVAL else "groups of"
         lines = [
             f"vftui {event.mode}: env {event.env}, model {event.model}, endpoint {event.endpoint}",
-            f"  {todo} groups of {event.group_size} at temperature {event.temperature:g} -> {event.out_path}",
+            f"  {todo} {what} {event.group_size} at temperature {event.temperature:g} -> {event.out_path}",
         ]
         if event.simulated:
             lines.insert(0, f"vftui: {wording.SIMULATION_NOTE}")
@@ -182,7 +187,7 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     view = HeadlessView(config.json_events, verbose)
-    view(RunStatus(RunState.STARTING, 0, config.steps, wording.LOADING_LIBRARIES))
+    view(RunStatus(RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
     from vftui.collector.run import Run
 
     run = Run(config, view)

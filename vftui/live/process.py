@@ -72,7 +72,7 @@ class CollectorProcess:
         self._process = context.Process(target=target, args=(config, child_events, child_commands),
                                         name="vftui-collector")
         self._emit = emit
-        self.controls = RemoteControls(self._commands, config.temperature)
+        self.controls = RemoteControls(self._commands, config.start_temperature)
         self._summary: RunSummary | None = None
         self.prepared: Prepared | None = None
         self.refusal: BaseException | None = None

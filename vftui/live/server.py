@@ -36,6 +36,7 @@ from vftui.events import (
     Alert,
     ApiStatus,
     EndpointTrouble,
+    EvalReport,
     Event,
     FileProgress,
     GroupCollected,
@@ -130,7 +131,8 @@ class Replay:
                 self.latest[ApiStatus] = event
                 if event.reachable:
                     self.troubles.pop(TRAJECTORY_API, None)
-            case RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | Health() | RunSummary():
+            case (RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | Health() | EvalReport()
+                  | RunSummary()):
                 self.latest[type(event)] = event
             case EndpointTrouble():
                 self.troubles[event.service] = event
@@ -144,7 +146,7 @@ class Replay:
     def events(self) -> list[Event]:
         """The run so far, in an order the dashboard folds as it would have live."""
         first = [self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest]
-        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, Health, RunStatus, RunSummary)
+        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, Health, EvalReport, RunStatus, RunSummary)
                 if kind in self.latest]
         so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
         return [*first, *self.groups, so_far, *self.logs, *self.servers.values(), *self.alerts.values(),

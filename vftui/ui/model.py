@@ -22,6 +22,7 @@ from vftui.events import (
     Alert,
     ApiStatus,
     EndpointTrouble,
+    EvalReport,
     Event,
     FileProgress,
     GroupCollected,
@@ -88,6 +89,7 @@ class DashboardModel:
     requests: RequestStats | None = None
     servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
     health: Health | None = None
+    eval_report: EvalReport | None = None  # eval mode: the figures so far
     alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -159,6 +161,8 @@ class DashboardModel:
                 self.servers[event.url] = event
             case Health():
                 self.health = event
+            case EvalReport():
+                self.eval_report = event
             case Alert():
                 if event.active:
                     self.alerts[event.name] = event

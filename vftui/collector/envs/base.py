@@ -51,6 +51,10 @@ class Environment(Protocol):
         """Item ``index`` (past the end: from the start again), with its ``example_id``."""
         ...
 
+    def use_eval_split(self) -> str:
+        """Take the items from the eval split from now on; says which split that is."""
+        ...
+
     async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
                     max_concurrent: int) -> list[Rollout]:
         """``size`` rollouts of ``item`` at once, ``max_concurrent`` requests in flight."""

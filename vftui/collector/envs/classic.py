@@ -58,6 +58,7 @@ class ClassicEnvironment:
         _watch_reward_functions(vf_env)
         self._wrapped: tuple[Any, Any] | None = None
         self._rows: list[dict[str, Any]] | None = None
+        self._split = "train"
 
     def _client(self, client: Any) -> Any:
         """verifiers' client around ``client``; sft's one client is wrapped once (a wrapper costs ~1 ms)."""
@@ -77,8 +78,15 @@ class ClassicEnvironment:
 
     def _dataset(self) -> list[dict[str, Any]]:
         if self._rows is None:
-            self._rows = self.vf_env.get_dataset().to_list()
+            dataset = self.vf_env.get_eval_dataset() if self._split == "eval" else self.vf_env.get_dataset()
+            self._rows = dataset.to_list()
         return self._rows
+
+    def use_eval_split(self) -> str:
+        """``get_eval_dataset``, which is the training set when the environment has no eval set (verifiers warns)."""
+        self._split, self._rows = "eval", None
+        has_own = any(getattr(self.vf_env, name, None) is not None for name in ("eval_dataset", "eval_dataset_source"))
+        return "its eval dataset" if has_own else "its dataset (it has no eval dataset)"
 
     async def aclose(self) -> None:
         return None

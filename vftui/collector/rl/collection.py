@@ -50,6 +50,12 @@ class RlCollection:
         if environment.has_tools:
             managed.check_tool_parser(self.config.env, self.config.tool_parser)
 
+    def groups_total(self, environment: Environment) -> int:
+        return self.config.steps
+
+    def observe(self, event: Event) -> None:
+        return None  # the run's own totals and health are enough
+
     def start(self, step: Callable[[str], None]) -> None:
         """The trajectory API (with --start-api) and the sim trainer, if asked for."""
         cfg = self.config

@@ -45,6 +45,12 @@ class SftCollection:
     def check(self, environment: Environment) -> None:
         return None  # any environment the tokenizer can render
 
+    def groups_total(self, environment: Environment) -> int:
+        return self.config.steps
+
+    def observe(self, event: Event) -> None:
+        return None  # the run's own totals and health are enough
+
     def start(self, step: Callable[[str], None]) -> None:
         return None  # the endpoint is all it needs
 

@@ -1,0 +1,102 @@
+"""eval (Atropos ``evaluate``): the eval split's examples, k rollouts each, scored as an evaluation.
+
+It collects as sft does (every request through one adaptive limit, as many examples in flight
+as it keeps busy, the run's crash-safe jsonl, resumable), from the environment's eval split,
+and keeps the figures of ``eval_stats`` over the examples done: an ``EvalReport`` once a second
+and at the end, when the results are also written in verifiers' eval format and through
+atroposlib's ``evaluate_log`` (``eval.files``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vftui.collector.envs.base import Environment
+from vftui.collector.eval import files
+from vftui.collector.sft.collection import STATS_EVERY_S, SftCollection
+from vftui.config import RunConfig
+from vftui.errors import UserError
+from vftui.eval_stats import EvalTally
+from vftui.events import EvalReport, Event, GroupCollected, Mode
+from vftui.run_files import eval_dir
+
+if TYPE_CHECKING:
+    from vftui.collector.controls import Controls
+    from vftui.collector.verifiers_env import VerifiersEnv
+
+logger = logging.getLogger(__name__)
+
+
+class EvalCollection(SftCollection):
+    mode = Mode.EVAL
+
+    def __init__(self, config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]):
+        super().__init__(config, emit, on_rate_limit)
+        self.tally = EvalTally(config.group_size, config.pass_threshold)
+        self._examples = 0
+
+    def check(self, environment: Environment) -> None:
+        """Take the eval split; an endless one needs a number of examples."""
+        split = environment.use_eval_split()
+        size = environment.size
+        if size is None and self.config.num_examples is None:
+            raise UserError(f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N")
+        self._examples = min(n for n in (self.config.num_examples, size) if n is not None)
+        logger.info("evaluating %d examples of %s from %s", self._examples, environment.env_id, split)
+
+    def groups_total(self, environment: Environment) -> int:
+        return self._examples
+
+    def env_settings(self, groups_left: int) -> dict[str, object]:
+        return {**super().env_settings(groups_left), "steps_per_eval": 0}
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, GroupCollected):
+            self.tally.add(event.item, event.scores, event.metrics)
+
+    def report(self, final: bool = False) -> EvalReport:
+        """The figures over the examples done, each a mean with its 95% interval."""
+        return EvalReport(
+            items=len(self.tally.items),
+            items_total=self._examples,
+            rollouts_per_item=self.config.group_size,
+            threshold=self.config.pass_threshold,
+            figures={name: e.as_dict() for name, e in self.tally.figures().items()},
+            functions={name: e.as_dict() for name, e in self.tally.function_figures().items()},
+            final=final,
+        )
+
+    async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
+        """sft's collection with the report once a second; the results files at the end, whatever ended it."""
+        started = time.time()
+        ticker = asyncio.ensure_future(self._report_every_second())
+        try:
+            await super().collect(env, controls)
+        finally:
+            ticker.cancel()
+            final = self.report(final=True)
+            self._emit(final)
+            await self._write(env, final, started)
+
+    async def _write(self, env: VerifiersEnv, report: EvalReport, started: float) -> None:
+        folder = eval_dir(Path(env.config.data_path_to_save_groups))
+        model = str(env.hooks.extra_meta.get("model", ""))
+        files.write(env, report, self._run_description(model), folder)
+        await files.write_atropos(env, report, model, started, folder)
+        logger.info("eval results written to %s", folder)
+
+    def _run_description(self, model: str) -> dict[str, object]:
+        cfg = self.config
+        return {"env_id": cfg.env, "env_args": cfg.env_args, "model": model,
+                "base_url": "simulated" if cfg.simulated else cfg.base_url,
+                "sampling_args": {"temperature": cfg.start_temperature, "max_tokens": cfg.max_tokens}}
+
+    async def _report_every_second(self) -> None:
+        while True:
+            await asyncio.sleep(STATS_EVERY_S)
+            self._emit(self.report())

@@ -1,0 +1,121 @@
+"""An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``), and
+as atroposlib's ``evaluate_log`` does, in the folder beside the run's jsonl (``run_files.eval_dir``).
+
+Both are made from the run's own jsonl, so a resumed eval's files cover all of it; each file is
+replaced in one rename, so a crash leaves the old one or the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vftui import store
+from vftui.eval_stats import k_values, pass_all_k
+from vftui.events import META, EvalReport, finite_json
+
+if TYPE_CHECKING:
+    from vftui.collector.verifiers_env import VerifiersEnv
+
+RESULTS, METADATA, ATROPOS = "results.jsonl", "metadata.json", "atropos"
+
+
+def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
+    """Each rollout of the run's groups as a row of verifiers' ``results.jsonl``."""
+    with groups_path.open("rb") as f:
+        for line in f:
+            try:
+                group = json.loads(line)
+            except ValueError:
+                continue  # a torn last line: the resumed run repairs it
+            yield from _rows(group)
+
+
+def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    meta = group.get(META) or {}
+    metrics = meta.get("metrics") or {}
+    reasons = meta.get("finish_reasons") or [None] * len(group["scores"])
+    for r, (score, messages) in enumerate(zip(group["scores"], group.get("messages") or [], strict=False)):
+        split = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+        values = {name: v[r] for name, v in metrics.items() if r < len(v)}
+        yield {
+            "example_id": meta.get("example_id", meta.get("item")),
+            "prompt": messages[:split],
+            "completion": messages[split:],
+            "info": {"item": meta.get("item")},
+            "reward": score,
+            "error": None,
+            "timing": {"generation_ms": 1000 * meta.get("elapsed_s", 0.0)},
+            "is_completed": True,
+            "is_truncated": reasons[r] == "length",
+            "stop_condition": reasons[r],
+            "metrics": values,
+            "tool_defs": group.get("tools"),
+            **values,  # verifiers flattens them too
+        }
+
+
+def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], folder: Path) -> None:
+    """``results.jsonl`` and ``metadata.json`` in ``folder``; ``run`` holds what the run was asked."""
+    folder.mkdir(exist_ok=True)
+    rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
+    store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
+    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, report, run)))
+
+
+def metadata(rows: list[dict[str, Any]], report: EvalReport, run: dict[str, Any]) -> dict[str, Any]:
+    """vf-eval's metadata (its ``pass_at_k`` keyed by k, for its viewers) and ours: ``pass@k`` with intervals."""
+    k = report.rollouts_per_item
+    by_item: dict[Any, list[float]] = {}
+    for row in rows:
+        by_item.setdefault(row["example_id"], []).append(row["reward"])
+    full = [rewards for rewards in by_item.values() if len(rewards) == k]
+    figures = report.figures
+    return {
+        **run,
+        "num_examples": report.items,
+        "rollouts_per_example": k,
+        "shuffle": False,  # the eval split's first examples, in order
+        "shuffle_seed": None,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "avg_reward": figures["reward"]["mean"],
+        "avg_metrics": {name: f["mean"] for name, f in report.functions.items()},
+        "avg_error": 0.0,
+        "pass_at_k": {str(n): figures[f"pass@{n}"]["mean"] for n in k_values(k)} if k > 1 else {},
+        "pass_all_k": {str(n): _mean([pass_all_k(k, sum(r >= report.threshold for r in rewards), n)
+                                      for rewards in full]) for n in k_values(k)} if k > 1 else {},
+        "pass_threshold": report.threshold,
+        "usage": None,
+        "version_info": {name: _version(name) for name in ("vftui", "verifiers", "atroposlib")},
+        "state_columns": [],
+        "tools": next((row["tool_defs"] for row in rows if row["tool_defs"]), None),
+        **{name: figure["mean"] for name, figure in figures.items()},
+        "intervals": {name: [f["ci_low"], f["ci_high"]] for name, f in {**figures, **report.functions}.items()},
+    }
+
+
+async def write_atropos(env: VerifiersEnv, report: EvalReport, model: str, started: float, folder: Path) -> None:
+    """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
+    env.config.data_dir_to_save_evals = str(folder / ATROPOS)
+    metrics = {f"eval/{'avg_score' if name == 'reward' else name}": f["mean"] for name, f in report.figures.items()}
+    metrics.update({f"eval/{name}": f["mean"] for name, f in report.functions.items()})
+    samples = [{"item": row["info"]["item"], "messages": row["prompt"] + row["completion"], "score": row["reward"]}
+               for row in rollout_rows(Path(env.config.data_path_to_save_groups))]
+    await env.evaluate_log(finite_json(metrics), task_name=f"{env.config.vf_env_name}_eval",
+                           model_name=model, start_time=started, end_time=time.time(),
+                           generation_parameters={"temperature": env.temperature}, samples=samples, verbose=False)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
