@@ -8,7 +8,18 @@ import statistics
 
 import pytest
 
-from vftui.eval_stats import ItemResult, estimate, pass_at, pass_at_k, t_cdf, t_quantile
+from vftui.eval_stats import (
+    EvalTally,
+    ItemResult,
+    estimate,
+    k_values,
+    pass_all_k,
+    pass_at,
+    pass_at_k,
+    t_cdf,
+    t_quantile,
+)
+from vftui.signals import read_gates
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +79,29 @@ def test_pass_at_k_over_items_with_a_threshold():
     assert four.mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
     assert pass_at(items, 1, threshold=0.5).mean == pytest.approx((0.25 + 1.0 + 0.25) / 3)
     assert [round(i.std, 4) for i in items] == [0.433, 0.0, 0.1871] and items[2].low == 0.0 and items[2].high == 0.5
+
+
+@pytest.mark.unit
+def test_the_tally_gives_each_figure_over_items():
+    tally = EvalTally(rollouts=3, threshold=0.5)
+    tally.add(0, [1.0, 0.0, 0.0], {"f": [1.0, 1.0, 0.0]})
+    tally.add(1, [1.0, 1.0, 1.0], {"f": [0.0, 0.0, 0.0]})
+    figures = tally.figures()
+    assert list(figures) == ["reward", "pass@1", "pass@2", "pass@3", "accuracy"]
+    assert figures["reward"].mean == pytest.approx((1 / 3 + 1) / 2)
+    assert figures["pass@2"].mean == pytest.approx((pass_at_k(3, 1, 2) + 1.0) / 2)
+    assert figures["pass@3"].mean == 1.0 and figures["accuracy"].mean == pytest.approx(2 / 3)
+    assert tally.function_figures()["f"].mean == pytest.approx(1 / 3)
+    assert k_values(1) == [1] and k_values(8) == [1, 2, 4, 8] and k_values(6) == [1, 2, 4, 6]
+    assert pass_all_k(4, 2, 2) == pytest.approx(1 / 6) and pass_all_k(4, 4, 4) == 1.0
+
+
+@pytest.mark.unit
+def test_gates_read_both_directions_for_eval_figures_only():
+    gates = read_gates("identical>0.8, pass@1<0.6, reward>0.2")
+    assert [(g.name, g.op, g.threshold, g.is_eval) for g in gates] == [
+        ("identical", ">", 0.8, False), ("pass@1", "<", 0.6, True), ("reward", ">", 0.2, True)]
+    assert gates[1].passed(0.5) and not gates[1].passed(0.6)
+    for bad in ("identical<0.3", "pass@0<1", "pass@x<1", "accuracy<nan"):
+        with pytest.raises(ValueError, match="cannot read"):
+            read_gates(bad)

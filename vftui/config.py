@@ -179,6 +179,10 @@ class RunConfig(BaseModel):
         if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):
             raise ValueError(f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
                              "use it with --mode eval")
+        for gate in eval_gates(self.fail_on):
+            if gate.name.startswith("pass@") and int(gate.name.removeprefix("pass@")) > self.group_size:
+                raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
+                                 "pass@k for k up to that; raise --rollouts-per-example")
         if self.mode is not Mode.RL and self.extra_base_urls:
             raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
                              "rl mode")

@@ -39,6 +39,9 @@ def sort_key(name: str) -> str:
     return name.casefold()
 
 
+EVAL_SEED_OFFSET = 1_000_003  # the eval split: examples of their own, drawn from another seed
+
+
 def make_examples(
     num_examples: int, min_names: int, max_names: int, max_turns: int, seed: int
 ) -> list[dict[str, Any]]:

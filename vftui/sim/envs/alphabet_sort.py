@@ -10,10 +10,20 @@ the whole list every time. Two rewards, ``sorted_correctly`` (weight 1.0) and ``
 
 from __future__ import annotations
 
+from typing import Literal
+
 import verifiers.v1 as vf
 from pydantic import Field
 
-from vftui.sim.task import FIRST_TURN, LATER_TURN, SYSTEM_PROMPT, format_ok_score, make_examples, sorted_correctly_score
+from vftui.sim.task import (
+    EVAL_SEED_OFFSET,
+    FIRST_TURN,
+    LATER_TURN,
+    SYSTEM_PROMPT,
+    format_ok_score,
+    make_examples,
+    sorted_correctly_score,
+)
 
 
 class AlphabetSortConfig(vf.TasksetConfig):
@@ -22,6 +32,8 @@ class AlphabetSortConfig(vf.TasksetConfig):
     max_names: int = Field(6, ge=1)
     max_turns: int = Field(1, ge=1)
     seed: int = 0
+    split: Literal["train", "eval"] = "train"  # a v1 taskset picks its split through its config
+    num_eval_examples: int = Field(100, ge=1)
 
 
 class AlphabetSortData(vf.TaskData):
@@ -54,7 +66,10 @@ class AlphabetSortTaskset(vf.Taskset[AlphabetSortTask, AlphabetSortConfig]):
         c = self.config
         if c.max_names < c.min_names:
             raise ValueError("alphabet-sort needs min_names <= max_names")
-        for idx, row in enumerate(make_examples(c.num_examples, c.min_names, c.max_names, c.max_turns, c.seed)):
+        evaluating = c.split == "eval"
+        count = c.num_eval_examples if evaluating else c.num_examples
+        seed = c.seed + EVAL_SEED_OFFSET if evaluating else c.seed
+        for idx, row in enumerate(make_examples(count, c.min_names, c.max_names, c.max_turns, seed)):
             yield AlphabetSortTask(AlphabetSortData(idx=idx, prompt=None, system_prompt=SYSTEM_PROMPT,
                                                     batches=row["info"]["batches"]), c.task)
 

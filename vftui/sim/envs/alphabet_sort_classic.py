@@ -15,7 +15,14 @@ from __future__ import annotations
 import verifiers as vf
 from datasets import Dataset
 
-from vftui.sim.task import LATER_TURN, SYSTEM_PROMPT, format_ok_score, make_examples, sorted_correctly_score
+from vftui.sim.task import (
+    EVAL_SEED_OFFSET,
+    LATER_TURN,
+    SYSTEM_PROMPT,
+    format_ok_score,
+    make_examples,
+    sorted_correctly_score,
+)
 
 
 async def sorted_correctly(completion, info, **kwargs) -> float:
@@ -42,9 +49,10 @@ def load_environment(
     max_names: int = 6,
     max_turns: int = 1,
     seed: int = 0,
+    num_eval_examples: int = 100,
 ) -> vf.Environment:
     """The verifiers entry point; every argument can be passed as ``--env-args`` JSON."""
-    if num_examples < 1 or min_names < 1 or max_names < min_names or max_turns < 1:
+    if num_examples < 1 or num_eval_examples < 1 or min_names < 1 or max_names < min_names or max_turns < 1:
         raise ValueError(
             "alphabet-sort needs num_examples >= 1, 1 <= min_names <= max_names, max_turns >= 1"
         )
@@ -52,6 +60,8 @@ def load_environment(
     rubric = vf.Rubric(funcs=[sorted_correctly, format_ok], weights=[1.0, 0.2])
     return AlphabetSortEnv(
         dataset=Dataset.from_list(rows),
+        eval_dataset=Dataset.from_list(make_examples(num_eval_examples, min_names, max_names, max_turns,
+                                                     seed + EVAL_SEED_OFFSET)),
         system_prompt=SYSTEM_PROMPT,
         rubric=rubric,
         max_turns=max_turns,
