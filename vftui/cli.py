@@ -192,6 +192,31 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    from vftui.defaults import PASS_THRESHOLD
+
+    p = sub.add_parser(
+        "compare",
+        help="set runs, evals, dumps and vf-eval outputs of one environment side by side",
+        description="Compare the rollouts of one environment saved by several runs: per source the mean reward, "
+        "pass@1 and each reward function's mean with 95%% intervals over items, truncation, the identical-score "
+        "rate, completion length and a reward histogram; each later source against the first (A), paired by "
+        "item where both have it, with the items that changed most, worst first.",
+        epilog="exit codes: 0 compared, 2 bad input, 3 --fail-if-worse: a source is worse than A beyond the "
+        "interval.\nexample: vftui compare runs/base/eval.eval runs/step-200/eval.eval --fail-if-worse 0.02",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
+                   help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, or a "
+                   "vf-eval output folder or results.jsonl")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--fail-if-worse", type=float, metavar="D",
+                   help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
+                   "of the change (a gate for CI)")
+    p.add_argument("--pass-threshold", type=float, default=PASS_THRESHOLD, metavar="R",
+                   help=f"a rollout passes (pass@1) at reward >= R (default {PASS_THRESHOLD:g}, vf-eval's)")
+
+
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     """The CLI; ``run``'s flags come from RunConfig, whose import other commands can do without."""
     parser = argparse.ArgumentParser(
@@ -209,6 +234,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _watch_parser(sub)
     _attach_parser(sub)
     _runs_parser(sub)
+    _compare_parser(sub)
     return parser
 
 
@@ -256,6 +282,14 @@ def _runs(args: argparse.Namespace) -> int:
     return run_runs()
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from vftui.commands.compare import run_compare
+
+    if args.fail_if_worse is not None and not args.fail_if_worse >= 0:
+        raise UserError("--fail-if-worse must be a margin of 0 or more")
+    return run_compare(args.sources, args.json, args.fail_if_worse, args.pass_threshold)
+
+
 def _sim_server(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.sim.server import SimSettings, serve
@@ -293,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer,
-                    "watch": _watch, "attach": _attach, "runs": _runs}
+                    "watch": _watch, "attach": _attach, "runs": _runs, "compare": _compare}
         return commands[args.command](args)
     except UserError as e:
         print(f"vftui: error: {printable(scrub(str(e)))}", file=sys.stderr)

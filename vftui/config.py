@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vftui import paths
-from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, SHARED_FLAGS
+from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.run_files import saved_config
@@ -25,7 +25,6 @@ from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
 MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
 DEFAULT_TEMPERATURE = 1.0
-PASS_THRESHOLD = 0.5  # vf-eval's: a rollout passes at reward >= 0.5, so results carry over
 FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12

@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vftui.events import EvalReport
+
 CONFIDENCE = 0.95
 
 
@@ -67,6 +69,20 @@ def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None)
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
     return Estimate(mean, low, high, count)
+
+
+def difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
+    """mean(b) - mean(a) of two independent samples, with Welch's t interval."""
+    if len(a) < 2 or len(b) < 2:
+        return Estimate(statistics.fmean(b) - statistics.fmean(a) if a and b else math.nan, None, None,
+                        min(len(a), len(b)))
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    mean = statistics.fmean(b) - statistics.fmean(a)
+    if va + vb == 0:
+        return Estimate(mean, mean, mean, min(len(a), len(b)))
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t_quantile(0.5 + CONFIDENCE / 2, max(1, math.floor(df))) * math.sqrt(va + vb)
+    return Estimate(mean, mean - half, mean + half, min(len(a), len(b)))
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,18 @@ class EvalTally:
 
     def function_figures(self) -> dict[str, Estimate]:
         return {name: estimate(list(values.values())) for name, values in self.functions.items()}
+
+    def report(self, items_total: int, final: bool = False) -> EvalReport:
+        """The figures as the event every view shows."""
+        return EvalReport(
+            items=len(self.items),
+            items_total=items_total,
+            rollouts_per_item=self.rollouts,
+            threshold=self.threshold,
+            figures={name: e.as_dict() for name, e in self.figures().items()},
+            functions={name: e.as_dict() for name, e in self.function_figures().items()},
+            final=final,
+        )
 
 
 def t_quantile(p: float, df: int) -> float:

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from vftui import stats, store
+from vftui.defaults import PASS_THRESHOLD
+from vftui.eval_stats import EvalTally
 from vftui.events import (
     META,
     Event,
@@ -112,8 +114,11 @@ class _Pass:
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
     rewards: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+    tally: EvalTally | None = None  # an eval's file: its figures too
 
     def add(self, group: GroupCollected) -> None:
+        if self.tally is not None:
+            self.tally.add(group.item, group.scores, group.metrics)
         self.totals.add(group)
         self.rewards.append(stats.mean(group.scores))
         self.identical.append(1.0 if group.identical else 0.0)
@@ -216,7 +221,7 @@ class GroupFile(Sequence[Row]):
         if (column := ORDERS[self.order]) is not None:
             values = getattr(self, column)
             self._order = array("q", sorted(range(self._count), key=values.__getitem__))
-        emit(self._progress(reading, done=True))
+        self._progress(reading, emit, done=True)
         return reading
 
     def _look(self, reading: _Pass, emit: Callable[[Event], None], announce: Callable[..., RunStarted]) -> _Pass:
@@ -234,7 +239,7 @@ class GroupFile(Sequence[Row]):
             before, reading.total = reading.offset, status.st_size
             self._read_lines(f, reading, emit, announce, whole_lines=True)
         if reading.offset != before:
-            emit(self._progress(reading, done=True))
+            self._progress(reading, emit, done=True)
         return reading
 
     def _read_lines(self, f: BinaryIO, reading: _Pass, emit: Callable[[Event], None],
@@ -261,8 +266,12 @@ class GroupFile(Sequence[Row]):
                 continue
             if not reading.announced:
                 estimate = reading.total // max(1, len(raw))  # the progress refines it; counting first would wait
-                emit(announce(parsed, group, estimate))
+                started = announce(parsed, group, estimate)
+                emit(started)
                 reading.announced = True
+                if started.mode is Mode.EVAL:
+                    threshold = run_description(self.path).get("config", {}).get("pass_threshold", PASS_THRESHOLD)
+                    reading.tally = EvalTally(len(group.scores), float(threshold))
             self._add(at, group)
             reading.add(group)
             self.score_range = reading.seen or self.score_range
@@ -270,11 +279,13 @@ class GroupFile(Sequence[Row]):
                 time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
             if time.monotonic() - last_progress > PROGRESS_EVERY_S:
                 last_progress = time.monotonic()
-                emit(self._progress(reading))
+                self._progress(reading, emit)
 
-    def _progress(self, reading: _Pass, done: bool = False) -> FileProgress:
-        return FileProgress(self._count, reading.offset, reading.total, copy.deepcopy(reading.totals),
-                            list(reading.rewards), list(reading.identical), done)
+    def _progress(self, reading: _Pass, emit: Callable[[Event], None], done: bool = False) -> None:
+        emit(FileProgress(self._count, reading.offset, reading.total, copy.deepcopy(reading.totals),
+                          list(reading.rewards), list(reading.identical), done))
+        if reading.tally is not None:
+            emit(reading.tally.report(len(reading.tally.items), final=done))
 
     def _add(self, offset: int, group: GroupCollected) -> None:
         """One more row: every column first, then the count readers go by."""
@@ -295,7 +306,8 @@ class GroupFile(Sequence[Row]):
         config, meta = description.get("config", {}), raw.get(META) or {}
         simulated = bool(meta.get("simulated")) or description.get("endpoint") == "simulated"
         recorded = tokenizer or description.get("tokenizer", "")
-        recorded_mode = config.get("mode") or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT)
+        recorded_mode = (config.get("mode") or meta.get("mode")
+                         or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT))
         return RunStarted(
             mode=Mode(recorded_mode) if recorded_mode in set(Mode) else Mode.SFT,
             env=config.get("env", meta.get("env", "?")),

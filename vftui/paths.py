@@ -28,6 +28,11 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP))
 
 
+def cache_dir() -> Path:
+    """What can be made again: ``vftui view``'s groups form of vf-eval results."""
+    return Path(platformdirs.user_cache_dir(APP))
+
+
 def runs_dir() -> Path:
     return data_dir() / "runs"
 

@@ -1,5 +1,8 @@
 """``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels, at once however big.
 
+A run or eval folder opens its groups; vf-eval's ``results.jsonl`` (or its folder) opens in the
+groups form, one group an example (``results.viewable``).
+
 The app opens before the file is read; ``GroupFile.read`` runs as the app's worker and
 fills the table and the panels as it goes (see ``groupfile``); with ``--follow`` it goes on
 reading the lines another process appends until the app closes.
@@ -13,6 +16,7 @@ from pathlib import Path
 from vftui.errors import UserError
 from vftui.groupfile import GroupFile
 from vftui.printable import printable
+from vftui.results import viewable
 from vftui.sim import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
@@ -23,10 +27,7 @@ from vftui.ui.sources import ViewedFile
 def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str,
                follow: bool = False) -> int:
     """``follow``: another process still writes the file; new lines show until the view is closed."""
-    if path.is_dir():
-        raise UserError(f"{path} is a folder; name a .jsonl file in it")
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
+    path = viewable(path)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UserError("vftui view needs a terminal")
     ours = themes.available_themes()

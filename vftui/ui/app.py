@@ -47,6 +47,7 @@ from vftui.ui.screens.health import HealthScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
 from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.sources import Source
+from vftui.ui.widgets.eval_panel import EvalPanel
 from vftui.ui.widgets.group_table import MOVE, GroupTable
 from vftui.ui.widgets.identical import IdenticalPanel
 from vftui.ui.widgets.log_panel import LogPanel
@@ -92,6 +93,8 @@ class VftuiApp(App[RunSummary | None]):
         Binding("enter", "next_rollout", "rollout", tooltip="next rollout of the selected group"),
         Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
+        Binding("o", "cycle_sort", "order", show=False,
+                tooltip="order the table: as collected, by mean (hardest first), worst rollout, spread (flakiest)"),
         Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True,
@@ -144,6 +147,7 @@ class VftuiApp(App[RunSummary | None]):
                                                           group=VftuiApp.previewed)
             with Vertical(id="right"):
                 yield RewardFunctionsPanel(id="functions")
+                yield EvalPanel(id="eval")
                 yield TurnsPanel(id="turns")
                 yield IdenticalPanel(id="identical")
                 yield TrajectoryPanel(id="trajectory")
@@ -151,8 +155,8 @@ class VftuiApp(App[RunSummary | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, TurnsPanel, IdenticalPanel,
-                                                   TrajectoryPanel, LogPanel)]
+        self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, EvalPanel, TurnsPanel,
+                                                   IdenticalPanel, TrajectoryPanel, LogPanel)]
         self.status_bar = self.query_one(StatusBar)
         self.rewards = self.query_one(RewardsPanel)
         self.table = self.query_one(GroupTable)
@@ -210,6 +214,7 @@ class VftuiApp(App[RunSummary | None]):
         self.model.apply(batch)
         if self.model.run_started is not started_before and self.model.run_started is not None:
             self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
+            self.set_class(self.model.run_started.mode is Mode.EVAL, "-eval")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
         self.status_bar.show(self.model)
         self.rewards.loading = self.model.run_started is None and self.model.state is RunState.STARTING
@@ -311,6 +316,11 @@ class VftuiApp(App[RunSummary | None]):
 
         self.push_screen(PromptScreen("filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP),
                          apply)
+
+    def action_cycle_sort(self) -> None:
+        self.notify(f"groups {self.model.cycle_sort()}")
+        self.tick()
+        self.table.action_move(-1_000_000)  # the first row is the one the order puts first
 
     def action_health(self) -> None:
         screen = HealthScreen()

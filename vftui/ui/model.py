@@ -49,6 +49,15 @@ FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t)\s*(<=|>=|<|>|=)\s*(-?
 FILTER_HELP = "terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7 (all must hold)"
 
 
+# The table's orders (o cycles them): as groups came, or the items that most need a look first.
+SORTS: dict[str, tuple[str, Callable[[GroupCollected], float] | None]] = {
+    "arrival": ("as collected", None),
+    "mean": ("by mean, hardest first", lambda g: stats.mean(g.scores)),
+    "min": ("by worst rollout first", lambda g: min(g.scores, default=0.0)),
+    "spread": ("by spread, flakiest first", lambda g: -stats.population_std(g.scores)),
+}
+
+
 def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
     """A predicate from a filter like ``varied reward<0.8``; bad syntax is a ValueError."""
     checks: list[Callable[[GroupCollected], bool]] = []
@@ -104,6 +113,7 @@ class DashboardModel:
     logs_total: int = 0
     version: int = 0
     rows: Sequence | None = None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
+    sort: str = "arrival"  # a key of SORTS: the table's order
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
     _t0: float | None = None
@@ -275,6 +285,13 @@ class DashboardModel:
         self.filter_text, self._filter = text.strip(), predicate
         self.version += 1
 
+    def cycle_sort(self) -> str:
+        """The table's next order (``SORTS``); says it."""
+        names = list(SORTS)
+        self.sort = names[(names.index(self.sort) + 1) % len(names)]
+        self.version += 1
+        return SORTS[self.sort][0]
+
     def _once_per_version(self, name: str, compute: Callable[[], object]):
         """Derived values are computed once per batch of events, however many panels ask."""
         if self._derived_version != self.version:
@@ -292,7 +309,9 @@ class DashboardModel:
 
         def compute() -> Sequence:
             groups = self.rows.snapshot() if self.rows is not None else list(self.groups)
-            return groups if self._filter is None else [g for g in groups if self._filter(g)]
+            kept = groups if self._filter is None else [g for g in groups if self._filter(g)]
+            key = SORTS[self.sort][1]
+            return kept if key is None else sorted(kept, key=key)  # stable: ties keep their order
 
         return self._once_per_version("visible", compute)
 

@@ -61,15 +61,7 @@ class EvalCollection(SftCollection):
 
     def report(self, final: bool = False) -> EvalReport:
         """The figures over the examples done, each a mean with its 95% interval."""
-        return EvalReport(
-            items=len(self.tally.items),
-            items_total=self._examples,
-            rollouts_per_item=self.config.group_size,
-            threshold=self.config.pass_threshold,
-            figures={name: e.as_dict() for name, e in self.tally.figures().items()},
-            functions={name: e.as_dict() for name, e in self.tally.function_figures().items()},
-            final=final,
-        )
+        return self.tally.report(self._examples, final)
 
     async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
         """sft's collection with the report once a second; the results files at the end, whatever ended it."""

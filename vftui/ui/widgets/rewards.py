@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
-from vftui.ui.model import DashboardModel
+from vftui.ui.model import SORTS, DashboardModel
 from vftui.ui.widgets.group_table import GroupTable
 
 
@@ -18,4 +18,7 @@ class RewardsPanel(Vertical):
 
     def show(self, model: DashboardModel) -> None:
         self.query_one(GroupTable).sync(model.visible_groups(), model.score_range())
+        order = "" if model.sort == "arrival" else f" · {SORTS[model.sort][0]}"
+        shown = f" · filter: {model.filter_text}" if model.filter_text else ""
+        self.border_title = f"{self.BORDER_TITLE}{order}{shown}"
         self.query_one(Sparkline).data = list(model.reward_history)

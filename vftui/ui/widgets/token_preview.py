@@ -44,8 +44,11 @@ def logprob_style(logprob: float) -> str:
 def rollout_pieces(
     group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False, limit: int = 8000
 ) -> tuple[list[Piece], int, int]:
-    """The rollout's tokens as styled pieces, and its (trained, masked) token counts."""
+    """The rollout's tokens as styled pieces, and its (trained, masked) token counts; its messages
+    where it has no token ids (vf-eval's results keep none)."""
     tokens, masks = group.tokens[rollout], group.masks[rollout]
+    if not tokens and rollout < len(group.messages):
+        return message_pieces(group.messages[rollout]), 0, 0
     logprobs = group.logprobs[rollout] if group.logprobs else None
     trained = sum(1 for m in masks if m != MASKED)
     pieces: list[Piece] = []
@@ -64,6 +67,16 @@ def rollout_pieces(
     if len(tokens) > limit:
         pieces.append((f"\n… {len(tokens) - limit} more tokens", "italic"))
     return pieces, trained, len(tokens) - trained
+
+
+def message_pieces(messages: list[dict]) -> list[Piece]:
+    """A rollout's messages as text: the model's own words bright, the rest dim."""
+    pieces: list[Piece] = []
+    for message in messages:
+        role = str(message.get("role", "?"))
+        pieces.append((f"{role}: ", "bold"))
+        pieces.append((f"{message.get('content') or ''}\n", "bold cyan" if role == "assistant" else "dim"))
+    return pieces
 
 
 def wrap_pieces(pieces: list[Piece], width: int) -> list[list[Segment]]:

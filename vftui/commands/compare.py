@@ -1,0 +1,119 @@
+"""``vftui compare A B [C ...]``: runs, evals, dumps and vf-eval outputs of one environment side by side.
+
+Each later source is set against the first (A). Printed as a table, or as one JSON object
+(``--json``); with ``--fail-if-worse D`` it exits 3 when a later source's reward is below A's
+by more than D beyond the 95% interval of the change, for CI.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from vftui import wording
+from vftui.comparison import BINS, Change, Summary, compare, histograms, summarize, worse_beyond
+from vftui.errors import EXIT_GATE, UserError
+from vftui.eval_stats import Estimate
+from vftui.events import finite_json
+from vftui.printable import printable, say
+from vftui.results import Source, load
+
+SHOWN_ITEMS = 10
+BARS = " ▁▂▃▄▅▆▇█"
+
+
+def load_all(paths: list[Path]) -> list[Source]:
+    """The sources, refused with a sentence when they name different environments."""
+    if len(paths) < 2:
+        raise UserError("compare needs at least two runs, evals, dumps or vf-eval outputs")
+    sources = [load(path) for path in paths]
+    named = {s.env_id for s in sources if s.env_id}
+    if len(named) > 1:
+        raise UserError(f"these are runs of different environments ({', '.join(sorted(named))}); compare runs of one")
+    return sources
+
+
+def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float) -> int:
+    sources = load_all(paths)
+    summaries = [summarize(s, threshold) for s in sources]
+    changes = [compare(sources[0], s) for s in sources[1:]]
+    worse = [s.path for s, c in zip(sources[1:], changes, strict=True)
+             if fail_if_worse is not None and worse_beyond(c, fail_if_worse)]
+    if as_json:
+        print(json.dumps(finite_json(as_dict(summaries, changes, fail_if_worse, worse))))
+    else:
+        say(report(summaries, changes), sys.stdout)
+    for path in worse:
+        print(f"vftui: {printable(str(path))} is worse than {printable(str(sources[0].path))} by more than "
+              f"{fail_if_worse:g} beyond the 95% interval", file=sys.stderr)
+    return EXIT_GATE if worse else 0
+
+
+def as_dict(summaries: list[Summary], changes: list[Change], margin: float | None, worse: list[Path]) -> dict[str, Any]:
+    low, high, counts = histograms(summaries)
+    return {
+        "sources": [{**_summary_dict(s), "histogram": bins} for s, bins in zip(summaries, counts, strict=True)],
+        "histogram_range": [low, high],
+        "changes": [{"against": str(summaries[0].source.path), "source": str(s.source.path), "paired": c.paired,
+                     "reward": c.reward.as_dict(), "functions": {n: e.as_dict() for n, e in c.functions.items()},
+                     "items": [{"key": i.key, "before": i.before, "after": i.after, "change": i.change}
+                               for i in c.items]}
+                    for s, c in zip(summaries[1:], changes, strict=True)],
+        "fail_if_worse": margin,
+        "worse": [str(p) for p in worse],
+    }
+
+
+def _summary_dict(s: Summary) -> dict[str, Any]:
+    return {"path": str(s.source.path), "kind": s.source.kind, "env_id": s.source.env_id,
+            "items": len(s.source.items), "rollouts": s.rollouts, "reward": s.reward.as_dict(),
+            "pass@1": s.pass1.as_dict(), "functions": {n: e.as_dict() for n, e in s.functions.items()},
+            "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars}
+
+
+def report(summaries: list[Summary], changes: list[Change]) -> str:
+    """The side-by-side table, the histograms, each change and the items that changed most."""
+    letters = [chr(ord("A") + i) for i in range(len(summaries))]
+    env = next((s.source.env_id for s in summaries if s.source.env_id), "an unnamed environment")
+    lines = [f"compare: {len(summaries)} sources of {env} (± is a 95% interval over items)"]
+    lines += [f"  {letter}  {s.source.path} ({s.source.kind})" for letter, s in zip(letters, summaries, strict=True)]
+    rows = [("items", [str(len(s.source.items)) for s in summaries]),
+            ("rollouts/item", [str(s.rollouts) for s in summaries]),
+            ("reward", [_figure(s.reward) for s in summaries]),
+            ("pass@1", [_figure(s.pass1) for s in summaries]),
+            ("truncated", [f"{s.truncated:.1%}" for s in summaries]),
+            ("identical", [f"{s.identical:.1%}" for s in summaries]),
+            ("completion", [f"{s.completion_chars:.0f} chars" for s in summaries])]
+    names = sorted({n for s in summaries for n in s.functions})
+    rows += [(name, [_figure(s.functions[name]) if name in s.functions else "-" for s in summaries]) for name in names]
+    width = max(len(label) for label, _ in rows)
+    lines.append(f"  {'':<{width}}  " + "".join(f"{letter:<18}" for letter in letters))
+    lines += [f"  {label:<{width}}  " + "".join(f"{v:<18}" for v in values) for label, values in rows]
+    low, high, counts = histograms(summaries)
+    lines.append(f"  reward histogram, {BINS} bins over [{low:g}, {high:g}]:")
+    lines += [f"    {letter}  {_bars(bins)}" for letter, bins in zip(letters, counts, strict=True)]
+    for letter, change in zip(letters[1:], changes, strict=True):
+        how = f"paired over {change.paired} items" if change.paired else "no common items: unpaired"
+        lines.append(f"  {letter} - A ({how}): reward {_signed(change.reward)}"
+                     + "".join(f", {n} {_signed(e)}" for n, e in change.functions.items()))
+        if change.items:
+            lines.append(f"    items that changed most, worst first ({min(SHOWN_ITEMS, len(change.items))} of "
+                         f"{len(change.items)}):")
+            lines += [f"      {i.key:<12} {i.before:.3f} -> {i.after:.3f}  {i.change:+.3f}"
+                      for i in change.items[:SHOWN_ITEMS]]
+    return "\n".join(lines)
+
+
+def _figure(e: Estimate) -> str:
+    return wording.figure(e.as_dict())
+
+
+def _signed(e: Estimate) -> str:
+    return f"{e.mean:+.3f}" + (f" [{e.low:+.3f}, {e.high:+.3f}]" if e.low is not None and e.high is not None else "")
+
+
+def _bars(bins: list[int]) -> str:
+    top = max(bins) or 1
+    return "".join(BARS[round(count / top * (len(BARS) - 1))] for count in bins) + f"  ({sum(bins)} rollouts)"

@@ -1,0 +1,120 @@
+"""Runs side by side: each source's figures with 95% intervals, and each later source against the
+first, paired by item where both have it (the per-item change, its mean and interval).
+
+Pairing matters: items differ far more in difficulty than two checkpoints differ in skill, so the
+paired interval of a change is much narrower than the two sources' own intervals suggest.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from vftui.eval_stats import Estimate, ItemResult, difference, estimate, pass_at
+from vftui.results import Source
+
+BINS = 10
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One source's figures; every interval is over its items."""
+
+    source: Source
+    rollouts: int  # the fewest rollouts an item has
+    reward: Estimate
+    pass1: Estimate
+    functions: dict[str, Estimate]
+    truncated: float  # share of rollouts cut at the length limit
+    identical: float  # share of items whose rollouts all scored the same (k > 1)
+    completion_chars: float  # mean characters the model wrote in a rollout
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    key: str
+    before: float
+    after: float
+
+    @property
+    def change(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True)
+class Change:
+    """A later source against the first: the change of each figure, paired over ``paired`` common items."""
+
+    paired: int
+    reward: Estimate
+    functions: dict[str, Estimate]
+    items: list[ItemChange]  # the common items, worst change first
+
+
+def summarize(source: Source, threshold: float) -> Summary:
+    items = list(source.items.values())
+    rollouts = [r for item in items for r in item.rewards]
+    names = sorted({name for item in items for name in item.functions})
+    results = [ItemResult(0, tuple(item.rewards)) for item in items]
+    multi = [item for item in items if len(item.rewards) > 1]
+    return Summary(
+        source=source,
+        rollouts=min((len(item.rewards) for item in items), default=0),
+        reward=estimate([item.mean for item in items]),
+        pass1=pass_at(results, 1, threshold),
+        functions={name: estimate([statistics.fmean(item.functions[name]) for item in items
+                                   if item.functions.get(name)]) for name in names},
+        truncated=_share([t for item in items for t in item.truncated]),
+        identical=_share([len(set(item.rewards)) == 1 for item in multi]),
+        completion_chars=statistics.fmean([c for item in items for c in item.completion_chars]) if rollouts else 0.0,
+    )
+
+
+def compare(first: Source, later: Source) -> Change:
+    """``later`` against ``first``: paired by item when they share items, else as independent samples."""
+    common = [key for key in first.items if key in later.items]
+    changes = sorted((ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
+                     key=lambda c: (c.change, c.key))
+    names = sorted({n for item in first.items.values() for n in item.functions}
+                   & {n for item in later.items.values() for n in item.functions})
+    if common:
+        reward = estimate([c.change for c in changes])
+        functions = {name: estimate([_mean(later.items[k].functions[name]) - _mean(first.items[k].functions[name])
+                                     for k in common if first.items[k].functions.get(name)
+                                     and later.items[k].functions.get(name)]) for name in names}
+    else:
+        reward = difference([i.mean for i in first.items.values()], [i.mean for i in later.items.values()])
+        functions = {name: difference(_means(first, name), _means(later, name)) for name in names}
+    return Change(len(common), reward, functions, changes)
+
+
+def histograms(summaries: list[Summary]) -> tuple[float, float, list[list[int]]]:
+    """Each source's rollout rewards counted in the same ``BINS`` bins over their common range."""
+    rewards = [[r for item in s.source.items.values() for r in item.rewards] for s in summaries]
+    everything = [r for values in rewards for r in values]
+    low, high = (min(everything), max(everything)) if everything else (0.0, 1.0)
+    width = (high - low) / BINS or 1.0
+    counts = []
+    for values in rewards:
+        bins = [0] * BINS
+        for r in values:
+            bins[min(BINS - 1, int((r - low) / width))] += 1
+        counts.append(bins)
+    return low, high, counts
+
+
+def worse_beyond(change: Change, margin: float) -> bool:
+    """True when the later source is worse than the first by more than ``margin``, beyond the interval."""
+    return change.reward.high is not None and change.reward.high < -margin
+
+
+def _share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def _mean(values: list[float] | None) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _means(source: Source, name: str) -> list[float]:
+    return [statistics.fmean(item.functions[name]) for item in source.items.values() if item.functions.get(name)]

@@ -1,0 +1,216 @@
+"""Any saved rollouts as per-item results: a run's or an eval's groups jsonl, a dump, Atropos
+output, an eval folder or ``vf-eval``'s ``results.jsonl``, for ``vftui compare`` and ``vftui view``.
+
+Items are keyed by their ``example_id`` (the dataset's own id; vf-eval's key), falling back to
+the item index, so the same example lines up across runs whatever order they finished in.
+No collector or view imports: plain files in, plain figures out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vftui import paths, store
+from vftui.errors import UserError
+from vftui.events import META
+from vftui.run_files import EVAL_SUFFIX, RUN_SUFFIX
+
+RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
+GROUPS_FORM = "2"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
+
+
+@dataclass
+class Item:
+    """One example's rollouts in one source."""
+
+    key: str
+    rewards: list[float] = field(default_factory=list)
+    functions: dict[str, list[float]] = field(default_factory=dict)
+    truncated: list[bool] = field(default_factory=list)
+    completion_chars: list[int] = field(default_factory=list)
+    rollouts: list[list[dict[str, Any]]] = field(default_factory=list)  # each rollout's messages
+
+    @property
+    def mean(self) -> float:
+        return sum(self.rewards) / len(self.rewards)
+
+
+@dataclass
+class Source:
+    """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
+
+    path: Path
+    kind: str  # "groups" or "vf-eval"
+    env_id: str
+    items: dict[str, Item]
+
+
+def load(path: Path) -> Source:
+    """``path`` read as results, whatever saved it; a sentence when it cannot be."""
+    path = path.expanduser()
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return load(_file_in(path))
+    if path.name.endswith(RUN_SUFFIX):
+        return load(Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl"))
+    rows = list(_json_lines(path))
+    if not rows:
+        raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
+    if "scores" in rows[0]:
+        return Source(path, "groups", _groups_env(path), _from_groups(rows))
+    if "reward" in rows[0] and "example_id" in rows[0]:
+        return Source(path, "vf-eval", _metadata_env(path.parent / METADATA), _from_vf_rows(rows))
+    raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
+                    "'reward' a line)")
+
+
+def viewable(path: Path) -> Path:
+    """The groups file ``vftui view`` opens for ``path``: a run or eval folder's, or vf-eval results in
+    the groups form (made once, in the cache, per version of the results)."""
+    path = path.expanduser()
+    if path.is_dir():
+        path = _file_in(path)
+    if path.name.endswith(RUN_SUFFIX):
+        path = Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    first = next(_json_lines(path), None)
+    if first is None or "scores" in first or "example_id" not in first:
+        return path  # groups (or nothing the view can read: it says which lines it skipped)
+    stat = path.stat()
+    version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
+    digest = hashlib.sha256(version.encode()).hexdigest()[:16]
+    converted = paths.cache_dir() / "views" / f"{path.parent.name}-{digest}.jsonl"
+    if not converted.exists():
+        converted.parent.mkdir(parents=True, exist_ok=True)
+        lines = (json.dumps(group) + "\n" for group in vf_eval_groups(path))
+        store.write_text_atomic(converted, "".join(lines))
+    return converted
+
+
+def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
+    """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none)."""
+    metadata = _metadata(path.parent / METADATA)
+    sampling = metadata.get("sampling_args") if isinstance(metadata.get("sampling_args"), dict) else {}
+    by_example: dict[str, list[dict[str, Any]]] = {}
+    for row in _json_lines(path):
+        if "example_id" in row:
+            by_example.setdefault(str(row["example_id"]), []).append(row)
+    for n, rows in enumerate(by_example.values()):
+        messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
+        names = [k for k, v in (rows[0].get("metrics") or {}).items() if isinstance(v, (int, float))]
+        yield {
+            "scores": [float(r.get("reward") or 0.0) for r in rows],
+            "tokens": [[] for _ in rows],
+            "masks": [[] for _ in rows],
+            "messages": messages,
+            "generation_params": {"temperature": sampling.get("temperature")},
+            META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.get("env_id", "?"), "mode": "eval",
+                   "model": metadata.get("model", "?"), "simulated": metadata.get("base_url") == "simulated",
+                   "metrics": {name: [float((r.get("metrics") or {}).get(name) or 0.0) for r in rows]
+                               for name in names},
+                   "finish_reasons": ["length" if r.get("is_truncated") else r.get("stop_condition") for r in rows]},
+        }
+
+
+def _file_in(folder: Path) -> Path:
+    """The results file of a run folder, an eval folder or a vf-eval output folder."""
+    if (folder / RESULTS).is_file():
+        return folder / RESULTS
+    runs = sorted(folder.glob(f"*{RUN_SUFFIX}"))
+    if len(runs) == 1:
+        return runs[0]
+    evals = sorted(folder.glob(f"*{EVAL_SUFFIX}/{RESULTS}"))
+    if len(evals) == 1:
+        return evals[0]
+    raise UserError(f"{folder}: found {len(runs) or 'no'} runs and no single {RESULTS} there; name the file")
+
+
+def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        with path.open("rb") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # a torn or foreign line: skipped, as view does
+                if isinstance(row, dict):
+                    yield row
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from e
+
+
+def _key(meta: dict[str, Any], fallback: Any) -> str:
+    example = meta.get("example_id")
+    return str(example if example is not None else meta.get("item", fallback))
+
+
+def _from_groups(groups: list[dict[str, Any]]) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    for n, group in enumerate(groups):
+        meta = group.get(META) if isinstance(group.get(META), dict) else {}
+        item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
+        scores = [float(s) for s in group.get("scores") or []]
+        messages = group.get("messages") or [[] for _ in scores]
+        reasons = meta.get("finish_reasons") or [None] * len(scores)
+        for r, score in enumerate(scores):
+            item.rewards.append(score)
+            item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
+            rollout = messages[r] if r < len(messages) else []
+            item.rollouts.append(rollout)
+            item.completion_chars.append(_completion_chars(rollout))
+        for name, values in (meta.get("metrics") or {}).items():
+            item.functions.setdefault(name, []).extend(float(v) for v in values)
+    return items
+
+
+def _from_vf_rows(rows: list[dict[str, Any]]) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    for row in rows:
+        key = str(row["example_id"])
+        item = items.setdefault(key, Item(key))
+        item.rewards.append(float(row.get("reward") or 0.0))
+        item.truncated.append(bool(row.get("is_truncated")))
+        messages = _messages(row.get("prompt")) + _messages(row.get("completion"))
+        item.rollouts.append(messages)
+        item.completion_chars.append(_completion_chars(messages))
+        for name, value in (row.get("metrics") or {}).items():
+            if isinstance(value, (int, float)):
+                item.functions.setdefault(name, []).append(float(value))
+    return items
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    """vf-eval's prompt or completion: a message list, or a plain completion string."""
+    if isinstance(value, str):
+        return [{"role": "assistant", "content": value}]
+    return [m for m in value or [] if isinstance(m, dict)]
+
+
+def _completion_chars(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages if m.get("role") == "assistant")
+
+
+def _groups_env(path: Path) -> str:
+    try:
+        return str(json.loads(path.with_suffix(RUN_SUFFIX).read_text())["config"]["env"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def _metadata_env(path: Path) -> str:
+    return str(_metadata(path).get("env_id") or "")
+
+
+def _metadata(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
