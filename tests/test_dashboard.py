@@ -25,8 +25,9 @@ def make_app(slow_sim, tmp_path):
     runs: list[CollectorProcess] = []
 
     def make(**overrides) -> VftuiApp:
-        config = RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=tmp_path / "groups.jsonl",
-                           **overrides)
+        settings = {"base_url": slow_sim.base_url, "group_size": 4, "steps": 400, "out": tmp_path / "groups.jsonl",
+                    **overrides}
+        config = RunConfig(**{k: v for k, v in settings.items() if v is not None})
         inbox = Inbox()
         run = CollectorProcess(config, inbox.put, target=child_main).start()
         runs.append(run)
@@ -138,4 +139,25 @@ async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path
         assert masked == sum(m == -100 for m in group.masks[1])
         body = app.query_one(TokenText).plain
         assert "<|im_start|>assistant" in body, "decoded with the run's tokenizer"
+        await quit_app(pilot, app)
+
+
+async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app):
+    app = make_app(mode="eval", num_examples=60, rollouts_per_example=4, group_size=None, concurrency=4)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot=pilot, predicate=lambda: (report := app.model.eval_report) is not None and report.items >= 5)
+        assert not app.model.eval_report.final, "a report a second while it runs, not only at the end"
+        early = app.model.eval_report.figures["reward"]
+        assert app.has_class("-eval") and "pass@4" in str(app.query_one("#eval-figures").render())
+        assert str(app.query_one("#status").render()).startswith("eval ")
+        await until(pilot=pilot, predicate=lambda: app.model.eval_report is not None and app.model.eval_report.final,
+                    timeout=120)
+        final = app.model.eval_report
+        assert final.items == final.items_total == 60
+        width = final.figures["reward"]["ci_high"] - final.figures["reward"]["ci_low"]
+        assert width < early["ci_high"] - early["ci_low"], "the interval narrows as examples come"
+        await pilot.press("o", "o")  # by the worst rollout
+        shown = list(app.model.visible_groups())
+        assert [min(g.scores) for g in shown] == sorted(min(g.scores) for g in shown)
+        assert "worst rollout" in app.query_one("#rewards").border_title
         await quit_app(pilot, app)

@@ -21,7 +21,7 @@ from vftui.events import META
 from vftui.run_files import EVAL_SUFFIX, RUN_SUFFIX
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
-GROUPS_FORM = "2"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
+GROUPS_FORM = "3"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
 
 
 @dataclass
@@ -110,7 +110,8 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
             "tokens": [[] for _ in rows],
             "masks": [[] for _ in rows],
             "messages": messages,
-            "generation_params": {"temperature": sampling.get("temperature")},
+            "generation_params": {"temperature": sampling["temperature"]} if sampling.get("temperature") is not None
+            else {},  # vf-eval leaves it out when the endpoint's default was used
             META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.get("env_id", "?"), "mode": "eval",
                    "model": metadata.get("model", "?"), "simulated": metadata.get("base_url") == "simulated",
                    "metrics": {name: [float((r.get("metrics") or {}).get(name) or 0.0) for r in rows]

@@ -30,9 +30,14 @@ def load_all(paths: list[Path]) -> list[Source]:
         raise UserError("compare needs at least two runs, evals, dumps or vf-eval outputs")
     sources = [load(path) for path in paths]
     named = {s.env_id for s in sources if s.env_id}
-    if len(named) > 1:
+    if len({module_name(env) for env in named}) > 1:
         raise UserError(f"these are runs of different environments ({', '.join(sorted(named))}); compare runs of one")
     return sources
+
+
+def module_name(env_id: str) -> str:
+    """``owner/alphabet-sort`` as vf-eval names it once installed: ``alphabet_sort``."""
+    return env_id.rsplit("/", 1)[-1].replace("-", "_")
 
 
 def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float) -> int:

@@ -1,0 +1,110 @@
+"""`vftui compare` and `vftui view` against vf-eval's own output: an eval by vftui and one by vf-eval of the
+same classic environment on the same simulated endpoint, then compared, gated and viewed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, json_events, read_jsonl, run_cli, until
+from vftui.groupfile import GroupFile
+from vftui.results import viewable
+from vftui.sim.server import TOKENIZER_DIR
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+from vftui.ui.sources import ViewedFile
+
+pytestmark = [pytest.mark.e2e, pytest.mark.classic]
+ENV = "vftui/alphabet-sort-classic"
+
+
+def vf_eval(tmp_path: Path, base_url: str) -> Path:
+    """vf-eval's own run, saved as it saves results; its folder."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "alphabet_sort_classic.py").write_text(
+        "from vftui.sim.envs.alphabet_sort_classic import load_environment  # noqa: F401\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(REPO)]), "OPENAI_API_KEY": "EMPTY"}
+    vf = Path(sys.executable).parent / "vf-eval"
+    subprocess.run([str(vf), "alphabet_sort_classic", "-m", "vftui-sim", "-b", base_url, "-k", "OPENAI_API_KEY",
+                    "-n", "10", "-r", "4", "--save-results", "--output-dir", str(tmp_path / "vf"), "--disable-tui",
+                    "--disable-env-server"], env=env, cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    (found,) = (tmp_path / "vf").glob("evals/*/*/metadata.json")
+    return found.parent
+
+
+@pytest.fixture
+def both(sim, tmp_path) -> tuple[Path, Path]:
+    result = run_cli(["run", "--mode", "eval", "--no-ui", "--env", ENV, "--base-url", sim.base_url,
+                      "--num-examples", "10", "--rollouts-per-example", "4", "--out", str(tmp_path / "ours.jsonl")],
+                     tmp_path)
+    assert result.returncode == 0, result.stderr
+    return tmp_path / "ours.eval", vf_eval(tmp_path, sim.base_url)
+
+
+def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(both, tmp_path):
+    ours, theirs = both
+    result = run_cli(["compare", str(ours), str(theirs), "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    meta = json.loads((theirs / "metadata.json").read_text())
+    a, b = report["sources"]
+    assert (a["items"], b["items"], b["kind"], b["rollouts"]) == (10, 10, "vf-eval", 4)
+    assert b["reward"]["mean"] == pytest.approx(meta["avg_reward"]), "vf-eval's own mean"
+    assert b["pass@1"]["mean"] == pytest.approx(meta["pass_at_k"]["1"]), "vf-eval's own pass@1"
+    assert a["reward"]["mean"] == pytest.approx(json.loads((ours / "metadata.json").read_text())["avg_reward"])
+    change = report["changes"][0]
+    assert change["paired"] == 10, "the same eval split, item by item"
+    assert [i["change"] for i in change["items"]] == sorted(i["change"] for i in change["items"]), "worst first"
+    assert change["reward"]["mean"] == pytest.approx(b["reward"]["mean"] - a["reward"]["mean"])
+    text = run_cli(["compare", str(ours), str(theirs)], tmp_path)
+    assert text.returncode == 0 and "B - A (paired over 10 items)" in text.stdout and "histogram" in text.stdout
+
+
+def test_fail_if_worse_exits_3_and_other_environments_are_refused(both, tmp_path):
+    ours, _ = both
+    worse = tmp_path / "worse.jsonl"
+    groups = read_jsonl(tmp_path / "ours.jsonl")
+    worse.write_text("".join(json.dumps({**g, "scores": [0.0] * len(g["scores"])}) + "\n" for g in groups))
+    result = run_cli(["compare", str(ours), str(worse), "--fail-if-worse", "0.05"], tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert "is worse than" in result.stderr and "beyond the 95% interval" in result.stderr
+    assert run_cli(["compare", str(ours), str(ours / "results.jsonl"), "--fail-if-worse", "0"],
+                   tmp_path).returncode == 0, "no change is not worse"
+    other = run_cli(["run", "--no-ui", "--steps", "2", "--out", str(tmp_path / "v1.jsonl")], tmp_path)
+    assert other.returncode == 0, other.stderr
+    for args, said in (([str(ours), str(tmp_path / "v1.jsonl")], "different environments"),
+                       ([str(ours)], "at least two"), ([str(ours), str(tmp_path / "nope")], "no such file")):
+        result = run_cli(["compare", *args], tmp_path)
+        assert result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+async def test_view_opens_vf_evals_folder_with_its_figures(both, tmp_path, monkeypatch):
+    _, theirs = both
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    meta = json.loads((theirs / "metadata.json").read_text())
+    app = VftuiApp(ViewedFile(Inbox(), GroupFile(viewable(theirs)), str(TOKENIZER_DIR)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.summary is not None and app.model.eval_report is not None
+                    and app.model.eval_report.final)
+        report = app.model.eval_report
+        assert report.items == 10 and report.figures["pass@1"]["mean"] == pytest.approx(meta["pass_at_k"]["1"])
+        assert app.has_class("-eval") and "pass@1" in str(app.query_one("#eval-figures").render())
+        await pilot.press("o")
+        shown = list(app.model.visible_groups())
+        assert [sum(g.scores) for g in shown] == sorted(sum(g.scores) for g in shown), "hardest first"
+        assert app.table.cursor == 0
+        await pilot.press("q")
+
+
+def test_eval_json_events_carry_the_report_live(sim, tmp_path):
+    result = run_cli(["run", "--mode", "eval", "--no-ui", "--json", "--base-url", sim.base_url,
+                      "--num-examples", "3", "--out", str(tmp_path / "e.jsonl")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    kinds = [e["event"] for e in json_events(result.stdout)]
+    assert kinds.index("EvalReport") < kinds.index("RunSummary")
