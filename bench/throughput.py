@@ -23,12 +23,17 @@ Sections (``--sections``, all by default):
   endpoint, with no added latency: groups/s of each (verifiers' from its traces' first
   start to last score, so its start-up is excluded); then vftui at 1 s a request against
   the limit 64 requests in flight allow.
+- ``eval``: ``vftui run --mode eval`` and verifiers' ``vf-eval`` (0.3's, the classic built-in
+  re-exported under a top-level name it can import) over the same eval split of the same
+  simulated endpoint, 64 requests in flight each, no added latency: examples/s of each from
+  their own timings (start-up excluded); then vftui at 1 s a request against the limit
+  (64 / 1 s / k examples/s).
 - ``rl``: atroposlib's serve mode against the same simulated server's vLLM-style
   ``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
   serve" is ``python -m vftui.collector.verifiers_env serve``, "vftui rl" is ``vftui run --mode rl
   --no-ui``. Their rate is the trainer's arrival rate (first group to last).
 
-    python bench/throughput.py [--sections cpu,latency,rate,memory,v1,rl] [--groups 200] [--repeats 3]
+    python bench/throughput.py [--sections cpu,latency,rate,memory,v1,eval,rl] [--groups 200] [--repeats 3]
     python bench/throughput.py --quick   # tiny sizes, one repeat: that every section runs and prints (CI)
 """
 
@@ -367,7 +372,60 @@ def v1_section(args, env: dict[str, str], tmp: Path) -> None:
           f"{limit:.2f} (target >= 0.85)\n", flush=True)
 
 
-SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "rl")
+CLASSIC_SHIM = "from vftui.sim.envs.alphabet_sort_classic import load_environment  # noqa: F401\n"
+CLASSIC_ENV = "vftui/alphabet-sort-classic"
+
+
+def vftui_eval(base_url: str, out: Path, examples: int, k: int) -> list[str]:
+    return [sys.executable, "-m", "vftui", "run", "--mode", "eval", "--no-ui", "--env", CLASSIC_ENV,
+            "--env-args", json.dumps({"num_eval_examples": examples}), "--num-examples", str(examples),
+            "--rollouts-per-example", str(k), "--temperature", "1.0", "--base-url", base_url,
+            "--concurrency", str(IN_FLIGHT), "--out", str(out)]
+
+
+def vf_eval_rate(base_url: str, env: dict[str, str], tmp: Path, examples: int, k: int) -> float:
+    """Examples/s of vf-eval over the same classic environment, from its rows' own timings (start-up excluded)."""
+    site = tmp / "classic-shim"
+    site.mkdir(exist_ok=True)
+    (site / "alphabet_sort_classic.py").write_text(CLASSIC_SHIM)
+    cmd = [str(Path(sys.executable).parent / "vf-eval"), "alphabet_sort_classic", "-m", MODEL, "-b", base_url,
+           "-k", "VFTUI_BENCH_KEY", "-a", json.dumps({"num_eval_examples": examples}), "-n", str(examples),
+           "-r", str(k), "--temperature", "1.0", "--max-concurrent", str(IN_FLIGHT), "--save-results",
+           "--output-dir", str(tmp / "vf-eval-out"), "--disable-tui", "--disable-env-server"]
+    run(cmd, {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")]), "VFTUI_BENCH_KEY": "x"})
+    (results,) = (tmp / "vf-eval-out").glob("evals/*/*/results.jsonl")
+    timings = [json.loads(line)["timing"] for line in results.read_text().splitlines() if line.strip()]
+    shutil.rmtree(tmp / "vf-eval-out")
+    start = min(t["start_time"] for t in timings)
+    end = max(t["scoring"]["end"] for t in timings)
+    return examples / (end - start)
+
+
+def eval_section(args, env: dict[str, str], tmp: Path) -> None:
+    k = args.group_size
+    examples = args.groups if args.quick else 200
+    server = BackgroundSimServer(seed=0).start()
+    try:
+        ours = collect("vftui", lambda url, out, n, size: vftui_eval(url, out, n, size), server, env,
+                       tmp / "eval.jsonl", examples, k)
+        theirs = vf_eval_rate(server.base_url, env, tmp, examples, k)
+    finally:
+        server.stop()
+    limit = IN_FLIGHT / 1.0 / k
+    server = BackgroundSimServer(seed=0, latency_s=1.0).start()
+    try:
+        slow = collect("vftui", lambda url, out, n, size: vftui_eval(url, out, n, size), server, env,
+                       tmp / "eval-slow.jsonl", args.groups if args.quick else round(20 * limit), k)
+    finally:
+        server.stop()
+    print(f"\n## eval ({CLASSIC_ENV}, {k} rollouts an example, --concurrency {IN_FLIGHT} for both)")
+    print(f"vftui run --mode eval {ours:>8.2f} examples/s; vf-eval {theirs:.2f} examples/s: {ours / theirs:.2f} x "
+          "(target >= 1.5 x)")
+    print(f"at 1 s a request: {slow:.2f} examples/s = {slow / limit:.2f} x the limit {limit:.2f} (target >= 0.85)\n",
+          flush=True)
+
+
+SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "eval", "rl")
 
 
 def main() -> None:
@@ -399,6 +457,7 @@ def main() -> None:
             "rate": lambda: rate_section(args, env, tmp),
             "memory": lambda: memory_section(args, env, tmp),
             "v1": lambda: v1_section(args, env, tmp),
+            "eval": lambda: eval_section(args, env, tmp),
             "rl": lambda: rl_section(args, env, tmp),
         }
         for name in sections:

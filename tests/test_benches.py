@@ -23,6 +23,8 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         "memory": [r"peak RSS of vftui run --no-ui: \d+ MB"],
         "v1": [r"vftui run --no-ui\s+[\d.]+ groups/s; verifiers' own v1 eval [\d.]+ groups/s",
                r"at 1 s a request, --concurrency 64: [\d.]+ groups/s"],
+        "eval": [r"vftui run --mode eval\s+[\d.]+ examples/s; vf-eval [\d.]+ examples/s",
+                 r"at 1 s a request: [\d.]+ examples/s = [\d.]+ x the limit"],
         "rl": [r"vftui run --mode rl\s+[\d.]+\s+[\d.]+"],
     }.items()},
     "first_frame.py": [r"median of 1 starts: first frame [\d.]+ s, running [\d.]+ s"],
