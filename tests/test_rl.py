@@ -12,9 +12,22 @@ import signal
 import subprocess
 
 import httpx
+import pytest
 from transformers import AutoTokenizer
 
-from tests.conftest import Trainer, free_port, read_jsonl, read_until, sim_admin, start_cli, until, wait_until
+from tests.conftest import (
+    Trainer,
+    free_port,
+    json_events,
+    read_jsonl,
+    read_until,
+    run_cli,
+    sim_admin,
+    start_cli,
+    until,
+    wait_until,
+)
+from tests.wandb_log import history
 from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
@@ -227,3 +240,23 @@ def test_a_template_that_rewrites_earlier_turns_drops_groups_then_fails_the_run(
     assert "not sent: building the token sequence failed: the chat template renders earlier turns" in err
     assert "building the token sequence failed in 3 groups in a row" in err
     assert read_jsonl(tmp_path / "groups.jsonl") == [], "nothing that does not match its generation is kept"
+
+
+def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wandb(tmp_path):
+    out = tmp_path / "run" / "groups.jsonl"
+    args = ["run", "--mode", "rl", "--no-ui", "--json", "--start-api", "--api-url", f"http://127.0.0.1:{free_port()}",
+            "--steps", "16", "--group-size", str(GROUP_SIZE), "--eval-every", "2", "--num-examples", "5",
+            "--rollouts-per-example", "2", "--wandb", "--out", str(out)]
+    result = run_cli(args, tmp_path, WANDB_MODE="offline")
+    assert result.returncode == 0, result.stderr
+    reports = [e for e in json_events(result.stdout) if e["event"] == "EvalReport"]
+    assert len(reports) >= 2, "an eval every 2 trainer steps"
+    steps = [r["step"] for r in reports]
+    assert steps == sorted(set(steps)) and all(r["final"] and r["items"] == 5 for r in reports)
+    assert all(r["rollouts_per_item"] == 2 and "pass@2" in r["figures"] for r in reports)
+    assert len(read_jsonl(out)) == 16, "training went on while it evaluated"
+    (run_file,) = (out.parent / "wandb").glob("offline-run-*/run-*.wandb")
+    logged = [row for row in history(run_file) if "eval/pass@1" in row]
+    assert len(logged) == len(reports)
+    assert [row["eval/pass@1"] for row in logged] == pytest.approx([r["figures"]["pass@1"]["mean"] for r in reports])
+    assert all(row["_step"] >= r["step"] for row, r in zip(logged, reports, strict=True))

@@ -25,6 +25,7 @@ from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
 MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
 DEFAULT_TEMPERATURE = 1.0
+EVAL_DURING_RL_EXAMPLES = 32
 FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
@@ -128,6 +129,11 @@ class RunConfig(BaseModel):
                               "stopped on exit", action="store_true", group="rl")
     batch_size: int | None = setting(None, "sequences per trainer batch (the registered trainer's wins)", group="rl",
                                      ge=1, le=HUGE)
+    eval_every: int | None = setting(None, "evaluate every S trainer steps on the eval split's first --num-examples "
+                                     f"examples (default {EVAL_DURING_RL_EXAMPLES}), --rollouts-per-example each "
+                                     "(default 1, greedy); meanwhile training goes on with half its workers "
+                                     "(atroposlib's LIMIT_TRAIN), so its groups keep coming", metavar="S",
+                                     group="rl", ge=1, le=HUGE)
     sim_trainer: bool | None = setting(None, "start vftui's simulated trainer to pull batches (default: on with the "
                                        "embedded default and --start-api)", action="optional", group="rl")
 
@@ -140,9 +146,9 @@ class RunConfig(BaseModel):
         mode = MODE_ALIASES.get(str(data.get("mode", "")).lower(), str(data.get("mode", "")).lower())
         eval_only = [name for name in ("num_examples", "rollouts_per_example") if data.get(name) is not None]
         if mode != Mode.EVAL:
-            if eval_only:
-                raise ValueError(f"{FLAG_NAMES[eval_only[0]]} is for --mode eval (sft and rl take --steps and "
-                                 "--group-size)")
+            if eval_only and not (mode == Mode.RL and data.get("eval_every") is not None):
+                raise ValueError(f"{FLAG_NAMES[eval_only[0]]} is for --mode eval, or rl with --eval-every (sft and "
+                                 "rl take --steps and --group-size)")
             return data
         k = data.get("rollouts_per_example")
         if k is not None and data.get("group_size") is not None and str(data["group_size"]) != str(k):
@@ -175,6 +181,8 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_endpoint_for_sft(self) -> RunConfig:
+        if self.eval_every is not None and self.mode is not Mode.RL:
+            raise ValueError("--eval-every is for --mode rl; --mode eval evaluates once")
         if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):
             raise ValueError(f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
                              "use it with --mode eval")
@@ -193,6 +201,23 @@ class RunConfig(BaseModel):
         if self.temperature is not None:
             return self.temperature
         return 0.0 if self.mode is Mode.EVAL and self.group_size == 1 else DEFAULT_TEMPERATURE
+
+    @property
+    def eval_examples(self) -> int:
+        """An rl run's evals (``--eval-every``): how many of the eval split's first examples each one runs."""
+        return self.num_examples or EVAL_DURING_RL_EXAMPLES
+
+    @property
+    def eval_rollouts(self) -> int:
+        """Rollouts an example in an eval: the group size in eval mode, else --rollouts-per-example."""
+        return self.group_size if self.mode is Mode.EVAL else self.rollouts_per_example or 1
+
+    @property
+    def eval_temperature(self) -> float:
+        """An eval's temperature: eval mode's own; an rl run's evals are greedy with one rollout an example."""
+        if self.mode is Mode.EVAL:
+            return self.start_temperature
+        return 0.0 if self.eval_rollouts == 1 else DEFAULT_TEMPERATURE
 
     @property
     def groups_hint(self) -> int:

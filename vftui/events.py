@@ -315,6 +315,7 @@ class EvalReport:
     ``figures`` holds ``reward`` (the mean of item means, = avg@k), ``pass@1`` ... ``pass@k``
     (unbiased, rollouts passing at ``reward >= threshold``) and ``accuracy`` (Atropos's: the share
     of rollouts with reward > 0); ``functions`` each reward function's mean (``eval_stats``).
+    In rl mode with ``--eval-every``, each eval's figures come once, ``final``, with its ``step``.
     """
 
     items: int
@@ -324,6 +325,7 @@ class EvalReport:
     figures: dict[str, Figure]
     functions: dict[str, Figure]
     final: bool = False
+    step: int | None = None  # an eval during rl: the trainer step it evaluated
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ def figure(value: Figure) -> str:
 
 def eval_report(report: EvalReport) -> str:
     """An eval's figures as printed at its end: one line each, with the 95% interval over items."""
-    lines = [f"eval: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
+    at = f" at trainer step {report.step}" if report.step is not None else ""
+    lines = [f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
              f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"]
     width = max(map(len, [*report.figures, *report.functions]), default=0)
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]

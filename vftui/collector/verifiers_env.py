@@ -19,7 +19,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,8 @@ class Hooks:
     health_metrics: Callable[[], dict[str, float]] = dict
     """The run's health figures for each wandb log (``collector.health``)."""
     fail: Callable[[RunFailed], None] | None = None
+    evaluate: Callable[[VerifiersEnv], Awaitable[dict[str, float]]] | None = None
+    """rl with --eval-every: atroposlib's ``evaluate`` hook, every ``steps_per_eval`` trainer steps."""
     """rl: ends the run with this failure (atroposlib's serve loop logs and drops a group's error)."""
 
 
@@ -168,8 +170,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         return {**self.environment.item(index), "_item": index, CLAIMED: controls is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
-        """Evaluation is out of scope for the collector."""
-        return {}
+        """atroposlib calls it every ``steps_per_eval`` trainer steps: the run's evals, if it asked for them."""
+        return await self.hooks.evaluate(self) if self.hooks.evaluate is not None else {}
 
     def save_checkpoint(self, step, data=None) -> None:
         data = dict(data or {})

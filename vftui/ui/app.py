@@ -216,6 +216,7 @@ class VftuiApp(App[RunSummary | None]):
             self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
             self.set_class(self.model.run_started.mode is Mode.EVAL, "-eval")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
+        self.set_class(self.model.eval_report is not None and self.model.eval_report.step is not None, "-evals")
         self.status_bar.show(self.model)
         self.rewards.loading = self.model.run_started is None and self.model.state is RunState.STARTING
         if self.model.version != self._shown_version:

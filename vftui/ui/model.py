@@ -98,7 +98,8 @@ class DashboardModel:
     requests: RequestStats | None = None
     servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
     health: Health | None = None
-    eval_report: EvalReport | None = None  # eval mode: the figures so far
+    eval_report: EvalReport | None = None  # eval mode: the figures so far; rl: the last eval's
+    eval_curve: list = field(default_factory=list)  # rl with evals: (trainer step, mean reward) of each
     alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -173,6 +174,8 @@ class DashboardModel:
                 self.health = event
             case EvalReport():
                 self.eval_report = event
+                if event.step is not None and event.figures["reward"]["mean"] is not None:
+                    self.eval_curve.append((event.step, event.figures["reward"]["mean"]))
             case Alert():
                 if event.active:
                     self.alerts[event.name] = event

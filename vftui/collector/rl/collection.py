@@ -15,7 +15,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment
+from vftui.collector.eval.during_rl import LIMIT_TRAIN, EvalsDuringRl
 from vftui.collector.rl import managed
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.collector.rl.rollouts import RlRollouts
@@ -44,6 +46,7 @@ class RlCollection:
         self._trainer: subprocess.Popen | None = None
         self._task: asyncio.Task | None = None
         self._failure: RunFailed | None = None
+        self._evals: EvalsDuringRl | None = None
 
     def check(self, environment: Environment) -> None:
         """A tools environment needs a parser that reads the calls out of the generated text."""
@@ -78,6 +81,8 @@ class RlCollection:
             "max_num_workers": groups_for(cfg.concurrency, cfg.group_size),  # --concurrency is in requests
             # the API names the env after it ("desired_name"), so it cannot be empty
             "wandb_name": cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}",
+            "steps_per_eval": cfg.eval_every or 0,
+            **LIMIT_TRAIN,
         }
 
     def server_settings(self) -> dict[str, Any]:
@@ -85,6 +90,13 @@ class RlCollection:
 
     def configure(self, env: VerifiersEnv) -> None:
         env.server.tool_parser = self.config.tool_parser  # each rollout's ManagedServer parses calls with it
+        if self.config.eval_every is not None:  # an environment of its own, on its eval split
+            environment = loader.load(self.config.env, self.config.env_args)
+            split = environment.use_eval_split()
+            self._evals = EvalsDuringRl(self.config, environment, self._emit)
+            env.hooks.evaluate = self._evals
+            logger.info("evaluating every %d trainer steps on %d examples of %s", self.config.eval_every,
+                        self._evals.examples, split)
 
     def tokens_written(self, count: int) -> None:
         return None  # the inference servers' own figures stand for the traffic (``server_watch``)
@@ -103,6 +115,8 @@ class RlCollection:
                 self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._evals is not None:
+            await self._evals.environment.aclose()
         if env.unsent:
             logger.warning("%d groups were not sent to the trajectory API; they are in %s", env.unsent,
                            env.config.data_path_to_save_groups)

@@ -10,6 +10,7 @@ registered with again, and sends wait until it knows us. It relies on the env's
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import functools
 import logging
@@ -43,6 +44,41 @@ class TrajectoryApiLink:
     _sent_steps: collections.deque | None = None  # the trainer step each recently sent group began at
     _said_waiting = False
     _api_knows_us = False
+
+    async def env_step_checks(self) -> None:
+        """atroposlib's, with every crossing of a multiple of ``steps_per_eval`` starting an eval.
+
+        atroposlib compares the old and new trainer steps modulo ``steps_per_eval``, so a trainer
+        that moved by a multiple of it between two polls (12 -> 14 with evals every 2) skips that
+        eval. Ours run with LIMIT_TRAIN, so starting one here needs no workers cancelled."""
+        every, before = self.config.steps_per_eval, self.curr_step
+        now = self.status_dict["current_step"]
+        missed = every > 0 and now // every > before // every and before % every <= now % every
+        if missed and (self.eval_runner is None or self.eval_runner.done()):
+            self.eval_runner = asyncio.create_task(self.evaluate())
+        await super().env_step_checks()
+
+    async def setup_wandb(self) -> None:
+        """As atroposlib's: the trainer's wandb project and group when it names them; the run's own
+        otherwise. atroposlib's waits for a project while one is unset and does nothing once one is (ours
+        always is), so an rl run with --wandb never started its wandb run."""
+        if not self.config.use_wandb:
+            return
+        import wandb
+
+        if wandb.run is not None:
+            return
+        info: dict[str, Any] = {}
+        try:
+            async with aiohttp.ClientSession() as session, session.get(f"{self.config.rollout_server_url}/wandb_info",
+                                                                         timeout=aiohttp.ClientTimeout(total=10)) as r:
+                info = await r.json() if r.status == 200 else {}
+        except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+            logger.info("no wandb project from the trajectory API (%s): using the run's", e)
+        self.wandb_project = info.get("project") or self.wandb_project
+        self.wandb_group = info.get("group") or self.wandb_group
+        wandb.init(name=self.config.wandb_name or None, project=self.wandb_project, group=self.wandb_group,
+                   config=self.config.model_dump())
 
     async def _until_it_works(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
         """``call()`` retried with backoff for as long as the run goes on, each failure reported."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.containers import Vertical
+from textual.widgets import Sparkline
 
 from vftui import wording
 from vftui.events import EvalReport, Figure
@@ -41,7 +42,8 @@ def track(value: Figure, low: float, high: float) -> Text:
 def render_eval(report: EvalReport | None) -> Text:
     if report is None:
         return Text("waiting for the first examples", style="dim")
-    text = Text(f"{report.items}/{report.items_total} examples × {report.rollouts_per_item}", style="bold")
+    at = f"step {report.step} · " if report.step is not None else ""
+    text = Text(f"{at}{report.items}/{report.items_total} examples × {report.rollouts_per_item}", style="bold")
     text.append(f"  pass ≥ {report.threshold:g}", style="dim")
     width = max(map(len, report.figures), default=0)
     for name, value in report.figures.items():
@@ -67,6 +69,9 @@ class EvalPanel(Vertical):
 
     def compose(self):
         yield EvalFigures(id="eval-figures")
+        yield Sparkline([], id="eval-curve")
 
     def show(self, model: DashboardModel) -> None:
+        """rl: the curve of each eval's mean reward over trainer steps, beside the training reward's."""
         self.query_one(EvalFigures).figures = model.eval_report
+        self.query_one(Sparkline).data = [reward for _, reward in model.eval_curve]
