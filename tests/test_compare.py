@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, json_events, read_jsonl, run_cli, until
+from vftui.commands.compare import load_all
+from vftui.comparison import compare, summarize
 from vftui.groupfile import GroupFile
 from vftui.results import viewable
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
+from vftui.ui.compare_app import CompareApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import ViewedFile
 
@@ -108,3 +111,24 @@ def test_eval_json_events_carry_the_report_live(sim, tmp_path):
     assert result.returncode == 0, result.stderr
     kinds = [e["event"] for e in json_events(result.stdout)]
     assert kinds.index("EvalReport") < kinds.index("RunSummary")
+
+
+async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rollouts(both, tmp_path):
+    ours, theirs = both
+    sources = load_all([ours, theirs])
+    summaries = [summarize(s, 0.5) for s in sources]
+    change = compare(*sources)
+    app = CompareApp(summaries, change, "header")
+    async with app.run_test(size=(130, 45)) as pilot:
+        items = app.query_one("#items")
+        worst = change.items[0]
+        assert items.row_count == 10 and str(items.get_row_at(0)[0]) == worst.key
+        side_a, side_b = (str(app.query_one(f"#side-{x}").render()) for x in "AB")
+        assert f"A · item {worst.key} · rollout 1/4" in side_a and f"B · item {worst.key} · rollout 1/4" in side_b
+        first_answer = sources[1].items[worst.key].rollouts[0][-1]["content"].splitlines()[0]
+        assert first_answer in side_b
+        await pilot.press("enter")
+        assert "rollout 2/4" in str(app.query_one("#side-A").render())
+        await pilot.press("down")
+        assert f"item {change.items[1].key} · rollout 1/4" in str(app.query_one("#side-B").render())
+        await pilot.press("q")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import typing
 
 import pytest
@@ -18,6 +19,7 @@ from vftui.events import (
     ApiStatus,
     EndpointTrouble,
     EnvShare,
+    EvalReport,
     Event,
     FileProgress,
     GroupCollected,
@@ -59,6 +61,8 @@ SAMPLES: list[Event] = [
     ServerStatus("http://127.0.0.1:9000/v1", True, 3, 0, 0.1, 0.2),
     Health(8, {"stop": 8}, 10.0, 12.0, {}, 0.5, 0.5, 0.1, 0.2, 40.0, {"identical": 0.1}, []),
     Alert("truncated", 0.5, 0.2, True, "half the rollouts were cut"),
+    EvalReport(3, 10, 2, 0.5, {"reward": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 3}},
+               {"format_ok": {"mean": math.nan, "ci_low": None, "ci_high": None, "n": 0}}, final=True, step=4),
     TemperatureChanged(0.7),
     GroupsDumped("/tmp/dump.jsonl", 2),
     LogRecord("WARNING", "vftui", "a line"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -210,6 +211,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                    help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, or a "
                    "vf-eval output folder or results.jsonl")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--no-ui", action="store_true", help="print the table instead of opening the compare view "
+                   "(the default when stdout is not a terminal)")
+    _shared(p, "theme")
     p.add_argument("--fail-if-worse", type=float, metavar="D",
                    help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
                    "of the change (a gate for CI)")
@@ -235,6 +239,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _attach_parser(sub)
     _runs_parser(sub)
     _compare_parser(sub)
+    sub.add_parser("eval", help="an eval is a run: vftui run --mode eval (this says so)")
     return parser
 
 
@@ -287,7 +292,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.fail_if_worse is not None and not args.fail_if_worse >= 0:
         raise UserError("--fail-if-worse must be a margin of 0 or more")
-    return run_compare(args.sources, args.json, args.fail_if_worse, args.pass_threshold)
+    return run_compare(args.sources, args.json, args.fail_if_worse, args.pass_threshold, args.no_ui, args.theme)
 
 
 def _sim_server(args: argparse.Namespace) -> int:
@@ -319,6 +324,9 @@ def _sim_trainer(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["eval"]:  # one way in, so flags and help live in one place
+        print(f"vftui: an eval is a run: vftui run --mode eval {shlex.join(argv[1:])}".rstrip(), file=sys.stderr)
+        return 2
     parser = build_parser(with_run_flags=bool(argv) and argv[0] == "run")
     args = parser.parse_args(argv)
     args.run_args = argv[1:]  # --detach starts the run again, in the background, with them

@@ -40,7 +40,9 @@ def module_name(env_id: str) -> str:
     return env_id.rsplit("/", 1)[-1].replace("-", "_")
 
 
-def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float) -> int:
+def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float,
+                no_ui: bool = False, theme: str | None = None) -> int:
+    """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app."""
     sources = load_all(paths)
     summaries = [summarize(s, threshold) for s in sources]
     changes = [compare(sources[0], s) for s in sources[1:]]
@@ -48,8 +50,16 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
              if fail_if_worse is not None and worse_beyond(c, fail_if_worse)]
     if as_json:
         print(json.dumps(finite_json(as_dict(summaries, changes, fail_if_worse, worse))))
-    else:
+    elif no_ui or not (sys.stdout.isatty() and sys.stdin.isatty()):
         say(report(summaries, changes), sys.stdout)
+    else:
+        from vftui.ui import themes
+        from vftui.ui.compare_app import CompareApp
+
+        ours = themes.available_themes()
+        header = report(summaries, changes).splitlines()
+        CompareApp(summaries, changes[0], "\n".join(header[: len(summaries) + 1]), themes.resolve(theme, ours=ours),
+                   ours).run()
     for path in worse:
         print(f"vftui: {printable(str(path))} is worse than {printable(str(sources[0].path))} by more than "
               f"{fail_if_worse:g} beyond the 95% interval", file=sys.stderr)

@@ -1,0 +1,106 @@
+"""``vftui compare`` in a terminal: the sources' figures side by side, the items by how much they
+changed (worst first), and the selected item's rollouts in each source side by side.
+
+Everything here is computed once from the files (``comparison``); the app only shows it.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer, Static
+
+from vftui.comparison import Change, Summary
+from vftui.printable import printable
+from vftui.ui import themes
+from vftui.ui.lean_output import lean_driver
+from vftui.wording import figure
+
+
+def rollout_text(messages: list[dict], title: str) -> Text:
+    """One rollout as text: the model's words bright, the rest dim."""
+    text = Text(title + "\n", style="bold")
+    for message in messages:
+        role = str(message.get("role", "?"))
+        text.append(f"{role}: ", style="bold")
+        text.append(printable(str(message.get("content") or "")) + "\n",
+                    style="cyan" if role == "assistant" else "dim")
+    return text
+
+
+class CompareApp(App[None]):
+    CSS_PATH = "compare.tcss"
+    TITLE = "vftui compare"
+    BINDINGS = [
+        Binding("n", "next_rollout", "next rollout", tooltip="the next rollout of the item in both sources (or enter)"),
+        Binding("q,ctrl+c", "quit", "quit", priority=True),
+    ]
+
+    def __init__(self, summaries: list[Summary], change: Change, header: str, theme_name: str = "vftui-dark",
+                 extra_themes=None) -> None:
+        super().__init__()
+        self.summaries, self.change, self.header = summaries, change, header
+        self.letters = [chr(ord("A") + i) for i in range(len(summaries))]
+        self.rollout = 0
+        themes.install(self, theme_name, extra_themes)
+
+    def get_driver_class(self) -> type:
+        return lean_driver(super().get_driver_class())
+
+    def compose(self) -> ComposeResult:
+        yield Static(printable(self.header), id="compare-header")
+        yield DataTable(id="figures", cursor_type="none", zebra_stripes=True)
+        yield DataTable(id="items", cursor_type="row")
+        with Horizontal(id="sides"):
+            for letter in self.letters[:2]:
+                yield Static(id=f"side-{letter}", classes="side")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        figures = self.query_one("#figures", DataTable)
+        figures.add_columns("", *self.letters)
+        rows = [("items", [str(len(s.source.items)) for s in self.summaries]),
+                ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
+                ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
+                ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),
+                ("identical", [f"{s.identical:.1%}" for s in self.summaries]),
+                ("completion", [f"{s.completion_chars:.0f} chars" for s in self.summaries])]
+        names = sorted({n for s in self.summaries for n in s.functions})
+        rows += [(n, [figure(s.functions[n].as_dict()) if n in s.functions else "-" for s in self.summaries])
+                 for n in names]
+        for label, values in rows:
+            figures.add_row(label, *values)
+        items = self.query_one("#items", DataTable)
+        items.border_title = f"items by change, B - A, worst first ({self.change.paired} in both)"
+        items.add_columns("item", "A", "B", "change")
+        for c in self.change.items:
+            style = "red" if c.change < 0 else "green" if c.change > 0 else ""
+            items.add_row(printable(c.key), f"{c.before:.3f}", f"{c.after:.3f}", Text(f"{c.change:+.3f}", style=style),
+                          key=c.key)
+        items.focus()
+        self.show_sides()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.rollout = 0
+        self.show_sides()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_next_rollout()  # enter on an item: its next rollout, as in the dashboard
+
+    def action_next_rollout(self) -> None:
+        self.rollout += 1
+        self.show_sides()
+
+    def show_sides(self) -> None:
+        """The highlighted item's rollout ``self.rollout`` in A and in B."""
+        items = self.query_one("#items", DataTable)
+        if not self.change.items:
+            return
+        key = self.change.items[min(items.cursor_row, len(self.change.items) - 1)].key
+        for letter, summary in zip(self.letters[:2], self.summaries[:2], strict=True):
+            item = summary.source.items[key]
+            n = self.rollout % len(item.rollouts)
+            title = f"{letter} · item {key} · rollout {n + 1}/{len(item.rollouts)} · reward {item.rewards[n]:.3f}"
+            self.query_one(f"#side-{letter}", Static).update(rollout_text(item.rollouts[n], printable(title)))
