@@ -260,7 +260,8 @@ def test_out_that_is_not_a_regular_file(capsys):
 
 def test_view_of_a_folder(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.strip() == f"vftui: error: {tmp_path} is a folder; name a .jsonl file in it"
+    said = f"vftui: error: {tmp_path} holds no run, eval or vf-eval results; name a .jsonl file"
+    assert capsys.readouterr().err.strip() == said
 
 
 @pytest.fixture

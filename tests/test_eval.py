@@ -11,6 +11,9 @@ from verifiers.legacy.utils.save_utils import load_outputs, validate_resume_meta
 
 from tests.conftest import json_events, read_jsonl, run_cli
 from vftui.eval_stats import ItemResult, estimate, pass_at
+from vftui.events import EvalReport
+from vftui.groupfile import GroupFile
+from vftui.results import viewable
 from vftui.sim import task
 
 
@@ -31,7 +34,8 @@ def final_report(events: list[dict]) -> dict:
 @pytest.mark.e2e
 @pytest.mark.parametrize("env", ["vftui/alphabet-sort", pytest.param("vftui/alphabet-sort-classic",
                                                                      marks=pytest.mark.classic)])
-def test_eval_figures_agree_with_the_groups_and_the_files_read_as_vf_evals(tmp_path, env):
+def test_eval_figures_agree_with_the_groups_and_the_files_read_as_vf_evals(tmp_path, env, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     args = ["--env", env, "--num-examples", "12", "--rollouts-per-example", "4"]
     if env == "vftui/alphabet-sort":
         args += ["--env-args", '{"split": "eval"}']  # a v1 taskset picks its split in its config
@@ -66,6 +70,14 @@ def test_eval_figures_agree_with_the_groups_and_the_files_read_as_vf_evals(tmp_p
     atropos = json.loads((folder / "atropos" / "metrics.json").read_text())
     assert atropos["results"]["all"]["eval/pass@1"] == pytest.approx(meta["pass@1"])
     assert len(read_jsonl(folder / "atropos" / "samples.jsonl")) == 48
+
+    # vftui view opens the run's folder, the eval folder and atroposlib's samples, with the same figures
+    assert viewable(out.parent) == out
+    for opened in (folder, folder / "atropos"):
+        events: list = []
+        GroupFile(viewable(opened)).read(events.append, "")
+        (final,) = [e for e in events if isinstance(e, EvalReport) and e.final]
+        assert final.items == 12 and final.figures["pass@1"]["mean"] == pytest.approx(meta["pass@1"])
 
 
 @pytest.mark.e2e

@@ -155,11 +155,12 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
 def _view_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "view",
-        help="open a saved groups file (a run, a dump, Atropos process output) in the dashboard",
+        help="open saved groups (a run, an eval, a dump, Atropos output, vf-eval results) in the dashboard",
         description="Browse a groups jsonl in the dashboard's panels; press / to filter groups. "
         "Malformed lines are reported with their line numbers and skipped.",
     )
-    p.add_argument("file", type=Path, help="the .jsonl file")
+    p.add_argument("file", type=Path, help="a groups .jsonl, a run or eval folder, or vf-eval's results.jsonl or its "
+                   "folder (shown one group an example)")
     p.add_argument("--tokenizer", help="tokenizer to decode the token preview (default: the run's, if recorded)")
     _shared(p, "theme")
     _shared(p, "identical_alert")

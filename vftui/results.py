@@ -18,9 +18,10 @@ from typing import Any
 from vftui import paths, store
 from vftui.errors import UserError
 from vftui.events import META
-from vftui.run_files import EVAL_SUFFIX, RUN_SUFFIX
+from vftui.run_files import RUN_SUFFIX
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
+SAMPLES = "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
 GROUPS_FORM = "3"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
 
 
@@ -121,16 +122,16 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _file_in(folder: Path) -> Path:
-    """The results file of a run folder, an eval folder or a vf-eval output folder."""
-    if (folder / RESULTS).is_file():
-        return folder / RESULTS
+    """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder."""
+    for name in (RESULTS, SAMPLES):
+        if (folder / name).is_file():
+            return folder / name
     runs = sorted(folder.glob(f"*{RUN_SUFFIX}"))
     if len(runs) == 1:
         return runs[0]
-    evals = sorted(folder.glob(f"*{EVAL_SUFFIX}/{RESULTS}"))
-    if len(evals) == 1:
-        return evals[0]
-    raise UserError(f"{folder}: found {len(runs) or 'no'} runs and no single {RESULTS} there; name the file")
+    if len(runs) > 1:
+        raise UserError(f"{folder} holds {len(runs)} runs; name one's .jsonl file")
+    raise UserError(f"{folder} holds no run, eval or vf-eval results; name a .jsonl file")
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -103,7 +103,8 @@ async def write_atropos(env: VerifiersEnv, report: EvalReport, model: str, start
     env.config.data_dir_to_save_evals = str(folder / ATROPOS)
     metrics = {f"eval/{'avg_score' if name == 'reward' else name}": f["mean"] for name, f in report.figures.items()}
     metrics.update({f"eval/{name}": f["mean"] for name, f in report.functions.items()})
-    samples = [{"item": row["info"]["item"], "messages": row["prompt"] + row["completion"], "score": row["reward"]}
+    samples = [{key: row[key] for key in ("example_id", "info", "prompt", "completion", "reward", "metrics",
+                                          "is_truncated", "stop_condition")} | {"score": row["reward"]}
                for row in rollout_rows(Path(env.config.data_path_to_save_groups))]
     await env.evaluate_log(finite_json(metrics), task_name=f"{env.config.vf_env_name}_eval",
                            model_name=model, start_time=started, end_time=time.time(),
