@@ -67,6 +67,10 @@ def test_eval_figures_agree_with_the_groups_and_the_files_read_as_vf_evals(tmp_p
     assert meta["avg_reward"] == pytest.approx(sum(r["reward"] for r in rows) / len(rows))
     assert meta["intervals"]["pass@1"] == pytest.approx([report["figures"]["pass@1"]["ci_low"],
                                                          report["figures"]["pass@1"]["ci_high"]])
+    items = read_jsonl(folder / "items.jsonl")
+    assert [i["mean"] for i in items] == sorted(i["mean"] for i in items), "hardest first"
+    assert all(i["min"] == min(i["rewards"]) and i["max"] == max(i["rewards"]) and len(i["rewards"]) == 4
+               for i in items)
     atropos = json.loads((folder / "atropos" / "metrics.json").read_text())
     assert atropos["results"]["all"]["eval/pass@1"] == pytest.approx(meta["pass@1"])
     assert len(read_jsonl(folder / "atropos" / "samples.jsonl")) == 48

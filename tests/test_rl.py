@@ -260,3 +260,24 @@ def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wan
     assert len(logged) == len(reports)
     assert [row["eval/pass@1"] for row in logged] == pytest.approx([r["figures"]["pass@1"]["mean"] for r in reports])
     assert all(row["_step"] >= r["step"] for row, r in zip(logged, reports, strict=True))
+
+
+async def test_dashboard_draws_the_eval_curve_over_trainer_steps(tmp_path):
+    config = RunConfig(mode="rl", start_api=True, api_url=f"http://127.0.0.1:{free_port()}", group_size=GROUP_SIZE,
+                       steps=16, eval_every=2, num_examples=4, out=tmp_path / "groups.jsonl")
+    inbox = Inbox()
+    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    app = VftuiApp(StartedRun(inbox, run))
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)
+            await pilot.pause(0.3)
+            curve = app.model.eval_curve
+            assert len(curve) >= 2 and [step for step, _ in curve] == sorted(step for step, _ in curve)
+            assert app.has_class("-evals") and app.query_one("#eval").display
+            assert app.query_one("#eval-curve").data == [reward for _, reward in curve]
+            assert f"step {curve[-1][0]}" in str(app.query_one("#eval-figures").render())
+            assert app.query_one("#identical").display, "rl keeps its identical-score panel"
+            await pilot.press("q")
+    finally:
+        run.close()

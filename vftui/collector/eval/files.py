@@ -1,5 +1,6 @@
-"""An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``), and
-as atroposlib's ``evaluate_log`` does, in the folder beside the run's jsonl (``run_files.eval_dir``).
+"""An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``), as
+atroposlib's ``evaluate_log`` does, and per example (``items.jsonl``: its rewards, mean, min, max,
+spread, hardest first), in the folder beside the run's jsonl (``run_files.eval_dir``).
 
 Both are made from the run's own jsonl, so a resumed eval's files cover all of it; each file is
 replaced in one rename, so a crash leaves the old one or the new one.
@@ -15,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vftui import store
-from vftui.eval_stats import k_values, pass_all_k
+from vftui.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.events import META, EvalReport, finite_json
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv
 
-RESULTS, METADATA, ATROPOS = "results.jsonl", "metadata.json", "atropos"
+RESULTS, METADATA, ITEMS, ATROPOS = "results.jsonl", "metadata.json", "items.jsonl", "atropos"
 
 
 def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
@@ -65,6 +66,18 @@ def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], folder: Pa
     rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
     store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
     store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, report, run)))
+    store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in per_item(rows, report.threshold)))
+
+
+def per_item(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
+    """Each example's k rewards and what they say: mean, min, max, std, how many passed; hardest first."""
+    by_item: dict[Any, list[float]] = {}
+    for row in rows:
+        by_item.setdefault(row["example_id"], []).append(row["reward"])
+    items = [ItemResult(0, tuple(rewards)) for rewards in by_item.values()]
+    out = [{"example_id": key, "rewards": list(i.rewards), "mean": i.mean, "min": i.low, "max": i.high, "std": i.std,
+            "passed": i.passed(threshold)} for key, i in zip(by_item, items, strict=True)]
+    return sorted(out, key=lambda item: (item["mean"], -item["std"]))
 
 
 def metadata(rows: list[dict[str, Any]], report: EvalReport, run: dict[str, Any]) -> dict[str, Any]:
