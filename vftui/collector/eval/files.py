@@ -66,7 +66,8 @@ def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], folder: Pa
     rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
     store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
     store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, report, run)))
-    store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in per_item(rows, report.threshold)))
+    items = per_item(rows, report.threshold)
+    store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
 
 
 def per_item(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
