@@ -9,11 +9,15 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import (
+    cli_env,
+    free_port,
     read_jsonl,
     run_cli,
     start_cli,
@@ -248,3 +252,20 @@ def test_a_refused_setting_closes_the_dashboard_with_its_sentence(tmp_path):
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert "EXIT=2" in screen and "vftui: error:" in screen and "Traceback" not in screen, screen
+
+
+def test_detach_and_the_sim_trainer_start_the_same_from_a_folder_holding_a_vftui_folder(tmp_path):
+    decoy = tmp_path / "vftui"  # the clone's parent folder holds one
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the folder named vftui was imported')\n")
+    script = Path(sys.executable).parent / "vftui"  # as a user starts it: the installed command
+    out = tmp_path / "bg" / "groups.jsonl"
+    started = subprocess.run([str(script), "run", "--detach", "--steps", "3", "--group-size", "2", "--out", str(out)],
+                             cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=240)
+    assert started.returncode == 0 and "Traceback" not in started.stderr, started.stderr
+    wait_until(lambda: out.exists() and len(read_jsonl(out)) == 3, "the detached run's groups", timeout=120)
+    rl = subprocess.run([str(script), "run", "--mode", "rl", "--no-ui", "--start-api", "--api-url",
+                         f"http://127.0.0.1:{free_port()}", "--steps", "2", "--group-size", "2",
+                         "--out", str(tmp_path / "rl.jsonl")], cwd=tmp_path, env=cli_env(tmp_path),
+                        capture_output=True, text=True, timeout=240)
+    assert rl.returncode == 0 and len(read_jsonl(tmp_path / "rl.jsonl")) == 2, rl.stderr[-3000:]

@@ -19,6 +19,7 @@ from vftui.errors import UserError
 from vftui.live.client import ask_status
 from vftui.live.server import socket_path
 from vftui.printable import say
+from vftui.relaunch import vftui_command
 from vftui.run_files import LOG_SUFFIX, find_resumable
 
 POLL_S = 0.2
@@ -42,7 +43,7 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     log_path = out.with_suffix(LOG_SUFFIX)
     with open(log_path, "ab") as log:
-        child = subprocess.Popen([sys.executable, "-m", "vftui", "run", *args, "--no-ui"], stdin=subprocess.DEVNULL,
+        child = subprocess.Popen(vftui_command("run", *args, "--no-ui"), stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     say(f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}", sys.stderr)
     while child.poll() is None:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import subprocess
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from vftui.collector.sft.pool import groups_for
 from vftui.config import RunConfig
 from vftui.errors import RunFailed
 from vftui.events import Event, Mode
+from vftui.relaunch import vftui_command
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls
@@ -67,8 +67,8 @@ class RlCollection:
             self._api = ApiProcess(cfg.api_url).start()
         if cfg.runs_sim_trainer:
             self._trainer = subprocess.Popen(
-                [sys.executable, "-m", "vftui", "sim-trainer", "--api-url", cfg.api_url,
-                 "--batch-size", str(cfg.batch_size or cfg.group_size)],
+                vftui_command("sim-trainer", "--api-url", cfg.api_url, "--batch-size",
+                              str(cfg.batch_size or cfg.group_size)),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
 
