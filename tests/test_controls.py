@@ -130,3 +130,21 @@ def test_concurrency_caps_requests_in_flight_across_groups(tmp_path, extra, expe
         assert sim_admin(server, "/sim/requests")["max_in_flight"] == expected
     finally:
         server.stop()
+
+
+async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_sim, tmp_path):
+    events: list = []
+    run = Run(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=50, out=tmp_path / "groups.jsonl"),
+              events.append)
+    run.prepare()
+    run.controls.pause()  # as a key pressed while the dashboard said "starting"
+    task = asyncio.ensure_future(run.execute())
+    await until(lambda: RunState.STARTING in states(events[1:]))
+    await asyncio.sleep(1.0)
+    assert states(events)[-1] is RunState.PAUSED, states(events)
+    assert RunState.RUNNING not in states(events) and run.controls.groups_done == 0
+    run.controls.resume()
+    await until(lambda: run.controls.groups_done >= 2)
+    run.controls.stop()
+    assert (await task).state is RunState.FINISHED
+    run.close()

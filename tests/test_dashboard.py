@@ -161,3 +161,14 @@ async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app
         assert [min(g.scores) for g in shown] == sorted(min(g.scores) for g in shown)
         assert "worst rollout" in app.query_one("#rewards").border_title
         await quit_app(pilot, app)
+
+
+async def test_the_palettes_quit_asks_and_stops_gracefully_as_q_does(make_app, tmp_path):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
+        await app.run_action("quit")  # what the command palette's Quit calls
+        await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
+    assert app.model.summary is not None and app.model.summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))

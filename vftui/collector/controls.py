@@ -62,6 +62,10 @@ class Controls:
         return self._temperature
 
     @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
     def stop_requested(self) -> bool:
         return self._stop_requested
 

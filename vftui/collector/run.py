@@ -352,7 +352,9 @@ class Run:
         """The mode's collection, to its end; how it ended (a crash raises)."""
         if self.plan.groups_before >= self.plan.groups_total:
             return RunState.FINISHED, ""
-        self.emit(RunStatus(RunState.RUNNING, controls.groups_done, self.plan.groups_total))
+        # a pause pressed while the run was starting holds: it starts paused, and says so
+        state = RunState.PAUSED if controls.paused else RunState.RUNNING
+        self.emit(RunStatus(state, controls.groups_done, self.plan.groups_total))
         try:
             with contextlib.redirect_stdout(sys.stderr):
                 await self.collection.collect(env, controls)

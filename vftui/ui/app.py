@@ -339,6 +339,10 @@ class VftuiApp(App[RunSummary | None]):
                      "command palette (themes too)"))
         self.push_screen(HelpScreen(rows))
 
+    async def action_quit(self) -> None:
+        """The command palette's Quit: the same question and graceful stop as q."""
+        self.action_quit_run()
+
     def action_quit_run(self) -> None:
         """Close at once when nothing runs; else the source's question: stop the run, or leave it running."""
         if self._quitting and self.controls is not None:
