@@ -30,6 +30,17 @@ REPO = Path(__file__).resolve().parent.parent
 CLASSIC = importlib.util.find_spec("verifiers.legacy") is not None  # verifiers 0.3 runs classic envs; 0.4 does not
 
 
+@pytest.fixture(autouse=True, scope="session")
+def own_user_folders(tmp_path_factory) -> Iterator[Path]:
+    """In-process runs (the Run, main(), apps) keep their run index, runs, config and cache out of the
+    user's own folders, as the CLI's subprocesses do (``cli_env``)."""
+    root = tmp_path_factory.mktemp("user")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+            patch.setenv(name, str(root / name.lower()))
+        yield root
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a classic
