@@ -430,3 +430,13 @@ async def test_server_watch_folds_atroposlib_timings_and_shrugs_off_bad_metrics_
     assert (first["odd"].running, first["odd"].kv_cache) == (None, 0.25), "NaN and negative values are left out"
     assert (first["odd"].requests, first["odd"].retries, first["odd"].latency_p50_s) == (3, 2, 0.2)
     assert (again.requests, again.retries, again.healthy) == (4, 3, False)
+
+
+@pytest.mark.unit
+def test_trend_alerts_wait_for_a_window_worth_comparing():
+    health, _ = monitor()
+    low, high = [group(i, scores=(0.1, 0.2)) for i in range(8)], [group(i, scores=(0.9, 1.0)) for i in range(8, 16)]
+    figures, changes, _ = feed(health, low + high)
+    assert "jump" not in figures.signals and not changes, "16 groups in: too early to call a trend"
+    figures, changes, _ = feed(health, [group(i, scores=(0.9, 1.0)) for i in range(16, 32)])
+    assert "jump" in figures.signals

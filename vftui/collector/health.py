@@ -49,6 +49,7 @@ from vftui.events import (
 from vftui.signals import SIGNALS, STALL_TIMEOUT, Tripped
 
 MIN_GROUPS = 8  # a window's figures start to mean something
+TREND_GROUPS = 32  # trends (older half against newer) need halves this big, or the whole window: no flapping at start
 ERROR_WINDOW_S = 60.0
 SATURATED_TREND = 0.8  # completions this much shorter than before, with the reward at its best
 GROWING_TREND = 1.05  # completions this much longer than before: growing, for "runaway"
@@ -181,6 +182,11 @@ class HealthMonitor:
         finishes = [f for s in samples for f in s.finish]
         if finishes:
             values["truncated"] = finishes.count("length") / len(finishes)
+        weighted = self._weighted_shares(samples)
+        if len(weighted) > 1:
+            values["dominance"] = max(weighted.values())
+        if len(samples) < min(TREND_GROUPS, self._window.maxlen or TREND_GROUPS):
+            return values
         older, newer = samples[: len(samples) // 2], samples[len(samples) // 2 :]
         lengths = [[c for s in half for c in s.completion] for half in (older, newer)]
         trend = statistics.fmean(lengths[1]) / statistics.fmean(lengths[0]) if all(lengths) and statistics.fmean(
@@ -192,9 +198,6 @@ class HealthMonitor:
             values["runaway"] = p95 / self._length_cap if trend > GROWING_TREND and self._length_cap > 0 else 0.0
         rewards = [[s.mean for s in half] for half in (older, newer)]
         values["jump"] = _jump(*rewards)
-        weighted = self._weighted_shares(samples)
-        if len(weighted) > 1:
-            values["dominance"] = max(weighted.values())
         rising = statistics.fmean(rewards[1]) > statistics.fmean(rewards[0])
         falls = [_mean_of(older, name) - _mean_of(newer, name) for name in self._weights]
         values["divergence"] = max([f for f in falls if f is not None], default=0.0) if rising else 0.0
