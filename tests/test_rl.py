@@ -215,6 +215,7 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     code, err = finish(process)
     assert code == 130, err
     assert "scored groups were not sent: " in err and "identical scores, all high (too easy)" in err
+    assert "Scores are the same" not in err, "one line per drop: ours, which says why"
     assert read_jsonl(tmp_path / "groups.jsonl") == [], "at temperature 0 every group scores the same"
     rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
     assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \

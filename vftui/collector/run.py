@@ -66,8 +66,12 @@ HEALTH_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
 
 
+SAID_BY_US = ("Scores are the same in a group",)  # atroposlib's line for a drop our GroupDropped says with why
+
+
 class EventLogHandler(logging.Handler):
-    """Library log records become LogRecord events (``Run.emit`` scrubs keys from them)."""
+    """Library log records become LogRecord events (``Run.emit`` scrubs keys from them); a library line
+    that says again what one of our events says is left out, so each drop is one line."""
 
     def __init__(self, emit: Callable[[Event], None]) -> None:
         super().__init__(logging.INFO)
@@ -80,6 +84,8 @@ class EventLogHandler(logging.Handler):
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad log call must not break a run
             message = str(record.msg)
+        if message.startswith(SAID_BY_US):
+            return
         self._emit(LogRecord(record.levelname, record.name, message, record.created))
 
 
