@@ -44,11 +44,12 @@ GROUP_SIZE, GROUPS = 4, 4
 
 def finish(process, timeout: float = 240) -> tuple[int, str]:
     try:
-        _, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         _, err = process.communicate()
         raise AssertionError(f"the run did not finish in {timeout:g} s; its stderr:\n{err[-4000:]}") from None
+    process.printed = out  # stdout: --json's events
     return process.returncode, err
 
 
@@ -208,14 +209,16 @@ def test_rl_balances_several_inference_servers(sim, api, tmp_path):
 
 
 def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp_path):
-    process = start_cli([*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0"], tmp_path)
+    process = start_cli([*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0", "--json"],
+                        tmp_path)
     Trainer(api.api_url, batches=1)
     read_until(process.stderr, "not sent: identical scores", "no group was reported as dropped")
     process.send_signal(signal.SIGINT)
     code, err = finish(process)
     assert code == 130, err
     assert "scored groups were not sent: " in err and "identical scores, all high (too easy)" in err
-    assert "Scores are the same" not in err, "one line per drop: ours, which says why"
+    logged = [e["message"] for e in json_events(process.printed) if e["event"] == "LogRecord"]
+    assert not [m for m in logged if "Scores are the same" in m], "one line per drop: ours, which says why"
     assert read_jsonl(tmp_path / "groups.jsonl") == [], "at temperature 0 every group scores the same"
     rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
     assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \
