@@ -28,7 +28,7 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:
         screen = wait_for_screen(session, "running")
-        assert "SIMULATED" in screen and "rewards" in screen and "identical scores" in screen
+        assert "SIMULATION" in screen and "rewards" in screen and "identical scores" in screen
         wait_for_screen(session, "sorted_correct")  # groups have come: the reward functions' figures
         tmux("send-keys", "-t", session, "space")
         screen = wait_for_screen(session, "paused")

@@ -16,7 +16,7 @@ from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
-from vftui.events import GroupDropped, RequestStats, RunState, RunStatus
+from vftui.events import GroupDropped, Mode, RequestStats, RunStarted, RunState, RunStatus
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
@@ -204,3 +204,16 @@ def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
     assert stats.identical_kind(0.0, None) == stats.TOO_HARD and stats.identical_kind(1.2, None) == stats.TOO_EASY
     assert (stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY
             and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD)
+
+
+def test_the_header_keeps_the_runs_path_shortened_from_the_left_after_its_counters():
+    model = DashboardModel()
+    path = "/home/someone/.local/share/vftui/runs/2026-12-04-231500-alphabet-sort/groups.jsonl"
+    model.apply([RunStarted(Mode.SFT, "vftui/alphabet-sort", "m", "http://127.0.0.1:1/v1", True, path, 10, 0, 4, 1.0,
+                            [], "t"), RunStatus(RunState.RUNNING, 3, 10)])
+    for width in (80, 200):
+        line = render_status(model, width).plain.splitlines()[1]
+        assert len(line) <= width and line.startswith("running  0/10 groups") and "g/s" in line
+        assert line.endswith("groups.jsonl") and (path in line) == (width == 200)
+    assert render_status(model, 30).plain.splitlines()[1].startswith("running"), "no room: the path goes, not a counter"
+    assert "→" not in render_status(model, 30).plain.splitlines()[1]

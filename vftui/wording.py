@@ -15,7 +15,8 @@ from vftui.events import (
     RunSummary,
 )
 
-SIMULATION_NOTE = "SIMULATION: built-in endpoint and tokenizer, not a real model"
+SIMULATION = "SIMULATION"  # the one word for the embedded endpoint, in every view and the README
+SIMULATION_NOTE = f"{SIMULATION}: built-in endpoint and tokenizer, not a real model"
 
 WAITING_FOR_TRAINER = "waiting for a trainer"
 LOADING_LIBRARIES = "loading the collector's libraries"

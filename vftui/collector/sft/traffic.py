@@ -186,6 +186,8 @@ class TrafficStats:
         recent = sum(1 for t in self._answered if t >= since)
         tokens = sum(n for t, n in self._tokens if t >= since)
         ordered = sorted(self._latencies)
+        if groups_in_flight == 0 and limit.in_flight == 0:  # paused: no traffic now, whatever came before
+            recent = tokens = 0
         return RequestStats(
             in_flight=limit.in_flight,
             limit=limit.size,

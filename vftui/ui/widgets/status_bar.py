@@ -7,6 +7,7 @@ from rich.text import Text
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
+from vftui.wording import SIMULATION
 
 STATE_STYLE = {
     RunState.STARTING: "bold",
@@ -17,6 +18,7 @@ STATE_STYLE = {
     RunState.FINISHED: "bold cyan",
     RunState.FAILED: "bold red",
 }
+MIN_PATH = 12  # cells: less than this of a path tells nothing
 STATE_LABEL = {RunState.PAUSING: "pausing…", RunState.STOPPING: "stopping…"}
 
 
@@ -30,14 +32,19 @@ class StatusBar(ChangedLines):
     """Attributes down: the app calls ``show`` with the model after each batch."""
 
     def show(self, model: DashboardModel) -> None:
-        self.draw(render_status(model))
+        self.draw(render_status(model, self.content_size.width or 200))
 
 
 def trouble_label(trouble: EndpointTrouble) -> str:
     return "API unreachable" if trouble.service == TRAJECTORY_API else "endpoint errors"
 
 
-def render_status(model: DashboardModel) -> Text:
+def shorten_left(text: str, width: int) -> str:
+    """``…/runs/x/groups.jsonl``: a path's end is what tells runs apart."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
+def render_status(model: DashboardModel, width: int = 200) -> Text:
     s = model.run_started
     line1 = Text()
     if s is None:
@@ -46,7 +53,7 @@ def render_status(model: DashboardModel) -> Text:
         label = "view" if model.rows is not None else s.mode  # a file is viewed, whatever mode wrote it
         line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(s.model, style="italic")
         if s.simulated:
-            line1.append("  SIMULATED", style="bold reverse yellow")
+            line1.append(f"  {SIMULATION}", style="bold reverse yellow")
     line1.append("  T=")
     line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
     if s is not None:
@@ -71,10 +78,11 @@ def render_status(model: DashboardModel) -> Text:
     line2.append(f"  {clock(model.elapsed_s)}")
     if requests is not None:  # its tok/s replaces the groups' own
         line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
-    if s is not None:
-        line2.append(f"  → {s.out_path}", style="dim")
     if model.detail and (viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)):
         line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
+    room = width - line2.cell_len - len("  → ")
+    if s is not None and room >= MIN_PATH:  # last, in the room the counters leave: never pushes them out
+        line2.append(f"  → {shorten_left(s.out_path, room)}", style="dim")
     status = Text("\n").join([line1, line2])
     status.no_wrap, status.overflow = True, "ellipsis"  # a long line is cut at its end, never pushes line 2 off
     return status
