@@ -11,7 +11,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.conftest import cli_env, free_port, run_cli, wait_until
+from tests.conftest import cli_env, free_port, read_jsonl, run_cli, wait_until
 from vftui.cli import build_parser
 from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.sim.server import BackgroundSimServer
@@ -120,3 +120,13 @@ def test_json_into_a_reader_that_stops_early_ends_the_run_quietly(tmp_path):
     proc.wait(timeout=120)
     assert json.loads(first)["event"] and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
     assert proc.returncode in (0, 130) and "run stopped" in stderr, stderr
+
+
+def test_sim_latency_slows_the_embedded_endpoint_only(tmp_path):
+    out = tmp_path / "slow.jsonl"
+    result = run_cli(["run", "--no-ui", "--steps", "2", "--group-size", "2", "--sim-latency", "0.4", "--out", str(out)],
+                     tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert all(g["vftui"]["elapsed_s"] >= 0.4 for g in read_jsonl(out)), "each request took the latency asked for"
+    refused = run_cli(["run", "--no-ui", "--sim-latency", "1", "--base-url", "http://127.0.0.1:9/v1"], tmp_path)
+    assert refused.returncode == 2 and "--sim-latency slows the embedded simulation" in refused.stderr

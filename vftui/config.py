@@ -78,6 +78,8 @@ class RunConfig(BaseModel):
                                "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
                                metavar="N", ge=1, le=LARGE)
     seed: int = setting(0, "seed of the simulated endpoint", ge=-HUGE, le=HUGE)
+    sim_latency: float = setting(0.0, "seconds the embedded simulated endpoint takes per request, so a run on it "
+                                 "lasts long enough to try the keys (no --base-url only)", metavar="S", ge=0.0, le=60.0)
     out: Path | None = setting(None, f"jsonl file for the groups; default a new run folder under {paths.runs_dir()}; "
                                "an existing file is never overwritten (a _1 suffix is added)")
     resume: Path | None = setting(None, "continue a stopped run (its folder or .jsonl): collects again the items "
@@ -190,6 +192,8 @@ class RunConfig(BaseModel):
             if gate.name.startswith("pass@") and int(gate.name.removeprefix("pass@")) > self.group_size:
                 raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
                                  "pass@k for k up to that; raise --rollouts-per-example")
+        if self.sim_latency and self.base_url is not None:
+            raise ValueError("--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint")
         if self.mode is not Mode.RL and self.extra_base_urls:
             raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
                              "rl mode")

@@ -209,7 +209,7 @@ class Run:
         cfg = self.config
         if cfg.simulated:
             self._step("starting the simulated endpoint")
-            self._sim = BackgroundSimServer(seed=cfg.seed).start()
+            self._sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
             self._api_key = "EMPTY"
             return self._sim.base_url, cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
         base_url = endpoint.check_url(cfg.base_url)
