@@ -172,3 +172,18 @@ async def test_the_palettes_quit_asks_and_stops_gracefully_as_q_does(make_app, t
         await pilot.press("y")
         await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
     assert app.model.summary is not None and app.model.summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))
+
+
+async def test_a_picked_group_stays_in_the_preview_after_it_leaves_the_window(make_app):
+    app = make_app(window=8)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 4)
+        await pilot.press("home")
+        picked = app.previewed
+        assert picked is not None and app.table.previewed == picked.index
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= picked.index + 12)
+        assert picked.index not in [g.index for g in app.model.visible_groups()], "it left the window"
+        assert app.previewed is picked, "no key was pressed: the preview kept it"
+        await pilot.press("end")
+        await until(pilot=pilot, predicate=lambda: app.previewed is not picked)
+        await quit_app(pilot, app)

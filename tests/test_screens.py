@@ -208,3 +208,23 @@ async def test_wide_terminals_widen_the_side_column_and_log_lines_wrap_instead_o
         assert message in " ".join(shown.split()), "every word shown, wrapped"
     async with viewer_app().run_test(size=(100, 30)) as pilot:
         assert pilot.app.query_one("#right").outer_size.width == 34
+
+
+async def test_the_reader_jumps_to_the_completion_folds_the_prompt_and_steps_back():
+    app = viewer_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        body = app.query_one("#token-text")
+        assert "assistant" in body.plain
+        first_visible = "".join(s.text for s in body.render_line(0))
+        assert "system" not in first_visible, "opened at the model's words, not the top of the prompt"
+        await pilot.press("f")
+        await pilot.pause()
+        assert body.plain.startswith("… ") and "prompt pieces folded" in body.plain.splitlines()[0]
+        assert "Sort names alphabetically" not in body.plain
+        await pilot.press("f")
+        await pilot.pause()
+        assert "Sort names alphabetically" in body.plain
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert "rollout 4/4" in str(app.query_one("#token-counts").render()), "back from the first: the last"

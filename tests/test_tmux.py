@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import read_jsonl, tmux, tmux_cli_command, wait_for_screen
+from tests.conftest import read_jsonl, tmux, tmux_cli_command, wait_for_screen, wait_until
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
@@ -19,8 +19,10 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.25).start()
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
+    paged = tmp_path / "paged.txt"
+    pager = shlex.quote(f"sh -c 'cat > {paged}'")
     command = (
-        f"cd {shlex.quote(str(tmp_path))} && "
+        f"cd {shlex.quote(str(tmp_path))} && export PAGER={pager} && "
         + tmux_cli_command(tmp_path, f"run --mode sft --steps 40 --group-size 4 --base-url {sim.base_url} "
                                      f"--out {shlex.quote(str(out))}")
         + "; echo EXIT=$?; sleep 60"
@@ -36,6 +38,9 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
         screen = wait_for_screen(session, "T=1.10")
         tmux("send-keys", "-t", session, "d")
         screen = wait_for_screen(session, "dumped the groups in memory")
+        tmux("send-keys", "-t", session, "v")  # the rollout in $PAGER, then the dashboard again
+        wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager got the rollout")
+        wait_for_screen(session, "T=1.10")
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import shlex
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
@@ -54,11 +57,11 @@ from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
 from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
-from vftui.ui.widgets.token_preview import TokenPreview
+from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
-PREVIEW_FOLLOW_S = 10.0  # a preview is a screenful of styled tokens: following the newest group, redrawn this seldom
+PREVIEW_FOLLOW_S = 2.0  # a preview is a screenful of styled tokens: following the newest group, redrawn this seldom
 STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
@@ -91,6 +94,11 @@ class VftuiApp(App[RunSummary | None]):
         Binding("j", "cursor(1)", "next group", show=False, tooltip=MOVE),
         Binding("k", "cursor(-1)", "previous group", show=False, tooltip=MOVE),
         Binding("enter", "next_rollout", "rollout", tooltip="next rollout of the selected group"),
+        Binding("backspace", "next_rollout(-1)", "rollout back", show=False,
+                tooltip="the previous rollout of the selected group"),
+        Binding("f", "toggle_fold", "fold prompt", show=False,
+                tooltip="fold the prompt and tool schemas away: the rollout from the model's first words"),
+        Binding("v", "pager", "pager", show=False, tooltip="open the rollout in $PAGER (less by default)"),
         Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
         Binding("o", "cycle_sort", "order", show=False,
@@ -103,6 +111,7 @@ class VftuiApp(App[RunSummary | None]):
 
     rollout: reactive[int] = reactive(0, init=False)  # enter: the next rollout of the group in the preview
     show_ids: reactive[bool] = reactive(False, init=False)  # i
+    fold: reactive[bool] = reactive(False, init=False)  # f
     previewed: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
 
     def __init__(
@@ -130,6 +139,7 @@ class VftuiApp(App[RunSummary | None]):
         self._quitting = False
         self._shown_version = -1
         self._previewed: int | None = None  # the number of the group in the preview
+        self._picked = False  # the user chose it: it stays until the user moves
         self._preview_at = 0.0
         themes.install(self, theme_name, extra_themes)
 
@@ -143,7 +153,7 @@ class VftuiApp(App[RunSummary | None]):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield RewardsPanel(id="rewards")
-                yield TokenPreview(id="tokens").data_bind(VftuiApp.rollout, VftuiApp.show_ids,
+                yield TokenPreview(id="tokens").data_bind(VftuiApp.rollout, VftuiApp.show_ids, VftuiApp.fold,
                                                           group=VftuiApp.previewed)
             with Vertical(id="right"):
                 yield RewardFunctionsPanel(id="functions")
@@ -223,7 +233,8 @@ class VftuiApp(App[RunSummary | None]):
             self._shown_version = self.model.version
             for panel in self.panels:
                 panel.show(self.model)
-        self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
+        if not self._picked:  # a group the user picked stays
+            self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
         if isinstance(self.screen, HealthScreen):
             self.screen.show(self.model)
 
@@ -258,8 +269,15 @@ class VftuiApp(App[RunSummary | None]):
             return
         self._previewed, self._preview_at = index, now
         self.previewed = self.selected_group()
+        self.table.previewed = index
 
     def on_group_table_highlighted(self, event: GroupTable.Highlighted) -> None:
+        """A group the user picked stays in the preview until the user moves (its leaving the window moves
+        the cursor, not the preview); on the last row the preview follows the newest again."""
+        if event.by_user:
+            self._picked = not self.table.following
+        elif self._picked:
+            return
         self.rollout = 0
         self.refresh_preview(force=event.by_user)
 
@@ -299,8 +317,21 @@ class VftuiApp(App[RunSummary | None]):
     def action_cursor(self, step: int) -> None:
         self.table.action_move(step)
 
-    def action_next_rollout(self) -> None:
-        self.rollout += 1
+    def action_next_rollout(self, step: int = 1) -> None:
+        self.rollout += step
+
+    def action_toggle_fold(self) -> None:
+        self.fold = not self.fold
+
+    def action_pager(self) -> None:
+        """The previewed rollout, as laid out, in the user's pager; the dashboard comes back after it."""
+        text = self.preview.query_one(TokenText).plain
+        pager = shlex.split(os.environ.get("PAGER") or "less -R")
+        try:
+            with self.suspend():
+                subprocess.run(pager, input=text, text=True, check=False)
+        except (SuspendNotSupported, OSError) as e:
+            self.notify(f"cannot open the pager {pager[0]!r}: {e}", severity="error", markup=False)
 
     def action_filter(self) -> None:
         def apply(text: str | None) -> None:

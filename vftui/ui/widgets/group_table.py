@@ -52,11 +52,12 @@ class GroupTable(ScrollView, can_focus=True):
         Binding("home", "move(-1000000)", "first", show=False, tooltip=JUMP),
         Binding("end", "move(1000000)", "last", show=False, tooltip=JUMP),
     ]
-    COMPONENT_CLASSES = {"group-table--header", "group-table--cursor"}
+    COMPONENT_CLASSES = {"group-table--header", "group-table--cursor", "group-table--previewed"}
     DEFAULT_CSS = """
     GroupTable { overflow-x: hidden; scrollbar-gutter: stable; }
     GroupTable > .group-table--header { text-style: bold; color: $text-accent; }
     GroupTable > .group-table--cursor { background: $accent 40%; text-style: bold; }
+    GroupTable > .group-table--previewed { background: $accent 20%; text-style: underline; }
     """
 
     class Highlighted(Message):
@@ -70,12 +71,14 @@ class GroupTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.groups: Sequence[GroupCollected] = []
         self.cursor = 0
+        self.previewed: int | None = None  # the group in the preview, marked where it is not the cursor's
         self._low, self._high = 0.0, 1.0
         self._rows = 0
         self._size_width = 1
         self._item_width = 4
         self._group_size = 1
-        self._drawn: tuple[tuple, list[tuple[GroupCollected, bool]]] = ((), [])  # what each row showed, see _repaint
+        # what each row showed (group, cursor on it, previewed), see _repaint
+        self._drawn: tuple[tuple, list[tuple[GroupCollected, bool, bool]]] = ((), [])
 
     # -- data down ------------------------------------------------------------------------
 
@@ -161,7 +164,7 @@ class GroupTable(ScrollView, can_focus=True):
         """
         top = int(self.scroll_offset.y)
         bottom = min(self.row_count, top + max(0, self.size.height - 1))
-        rows = [(self.groups[r], r == self.cursor) for r in range(top, bottom)]
+        rows = [(self.groups[r], r == self.cursor, self.groups[r].index == self.previewed) for r in range(top, bottom)]
         layout = (top, self.size, self._low, self._high, self._size_width, self._item_width, self._group_size)
         drawn_layout, drawn_rows = self._drawn
         if layout != drawn_layout:
@@ -191,7 +194,12 @@ class GroupTable(ScrollView, can_focus=True):
             f"{stats.mean(g.scores):.3f}", f"{stats.population_std(g.scores):.3f}",
             Text("=", style="bold yellow") if g.identical else "", f"{g.temperature:.2f}",
         )
-        style = self.get_component_rich_style("group-table--cursor") if row == self.cursor else self.rich_style
+        if row == self.cursor:
+            style = self.get_component_rich_style("group-table--cursor")
+        elif g.index == self.previewed:
+            style = self.get_component_rich_style("group-table--previewed")
+        else:
+            style = self.rich_style
         return self._strip(self._row(cells), width, style)
 
     def _row(self, cells: tuple) -> Text:

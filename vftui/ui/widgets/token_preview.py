@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
+import re
+from dataclasses import dataclass
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
@@ -27,6 +29,9 @@ from vftui.ui.decode import TokenDecoder
 SHADES = ("on grey15", "on grey23")
 HEAT = ["red", "dark_orange", "yellow", "green_yellow", "green"]
 
+WORD = re.compile(r"\S+\s*|\s+")
+WORDS_FROM = 24  # cells: a piece longer than a token is text to wrap between its words
+
 Piece = tuple[str, str]
 """A token's display text (``\\n`` ends a line) and its style."""
 
@@ -41,14 +46,25 @@ def logprob_style(logprob: float) -> str:
     return f"bold {HEAT[min(len(HEAT) - 1, int(p * len(HEAT)))]}"
 
 
-def rollout_pieces(
-    group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False, limit: int = 8000
-) -> tuple[list[Piece], int, int]:
-    """The rollout's tokens as styled pieces, and its (trained, masked) token counts; its messages
-    where it has no token ids (vf-eval's results keep none)."""
+@dataclass(frozen=True)
+class Laid:
+    """A rollout ready to lay out: its pieces, where the model's own words start, its token counts."""
+
+    pieces: list[Piece]
+    first_trained: int  # the piece the reader jumps to
+    trained: int
+    masked: int
+
+
+def rollout_pieces(group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False,
+                   limit: int = 8000) -> Laid:
+    """The rollout's tokens as styled pieces; its messages where it has no token ids (vf-eval's results
+    keep none)."""
     tokens, masks = group.tokens[rollout], group.masks[rollout]
     if not tokens and rollout < len(group.messages):
-        return message_pieces(group.messages[rollout]), 0, 0
+        pieces = message_pieces(group.messages[rollout])
+        first = next((i for i, (text, _) in enumerate(pieces) if text == "assistant: "), 0)
+        return Laid(pieces, first, 0, 0)
     logprobs = group.logprobs[rollout] if group.logprobs else None
     trained = sum(1 for m in masks if m != MASKED)
     pieces: list[Piece] = []
@@ -66,7 +82,16 @@ def rollout_pieces(
         pieces.append((text, style))
     if len(tokens) > limit:
         pieces.append((f"\n… {len(tokens) - limit} more tokens", "italic"))
-    return pieces, trained, len(tokens) - trained
+    first = next((i for i, mask in enumerate(masks[:limit]) if mask != MASKED), 0)
+    return Laid(pieces, first, trained, len(tokens) - trained)
+
+
+def folded(laid: Laid) -> Laid:
+    """The prompt (and tool schemas) before the model's first words as one line: the completion at once."""
+    if laid.first_trained <= 0:
+        return laid
+    note = (f"… {laid.first_trained} prompt pieces folded (f shows them)\n", "italic dim")
+    return Laid([note, *laid.pieces[laid.first_trained :]], 1, laid.trained, laid.masked)
 
 
 def message_pieces(messages: list[dict]) -> list[Piece]:
@@ -79,33 +104,49 @@ def message_pieces(messages: list[dict]) -> list[Piece]:
     return pieces
 
 
-def wrap_pieces(pieces: list[Piece], width: int) -> list[list[Segment]]:
-    """Lines of at most ``width`` cells; a token moves whole to the next line when it can."""
-    width = max(1, width)
-    lines: list[list[Segment]] = []
-    line: list[Segment] = []
-    used = 0
+def wrap_pieces(pieces: list[Piece], width: int, starts: list[int] | None = None) -> list[list[Segment]]:
+    """Lines of at most ``width`` cells; a token moves whole to the next line when it can, and a long
+    piece (a message) breaks between words. ``starts`` gets the line each piece begins on."""
+    lines = _Lines(max(1, width))
     for text, style_name in pieces:
-        style = parsed(style_name)
+        if starts is not None:
+            starts.append(len(lines.done))
         for k, part in enumerate(text.split("\n")):
             if k:
-                lines.append(line)
-                line, used = [], 0
-            if not part:
-                continue
-            size = cell_len(part)
-            if used + size > width and used:
-                lines.append(line)
-                line, used = [], 0
-            chunks = [part] if size <= width else chop_cells(part, width)
-            for n, chunk in enumerate(chunks):
-                if n:
-                    lines.append(line)
-                    line, used = [], 0
-                line.append(Segment(chunk, style))
-                used += cell_len(chunk)
-    lines.append(line)
-    return lines
+                lines.newline()
+            if part:
+                lines.place(part, parsed(style_name))
+    lines.newline()
+    return lines.done
+
+
+class _Lines:
+    """Segments laid into lines of ``width`` cells."""
+
+    def __init__(self, width: int) -> None:
+        self.width, self.done, self.line, self.used = width, [], [], 0
+
+    def newline(self) -> None:
+        self.done.append(self.line)
+        self.line, self.used = [], 0
+
+    def place(self, part: str, style: Style) -> None:
+        size = cell_len(part)
+        if size > self.width - self.used and size > WORDS_FROM:  # a message, not a token: between its words
+            for word in WORD.findall(part):
+                self._add(word, cell_len(word.rstrip()), style)
+        else:
+            self._add(part, size, style)
+
+    def _add(self, text: str, size: int, style: Style) -> None:
+        """``text`` on this line if its ``size`` fits, else on the next; chopped only when wider than a line."""
+        if self.used and self.used + size > self.width:
+            self.newline()
+        for n, chunk in enumerate(chop_cells(text, self.width) if cell_len(text) > self.width else [text]):
+            if n:
+                self.newline()
+            self.line.append(Segment(chunk, style))
+            self.used += cell_len(chunk)
 
 
 class TokenText(ScrollView, can_focus=True):
@@ -121,21 +162,26 @@ class TokenText(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._pieces: list[Piece] = []
         self._lines: list[list[Segment]] = []
+        self._starts: list[int] = []
+        self._jump_to = 0
 
     @property
     def plain(self) -> str:
         return "\n".join("".join(s.text for s in line) for line in self._lines)
 
-    def show(self, pieces: list[Piece]) -> None:
-        self._pieces = pieces
+    def show(self, pieces: list[Piece], jump_to: int = 0) -> None:
+        """Lay ``pieces`` out and scroll to piece ``jump_to`` (the completion), a line of context above it."""
+        self._pieces, self._jump_to = pieces, jump_to
         self._layout()
-        self.scroll_to(0, 0, animate=False, immediate=True)
+        line = self._starts[jump_to] if jump_to < len(self._starts) else 0
+        self.scroll_to(0, max(0, line - 1), animate=False, immediate=True, force=True)
 
     def on_resize(self) -> None:
         self._layout()
 
     def _layout(self) -> None:
-        self._lines = wrap_pieces(self._pieces, self.scrollable_content_region.width or 80)
+        self._starts = []
+        self._lines = wrap_pieces(self._pieces, self.scrollable_content_region.width or 80, self._starts)
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._lines))
         self.refresh()
 
@@ -157,6 +203,7 @@ class TokenPreview(Vertical):
     group: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
     rollout: reactive[int] = reactive(0, init=False)
     show_ids: reactive[bool] = reactive(False, init=False)
+    fold: reactive[bool] = reactive(False, init=False)  # the prompt folded away
     decoder: reactive[TokenDecoder] = reactive(TokenDecoder, always_update=True, init=False)
 
     def compose(self):
@@ -173,6 +220,9 @@ class TokenPreview(Vertical):
         self._changed()
 
     def watch_show_ids(self) -> None:
+        self._changed()
+
+    def watch_fold(self) -> None:
         self._changed()
 
     def watch_decoder(self) -> None:
@@ -195,16 +245,18 @@ class TokenPreview(Vertical):
             body.show([])
             return
         rollout = self.rollout % len(group.tokens)
-        pieces, trained, masked = rollout_pieces(group, rollout, self.decoder, self.show_ids)
+        laid = rollout_pieces(group, rollout, self.decoder, self.show_ids)
+        if self.fold:
+            laid = folded(laid)
         header = Text()
         header.append(f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold")
         header.append(f"reward {group.scores[rollout]:.3f} · ")
-        header.append(f"trained {trained}", style="bold cyan").append(" · ")
-        header.append(f"masked {masked}", style="dim")
+        header.append(f"trained {laid.trained}", style="bold cyan").append(" · ")
+        header.append(f"masked {laid.masked}", style="dim")
         reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
         if reason:
             header.append(f" · {reason}")
         if not self.decoder.available:
             header.append(" · (no tokenizer: ids)", style="italic")
         counts.update(header, layout=False)
-        body.show(pieces)
+        body.show(laid.pieces, laid.first_trained)
