@@ -228,3 +228,29 @@ async def test_the_reader_jumps_to_the_completion_folds_the_prompt_and_steps_bac
         await pilot.press("backspace")
         await pilot.pause()
         assert "rollout 4/4" in str(app.query_one("#token-counts").render()), "back from the first: the last"
+
+
+async def open_charts(pilot) -> None:
+    await settle(pilot)
+    await pilot.press("g")
+    await until(lambda: pilot.app.screen.__class__.__name__ == "ChartsScreen", pilot=pilot)
+    await pilot.pause(0.2)
+    pilot.app.screen.show(pilot.app.model)
+    await pilot.pause()
+
+
+def test_snapshot_charts_screen(snap_compare):
+    assert snap_compare(viewer_app(), terminal_size=(120, 40), run_before=open_charts)
+
+
+async def test_charts_draw_the_files_series_with_axes():
+    app = viewer_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_charts(pilot)
+        series = app.model.chart_series()
+        assert len(series.mean) == 8 and len(series.length) == 8, "every group of the file, from its reading pass"
+        reward = str(app.screen.query_one("#chart-reward").render())
+        assert "mean reward" in reward and "group" in reward and "reward" in reward
+        assert not app.screen.query_one("#chart-rl").display, "rl's chart in rl only"
+        await pilot.press("escape")
+        assert app.screen.__class__.__name__ != "ChartsScreen"

@@ -60,6 +60,7 @@ class RunStarted:
     reward_functions: list[str]
     tokenizer: str = ""
     started_at: float = 0.0  # wall clock, when known: a dashboard attaching later counts its clock from it
+    max_tokens: int | None = None  # a rollout's completion cap (per turn times turns): the charts mark it
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
+from vftui.series import Series
 
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
@@ -116,7 +117,8 @@ class _Pass:
     identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     tally: EvalTally | None = None  # an eval's file: its figures too
 
-    def add(self, group: GroupCollected) -> None:
+    def add(self, group: GroupCollected, series: Series) -> None:
+        series.add_group(group)
         if self.tally is not None:
             self.tally.add(group.item, group.scores, group.metrics)
         self.totals.add(group)
@@ -147,6 +149,7 @@ class GroupFile(Sequence[Row]):
         self._turns, self._temperatures = array("d"), array("d")
         self._score_at, self._scores = array("q", [0]), array("d")
         self._order: array | None = None
+        self.series = Series()  # the charts' (the view's model shows this one)
         self.group.cache_clear()
 
     # -- reading rows (the UI thread) -------------------------------------------------------
@@ -273,7 +276,7 @@ class GroupFile(Sequence[Row]):
                     threshold = run_description(self.path).get("config", {}).get("pass_threshold", PASS_THRESHOLD)
                     reading.tally = EvalTally(len(group.scores), float(threshold))
             self._add(at, group)
-            reading.add(group)
+            reading.add(group, self.series)
             self.score_range = reading.seen or self.score_range
             if reading.lines % YIELD_EVERY == 0:
                 time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval

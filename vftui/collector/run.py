@@ -352,6 +352,7 @@ class Run:
             reward_functions=env.reward_func_names,
             tokenizer=plan.tokenizer,
             started_at=started,
+            max_tokens=self.config.max_tokens * (env.max_turns or 1),
         )
 
     async def _collect(self, env: VerifiersEnv, controls: Controls) -> tuple[RunState, str]:

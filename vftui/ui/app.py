@@ -46,7 +46,7 @@ from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
 from vftui.ui.screens.confirm import ConfirmScreen
-from vftui.ui.screens.health import HealthScreen
+from vftui.ui.screens.health import HealthScreen, ModelScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
 from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.sources import Source
@@ -104,6 +104,8 @@ class VftuiApp(App[RunSummary | None]):
         Binding("o", "cycle_sort", "order", show=False,
                 tooltip="order the table: as collected, by mean (hardest first), worst rollout, spread (flakiest)"),
         Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
+        Binding("g", "charts", "charts", tooltip="the run over time: reward ± std, functions, histogram, length "
+                "against the cap, rates; in rl lag, queue, KV cache"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True,
                 tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)"),
@@ -235,7 +237,7 @@ class VftuiApp(App[RunSummary | None]):
                 panel.show(self.model)
         if not self._picked:  # a group the user picked stays
             self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
-        if isinstance(self.screen, HealthScreen):
+        if isinstance(self.screen, ModelScreen):
             self.screen.show(self.model)
 
     def _load_decoder(self) -> None:
@@ -353,6 +355,15 @@ class VftuiApp(App[RunSummary | None]):
         self.notify(f"groups {self.model.cycle_sort()}")
         self.tick()
         self.table.action_move(-1_000_000)  # the first row is the one the order puts first
+
+    def action_charts(self) -> None:
+        from vftui.ui.screens.charts import (
+            ChartsScreen,  # plotext loads when first asked for, not before the first frame
+        )
+
+        screen = ChartsScreen()
+        self.push_screen(screen)
+        self.call_after_refresh(screen.show, self.model)
 
     def action_health(self) -> None:
         screen = HealthScreen()

@@ -42,6 +42,7 @@ from vftui.events import (
     with_texts,
 )
 from vftui.printable import printable
+from vftui.series import Series
 
 HISTORY = 240
 LOG_LINES = 500
@@ -100,6 +101,7 @@ class DashboardModel:
     health: Health | None = None
     eval_report: EvalReport | None = None  # eval mode: the figures so far; rl: the last eval's
     eval_curve: list = field(default_factory=list)  # rl with evals: (trainer step, mean reward) of each
+    series: Series = field(default_factory=Series)  # the whole run, for the charts
     alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
@@ -170,6 +172,7 @@ class DashboardModel:
                 self.requests = event
             case ServerStatus():
                 self.servers[event.url] = event
+                self.series.add_server(event)
             case Health():
                 self.health = event
             case EvalReport():
@@ -204,6 +207,7 @@ class DashboardModel:
 
     def _apply_group(self, group: GroupCollected) -> None:
         self.groups.append(group)
+        self.series.add_group(group)
         self._scored(group)
         self.reward_history.append(stats.mean(group.scores))
         self.identical_history.append(1.0 if group.identical else 0.0)
@@ -235,6 +239,7 @@ class DashboardModel:
 
     def _apply_api(self, status: ApiStatus) -> None:
         """A poll of the trajectory API; what changed goes to the log."""
+        self.series.add_api(status)
         before = self.api_status
         if status.reachable:
             self.trajectory_trouble = None
@@ -303,6 +308,15 @@ class DashboardModel:
         if name not in self._derived:
             self._derived[name] = compute()
         return self._derived[name]
+
+    def chart_series(self) -> Series:
+        """The whole run's series: the live run's, or the one a viewed file's reading pass fills."""
+        return self.rows.series if self.rows is not None else self.series
+
+    def recent_scores(self) -> list[float]:
+        """Every rollout's reward over the window (a viewed file's last ``window`` groups)."""
+        groups = self.rows[max(0, len(self.rows) - self.window):] if self.rows is not None else self.groups
+        return [s for g in groups for s in g.scores]
 
     def all_groups(self) -> Sequence:
         return self.rows if self.rows is not None else self.groups

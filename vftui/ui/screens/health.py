@@ -71,7 +71,14 @@ def render_health(model: DashboardModel) -> Table | Text:
     return table
 
 
-class HealthScreen(ModalScreen[None]):
+class ModelScreen(ModalScreen[None]):
+    """A screen over the dashboard that the app hands the model on every tick."""
+
+    def show(self, model: DashboardModel) -> None:
+        raise NotImplementedError
+
+
+class HealthScreen(ModelScreen):
     """Shown over the dashboard; the app redraws it with the model on every tick."""
 
     BINDINGS = [Binding("escape,h,q", "dismiss", "close")]

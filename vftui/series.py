@@ -1,0 +1,80 @@
+"""The whole run as series for the charts: a point per group (reward, spread, length, identical,
+truncated, each function), and in rl a point per API or server poll (lag, queue, KV cache).
+
+Compact arrays, so a long run costs a few bytes a group; ``thinned`` averages them down to
+what a chart of a given width can show.
+"""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from dataclasses import dataclass, field
+
+from vftui import stats
+from vftui.events import MASKED, ApiStatus, GroupCollected, ServerStatus
+
+
+def _floats() -> array:
+    return array("d")
+
+
+@dataclass
+class Series:
+    mean: array = field(default_factory=_floats)
+    std: array = field(default_factory=_floats)
+    length: array = field(default_factory=_floats)  # mean completion tokens of the group's rollouts
+    identical: array = field(default_factory=_floats)
+    truncated: array = field(default_factory=_floats)  # share of the group's rollouts cut at the cap
+    functions: dict[str, array] = field(default_factory=dict)
+    lag: array = field(default_factory=_floats)  # rl: per API poll
+    queue: array = field(default_factory=_floats)
+    kv_cache: array = field(default_factory=_floats)  # rl: the fullest server's, per server poll
+
+    def add_group(self, group: GroupCollected) -> None:
+        self.mean.append(stats.mean(group.scores))
+        self.std.append(stats.population_std(group.scores))
+        lengths = [sum(1 for m in mask if m != MASKED) for mask in group.masks]
+        self.length.append(statistics.fmean(lengths) if lengths else 0.0)
+        self.identical.append(1.0 if group.identical else 0.0)
+        reasons = group.finish_reasons or []
+        self.truncated.append(sum(r == "length" for r in reasons) / len(reasons) if reasons else 0.0)
+        for name, values in group.metrics.items():
+            if values:
+                self.functions.setdefault(name, _floats()).append(statistics.fmean(values))
+
+    def add_api(self, status: ApiStatus) -> None:
+        if status.reachable:
+            self.queue.append(float(status.queue_size))
+            if status.lag is not None:
+                self.lag.append(float(status.lag))
+
+    def add_server(self, status: ServerStatus) -> None:
+        if status.kv_cache is not None:
+            self.kv_cache.append(100.0 * status.kv_cache)
+
+
+def thinned(values: array | list[float], points: int) -> tuple[list[float], list[float]]:
+    """(x, y) with at most ``points`` points: consecutive values averaged, x at each bucket's middle (1-based)."""
+    count = len(values)
+    if count <= points:
+        return [float(i + 1) for i in range(count)], list(values)
+    size = count / points
+    xs, ys = [], []
+    for b in range(points):
+        start, end = int(b * size), max(int(b * size) + 1, int((b + 1) * size))
+        bucket = values[start:end]
+        xs.append((start + end + 1) / 2)
+        ys.append(sum(bucket) / len(bucket))
+    return xs, ys
+
+
+def rolling(values: array | list[float], width: int) -> list[float]:
+    """The mean of the last ``width`` values at each point: a rate that does not flicker."""
+    out, total = [], 0.0
+    for i, value in enumerate(values):
+        total += value
+        if i >= width:
+            total -= values[i - width]
+        out.append(total / min(i + 1, width))
+    return out
