@@ -191,7 +191,7 @@ def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_pat
     listed = run_cli(["runs"], tmp_path)
     assert listed.returncode == 0 and str(out) in listed.stdout
     row = next(line for line in listed.stdout.splitlines() if str(out) in line)
-    assert row.split()[0] in ("running", "finished"), listed.stdout
+    assert row.split()[1] in ("running", "finished"), listed.stdout
     wait_until(lambda: "finished" in run_cli(["runs"], tmp_path).stdout, "the background run finished", timeout=120)
     assert len(read_jsonl(out)) == 40
     assert not socket_path(out).exists() and not out.with_suffix(".lock").exists()
@@ -216,7 +216,7 @@ def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
     wait_for_lines(killed, 2, runs[2])
     runs[2].kill()
     runs[2].wait(timeout=30)
-    rows = {line.split()[-1]: line.split()[0] for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]}
+    rows = {line.split()[-1]: line.split()[1] for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]}
     assert rows == {str(finished): "finished", str(stopped): "stopped", str(killed): "interrupted"}, rows
 
 
@@ -269,3 +269,27 @@ def test_detach_and_the_sim_trainer_start_the_same_from_a_folder_holding_a_vftui
                          "--out", str(tmp_path / "rl.jsonl")], cwd=tmp_path, env=cli_env(tmp_path),
                         capture_output=True, text=True, timeout=240)
     assert rl.returncode == 0 and len(read_jsonl(tmp_path / "rl.jsonl")) == 2, rl.stderr[-3000:]
+
+
+def test_runs_lists_ids_env_mode_model_reward_and_every_command_takes_an_id(tmp_path):
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    assert run_cli(["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(elsewhere)],
+                   tmp_path).returncode == 0
+    assert run_cli(["run", "--mode", "eval", "--no-ui", "--num-examples", "3"], tmp_path).returncode == 0
+    listed = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
+    assert [r["mode"] for r in listed] == ["eval", "sft"], "newest first"
+    ev, sft = listed
+    assert (sft["env"], sft["model"], sft["groups_done"], sft["state"]) == ("vftui/alphabet-sort", "vftui-sim", 3,
+                                                                           "finished")
+    groups = read_jsonl(elsewhere)
+    assert sft["mean_reward"] == pytest.approx(stats.mean([s for g in groups for s in g["scores"]]))
+    table = run_cli(["runs"], tmp_path).stdout.splitlines()
+    assert table[0].split()[:4] == ["ID", "STATE", "STARTED", "TIME"] and table[1].startswith(ev["id"])
+    compared = run_cli(["compare", ev["id"], sft["id"], "--json"], tmp_path)
+    assert compared.returncode == 0 and json.loads(compared.stdout)["sources"][1]["path"] == str(elsewhere)
+    resumed = run_cli(["run", "--no-ui", "--resume", sft["id"], "--steps", "5"], tmp_path)
+    assert resumed.returncode == 0 and len(read_jsonl(elsewhere)) == 5, resumed.stderr
+    pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
+    assert "1 runs kept elsewhere forgotten" in pruned.stderr
+    assert [json.loads(line)["id"] for line in pruned.stdout.splitlines()] == [ev["id"]], "the default folder's stays"
+    assert elsewhere.exists(), "forgotten, not deleted"

@@ -186,12 +186,17 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser(
+    p = sub.add_parser(
         "runs",
-        help="list your runs, running or not, with their state, groups, rate and path",
-        description="List every run you started (wherever its --out is), newest first: its state (running, "
-        "paused, finished, stopped, failed, or interrupted when it was killed), groups, rate and jsonl.",
+        help="list your runs, running or not: id, state, start, duration, env, mode, model, groups, reward, path",
+        description="List every run you started (wherever its --out is), newest first: its short id (every "
+        "command takes it in place of the run's path: vftui attach ID, view ID, compare ID ID, run --resume ID), "
+        "state (running, paused, finished, stopped, failed, or interrupted when it was killed), start, duration, "
+        "env, mode, model, groups, rate, mean reward and jsonl.",
     )
+    p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
+    p.add_argument("--prune", action="store_true", help="forget every run that is not running (its files stay), "
+                   "and delete the folders of runs in the default runs folder that collected nothing")
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -249,6 +254,8 @@ def _run(args: argparse.Namespace) -> int:
     from vftui.config import RunConfig, load_config
 
     flags = {name: getattr(args, name) for name in RunConfig.model_fields if hasattr(args, name)}
+    if flags["resume"] is not None:
+        flags["resume"] = by_id(flags["resume"])
     if flags["base_url"]:
         flags["base_url"], *more = flags["base_url"]
         flags["extra_base_urls"] = more or None
@@ -269,23 +276,32 @@ def _run(args: argparse.Namespace) -> int:
     return run_headless(config, verbose=args.verbose)
 
 
+def by_id(path: Path) -> Path:
+    """``path``, or the run whose short id (``vftui runs``' first column) it is, when no such file exists."""
+    if path.exists():
+        return path
+    from vftui.run_index import resolve_id
+
+    return resolve_id(str(path)) or path
+
+
 def _view(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.commands.view import run_viewer
 
-    return run_viewer(args.file, args.tokenizer, args.theme, args.identical_alert, args.order, args.follow)
+    return run_viewer(by_id(args.file), args.tokenizer, args.theme, args.identical_alert, args.order, args.follow)
 
 
 def _attach(args: argparse.Namespace) -> int:
     from vftui.commands.attach import run_attach
 
-    return run_attach(args.run, args.theme)
+    return run_attach(by_id(args.run) if args.run is not None else None, args.theme)
 
 
 def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
-    return run_runs()
+    return run_runs(args.json, args.prune)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -293,7 +309,8 @@ def _compare(args: argparse.Namespace) -> int:
 
     if args.fail_if_worse is not None and not args.fail_if_worse >= 0:
         raise UserError("--fail-if-worse must be a margin of 0 or more")
-    return run_compare(args.sources, args.json, args.fail_if_worse, args.pass_threshold, args.no_ui, args.theme)
+    return run_compare([by_id(s) for s in args.sources], args.json, args.fail_if_worse, args.pass_threshold,
+                       args.no_ui, args.theme)
 
 
 def _sim_server(args: argparse.Namespace) -> int:

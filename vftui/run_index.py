@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 from vftui import paths, store
@@ -21,10 +22,36 @@ def index_dir() -> Path:
     return paths.data_dir() / "index"
 
 
+ID_LENGTH = 6  # hex digits: a run's short id, which every command takes in place of its path
+
+
+def run_id(out_path: Path) -> str:
+    """A run's short id: the start of the hash of its jsonl's path (its index entry's name)."""
+    return _digest(out_path)[:ID_LENGTH]
+
+
+def _digest(out_path: Path) -> str:
+    return hashlib.sha256(os.fsencode(out_path.resolve())).hexdigest()[:24]
+
+
+def resolve_id(text: str) -> Path | None:
+    """The jsonl of the one known run whose id starts with ``text`` (4 hex digits or more), if any."""
+    if not re.fullmatch(r"[0-9a-f]{4,24}", text):
+        return None
+    found = [out for out in known_runs() if _digest(out).startswith(text)]
+    return found[0] if len(found) == 1 else None
+
+
+def forget(out_path: Path) -> None:
+    """Take a run out of the index (its files stay)."""
+    with contextlib.suppress(OSError):
+        (index_dir() / f"{_digest(out_path)}.json").unlink()
+
+
 def remember(out_path: Path) -> None:
     """Record a run's jsonl; best effort (an unwritable data folder only hides it from ``runs``)."""
     out = out_path.resolve()
-    name = hashlib.sha256(os.fsencode(out)).hexdigest()[:24]
+    name = _digest(out)
     with contextlib.suppress(OSError, store.WriteFailed):
         index_dir().mkdir(parents=True, exist_ok=True)
         store.write_json_atomic(index_dir() / f"{name}.json", {"out": str(out)})

@@ -22,6 +22,8 @@ TOO_HARD = "identical scores, all low (too hard)"
 TOO_EASY = "identical scores, all high (too easy)"
 
 
+MEAN_REWARD = "metrics/mean_reward"  # the run's mean reward, as wandb, the summary and vftui runs name it
+
 def identical_kind(score: float, seen: tuple[float, float] | None) -> str:
     """Why a group of equal scores teaches nothing: all low or all high.
 
@@ -131,7 +133,7 @@ class Accumulator:
     def metrics(self) -> dict[str, float]:
         out: dict[str, float] = {}
         if self.rewards.count:
-            out["metrics/mean_reward"] = self.rewards.mean
+            out[MEAN_REWARD] = self.rewards.mean
             out["metrics/reward_std"] = self.rewards.std
         if self.kept_rewards.count:
             out["metrics/mean_reward_kept"] = self.kept_rewards.mean  # over the groups written or sent

@@ -375,7 +375,8 @@ class Run:
         """Close the jsonl and save the checkpoint; a full disk fails the run (the file keeps whole lines)."""
         try:
             env.jsonl_writer.close()
-            env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3)})
+            env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3),
+                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD)})
         except store.WriteFailed as e:
             return RunState.FAILED, error or str(e)
         return state, error

@@ -76,6 +76,7 @@ class RunInfo:
     out_path: str
     pid: int
     api: ApiStatus | None = None  # rl: the trajectory API as the run last saw it
+    mean_reward: float | None = None
 
 
 def socket_path(out_path: Path) -> Path:
@@ -165,6 +166,7 @@ class Replay:
             out_path=started.out_path if started is not None else "",
             pid=os.getpid(),
             api=self.latest.get(ApiStatus),
+            mean_reward=self.totals.metrics().get(stats.MEAN_REWARD),
         )
 
 

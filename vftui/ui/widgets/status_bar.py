@@ -7,7 +7,7 @@ from rich.text import Text
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
-from vftui.wording import SIMULATION
+from vftui.wording import SIMULATION, clock
 
 STATE_STYLE = {
     RunState.STARTING: "bold",
@@ -20,12 +20,6 @@ STATE_STYLE = {
 }
 MIN_PATH = 12  # cells: less than this of a path tells nothing
 STATE_LABEL = {RunState.PAUSING: "pausing…", RunState.STOPPING: "stopping…"}
-
-
-def clock(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
 class StatusBar(ChangedLines):
