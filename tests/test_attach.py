@@ -34,10 +34,12 @@ from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer, socket_path
+from vftui.run_list import describe
 from vftui.sim.server import BackgroundSimServer
 from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.runs_app import RunsApp
 from vftui.ui.sources import AttachedTo
 
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
@@ -293,3 +295,23 @@ def test_runs_lists_ids_env_mode_model_reward_and_every_command_takes_an_id(tmp_
     assert "1 runs kept elsewhere forgotten" in pruned.stderr
     assert [json.loads(line)["id"] for line in pruned.stdout.splitlines()] == [ev["id"]], "the default folder's stays"
     assert elsewhere.exists(), "forgotten, not deleted"
+
+
+async def test_the_runs_screen_pauses_stops_and_opens_a_run(tmp_path, slow_sim, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # where the CLI's runs keep their index
+    out = tmp_path / "live" / "groups.jsonl"
+    process = start_cli(headless(slow_sim, out), tmp_path)
+    try:
+        wait_for_lines(out, 2, process)
+        app = RunsApp()
+        async with app.run_test(size=(160, 20)) as pilot:
+            assert app.selected == out.resolve() and "running" in str(app.query_one("#items").get_row_at(0))
+            await pilot.press("p")
+            await until(pilot=pilot, predicate=lambda: describe(out.resolve()).state in ("paused", "pausing"))
+            await pilot.press("x")
+            assert process.wait(timeout=60) == 130, "stopped gracefully before the end"
+            await pilot.press("v")
+        assert app.return_value == ("view", out.resolve())
+    finally:
+        process.kill()
+        process.communicate()

@@ -197,6 +197,9 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
     p.add_argument("--prune", action="store_true", help="forget every run that is not running (its files stay), "
                    "and delete the folders of runs in the default runs folder that collected nothing")
+    p.add_argument("--no-ui", action="store_true", help="print the table, not the runs screen (the default when "
+                   "stdout is not a terminal)")
+    _shared(p, "theme")
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -301,7 +304,7 @@ def _attach(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
-    return run_runs(args.json, args.prune)
+    return run_runs(args.json or False, args.prune, args.theme, args.no_ui)
 
 
 def _compare(args: argparse.Namespace) -> int:

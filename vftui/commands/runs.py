@@ -1,119 +1,23 @@
-"""``vftui runs``: every run this user started, running or not, wherever its jsonl is.
-
-A running run answers on its control socket with its live figures; for the others, the
-run's own files say how far it got and how it ended (the checkpoint records the end).
-"""
+"""``vftui runs``: the runs as a table, JSON lines, or in a terminal the runs screen (``ui.runs_app``)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from vftui import paths
-from vftui.errors import UserError
-from vftui.live.client import ask_status
-from vftui.live.server import RunInfo, socket_path
+from vftui import paths, run_list
+from vftui.defaults import SHARED_FLAGS
 from vftui.printable import say
-from vftui.run_files import find_resumable, sidecars
-from vftui.run_index import forget, known_runs, run_id
-from vftui.wording import clock
-
-KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
+from vftui.run_list import COLUMNS, all_runs, cells
 
 
-@dataclass(frozen=True)
-class RunLine:
-    state: str
-    groups_done: int
-    groups_total: int
-    groups_per_s: float
-    out_path: Path
-    created: float
-    pid: int | None = None
-    env: str = ""
-    mode: str = ""
-    model: str = ""
-    duration_s: float = 0.0
-    mean_reward: float | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.pid is not None
-
-    @property
-    def id(self) -> str:
-        return run_id(self.out_path)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "started": self.created, "duration_s": round(self.duration_s, 1),
-                "env": self.env, "mode": self.mode, "model": self.model, "groups_done": self.groups_done,
-                "groups_total": self.groups_total, "groups_per_s": self.groups_per_s,
-                "mean_reward": self.mean_reward, "path": str(self.out_path), "pid": self.pid}
-
-
-def describe(out: Path) -> RunLine:
-    """How the run writing (or that wrote) ``out`` is doing."""
-    run_file, checkpoint = sidecars(out)
-    run, saved = _read(run_file), _read(checkpoint)
-    config = run.get("config") if isinstance(run.get("config"), dict) else {}
-    created = float(run.get("created", 0.0))
-    about = {"env": str(config.get("env", "")), "mode": str(config.get("mode", "")), "model": str(run.get("model", ""))}
-    total = int(config.get("steps") or 0) if config.get("mode") != "eval" else 0
-    info: RunInfo | None = ask_status(socket_path(out))
-    if info is not None:
-        return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
-                       created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
-                       mean_reward=info.mean_reward, **about)
-    done = int(saved.get("groups", 0))
-    elapsed = float(saved.get("elapsed_s", 0.0))
-    state = saved.get("state")
-    if state == "finished" and total and done < total:
-        state = "stopped"
-    reward = saved.get("mean_reward")
-    return RunLine(state or KILLED, done, total or done, done / elapsed if elapsed > 0 else 0.0, out, created,
-                   duration_s=elapsed, mean_reward=float(reward) if isinstance(reward, (int, float)) else None, **about)
-
-
-def all_runs() -> list[RunLine]:
-    """Newest first."""
-    return sorted((describe(out) for out in known_runs()), key=lambda r: r.created, reverse=True)
-
-
-def find_running(target: Path | None) -> RunLine:
-    """The run ``target`` names (a run folder or its jsonl), or the newest running one; it must be running."""
-    if target is None:
-        running = [r for r in all_runs() if r.running]
-        if not running:
-            raise UserError("no vftui run is running (vftui runs lists them all)")
-        return running[0]
-    line = describe(find_resumable(target.expanduser().resolve(), asked_by="vftui attach"))
-    if not line.running:
-        raise UserError(f"the run at {line.out_path} is not running ({line.state}); "
-                        f"vftui view {line.out_path} shows what it collected")
-    return line
-
-
-COLUMNS = ("ID", "STATE", "STARTED", "TIME", "ENV", "MODE", "MODEL", "GROUPS", "RATE", "REWARD", "PATH")
-
-
-def cells(r: RunLine) -> tuple[str, ...]:
-    """A run's row, as ``vftui runs`` prints it and the runs screen shows it."""
-    started = time.strftime("%m-%d %H:%M", time.localtime(r.created)) if r.created else "-"
-    rate = f"{r.groups_per_s:.2f} g/s" if r.groups_per_s else "-"
-    reward = f"{r.mean_reward:.3f}" if r.mean_reward is not None else "-"
-    return (r.id, r.state, started, clock(r.duration_s), r.env.rsplit("/", 1)[-1] or "-", r.mode or "-",
-            r.model or "-", f"{r.groups_done}/{r.groups_total}", rate, reward, str(r.out_path))
-
-
-def run_runs(as_json: bool = False, prune: bool = False) -> int:
+def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = None, no_ui: bool = False) -> int:
+    """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
+    if not (as_json or prune or no_ui) and sys.stdout.isatty() and sys.stdin.isatty():
+        return _runs_screen(theme)
     lines = all_runs()
     if prune:
-        pruned = [_prune(r) for r in lines]
+        pruned = [run_list.prune(r) for r in lines]
         forgotten, deleted = sum(f for f, _ in pruned), sum(d for _, d in pruned)
         say(f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty run "
             f"folders deleted; runs under {paths.runs_dir()} stay listed until their folders go", sys.stderr)
@@ -132,24 +36,21 @@ def run_runs(as_json: bool = False, prune: bool = False) -> int:
     return 0
 
 
-def _prune(r: RunLine) -> tuple[bool, bool]:
-    """A run that is not running: forgotten from the index (its files stay); one in the default runs folder
-    that collected nothing, deleted with its folder. Whether each happened."""
-    if r.running:
-        return False, False
-    folder = r.out_path.parent
-    if folder.parent == paths.runs_dir().resolve():
-        empty = r.groups_done == 0 and r.out_path.stat().st_size == 0
-        if empty:
-            shutil.rmtree(folder, ignore_errors=True)
-        return False, empty
-    forget(r.out_path)
-    return True, False
+def _runs_screen(theme: str | None) -> int:
+    from vftui.ui import themes
+    from vftui.ui.runs_app import RunsApp
+
+    ours = themes.available_themes()
+    chosen = RunsApp(themes.resolve(theme, ours=ours), ours).run()
+    if chosen is None:
+        return 0
+    how, path = chosen
+    if how == "attach":
+        from vftui.commands.attach import run_attach
+
+        return run_attach(path, theme)
+    from vftui.commands.view import run_viewer
+
+    return run_viewer(path, None, theme, SHARED_FLAGS["identical_alert"].default, "file")
 
 
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -56,6 +56,15 @@ def ask_status(path: Path, timeout: float = REPLY_TIMEOUT_S) -> RunInfo | None:
         conn.close()
 
 
+def control(path: Path, call: Callable[[RemoteControls], object]) -> None:
+    """One control call on the run listening at ``path`` (``vftui runs``' pause and stop keys)."""
+    conn = connect(path, "controls")
+    try:
+        call(RemoteControls(conn, float("nan")))
+    finally:
+        shut_down(conn)
+
+
 class AttachedRun:
     """A dashboard's handle on a run it attached to: its events, its controls, its summary.
 
