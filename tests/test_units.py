@@ -16,7 +16,7 @@ from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
-from vftui.events import GroupDropped, Mode, RequestStats, RunStarted, RunState, RunStatus
+from vftui.events import GroupDropped, Health, Mode, RequestStats, RunStarted, RunState, RunStatus
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
@@ -217,3 +217,25 @@ def test_the_header_keeps_the_runs_path_shortened_from_the_left_after_its_counte
         assert line.endswith("groups.jsonl") and (path in line) == (width == 200)
     assert render_status(model, 30).plain.splitlines()[1].startswith("running"), "no room: the path goes, not a counter"
     assert "→" not in render_status(model, 30).plain.splitlines()[1]
+
+
+def test_health_figures_say_their_alert_thresholds_and_a_short_run_has_them(tmp_path):
+    from rich.console import Console
+
+    from tests.conftest import json_events, run_cli
+    from vftui.ui.screens.health import render_health
+
+    result = run_cli(["run", "--no-ui", "--json", "--steps", "2", "--group-size", "2", "--identical-alert", "0.7",
+                      "--out", str(tmp_path / "g.jsonl")], tmp_path)
+    events = json_events(result.stdout)
+    kinds = [e["event"] for e in events]
+    assert "Health" in kinds and kinds.index("Health") < kinds.index("RunSummary"), "a run under a second has them"
+    health = next(e for e in events if e["event"] == "Health")
+    assert health["thresholds"]["identical"] == 0.7 and health["groups"] == 2
+    model = DashboardModel()
+    signals, thresholds = {"truncated": 0.0, "identical": 1.0}, {"truncated": 0.2, "identical": 0.7}
+    model.apply([Health(2, {"stop": 4}, 20.0, 30.0, {}, 1.0, 1.0, None, None, None, signals, [], thresholds)])
+    console = Console(width=160, record=True)
+    console.print(render_health(model))
+    text = console.export_text()
+    assert "0.0% (alert > 20.0%)" in text and "100.0% (alert > 70.0%)" in text

@@ -304,6 +304,7 @@ class Health:
     tokens_per_s: float | None
     signals: dict[str, float]
     active: list[str]
+    thresholds: dict[str, float] = field(default_factory=dict)  # each signal's alert threshold in this run
 
 
 Figure = dict[str, float | int | None]  # a mean over items with its 95% interval: mean, ci_low, ci_high, n

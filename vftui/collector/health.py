@@ -255,6 +255,7 @@ class HealthMonitor:
             tokens_per_s=latest.tokens_per_s if isinstance(latest, RequestStats) else None,
             signals={name: round(value, 4) for name, value in values.items()},
             active=sorted(self._active),
+            thresholds={name: t for name, t in self.thresholds.items() if math.isfinite(t)},
         )
 
     def _slowest_server(self) -> ServerStatus | None:

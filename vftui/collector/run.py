@@ -329,6 +329,9 @@ class Run:
             state, error = await self._collect(env, controls)
         finally:
             watch.cancel()
+            if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
+                self._health = self.health.check()[0]
+                self.emit(self._health)
             for log in loggers:
                 log.removeHandler(handler)
             state, error = self._flush(env, state, error, time.monotonic() - clock)

@@ -36,6 +36,13 @@ def render_health(model: DashboardModel) -> Table | Text:
     health = model.health
     if health is None:
         return Text("no health figures yet: a live run sends them once a second", style="dim")
+
+    def signal(name: str, spec: str) -> str:
+        """The signal's value and, beside it, the threshold its alert starts above."""
+        limit = health.thresholds.get(name)
+        beside = f" (alert > {format(limit, spec)})" if limit is not None else ""
+        return fmt(health.signals.get(name), spec) + beside
+
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -43,16 +50,17 @@ def render_health(model: DashboardModel) -> Table | Text:
     signals = health.signals
     table.add_row("window", f"{health.groups} groups")
     table.add_row("finish reasons", finishes)
-    table.add_row("truncated", fmt(signals.get("truncated"), ".1%"))
+    table.add_row("truncated", signal("truncated", ".1%"))
+    table.add_row("identical scores", signal("identical", ".1%"))
     table.add_row("completion tokens", f"mean {health.completion_mean:g}, p95 {health.completion_p95:g}, "
-                  f"fell by {fmt(signals.get('collapse'), '.0%')}")
+                  f"fell by {signal('collapse', '.0%')}")
     table.add_row("reward", f"all scored {fmt(health.reward_all)}, trainable {fmt(health.reward_trainable)}")
     dropped = "; ".join(f"{count} {reason}" for reason, count in sorted(health.dropped.items())) or "none"
     table.add_row("dropped", Text(dropped))
-    table.add_row("requests", f"failed {fmt(signals.get('errors'), '.1%')}, "
+    table.add_row("requests", f"failed {signal('errors', '.1%')}, "
                   f"latency p50 {fmt(health.latency_p50_s, '.2f')} s "
                   f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s")
-    table.add_row("since the last group", f"{fmt(signals.get('stall'), '.0f')} s")
+    table.add_row("since the last group", f"{signal('stall', '.0f')} s")
     api = model.api_status
     if api is not None and api.reachable and api.workers_allowed is not None:
         table.add_row("trainer", f"step {api.current_step}, {fmt(signals.get('trainer_stall'), '.0f')} s since it "
@@ -60,8 +68,7 @@ def render_health(model: DashboardModel) -> Table | Text:
                       f"workers {api.workers}/{api.workers_allowed}")
     for server in model.servers.values():
         table.add_row(Text(server.url, overflow="ellipsis"), server_line(server))
-    hacking = ", ".join(f"{name} {fmt(signals.get(name), '.2f')}" for name in ("dominance", "divergence", "saturation",
-                                                                                "jump"))
+    hacking = ", ".join(f"{name} {signal(name, '.2f')}" for name in ("dominance", "divergence", "saturation", "jump"))
     table.add_row("reward hacking", hacking)
     table.add_row("", "")
     if not model.alerts:
