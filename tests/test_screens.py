@@ -254,3 +254,15 @@ async def test_charts_draw_the_files_series_with_axes():
         assert not app.screen.query_one("#chart-rl").display, "rl's chart in rl only"
         await pilot.press("escape")
         assert app.screen.__class__.__name__ != "ChartsScreen"
+
+
+async def test_a_viewed_file_sampled_at_several_temperatures_says_their_range(tmp_path):
+    lines = FIXTURE.read_text().splitlines()
+    cooled = tmp_path / "cooled.jsonl"
+    groups = [{**json.loads(line), "generation_params": {"temperature": 0.3 if n > 3 else 1.0}}
+              for n, line in enumerate(lines)]
+    cooled.write_text("".join(json.dumps(group) + "\n" for group in groups))
+    app = viewer_app(cooled)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert "T=0.30–1.00" in str(app.query_one("#status").render())

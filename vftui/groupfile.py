@@ -174,6 +174,11 @@ class GroupFile(Sequence[Row]):
         """Where the row numbered ``index`` is: rows are numbered by position."""
         return index - 1
 
+    def temperatures(self) -> tuple[float, float] | None:
+        """The lowest and highest temperature the file's groups were sampled at (NaN where none was recorded)."""
+        known = [t for t in self._temperatures[: self._count] if not math.isnan(t)]
+        return (min(known), max(known)) if known else None
+
     def snapshot(self) -> GroupFile:
         """The rows as they stand, for the table to hold between ticks: a re-read (see ``_start``) leaves them whole."""
         return copy.copy(self)

@@ -33,6 +33,14 @@ def trouble_label(trouble: EndpointTrouble) -> str:
     return "API unreachable" if trouble.service == TRAJECTORY_API else "endpoint errors"
 
 
+def temperature_text(model: DashboardModel) -> str:
+    """The run's temperature now; a viewed file's range when its groups ran at several."""
+    spread = model.rows.temperatures() if model.rows is not None else None
+    if spread is not None and spread[0] != spread[1]:
+        return f"{spread[0]:.2f}–{spread[1]:.2f}"
+    return f"{model.temperature:.2f}" if model.temperature is not None else "-"
+
+
 def shorten_left(text: str, width: int) -> str:
     """``…/runs/x/groups.jsonl``: a path's end is what tells runs apart."""
     return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
@@ -49,7 +57,7 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
         if s.simulated:
             line1.append(f"  {SIMULATION}", style="bold reverse yellow")
     line1.append("  T=")
-    line1.append(f"{model.temperature:.2f}" if model.temperature is not None else "-", style="bold")
+    line1.append(temperature_text(model), style="bold")
     if s is not None:
         line1.append(f"  {s.endpoint}", style="dim")  # last: the first thing a narrow terminal cuts
     line2 = Text()
