@@ -187,3 +187,14 @@ async def test_a_picked_group_stays_in_the_preview_after_it_leaves_the_window(ma
         await pilot.press("end")
         await until(pilot=pilot, predicate=lambda: app.previewed is not picked)
         await quit_app(pilot, app)
+
+
+async def test_at_80_columns_the_footer_keeps_health_and_help(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
+        await pilot.pause()
+        footer = "".join(segment.text for segment in app.screen._compositor.render_strips()[-1])
+        for shown in ("quit", "pause", "dump", "filter", "health", "help"):
+            assert shown in footer, footer
+        await quit_app(pilot, app)

@@ -266,3 +266,18 @@ async def test_a_viewed_file_sampled_at_several_temperatures_says_their_range(tm
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert "T=0.30–1.00" in str(app.query_one("#status").render())
+
+
+async def test_at_80x24_the_help_scrolls_to_its_last_key():
+    app = viewer_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = app.screen.query_one("#help-keys")
+        assert keys.max_scroll_y > 0, "more keys than rows"
+        await pilot.press("end")
+        await pilot.pause()
+        assert keys.scroll_y == keys.max_scroll_y
+        screen = "\n".join("".join(s.text for s in strip) for strip in app.screen._compositor.render_strips())
+        assert "command palette" in screen, screen

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -41,5 +41,9 @@ class HelpScreen(ModalScreen[None]):
         for keys, description in self._rows:
             table.add_row(Text(keys), Text(description))
         with Vertical(id="help-box"):
-            yield Static("[b]vftui keys[/b]  (esc closes)", id="help-title")
-            yield Static(table)
+            yield Static("[b]vftui keys[/b]  (esc closes; up, down and the mouse scroll)", id="help-title")
+            with VerticalScroll(id="help-keys"):  # a small terminal scrolls to the last keys
+                yield Static(table)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-keys").focus()
