@@ -198,3 +198,18 @@ async def test_at_80_columns_the_footer_keeps_health_and_help(make_app):
         for shown in ("quit", "pause", "dump", "filter", "health", "help"):
             assert shown in footer, footer
         await quit_app(pilot, app)
+
+
+async def test_at_80x24_the_log_has_rows_and_a_panel_says_what_does_not_fit(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
+        await pilot.pause()
+        assert app.query_one("#log").content_size.height >= 3, "the turns gave their rows to the log"
+        panel = app.query_one("#functions")
+        panel.styles.height = 4  # room for the header and two rows: reward and two functions do not fit
+        await pilot.pause()
+        panel.show(app.model)
+        await pilot.pause()
+        assert len(panel.figures) == 2 and panel.figures[-1][0] == "… 2 more (g charts them)", panel.figures
+        await quit_app(pilot, app)

@@ -104,8 +104,8 @@ class VftuiApp(App[RunSummary | None]):
         Binding("o", "cycle_sort", "order", show=False,
                 tooltip="order the table: as collected, by mean (hardest first), worst rollout, spread (flakiest)"),
         Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
-        Binding("g", "charts", "charts", show=False, tooltip="the run over time: reward ± std, functions, histogram, length "
-                "against the cap, rates; in rl lag, queue, KV cache"),
+        Binding("g", "charts", "charts", show=False, tooltip="the run over time: reward ± std, functions, histogram, "
+                "length against the cap, rates; in rl lag, queue, KV cache"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit_run", "quit", priority=True,
                 tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)"),

@@ -24,6 +24,9 @@ class RewardFunctionsPanel(FiguresPanel):
                      fmt(run.get("metrics/mean_reward_kept"))),)
         rows = (("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))), *kept,
                 *((name, fmt(w), fmt(r)) for name, w, r in model.reward_function_rows()))
+        room = max(2, self.content_size.height - 1)  # under the header
+        if len(rows) > room:  # say what does not fit rather than drop it silently
+            rows = (*rows[: room - 1], (f"… {len(rows) - room + 1} more (g charts them)", "", ""))
         self.figures = rows
 
     def render_figures(self, rows: tuple) -> Table:
