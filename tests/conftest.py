@@ -32,11 +32,12 @@ CLASSIC = importlib.util.find_spec("verifiers.legacy") is not None  # verifiers 
 
 @pytest.fixture(autouse=True, scope="session")
 def own_user_folders(tmp_path_factory) -> Iterator[Path]:
-    """In-process runs (the Run, main(), apps) keep their run index, runs, config and cache out of the
-    user's own folders, as the CLI's subprocesses do (``cli_env``)."""
+    """In-process runs (the Run, main(), apps) keep their run index, runs and config out of the user's own
+    folders, as the CLI's subprocesses do (``cli_env``). The cache stays: uv keeps verifiers' harness
+    environments there, which the comparisons with verifiers' own eval reuse."""
     root = tmp_path_factory.mktemp("user")
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
             patch.setenv(name, str(root / name.lower()))
         yield root
 

@@ -151,5 +151,5 @@ def test_opening_the_dashboard_loads_no_collector_library():
 def test_the_suite_never_touches_the_users_own_folders(own_user_folders):
     from vftui import paths, run_index
 
-    for folder in (paths.data_dir(), paths.config_dir(), paths.cache_dir(), run_index.index_dir()):
+    for folder in (paths.data_dir(), paths.config_dir(), run_index.index_dir()):
         assert folder.is_relative_to(own_user_folders), folder

@@ -39,7 +39,10 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
         tmux("send-keys", "-t", session, "d")
         screen = wait_for_screen(session, "dumped the groups in memory")
         tmux("send-keys", "-t", session, "v")  # the rollout in $PAGER, then the dashboard again
-        wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager got the rollout")
+        try:
+            wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager got the rollout")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the screen was:\n{tmux('capture-pane', '-p', '-t', session)}") from None
         wait_for_screen(session, "T=1.10")
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "Stop it and quit?")
