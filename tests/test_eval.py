@@ -95,6 +95,10 @@ def test_one_rollout_an_example_is_greedy_and_a_resume_extends_the_same_eval(tmp
     assert report["items"] == report["items_total"] == 9
     rows = load_outputs(out.with_suffix(".eval"))
     assert sorted(r["info"]["item"] for r in rows) == list(range(9)), "the first five kept, four more, none twice"
+    again = run_cli(["run", "--mode", "eval", "--no-ui", "--json", "--resume", str(out), "--fail-on", "reward<5"],
+                    tmp_path)  # nothing left to collect: still the figures, the files and the gate
+    assert again.returncode == 3 and "gate reward<5 tripped" in again.stderr, again.stderr
+    assert final_report(json_events(again.stdout))["items"] == 9 and "-4" not in again.stderr
 
 
 @pytest.mark.e2e

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import statistics
 
@@ -105,3 +106,24 @@ def test_gates_read_both_directions_for_eval_figures_only():
     for bad in ("identical<0.3", "pass@0<1", "pass@x<1", "accuracy<nan"):
         with pytest.raises(ValueError, match="cannot read"):
             read_gates(bad)
+
+
+@pytest.mark.unit
+def test_saved_results_with_bad_values_are_skipped_and_counted_never_a_crash(tmp_path):
+    from vftui.results import load
+    from vftui.ui.widgets.token_preview import message_pieces
+
+    good = {"example_id": 1, "reward": 1.0, "prompt": [], "completion": "ok"}
+    rows = [good, {"example_id": 2, "reward": "abc"}, {"example_id": 3, "reward": None}, {"example_id": 4},
+            {"example_id": 5, "reward": [1]}, {**good, "example_id": 6, "completion": 3}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"reward": NaN, "ex\n'
+                                            + "not json\n")
+    source = load(tmp_path)
+    assert sorted(source.items) == ["1", "6"] and source.skipped == 6, "a missing reward is not a zero"
+    groups = tmp_path / "groups.jsonl"
+    bad = [{"scores": s, "tokens": [[]], "masks": [[]]} for s in ([float("nan")], [], None, ["a"], {"a": 1})]
+    groups.write_text("".join(json.dumps(g) + "\n" for g in [*bad, {"scores": [0.5], "messages": "x"}]))
+    source = load(groups)
+    assert len(source.items) == 1 and source.skipped == 5
+    shown = "".join(text for text, _ in message_pieces([{"role": "assistant", "content": "\x1b]0;pwned\x07hi"}]))
+    assert "\x1b" not in shown and "\x07" not in shown and "hi" in shown

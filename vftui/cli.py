@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -209,7 +210,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="set runs, evals, dumps and vf-eval outputs of one environment side by side",
         description="Compare the rollouts of one environment saved by several runs: per source the mean reward, "
-        "pass@1 and each reward function's mean with 95%% intervals over items, truncation, the identical-score "
+        "pass@1 and each reward function's mean with 95% intervals over items, truncation, the identical-score "
         "rate, completion length and a reward histogram; each later source against the first (A), paired by "
         "item where both have it, with the items that changed most, worst first.",
         epilog="exit codes: 0 compared, 2 bad input, 3 --fail-if-worse: a source is worse than A beyond the "
@@ -226,8 +227,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-if-worse", type=float, metavar="D",
                    help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
                    "of the change (a gate for CI)")
-    p.add_argument("--pass-threshold", type=float, default=PASS_THRESHOLD, metavar="R",
-                   help=f"a rollout passes (pass@1) at reward >= R (default {PASS_THRESHOLD:g}, vf-eval's)")
+    p.add_argument("--pass-threshold", type=float, metavar="R",
+                   help="a rollout passes (pass@1) at reward >= R (default: the one each eval recorded, else "
+                   f"{PASS_THRESHOLD:g}, vf-eval's)")
 
 
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
@@ -310,8 +312,10 @@ def _runs(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from vftui.commands.compare import run_compare
 
-    if args.fail_if_worse is not None and not args.fail_if_worse >= 0:
+    if args.fail_if_worse is not None and not 0 <= args.fail_if_worse < math.inf:
         raise UserError("--fail-if-worse must be a margin of 0 or more")
+    if args.pass_threshold is not None and not math.isfinite(args.pass_threshold):
+        raise UserError("--pass-threshold must be a finite number")
     return run_compare([by_id(s) for s in args.sources], args.json, args.fail_if_worse, args.pass_threshold,
                        args.no_ui, args.theme)
 

@@ -21,6 +21,7 @@ class Summary:
     """One source's figures; every interval is over its items."""
 
     source: Source
+    threshold: float  # pass@1's
     rollouts: int  # the fewest rollouts an item has
     reward: Estimate
     pass1: Estimate
@@ -59,6 +60,7 @@ def summarize(source: Source, threshold: float) -> Summary:
     multi = [item for item in items if len(item.rewards) > 1]
     return Summary(
         source=source,
+        threshold=threshold,
         rollouts=min((len(item.rewards) for item in items), default=0),
         reward=estimate([item.mean for item in items]),
         pass1=pass_at(results, 1, threshold),

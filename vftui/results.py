@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,9 +47,11 @@ class Source:
     """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
 
     path: Path
-    kind: str  # "groups" or "vf-eval"
+    kind: str  # "groups", "vf-eval" or "atropos samples"
     env_id: str
     items: dict[str, Item]
+    skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
+    threshold: float | None = None  # the pass threshold the eval recorded, if it did
 
 
 def load(path: Path) -> Source:
@@ -60,13 +63,21 @@ def load(path: Path) -> Source:
         return load(_file_in(path))
     if path.name.endswith(RUN_SUFFIX):
         return load(Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl"))
-    rows = list(_json_lines(path))
+    lines = _json_lines(path)
+    rows = list(lines)
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
     if "scores" in rows[0]:
-        return Source(path, "groups", _groups_env(path), _from_groups(rows))
+        items, skipped = _from_groups(rows)
+        config = _run_config(path)
+        return Source(path, "groups", str(config.get("env", "")), items, lines.skipped + skipped,
+                      _number(config.get("pass_threshold")) if config.get("mode") == "eval" else None)
     if "reward" in rows[0] and "example_id" in rows[0]:
-        return Source(path, "vf-eval", _metadata_env(path.parent / METADATA), _from_vf_rows(rows))
+        metadata = _metadata(path.parent / METADATA if path.name != SAMPLES else path.parent.parent / METADATA)
+        items, skipped = _from_vf_rows(rows)
+        kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
+        return Source(path, kind, str(metadata.get("env_id") or ""), items, lines.skipped + skipped,
+                      _number(metadata.get("pass_threshold")))
     raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
                     "'reward' a line)")
 
@@ -81,7 +92,9 @@ def viewable(path: Path) -> Path:
         path = Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
     if not path.is_file():
         raise UserError(f"no such file: {path}")
-    first = next(_json_lines(path), None)
+    first = next(iter(_json_lines(path)), None)
+    if first is not None and "rewards" in first and "reward" not in first:
+        raise UserError(f"{path} holds an eval's per-example figures; view its results.jsonl or its run instead")
     if first is None or "scores" in first or "example_id" not in first:
         return path  # groups (or nothing the view can read: it says which lines it skipped)
     stat = path.stat()
@@ -101,21 +114,21 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     sampling = metadata.get("sampling_args") if isinstance(metadata.get("sampling_args"), dict) else {}
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in _json_lines(path):
-        if "example_id" in row:
+        if row.get("example_id") is not None and _number(row.get("reward")) is not None:
             by_example.setdefault(str(row["example_id"]), []).append(row)
     for n, rows in enumerate(by_example.values()):
         messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
         names = [k for k, v in (rows[0].get("metrics") or {}).items() if isinstance(v, (int, float))]
         yield {
-            "scores": [float(r.get("reward") or 0.0) for r in rows],
+            "scores": [_number(r["reward"]) for r in rows],
             "tokens": [[] for _ in rows],
             "masks": [[] for _ in rows],
             "messages": messages,
-            "generation_params": {"temperature": sampling["temperature"]} if sampling.get("temperature") is not None
-            else {},  # vf-eval leaves it out when the endpoint's default was used
+            "generation_params": {"temperature": sampling["temperature"]}
+            if _number(sampling.get("temperature")) is not None else {},  # vf-eval leaves it out for the default
             META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.get("env_id", "?"), "mode": "eval",
                    "model": metadata.get("model", "?"), "simulated": metadata.get("base_url") == "simulated",
-                   "metrics": {name: [float((r.get("metrics") or {}).get(name) or 0.0) for r in rows]
+                   "metrics": {name: [_number((r.get("metrics") or {}).get(name)) or 0.0 for r in rows]
                                for name in names},
                    "finish_reasons": ["length" if r.get("is_truncated") else r.get("stop_condition") for r in rows]},
         }
@@ -134,18 +147,32 @@ def _file_in(folder: Path) -> Path:
     raise UserError(f"{folder} holds no run, eval or vf-eval results; name a .jsonl file")
 
 
-def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        with path.open("rb") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # a torn or foreign line: skipped, as view does
-                if isinstance(row, dict):
-                    yield row
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from e
+class _json_lines:
+    """The JSON objects of a file's lines, counting the lines that are not one (torn, foreign: skipped)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.skipped = path, 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                for line in f:
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        row = None
+                    if isinstance(row, dict):
+                        yield row
+                    elif line.strip():
+                        self.skipped += 1
+        except OSError as e:
+            raise UserError(f"cannot read {self.path}: {e.strerror}") from e
+
+
+def _number(value: Any) -> float | None:
+    """``value`` when it is a finite number (JSON's NaN, infinities, strings and lists are not)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _key(meta: dict[str, Any], fallback: Any) -> str:
@@ -153,61 +180,72 @@ def _key(meta: dict[str, Any], fallback: Any) -> str:
     return str(example if example is not None else meta.get("item", fallback))
 
 
-def _from_groups(groups: list[dict[str, Any]]) -> dict[str, Item]:
+def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
+    """The groups' rollouts by item, and how many groups were not results (no finite scores)."""
     items: dict[str, Item] = {}
+    skipped = 0
     for n, group in enumerate(groups):
         meta = group.get(META) if isinstance(group.get(META), dict) else {}
+        raw = group.get("scores")
+        scores = [_number(s) for s in raw] if isinstance(raw, list) else []
+        if not scores or None in scores:
+            skipped += 1
+            continue
         item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
-        scores = [float(s) for s in group.get("scores") or []]
-        messages = group.get("messages") or [[] for _ in scores]
-        reasons = meta.get("finish_reasons") or [None] * len(scores)
+        messages = group.get("messages") if isinstance(group.get("messages"), list) else [[] for _ in scores]
+        reasons = meta.get("finish_reasons") if isinstance(meta.get("finish_reasons"), list) else [None] * len(scores)
         for r, score in enumerate(scores):
             item.rewards.append(score)
             item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
-            rollout = messages[r] if r < len(messages) else []
+            rollout = _messages(messages[r]) if r < len(messages) else []
             item.rollouts.append(rollout)
             item.completion_chars.append(_completion_chars(rollout))
-        for name, values in (meta.get("metrics") or {}).items():
-            item.functions.setdefault(name, []).extend(float(v) for v in values)
-    return items
+        metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
+        for name, values in metrics.items():
+            numbers = [_number(v) for v in values] if isinstance(values, list) else []
+            item.functions.setdefault(name, []).extend(v for v in numbers if v is not None)
+    return items, skipped
 
 
-def _from_vf_rows(rows: list[dict[str, Any]]) -> dict[str, Item]:
+def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
+    """The rows by example, and how many rows were not results (no example id, or a reward that is not a
+    finite number: a missing reward is not a zero)."""
     items: dict[str, Item] = {}
+    skipped = 0
     for row in rows:
+        reward = _number(row.get("reward"))
+        if reward is None or row.get("example_id") is None:
+            skipped += 1
+            continue
         key = str(row["example_id"])
         item = items.setdefault(key, Item(key))
-        item.rewards.append(float(row.get("reward") or 0.0))
+        item.rewards.append(reward)
         item.truncated.append(bool(row.get("is_truncated")))
         messages = _messages(row.get("prompt")) + _messages(row.get("completion"))
         item.rollouts.append(messages)
         item.completion_chars.append(_completion_chars(messages))
-        for name, value in (row.get("metrics") or {}).items():
-            if isinstance(value, (int, float)):
-                item.functions.setdefault(name, []).append(float(value))
-    return items
+        metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
+        for name, value in metrics.items():
+            if (number := _number(value)) is not None:
+                item.functions.setdefault(name, []).append(number)
+    return items, skipped
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:
     """vf-eval's prompt or completion: a message list, or a plain completion string."""
     if isinstance(value, str):
         return [{"role": "assistant", "content": value}]
-    return [m for m in value or [] if isinstance(m, dict)]
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
 def _completion_chars(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) for m in messages if m.get("role") == "assistant")
 
 
-def _groups_env(path: Path) -> str:
-    try:
-        return str(json.loads(path.with_suffix(RUN_SUFFIX).read_text())["config"]["env"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-
-
-def _metadata_env(path: Path) -> str:
-    return str(_metadata(path).get("env_id") or "")
+def _run_config(path: Path) -> dict[str, Any]:
+    """The settings a run saved beside its jsonl, if it did."""
+    config = _metadata(path.with_suffix(RUN_SUFFIX)).get("config")
+    return config if isinstance(config, dict) else {}
 
 
 def _metadata(path: Path) -> dict[str, Any]:

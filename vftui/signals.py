@@ -114,4 +114,4 @@ class Tripped:
     def sentence(self) -> str:
         if self.name == STALL_TIMEOUT:
             return f"--stall-timeout {self.threshold:g}: no {self.missing} for {self.value:.0f} s"
-        return f"gate {self.name}{self.op}{self.threshold:g} tripped: {self.name} is {self.value:.3g}"
+        return f"gate {self.name}{self.op}{self.threshold:g} tripped: {self.name} is {self.value:.4g}"

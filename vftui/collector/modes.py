@@ -86,6 +86,10 @@ class Collection(Protocol):
         """Collect until the groups are done or a stop; raises the run's failure."""
         ...
 
+    async def finish(self, env: VerifiersEnv) -> None:
+        """After the run's last group is on disk, however it ended (or when a resume found nothing left)."""
+        ...
+
     def cancel(self) -> None:
         """A second stop: cancel the groups in flight."""
         ...

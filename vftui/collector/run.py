@@ -188,7 +188,7 @@ class Run:
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
         self.collection.start(self._step)
-        total = self.collection.groups_total(environment)
+        total = max(self.collection.groups_total(environment), output.groups_before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.path, base_url, model, tokenizer, output.groups_before, total)
         self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)
         self.controls.groups_done = output.groups_before
@@ -330,11 +330,17 @@ class Run:
         finally:
             watch.cancel()
             if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
-                self._health = self.health.check()[0]
+                self._health, _, tripped = self.health.check()
                 self.emit(self._health)
+                if tripped is not None and self._tripped is None and tripped.name != STALL_TIMEOUT:
+                    self._tripped = tripped  # a gate over the whole of a run too short for the once-a-second check
             for log in loggers:
                 log.removeHandler(handler)
             state, error = self._flush(env, state, error, time.monotonic() - clock)
+            try:
+                await self.collection.finish(env)
+            except (OSError, store.WriteFailed) as e:
+                state, error = RunState.FAILED, error or f"cannot write the run's results: {e}"
             await env.environment.aclose()
             await self._finish_wandb()
         return self._summary(state, error, time.monotonic() - clock)

@@ -14,6 +14,7 @@ from typing import Any
 
 from vftui import wording
 from vftui.comparison import BINS, Change, Summary, compare, histograms, summarize, worse_beyond
+from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
 from vftui.eval_stats import Estimate
 from vftui.events import finite_json
@@ -40,11 +41,17 @@ def module_name(env_id: str) -> str:
     return env_id.rsplit("/", 1)[-1].replace("-", "_")
 
 
-def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float,
+def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, threshold: float | None,
                 no_ui: bool = False, theme: str | None = None) -> int:
     """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app."""
     sources = load_all(paths)
-    summaries = [summarize(s, threshold) for s in sources]
+    for source in sources:
+        if source.skipped:
+            print(f"vftui: {printable(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
+                  "foreign, or a reward that is not a number)", file=sys.stderr)
+    # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
+    summaries = [summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
+                 for s in sources]
     changes = [compare(sources[0], s) for s in sources[1:]]
     worse = [s.path for s, c in zip(sources[1:], changes, strict=True)
              if fail_if_worse is not None and worse_beyond(c, fail_if_worse)]
@@ -84,7 +91,8 @@ def as_dict(summaries: list[Summary], changes: list[Change], margin: float | Non
 def _summary_dict(s: Summary) -> dict[str, Any]:
     return {"path": str(s.source.path), "kind": s.source.kind, "env_id": s.source.env_id,
             "items": len(s.source.items), "rollouts": s.rollouts, "reward": s.reward.as_dict(),
-            "pass@1": s.pass1.as_dict(), "functions": {n: e.as_dict() for n, e in s.functions.items()},
+            "pass@1": s.pass1.as_dict(), "pass_threshold": s.threshold, "skipped_lines": s.source.skipped,
+            "functions": {n: e.as_dict() for n, e in s.functions.items()},
             "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars}
 
 
@@ -98,6 +106,7 @@ def report(summaries: list[Summary], changes: list[Change]) -> str:
             ("rollouts/item", [str(s.rollouts) for s in summaries]),
             ("reward", [_figure(s.reward) for s in summaries]),
             ("pass@1", [_figure(s.pass1) for s in summaries]),
+            ("passes at", [f"reward >= {s.threshold:g}" for s in summaries]),
             ("truncated", [f"{s.truncated:.1%}" for s in summaries]),
             ("identical", [f"{s.identical:.1%}" for s in summaries]),
             ("completion", [f"{s.completion_chars:.0f} chars" for s in summaries])]

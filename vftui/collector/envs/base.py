@@ -51,8 +51,8 @@ class Environment(Protocol):
         """Item ``index`` (past the end: from the start again), with its ``example_id``."""
         ...
 
-    def use_eval_split(self) -> str:
-        """Take the items from the eval split from now on; says which split that is."""
+    def use_eval_split(self) -> str | None:
+        """Take the items from the eval split from now on; says which split that is (None: there is none)."""
         ...
 
     async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],

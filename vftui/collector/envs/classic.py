@@ -82,11 +82,11 @@ class ClassicEnvironment:
             self._rows = dataset.to_list()
         return self._rows
 
-    def use_eval_split(self) -> str:
-        """``get_eval_dataset``, which is the training set when the environment has no eval set (verifiers warns)."""
+    def use_eval_split(self) -> str | None:
+        """``get_eval_dataset``, which is the training set when the environment has none (then None)."""
         self._split, self._rows = "eval", None
         has_own = any(getattr(self.vf_env, name, None) is not None for name in ("eval_dataset", "eval_dataset_source"))
-        return "its eval dataset" if has_own else "its dataset (it has no eval dataset)"
+        return "its eval dataset" if has_own else None
 
     async def aclose(self) -> None:
         return None

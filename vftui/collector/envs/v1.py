@@ -125,9 +125,9 @@ class V1Environment:
     def size(self) -> int | None:
         return len(self._tasks) if self._tasks is not None else None
 
-    def use_eval_split(self) -> str:
-        """A v1 taskset has no separate eval split: its tasks are what its config (``--env-args``) selects."""
-        return "its tasks as configured (v1 tasksets choose their split through --env-args)"
+    def use_eval_split(self) -> str | None:
+        """None: a v1 taskset has no separate eval split; its tasks are what its config (``--env-args``) selects."""
+        return None
 
     def item(self, index: int) -> dict[str, Any]:
         task = self._task(index)

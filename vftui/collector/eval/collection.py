@@ -39,10 +39,15 @@ class EvalCollection(SftCollection):
         super().__init__(config, emit, on_rate_limit)
         self.tally = EvalTally(config.group_size, config.pass_threshold)
         self._examples = 0
+        self._started = time.time()
 
     def check(self, environment: Environment) -> None:
         """Take the eval split; an endless one needs a number of examples."""
         split = environment.use_eval_split()
+        if split is None:
+            logger.warning("%s has no eval split of its own: evaluating its tasks as its config selects them "
+                           "(--env-args sets a v1 taskset's split)", environment.env_id)
+            split = "its tasks as configured"
         size = environment.size
         if size is None and self.config.num_examples is None:
             raise UserError(f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N")
@@ -64,16 +69,19 @@ class EvalCollection(SftCollection):
         return self.tally.report(self._examples, final)
 
     async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
-        """sft's collection with the report once a second; the results files at the end, whatever ended it."""
-        started = time.time()
+        """sft's collection with the report once a second."""
         ticker = asyncio.ensure_future(self._report_every_second())
         try:
             await super().collect(env, controls)
         finally:
             ticker.cancel()
-            final = self.report(final=True)
-            self._emit(final)
-            await self._write(env, final, started)
+
+    async def finish(self, env: VerifiersEnv) -> None:
+        """The final figures and the results files, from everything the jsonl holds: after a stop, a failure,
+        or a resume that found every example done (its gates are checked on these figures)."""
+        final = self.report(final=True)
+        self._emit(final)
+        await self._write(env, final, self._started)
 
     async def _write(self, env: VerifiersEnv, report: EvalReport, started: float) -> None:
         folder = eval_dir(Path(env.config.data_path_to_save_groups))

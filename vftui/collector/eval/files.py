@@ -92,6 +92,7 @@ def metadata(rows: list[dict[str, Any]], report: EvalReport, run: dict[str, Any]
     return {
         **run,
         "num_examples": report.items,
+        "complete": report.items >= report.items_total,  # a stopped eval's files cover the examples done
         "rollouts_per_example": k,
         "shuffle": False,  # the eval split's first examples, in order
         "shuffle_seed": None,

@@ -129,6 +129,9 @@ class RlCollection:
             self._failure = failure
             self.cancel()
 
+    async def finish(self, env: VerifiersEnv) -> None:
+        return None  # its files are the jsonl and the checkpoint, written as it goes
+
     def cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()

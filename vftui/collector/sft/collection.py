@@ -89,6 +89,9 @@ class SftCollection:
             await asyncio.sleep(STATS_EVERY_S)
             self._emit(self.traffic.snapshot(self.limit, controls.groups_in_flight))
 
+    async def finish(self, env: VerifiersEnv) -> None:
+        return None  # its files are the jsonl and the checkpoint, written as it goes
+
     def cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
@@ -38,7 +40,8 @@ def temperature_text(model: DashboardModel) -> str:
     spread = model.rows.temperatures() if model.rows is not None else None
     if spread is not None and spread[0] != spread[1]:
         return f"{spread[0]:.2f}–{spread[1]:.2f}"
-    return f"{model.temperature:.2f}" if model.temperature is not None else "-"
+    known = model.temperature is not None and not math.isnan(model.temperature)
+    return f"{model.temperature:.2f}" if known else "-"
 
 
 def shorten_left(text: str, width: int) -> str:

@@ -24,6 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from vftui.events import MASKED, GroupCollected
+from vftui.printable import printable
 from vftui.ui.decode import TokenDecoder
 
 SHADES = ("on grey15", "on grey23")
@@ -98,9 +99,10 @@ def message_pieces(messages: list[dict]) -> list[Piece]:
     """A rollout's messages as text: the model's own words bright, the rest dim."""
     pieces: list[Piece] = []
     for message in messages:
-        role = str(message.get("role", "?"))
+        role = printable(str(message.get("role", "?")))  # text from a file: shown, never obeyed
         pieces.append((f"{role}: ", "bold"))
-        pieces.append((f"{message.get('content') or ''}\n", "bold cyan" if role == "assistant" else "dim"))
+        content = printable(str(message.get("content") or ""))
+        pieces.append((f"{content}\n", "bold cyan" if role == "assistant" else "dim"))
     return pieces
 
 
