@@ -42,18 +42,32 @@ def read_through(app: VftuiApp) -> bool:
 async def settle(pilot) -> None:
     await until(lambda: read_through(pilot.app) and pilot.app.decoder.available, pilot=pilot)
     pilot.app.refresh_preview()
-    await pilot.pause()
+    await idle(pilot)
+
+
+async def still(pilot) -> None:
+    """Settled, the preview at its top: a snapshot of a screen, not of where a scrollbar's thumb is mid-repaint."""
+    await settle(pilot)
+    pilot.app.query_one("#token-text").scroll_home(animate=False, immediate=True)
+    await idle(pilot)
+
+
+async def idle(pilot) -> None:
+    """Every repaint the last change asked for is done: a scrollbar follows its view a refresh later."""
+    for _ in range(3):
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)], ids=["100x30", "80x24"])
 def test_snapshot_main_screen(snap_compare, size):
-    assert snap_compare(viewer_app(), terminal_size=size, run_before=settle)
+    assert snap_compare(viewer_app(), terminal_size=size, run_before=still)
 
 
 @pytest.mark.parametrize("size", [(100, 30), (80, 24)], ids=["100x30", "80x24"])
 def test_snapshot_help_screen(snap_compare, size):
     async def open_help(pilot):
-        await settle(pilot)
+        await still(pilot)
         await pilot.press("question_mark")
         await until(lambda: isinstance(pilot.app.screen, HelpScreen), pilot=pilot)
         await pilot.pause()
@@ -63,11 +77,11 @@ def test_snapshot_help_screen(snap_compare, size):
 
 def test_snapshot_view_filtered(snap_compare):
     async def filtered(pilot):
-        await settle(pilot)
+        await still(pilot)
         await pilot.press("slash", *"varied", "enter")
         await until(lambda: pilot.app.model.filter_text == "varied" and not isinstance(pilot.app.screen, PromptScreen),
                     pilot=pilot)
-        await pilot.pause()
+        await still(pilot)
 
     assert snap_compare(viewer_app(), terminal_size=(100, 30), run_before=filtered)
 

@@ -267,7 +267,8 @@ class VftuiApp(App[RunSummary | None]):
         if index == self._previewed:
             return
         now = time.monotonic()
-        if not force and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
+        live = self.model.state in (RunState.RUNNING, RunState.PAUSING)  # only a collecting run moves this fast
+        if not force and live and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
             return
         self._previewed, self._preview_at = index, now
         self.previewed = self.selected_group()

@@ -175,11 +175,16 @@ class TokenText(ScrollView, can_focus=True):
         """Lay ``pieces`` out and scroll to piece ``jump_to`` (the completion), a line of context above it."""
         self._pieces, self._jump_to = pieces, jump_to
         self._layout()
-        line = self._starts[jump_to] if jump_to < len(self._starts) else 0
+        self.call_after_refresh(self._jump)  # once the new height is laid out: the scrollbar then agrees
+
+    def _jump(self) -> None:
+        line = self._starts[self._jump_to] if self._jump_to < len(self._starts) else 0
         self.scroll_to(0, max(0, line - 1), animate=False, immediate=True, force=True)
 
     def on_resize(self) -> None:
+        """Laid out again at the new width: the completion's first line moved, so jump to it again."""
         self._layout()
+        self.call_after_refresh(self._jump)
 
     def _layout(self) -> None:
         self._starts = []
