@@ -295,3 +295,19 @@ async def test_at_80x24_the_help_scrolls_to_its_last_key():
         assert keys.scroll_y == keys.max_scroll_y
         screen = "\n".join("".join(s.text for s in strip) for strip in app.screen._compositor.render_strips())
         assert "command palette" in screen, screen
+
+
+async def test_the_log_rewraps_its_lines_when_its_panel_grows():
+    app = viewer_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        long_lines = [LogRecord("WARNING", "test", f"a long line number {n} " + "word " * 12, 0.0) for n in range(5)]
+        app.model.apply(long_lines)
+        app.tick()
+        await idle(pilot)
+        log = app.query_one("#log")
+        narrow = len(log.lines)
+        await pilot.resize_terminal(200, 30)
+        await idle(pilot)
+        assert 0 < len(log.lines) < narrow, "fewer, longer lines at the new width"
+        assert sum("a long line number" in "".join(s.text for s in line) for line in log.lines) == 5
