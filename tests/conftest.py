@@ -144,6 +144,11 @@ def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
         raise AssertionError(f"{e}; the screen was:\n{screens[-1]}") from None
 
 
+def screen_lines(app) -> list[str]:
+    """What an app under ``run_test`` shows, a line a row, as a terminal would."""
+    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

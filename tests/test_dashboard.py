@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import read_jsonl, sim_admin, until
+from tests.conftest import read_jsonl, screen_lines, sim_admin, until
 from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.events import RunState
@@ -194,7 +194,7 @@ async def test_at_80_columns_the_footer_keeps_health_and_help(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
         await pilot.pause()
-        footer = "".join(segment.text for segment in app.screen._compositor.render_strips()[-1])
+        footer = screen_lines(app)[-1]
         for shown in ("quit", "pause", "dump", "filter", "health", "help"):
             assert shown in footer, footer
         await quit_app(pilot, app)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, until
+from tests.conftest import REPO, screen_lines, until
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.groupfile import GroupFile
@@ -293,7 +293,7 @@ async def test_at_80x24_the_help_scrolls_to_its_last_key():
         await pilot.press("end")
         await pilot.pause()
         assert keys.scroll_y == keys.max_scroll_y
-        screen = "\n".join("".join(s.text for s in strip) for strip in app.screen._compositor.render_strips())
+        screen = "\n".join(screen_lines(app))
         assert "command palette" in screen, screen
 
 

@@ -198,9 +198,14 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
     p.add_argument("--prune", action="store_true", help="forget every run that is not running (its files stay), "
                    "and delete the folders of runs in the default runs folder that collected nothing")
-    p.add_argument("--no-ui", action="store_true", help="print the table, not the runs screen (the default when "
-                   "stdout is not a terminal)")
-    _shared(p, "theme")
+    _screen_or_table(p, "the runs screen")
+
+
+def _screen_or_table(parser: argparse.ArgumentParser, screen: str) -> None:
+    """A command that opens ``screen`` in a terminal and prints a table elsewhere: --no-ui and --theme."""
+    parser.add_argument("--no-ui", action="store_true", help=f"print the table instead of opening {screen} (the "
+                        "default when stdout is not a terminal)")
+    _shared(parser, "theme")
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -221,9 +226,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                    help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, or a "
                    "vf-eval output folder or results.jsonl")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.add_argument("--no-ui", action="store_true", help="print the table instead of opening the compare view "
-                   "(the default when stdout is not a terminal)")
-    _shared(p, "theme")
+    _screen_or_table(p, "the compare view")
     p.add_argument("--fail-if-worse", type=float, metavar="D",
                    help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
                    "of the change (a gate for CI)")

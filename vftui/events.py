@@ -20,6 +20,13 @@ from typing import Any, Protocol
 from vftui.stats import Accumulator, is_identical
 
 MASKED = -100  # the Atropos mask of a token the trainer does not learn from (prompt, tool results)
+
+
+def trained_tokens(mask: list[int]) -> int:
+    """How many of a rollout's tokens the trainer learns from (the model's own words): one count in C."""
+    return len(mask) - mask.count(MASKED)
+
+
 META = "vftui"  # the key of vftui's own object (item, metrics, turns, times) in each group line
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import copy
 import functools
-import json
 import math
 import os
 import threading
@@ -40,6 +39,7 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
+from vftui.run_files import run_description
 from vftui.series import Series
 
 HISTORY = 240  # the panels' sparklines
@@ -74,15 +74,6 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
         elapsed_s=meta.get("elapsed_s", 0.0),
         logprobs=group.get("inference_logprobs"),
     )
-
-
-def run_description(path: Path) -> dict[str, Any]:
-    """The ``.run.json`` beside a run's jsonl, when there is one."""
-    sidecar = path.with_suffix(".run.json")
-    try:
-        return json.loads(sidecar.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 from vftui import paths, store
 from vftui.errors import UserError
 from vftui.events import META
-from vftui.run_files import RUN_SUFFIX
+from vftui.run_files import RUN_SUFFIX, read_json_object, run_description
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
@@ -73,7 +73,7 @@ def load(path: Path) -> Source:
         return Source(path, "groups", str(config.get("env", "")), items, lines.skipped + skipped,
                       _number(config.get("pass_threshold")) if config.get("mode") == "eval" else None)
     if "reward" in rows[0] and "example_id" in rows[0]:
-        metadata = _metadata(path.parent / METADATA if path.name != SAMPLES else path.parent.parent / METADATA)
+        metadata = read_json_object(path.parent / METADATA if path.name != SAMPLES else path.parent.parent / METADATA)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
         return Source(path, kind, str(metadata.get("env_id") or ""), items, lines.skipped + skipped,
@@ -110,7 +110,7 @@ def viewable(path: Path) -> Path:
 
 def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none)."""
-    metadata = _metadata(path.parent / METADATA)
+    metadata = read_json_object(path.parent / METADATA)
     sampling = metadata.get("sampling_args") if isinstance(metadata.get("sampling_args"), dict) else {}
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in _json_lines(path):
@@ -244,13 +244,5 @@ def _completion_chars(messages: list[dict[str, Any]]) -> int:
 
 def _run_config(path: Path) -> dict[str, Any]:
     """The settings a run saved beside its jsonl, if it did."""
-    config = _metadata(path.with_suffix(RUN_SUFFIX)).get("config")
+    config = run_description(path).get("config")
     return config if isinstance(config, dict) else {}
-
-
-def _metadata(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

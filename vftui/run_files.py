@@ -12,6 +12,21 @@ RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoi
 SOCKET_SUFFIX, EVAL_SUFFIX = ".sock", ".eval"
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file's content: ``{}`` when it is missing, unreadable or not an object (a run's side
+    files and an eval's metadata are read this way by every view of them)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run_description(out_path: Path) -> dict[str, Any]:
+    """The ``.run.json`` beside a run's jsonl (its settings, model, endpoint), ``{}`` when there is none."""
+    return read_json_object(out_path.with_suffix(RUN_SUFFIX))
+
+
 def eval_dir(out_path: Path) -> Path:
     """An eval's results beside its jsonl: ``results.jsonl`` and ``metadata.json`` (vf-eval's), ``atropos/``."""
     return out_path.with_suffix(EVAL_SUFFIX)

@@ -7,7 +7,6 @@ run's own files say how far it got and how it ended (the checkpoint records the 
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from vftui import paths
 from vftui.errors import UserError
 from vftui.live.client import ask_status
 from vftui.live.server import RunInfo, socket_path
-from vftui.run_files import find_resumable, sidecars
+from vftui.run_files import find_resumable, read_json_object, sidecars
 from vftui.run_index import forget, known_runs, run_id
 from vftui.wording import clock
 
@@ -58,7 +57,7 @@ class RunLine:
 def describe(out: Path) -> RunLine:
     """How the run writing (or that wrote) ``out`` is doing."""
     run_file, checkpoint = sidecars(out)
-    run, saved = _read(run_file), _read(checkpoint)
+    run, saved = read_json_object(run_file), read_json_object(checkpoint)
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     created = float(run.get("created", 0.0))
     about = {"env": str(config.get("env", "")), "mode": str(config.get("mode", "")), "model": str(run.get("model", ""))}
@@ -122,11 +121,3 @@ def prune(r: RunLine) -> tuple[bool, bool]:
         return False, empty
     forget(r.out_path)
     return True, False
-
-
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

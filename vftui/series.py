@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass, field
 
 from vftui import stats
-from vftui.events import MASKED, ApiStatus, GroupCollected, ServerStatus
+from vftui.events import ApiStatus, GroupCollected, ServerStatus, trained_tokens
 
 
 def _floats() -> array:
@@ -34,7 +34,7 @@ class Series:
     def add_group(self, group: GroupCollected) -> None:
         self.mean.append(stats.mean(group.scores))
         self.std.append(stats.population_std(group.scores))
-        lengths = [sum(1 for m in mask if m != MASKED) for mask in group.masks]
+        lengths = list(map(trained_tokens, group.masks))
         self.length.append(statistics.fmean(lengths) if lengths else 0.0)
         self.identical.append(1.0 if group.identical else 0.0)
         reasons = group.finish_reasons or []

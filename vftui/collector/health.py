@@ -24,7 +24,6 @@ from typing import assert_never
 
 from vftui import stats
 from vftui.events import (
-    MASKED,
     Alert,
     ApiStatus,
     EndpointTrouble,
@@ -45,6 +44,7 @@ from vftui.events import (
     RunSummary,
     ServerStatus,
     TemperatureChanged,
+    trained_tokens,
 )
 from vftui.signals import SIGNALS, STALL_TIMEOUT, Tripped
 
@@ -140,7 +140,7 @@ class HealthMonitor:
         self._last_group = self._clock()
         mean = stats.mean(group.scores)
         self._best_mean = max(self._best_mean, mean)
-        completion = tuple(sum(1 for m in mask if m != MASKED) for mask in group.masks) if drop is None else ()
+        completion = tuple(map(trained_tokens, group.masks)) if drop is None else ()
         per_function = tuple((name, stats.mean(values)) for name, values in group.metrics.items() if values)
         identical = stats.is_identical(group.scores)
         finish = tuple(group.finish_reasons) if drop is None else ()

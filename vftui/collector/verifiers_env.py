@@ -31,7 +31,7 @@ from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
-from vftui.collector.envs.base import Environment, Rollout
+from vftui.collector.envs.base import Environment, Rollout, metrics_of
 from vftui.collector.envs.messages import template_messages
 from vftui.collector.modes import Rollouts
 from vftui.collector.output.ledger import ItemLedger
@@ -41,13 +41,13 @@ from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
 from vftui.errors import RunFailed
 from vftui.events import (
-    MASKED,
     META,
     EndpointTrouble,
     Event,
     GroupCollected,
     GroupDropped,
     MetricsWindow,
+    trained_tokens,
 )
 
 logger = logging.getLogger(__name__)
@@ -266,10 +266,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self._group_failed(item, "building the token sequence", str(e), [r.reward for r in rollouts],
                                [r.turns for r in rollouts])
             return None
-        metrics: dict[str, list[float]] = {}
-        for rollout in rollouts:
-            for name, value in rollout.metrics.items():
-                metrics.setdefault(name, []).append(value)
+        metrics = metrics_of(rollouts)
         if (bad := _first_non_finite(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
             self._group_failed(item, bad, "not a finite number")
             return None
@@ -349,7 +346,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.groups_written += 1
         meta = group[META]
         self._item_done(meta["item"])
-        self.hooks.on_tokens(sum(sum(1 for m in mask if m != MASKED) for mask in group["masks"]))
+        self.hooks.on_tokens(sum(map(trained_tokens, group["masks"])))
         event = GroupCollected(
             index=self.groups_written,
             item=meta["item"],

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import httpx
 
 from vftui import stats
-from vftui.events import MASKED
+from vftui.events import trained_tokens
 
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",
@@ -34,7 +34,7 @@ def summarize(batch: list[dict]) -> dict:
         "groups": len(batch),
         "sequences": sequences,
         "tokens": sum(len(t) for g in batch for t in g["tokens"]),
-        "trained_tokens": sum(1 for g in batch for m in g["masks"] for x in m if x != MASKED),
+        "trained_tokens": sum(trained_tokens(m) for g in batch for m in g["masks"]),
         "mean_score": round(stats.mean(scores), 4),
     }
 

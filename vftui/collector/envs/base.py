@@ -28,6 +28,15 @@ class Rollout:
     model_calls: list[Any] = field(default_factory=list)  # rl: each call's token ids and logprobs (``tokens.Turn``)
 
 
+def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
+    """Each reward function's and metric's values over a group's rollouts, in rollout order."""
+    metrics: dict[str, list[float]] = {}
+    for rollout in rollouts:
+        for name, value in rollout.metrics.items():
+            metrics.setdefault(name, []).append(value)
+    return metrics
+
+
 class Environment(Protocol):
     """An environment the collector can run: its items, its reward functions, its rollouts.
 

@@ -86,8 +86,7 @@ class EvalCollection(SftCollection):
     async def _write(self, env: VerifiersEnv, report: EvalReport, started: float) -> None:
         folder = eval_dir(Path(env.config.data_path_to_save_groups))
         model = str(env.hooks.extra_meta.get("model", ""))
-        files.write(env, report, self._run_description(model), folder)
-        await files.write_atropos(env, report, model, started, folder)
+        await files.write(env, report, self._run_description(model), model, started, folder)
         logger.info("eval results written to %s", folder)
 
     def _run_description(self, model: str) -> dict[str, object]:

@@ -13,11 +13,11 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openai import AsyncOpenAI
 
-from vftui.collector.envs.base import Environment
+from vftui.collector.envs.base import Environment, metrics_of
 from vftui.config import RunConfig
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event
@@ -57,11 +57,7 @@ class EvalsDuringRl:
             if any(r.error or r.reward_failure for r in rollouts):
                 failed += 1  # an endpoint or reward error: not a score, left out of the figures
                 return
-            metrics: dict[str, list[Any]] = {}
-            for rollout in rollouts:
-                for name, value in rollout.metrics.items():
-                    metrics.setdefault(name, []).append(value)
-            tally.add(index, [r.reward for r in rollouts], metrics)
+            tally.add(index, [r.reward for r in rollouts], metrics_of(rollouts))
 
         await asyncio.gather(*(one(i) for i in range(self.examples)))
         if failed:

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 from vftui import store
 from vftui.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.events import META, EvalReport, finite_json
+from vftui.results import METADATA, RESULTS
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv
 
-RESULTS, METADATA, ITEMS, ATROPOS = "results.jsonl", "metadata.json", "items.jsonl", "atropos"
+ITEMS, ATROPOS = "items.jsonl", "atropos"
 
 
 def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
@@ -60,33 +61,33 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
         }
 
 
-def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], folder: Path) -> None:
-    """``results.jsonl`` and ``metadata.json`` in ``folder``; ``run`` holds what the run was asked."""
+async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], model: str, started: float,
+                folder: Path) -> None:
+    """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``run`` holds what it was asked."""
     folder.mkdir(exist_ok=True)
     rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
-    store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
-    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, report, run)))
-    items = per_item(rows, report.threshold)
-    store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
-
-
-def per_item(rows: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
-    """Each example's k rewards and what they say: mean, min, max, std, how many passed; hardest first."""
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
+    store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
+    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, by_item, report, run)))
+    items = per_item(by_item, report.threshold)
+    store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
+    await write_atropos(env, report, rows, model, started, folder)
+
+
+def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
+    """Each example's k rewards and what they say: mean, min, max, std, how many passed; hardest first."""
     items = [ItemResult(0, tuple(rewards)) for rewards in by_item.values()]
     out = [{"example_id": key, "rewards": list(i.rewards), "mean": i.mean, "min": i.low, "max": i.high, "std": i.std,
             "passed": i.passed(threshold)} for key, i in zip(by_item, items, strict=True)]
     return sorted(out, key=lambda item: (item["mean"], -item["std"]))
 
 
-def metadata(rows: list[dict[str, Any]], report: EvalReport, run: dict[str, Any]) -> dict[str, Any]:
+def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report: EvalReport,
+             run: dict[str, Any]) -> dict[str, Any]:
     """vf-eval's metadata (its ``pass_at_k`` keyed by k, for its viewers) and ours: ``pass@k`` with intervals."""
     k = report.rollouts_per_item
-    by_item: dict[Any, list[float]] = {}
-    for row in rows:
-        by_item.setdefault(row["example_id"], []).append(row["reward"])
     full = [rewards for rewards in by_item.values() if len(rewards) == k]
     figures = report.figures
     return {
@@ -113,14 +114,15 @@ def metadata(rows: list[dict[str, Any]], report: EvalReport, run: dict[str, Any]
     }
 
 
-async def write_atropos(env: VerifiersEnv, report: EvalReport, model: str, started: float, folder: Path) -> None:
+async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[str, Any]], model: str, started: float,
+                        folder: Path) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
     env.config.data_dir_to_save_evals = str(folder / ATROPOS)
     metrics = {f"eval/{'avg_score' if name == 'reward' else name}": f["mean"] for name, f in report.figures.items()}
     metrics.update({f"eval/{name}": f["mean"] for name, f in report.functions.items()})
     samples = [{key: row[key] for key in ("example_id", "info", "prompt", "completion", "reward", "metrics",
                                           "is_truncated", "stop_condition")} | {"score": row["reward"]}
-               for row in rollout_rows(Path(env.config.data_path_to_save_groups))]
+               for row in rows]
     await env.evaluate_log(finite_json(metrics), task_name=f"{env.config.vf_env_name}_eval",
                            model_name=model, start_time=started, end_time=time.time(),
                            generation_parameters={"temperature": env.temperature}, samples=samples, verbose=False)

@@ -23,7 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from vftui.events import MASKED, GroupCollected
+from vftui.events import MASKED, GroupCollected, trained_tokens
 from vftui.printable import printable
 from vftui.ui.decode import TokenDecoder
 
@@ -67,7 +67,7 @@ def rollout_pieces(group: GroupCollected, rollout: int, decoder: TokenDecoder, s
         first = next((i for i, (text, _) in enumerate(pieces) if text == "assistant: "), 0)
         return Laid(pieces, first, 0, 0)
     logprobs = group.logprobs[rollout] if group.logprobs else None
-    trained = sum(1 for m in masks if m != MASKED)
+    trained = trained_tokens(masks)
     pieces: list[Piece] = []
     for i, (token, mask) in enumerate(zip(tokens[:limit], masks[:limit], strict=False)):
         text = decoder.piece(token).replace("\n", "↵\n")
