@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import re
+import time
+
 import pytest
 
 from vftui import stats, wording
+from vftui.commands.headless import HeadlessView
 from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDropped, RunStarted, RunState, RunStatus
+from vftui.live.server import Replay
 from vftui.ui.model import DashboardModel, parse_filter
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
@@ -84,3 +91,34 @@ def test_the_trajectory_panel_says_the_worst_news_first():
     assert api_state(model) == ("trainer registered (batch size 8)", "bold green")
     model.apply([EndpointTrouble(1, 0, "refused", 1.0, "trajectory API")])
     assert api_state(model)[0] == "API unreachable (retrying)"
+
+
+def test_one_rate_in_the_dashboard_the_runs_list_and_the_headless_lines():
+    """Ten groups a second apart, just ended: 1 group/s wherever it is shown, 0 once paused."""
+    now = time.time()
+    groups = [dataclasses.replace(group(i, [1.0, 0.0]), started_at=now - 10.5 + i) for i in range(1, 11)]
+    events = [started(), RunStatus(RunState.RUNNING, 0, 10), *groups]
+    model, replay = DashboardModel(), Replay(256, stats.Accumulator())
+    model.apply(events)
+    for event in events:
+        replay.add(event)
+    lines = io.StringIO()
+    view = HeadlessView(json_events=False, err=lines)
+    for event in events:
+        view(event)
+    headless = float(re.findall(r"([\d.]+) groups/s", lines.getvalue())[-1])
+    assert model.rates()[0] == pytest.approx(1.0) and replay.info().groups_per_s == pytest.approx(1.0)
+    assert headless == pytest.approx(1.0)
+    paused = RunStatus(RunState.PAUSED, 10, 10)
+    model.apply([paused])
+    replay.add(paused)
+    assert model.rates() == (0.0, 0.0) and replay.info().groups_per_s == 0.0
+
+
+def test_the_rate_falls_to_zero_when_no_group_has_ended_for_a_while():
+    meter = stats.Throughput()
+    for second in range(10):
+        meter.add(float(second), 100)
+    assert meter.rates(9.5, collecting=True) == (pytest.approx(1.0), pytest.approx(100.0))
+    assert meter.rates(9.0 + 5.1, collecting=True) == (0.0, 0.0), "five intervals without a group: idle"
+    assert meter.rates(9.5, collecting=False) == (0.0, 0.0)

@@ -31,7 +31,8 @@ from tests.wandb_log import history
 from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
-from vftui.events import RunState
+from vftui.events import FileProgress, RunState
+from vftui.groupfile import GroupFile
 from vftui.live.process import CollectorProcess
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
@@ -223,6 +224,12 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
     assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \
         "every scored group counts, sent or not"
+    viewed: list = []
+    summary = GroupFile(tmp_path / "groups.jsonl").read(viewed.append, str(TOKENIZER_DIR))
+    progress = [e for e in viewed if isinstance(e, FileProgress)][-1]
+    assert progress.totals.metrics()["metrics/identical_score_rate"] == 1.0, "view counts the drops the run recorded"
+    assert progress.totals.groups_total == int(rate.group(3)), "as many groups as the run counted live"
+    assert sum(summary.dropped.values()) == int(rate.group(3))
 
 
 def test_a_template_that_rewrites_earlier_turns_drops_groups_then_fails_the_run(sim, api, tmp_path):

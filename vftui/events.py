@@ -49,6 +49,11 @@ class RunState(enum.StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
 
+    @property
+    def collecting(self) -> bool:
+        """Groups are being made (or finished off): the only states with a rate."""
+        return self in (RunState.RUNNING, RunState.PAUSING, RunState.STOPPING)
+
 
 @dataclass(frozen=True)
 class RunStarted:

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from vftui import stats, store
 from vftui.defaults import PASS_THRESHOLD
+from vftui.drops import read_drops
 from vftui.eval_stats import EvalTally
 from vftui.events import (
     META,
@@ -107,6 +108,15 @@ class _Pass:
     rewards: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     tally: EvalTally | None = None  # an eval's file: its figures too
+    drops_offset: int = 0  # in the run's record of its dropped groups (``drops``)
+    dropped: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def add_drops(self, out_path: Path) -> None:
+        """The groups the run dropped since the last look: they count in its figures as they did live."""
+        found, self.drops_offset = read_drops(out_path, self.drops_offset)
+        for drop in found:
+            self.totals.add(drop)
+            self.dropped[drop.reason] += 1
 
     def add(self, group: GroupCollected, series: Series) -> None:
         series.add_group(group)
@@ -206,7 +216,8 @@ class GroupFile(Sequence[Row]):
                 reading = self._look(reading, emit, announce)
         elapsed = reading.span[1] - reading.span[0] if self._count else time.time() - started
         summary = RunSummary(RunState.FINISHED, self._count, self._count, str(self.path), round(max(0.0, elapsed), 3),
-                             {}, f"{self.skipped} malformed lines skipped" if self.skipped else "")
+                             {}, f"{self.skipped} malformed lines skipped" if self.skipped else "",
+                             dict(reading.dropped))
         emit(summary)
         return summary
 
@@ -217,6 +228,7 @@ class GroupFile(Sequence[Row]):
         status = os.fstat(f.fileno())
         reading = _Pass((status.st_dev, status.st_ino), status.st_size)
         self._read_lines(f, reading, emit, announce, whole_lines)
+        reading.add_drops(self.path)
         if (column := ORDERS[self.order]) is not None:
             values = getattr(self, column)
             self._order = array("q", sorted(range(self._count), key=values.__getitem__))
@@ -237,7 +249,9 @@ class GroupFile(Sequence[Row]):
                 return self._read_from_start(f, emit, announce, whole_lines=True)
             before, reading.total = reading.offset, status.st_size
             self._read_lines(f, reading, emit, announce, whole_lines=True)
-        if reading.offset != before:
+        drops_before = reading.drops_offset
+        reading.add_drops(self.path)
+        if reading.offset != before or reading.drops_offset != drops_before:
             self._progress(reading, emit, done=True)
         return reading
 

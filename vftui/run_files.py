@@ -9,7 +9,7 @@ from typing import Any
 from vftui.errors import UserError
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
-SOCKET_SUFFIX, EVAL_SUFFIX = ".sock", ".eval"
+SOCKET_SUFFIX, EVAL_SUFFIX, DROPS_SUFFIX = ".sock", ".eval", ".dropped.jsonl"
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

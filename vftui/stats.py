@@ -6,7 +6,7 @@ so every place that shows ``metrics/mean_reward`` computes it the same way.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -149,3 +149,33 @@ class Accumulator:
             out["metrics/groups_total"] = float(self.groups_total)
             out["metrics/identical_score_rate"] = self.groups_identical / self.groups_total
         return out
+
+
+RATE_GROUPS = 64  # the rate every view shows looks back over this many groups
+RATE_DEFINITION = f"groups per second over the last {RATE_GROUPS} groups, by when each ended; 0 while paused or idle"
+
+
+class Throughput:
+    """The run's rate, defined once for the dashboard, ``vftui runs``, the headless log and ``--json``.
+
+    Counted from the groups' own end times rather than from when a view saw them, so a view
+    that attached late, or drew less often, shows the same figure.
+    """
+
+    def __init__(self) -> None:
+        self._marks: deque[tuple[float, int]] = deque(maxlen=RATE_GROUPS)
+
+    def add(self, ended_at: float, tokens: int) -> None:
+        self._marks.append((ended_at, tokens))
+
+    def rates(self, now: float, collecting: bool) -> tuple[float, float]:
+        """(groups/s, tokens/s): 0 unless ``collecting``, and 0 once no group has ended for a while (idle)."""
+        if not collecting or len(self._marks) < 2:
+            return 0.0, 0.0
+        ends = [end for end, _ in self._marks]
+        first, last = min(ends), max(ends)
+        span = last - first
+        if span <= 0 or now - last > max(2.0, 5 * span / (len(ends) - 1)):
+            return 0.0, 0.0
+        tokens = sum(tokens for _, tokens in list(self._marks)[1:])
+        return (len(ends) - 1) / span, tokens / span

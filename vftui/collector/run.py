@@ -40,6 +40,7 @@ from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
+from vftui.drops import DropLog, read_drops
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
     EvalReport,
@@ -121,6 +122,7 @@ class Run:
         self._sim: BackgroundSimServer | None = None
         self._env: VerifiersEnv | None = None
         self._output: Output | None = None
+        self._drops: DropLog | None = None
         self._server: RunServer | None = None
         self.health: HealthMonitor | None = None
         self._health: Health | None = None
@@ -135,6 +137,8 @@ class Run:
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
             self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
+            if event.scores and self._drops is not None:
+                self._record_drop(event)
         if isinstance(event, EvalReport):
             self._eval = event
         self.collection.observe(event)
@@ -143,6 +147,12 @@ class Run:
         self._view_emit(event)
         if self._server is not None:
             self._server.publish(event)
+
+    def _record_drop(self, drop: GroupDropped) -> None:
+        try:
+            self._drops.add(drop)
+        except OSError as e:
+            logger.warning("could not record a dropped group in %s: %s", self._drops.path.name, e)
 
     # -- before any work ----------------------------------------------------------------
 
@@ -158,12 +168,16 @@ class Run:
 
     def _open_output(self) -> Output:
         cfg = self.config
+        output = open_new(cfg.out, cfg.env) if cfg.resume is None else open_resumed(cfg.resume, cfg.window)
+        self._drops = DropLog(output.path)
         if cfg.resume is None:
-            return open_new(cfg.out, cfg.env)
-        output = open_resumed(cfg.resume, cfg.window)
+            return output
         for group in output.written:
             self.totals.add(group)
             self.collection.observe(group)
+        for drop in read_drops(output.path)[0]:  # the groups it dropped count in its figures as they did live
+            self.totals.add(drop)
+            self.dropped[drop.reason] += 1
         for line in output.tail:
             self.window.add(line)
         return output

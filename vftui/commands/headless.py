@@ -75,8 +75,7 @@ class HeadlessView:
         self.err = err or sys.stderr
         self.out = out or sys.stdout
         self._total = 0
-        self._first_done = 0
-        self._clock_start: float | None = None
+        self._throughput = stats.Throughput()
         self._simulated = simulated
         self._requests: RequestStats | None = None
         self.on_reader_gone: Callable[[], None] = lambda: None
@@ -144,8 +143,7 @@ class HeadlessView:
         return None
 
     def _started_lines(self, event: RunStarted) -> str:
-        self._total, self._first_done = event.groups_total, event.groups_done
-        self._clock_start, self._simulated = time.monotonic(), event.simulated
+        self._total, self._simulated = event.groups_total, event.simulated
         todo = event.groups_total - event.groups_done
         what = "examples x" if event.mode is Mode.EVAL else "groups of"
         lines = [
@@ -157,8 +155,8 @@ class HeadlessView:
         return "\n".join(lines)
 
     def _group_line(self, g: GroupCollected) -> str:
-        elapsed = time.monotonic() - (self._clock_start or time.monotonic())
-        rate = (g.index - self._first_done) / elapsed if elapsed > 0 else 0.0
+        self._throughput.add(g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens))
+        rate, _ = self._throughput.rates(time.time(), collecting=True)
         mean, std = stats.mean(g.scores), stats.population_std(g.scores)
         turns = stats.mean([float(t) for t in g.turns])
         width = len(str(self._total))

@@ -25,6 +25,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -62,7 +63,6 @@ MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 HELLO_TIMEOUT_S = 5.0
 MAX_BACKLOG = 20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
 RECENT_LOGS = 200
-RATE_GROUPS = 64
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,7 @@ class Replay:
         self.servers: dict[str, ServerStatus] = {}
         self.alerts: dict[str, Alert] = {}  # the active ones
         self.troubles: dict[str, EndpointTrouble] = {}  # by service, until it works again
+        self.throughput = stats.Throughput()
 
     def add(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
         """Keep what a later dashboard needs of ``event``; every kind of event is named here."""
@@ -116,6 +117,7 @@ class Replay:
             case GroupCollected():
                 self.groups.append(event.compacted())
                 self.totals.add(event)
+                self.throughput.add(event.started_at + event.elapsed_s, sum(len(t) for t in event.tokens))
                 self.troubles.clear()  # a group came through: whatever failed works again
             case GroupDropped():
                 self.dropped[event.reason] += 1
@@ -155,11 +157,10 @@ class Replay:
 
     def info(self) -> RunInfo:
         started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
-        ends = [g.started_at + g.elapsed_s for g in list(self.groups)[-RATE_GROUPS:]]
-        running = status is not None and status.state in (RunState.RUNNING, RunState.PAUSING)
-        rate = (len(ends) - 1) / (max(ends) - min(ends)) if running and len(ends) > 1 and max(ends) > min(ends) else 0.0
+        state = status.state if status is not None else RunState.STARTING
+        rate, _ = self.throughput.rates(time.time(), state.collecting)
         return RunInfo(
-            state=status.state if status is not None else RunState.STARTING,
+            state=state,
             groups_done=max([status.groups_done if status is not None else 0, *(g.index for g in self.groups)]),
             groups_total=status.groups_total if status is not None else 0,
             groups_per_s=round(rate, 3),

@@ -120,7 +120,7 @@ class DashboardModel:
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
     _t0: float | None = None
-    _rate_marks: collections.deque = field(init=False)
+    throughput: stats.Throughput = field(default_factory=stats.Throughput)
     _derived: dict = field(default_factory=dict)
     _derived_version: int = -1
 
@@ -131,7 +131,6 @@ class DashboardModel:
         self.identical_history = collections.deque(maxlen=HISTORY)
         self.queue_history = collections.deque(maxlen=HISTORY)
         self.logs = collections.deque(maxlen=LOG_LINES)
-        self._rate_marks = collections.deque(maxlen=64)
 
     # -- folding events -------------------------------------------------------------------
 
@@ -212,8 +211,9 @@ class DashboardModel:
         self.reward_history.append(stats.mean(group.scores))
         self.identical_history.append(1.0 if group.identical else 0.0)
         self.groups_done = max(self.groups_done, group.index)
-        self.tokens_total += sum(len(t) for t in group.tokens)
-        self._rate_marks.append((group.started_at + group.elapsed_s, group.index, self.tokens_total))
+        tokens = sum(len(t) for t in group.tokens)
+        self.tokens_total += tokens
+        self.throughput.add(group.started_at + group.elapsed_s, tokens)
         self.endpoint_trouble = self.trajectory_trouble = None
 
     def _apply_file(self, progress: FileProgress) -> None:
@@ -276,16 +276,8 @@ class DashboardModel:
         return self.clock() - self._t0
 
     def rates(self) -> tuple[float, float]:
-        """(groups/s, tokens/s) over the last few dozen groups, from their own timestamps."""
-        if len(self._rate_marks) < 2:
-            return 0.0, 0.0
-        (t0, g0, k0), (t1, g1, k1) = self._rate_marks[0], self._rate_marks[-1]
-        span = t1 - t0
-        interval = span / max(1, len(self._rate_marks) - 1)
-        idle = self.clock() - t1 > max(2.0, 5 * interval)
-        if self.state is RunState.PAUSED or (idle and self.state not in (RunState.FINISHED, RunState.FAILED)):
-            return 0.0, 0.0
-        return ((g1 - g0) / span, (k1 - k0) / span) if span > 0 else (0.0, 0.0)
+        """(groups/s, tokens/s) as every view defines them (``stats.RATE_DEFINITION``)."""
+        return self.throughput.rates(self.clock(), self.state.collecting)
 
     def set_filter(self, text: str) -> None:
         """Show only matching groups (ValueError on bad syntax, keeping the old filter)."""

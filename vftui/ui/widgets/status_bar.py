@@ -77,7 +77,7 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
         line2.append(f"  ⚠ {len(model.alerts)} alert{'s' if len(model.alerts) != 1 else ''} (h)", style="bold yellow")
     line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
-    if not viewing:  # a file has no speed
+    if not viewing and model.state not in (RunState.FINISHED, RunState.FAILED):  # a rate is of a run that goes on
         groups_s, tokens_s = model.rates()
         line2.append(f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else ""))
     line2.append(f"  {clock(model.elapsed_s)}")

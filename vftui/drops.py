@@ -1,0 +1,73 @@
+"""The groups a run dropped, recorded beside its jsonl.
+
+atroposlib writes and sends only the groups a trainer can learn from; a group of equal scores
+is dropped, yet it counts in the identical-score rate and the mean reward. This file keeps
+each drop (item, reason, scores, metrics, turns), so ``vftui view`` and a resumed run count
+the run's groups as the live run did. One JSON object a line; lines that cannot be read are
+skipped, as a damaged jsonl's are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from vftui.events import GroupDropped
+from vftui.run_files import DROPS_SUFFIX
+
+MAX_LINE_BYTES = 1 << 20  # a drop's line holds scores and metrics, never texts: anything longer is damage
+
+
+def drops_path(out_path: Path) -> Path:
+    return out_path.with_suffix(DROPS_SUFFIX)
+
+
+class DropLog:
+    """Appends each drop of a run; the file is made on the first one, never through a link."""
+
+    def __init__(self, out_path: Path) -> None:
+        self.path = drops_path(out_path)
+
+    def add(self, drop: GroupDropped) -> None:
+        line = json.dumps({"item": drop.item, "reason": drop.reason, "scores": drop.scores,
+                           "metrics": drop.metrics, "turns": drop.turns}, allow_nan=False)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "a") as f:
+            f.write(line + "\n")
+
+
+def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int]:
+    """The drops recorded from ``offset`` on (whole lines only) and the offset after them."""
+    drops: list[GroupDropped] = []
+    try:
+        f = drops_path(out_path).open("rb")
+    except OSError:
+        return drops, offset
+    with f:
+        f.seek(offset)
+        damaged = False  # in a line over the size limit: skipped piece by piece, never held whole
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            if not raw.endswith(b"\n"):
+                if len(raw) <= MAX_LINE_BYTES:
+                    break  # a last line still being written
+                damaged = True
+                continue
+            if not damaged and (drop := _parse(raw)) is not None:
+                drops.append(drop)
+            damaged, offset = False, f.tell()
+    return drops, offset
+
+
+def _parse(raw: bytes) -> GroupDropped | None:
+    try:
+        data = json.loads(raw)
+        scores = [float(s) for s in data["scores"]]
+        metrics = {str(name): [float(v) for v in values] for name, values in data.get("metrics", {}).items()}
+        if not all(map(math.isfinite, [*scores, *(v for values in metrics.values() for v in values)])):
+            return None
+        return GroupDropped(int(data["item"]), str(data["reason"]), scores, metrics,
+                            [int(t) for t in data.get("turns", [])])
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
