@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, screen_lines, until
+from vftui import stats
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.groupfile import GroupFile
@@ -101,6 +102,9 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
         table = app.query_one("#rewards-table")
         expected = [g for g in app.model.all_groups() if g.identical]
         await until(lambda: table.row_count == len(expected), pilot=pilot)
+        assert app.previewed is not None and stats.is_identical(app.previewed.scores), "the preview follows the filter"
+        shown = str(app.query_one("#identical-text").render())
+        assert shown.startswith("filtered 100%"), f"the side panels count the groups the filter keeps: {shown!r}"
         await pilot.press("slash", "ctrl+a", "backspace", *"reward<", "enter")
         await until(lambda: "cannot read" in str(app.screen.query_one(".prompt-error").render()), pilot=pilot)
         await pilot.press("escape")

@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 from vftui import stats, store
 from vftui.defaults import PASS_THRESHOLD
@@ -46,6 +46,7 @@ from vftui.series import Series
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
 YIELD_EVERY = 64  # lines
+MAX_FUNCTION_COLUMNS = 32  # reward functions whose per-group means are kept for the filter's figures
 FOLLOW_EVERY_S = 1.0  # a followed file is looked at as often as the view repaints (ui.inbox.TICK_S)
 FOLLOWING = "following the file as it grows"
 # With many groups in flight a file is in the order groups finished; a view can reorder it.
@@ -87,6 +88,13 @@ class Row:
     turns: tuple[float, ...]  # the group's mean, for the filter
     temperature: float
     offset: int  # where its line starts in the file
+    function_means: tuple[tuple[str, float], ...] = ()  # each reward function's mean over the group
+    kept: ClassVar[bool] = True  # a file's lines were written
+
+    @property
+    def metrics(self) -> dict[str, list[float]]:
+        """Per function, its mean for each rollout: the group's means weigh as its rollouts did (stats.GroupLike)."""
+        return {name: [mean] * len(self.scores) for name, mean in self.function_means}
 
     @property
     def identical(self) -> bool:
@@ -149,6 +157,7 @@ class GroupFile(Sequence[Row]):
         self._offsets, self._items, self._starts = array("q"), array("q"), array("d")
         self._turns, self._temperatures = array("d"), array("d")
         self._score_at, self._scores = array("q", [0]), array("d")
+        self._function_means: dict[str, array] = {}  # NaN where a group has no such function
         self._order: array | None = None
         self.series = Series()  # the charts' (the view's model shows this one)
         self.group.cache_clear()
@@ -168,8 +177,10 @@ class GroupFile(Sequence[Row]):
         order = self._order  # rows a followed file adds after the sort come after it, as they arrive
         line = order[position] if order is not None and position < len(order) else position
         first, end = self._score_at[line], self._score_at[line + 1]
+        means = tuple((name, column[line]) for name, column in self._function_means.items()
+                      if not math.isnan(column[line]))
         return Row(position + 1, self._items[line], tuple(self._scores[first:end]), (self._turns[line],),
-                   self._temperatures[line], self._offsets[line])
+                   self._temperatures[line], self._offsets[line], means)
 
     def position_of(self, index: int) -> int:
         """Where the row numbered ``index`` is: rows are numbered by position."""
@@ -309,6 +320,13 @@ class GroupFile(Sequence[Row]):
         self._temperatures.append(group.temperature)
         self._scores.extend(group.scores)
         self._score_at.append(len(self._scores))
+        room = MAX_FUNCTION_COLUMNS - len(self._function_means)
+        new = [n for n in group.metrics if n not in self._function_means][:room]
+        if new:  # a new dict, never a changed one: the UI thread reads the columns while this one reads the file
+            self._function_means = {**self._function_means, **{n: array("d", [math.nan] * self._count) for n in new}}
+        for name, column in self._function_means.items():
+            values = [v for v in group.metrics.get(name, ()) if isinstance(v, (int, float)) and math.isfinite(v)]
+            column.append(stats.mean(values) if values else math.nan)
         self.max_item = max(self.max_item, group.item)
         self.group_size = max(self.group_size, len(group.scores))
         self._count += 1

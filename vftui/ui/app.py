@@ -340,7 +340,9 @@ class VftuiApp(App[RunSummary | None]):
         def apply(text: str | None) -> None:
             if text is not None:
                 self.model.set_filter(text)
+                self._picked = False  # the preview follows the filter: a group it hides leaves the preview
                 self.tick()
+                self.refresh_preview()
                 shown = len(self.model.visible_groups())
                 total = len(self.model.all_groups())
                 self.notify(f"{shown} of {total} groups match" if text.strip() else "filter cleared")

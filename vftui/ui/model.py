@@ -324,8 +324,30 @@ class DashboardModel:
 
         return self._once_per_version("visible", compute)
 
+    @property
+    def filtered(self) -> bool:
+        return self._filter is not None
+
+    @property
+    def window_label(self) -> str:
+        """What the side panels' recent figures are over: the window, or the groups the filter keeps."""
+        return "filtered" if self.filtered else "window"
+
+    def window_totals(self) -> stats.Accumulator:
+        """The recent figures' groups: the window (dropped groups too), or those of its groups the filter keeps."""
+        if self._filter is None:
+            return self.in_window
+
+        def compute() -> stats.Accumulator:
+            kept = stats.Accumulator()
+            for group in self.visible_groups():
+                kept.add(group)
+            return kept
+
+        return self._once_per_version("filtered", compute)
+
     def window_metrics(self) -> dict[str, float]:
-        return self._once_per_version("window", self.in_window.metrics)
+        return self._once_per_version("window", lambda: self.window_totals().metrics())
 
     def score_range(self) -> tuple[float, float]:
         """Lowest and highest reward in the window, for colouring rewards relative to it."""
@@ -347,7 +369,10 @@ class DashboardModel:
         return window, run
 
     def turn_histogram(self) -> list[tuple[int, int]]:
-        return sorted(self.in_window.turn_counts.items())
+        counts: collections.Counter[int] = collections.Counter()
+        for turns, count in self.window_totals().turn_counts.items():
+            counts[round(turns)] += count  # a viewed file's rows hold each group's mean
+        return sorted(counts.items())
 
     def reward_function_rows(self) -> list[tuple[str, float | None, float | None]]:
         window, run = self.window_metrics(), self.run_metrics()

@@ -27,16 +27,16 @@ class RewardFunctionsPanel(FiguresPanel):
         room = max(2, self.content_size.height - 1)  # under the header
         if len(rows) > room:  # say what does not fit rather than drop it silently
             rows = (*rows[: room - 1], (f"… {len(rows) - room + 1} more (g charts them)", "", ""))
-        self.figures = rows
+        self.figures = (rows, model.window_label)
 
-    def render_figures(self, rows: tuple) -> Table:
-        return render_table(rows)
+    def render_figures(self, figures: tuple) -> Table:
+        return render_table(*figures)
 
 
-def render_table(rows: tuple[tuple[str, str, str], ...]) -> Table:
+def render_table(rows: tuple[tuple[str, str, str], ...], label: str) -> Table:
     table = Table(box=None, expand=True, padding=(0, 0, 0, 1), show_edge=False)
     table.add_column("function", no_wrap=True, overflow="ellipsis", ratio=1)
-    table.add_column("window", justify="right", min_width=6, no_wrap=True)
+    table.add_column(label, justify="right", min_width=6, no_wrap=True)
     table.add_column("run", justify="right", min_width=6, no_wrap=True)
     for i, row in enumerate(rows):
         table.add_row(*map(Text, row), style="bold" if i == 0 else None)  # names are the env's, not markup

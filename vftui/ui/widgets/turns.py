@@ -16,14 +16,14 @@ class TurnsPanel(FiguresPanel):
     def show(self, model: DashboardModel) -> None:
         window = model.window_metrics()
         avg, peak_turns = window.get("metrics/avg_num_turns", 0), int(window.get("metrics/max_num_turns", 0))
-        self.figures = (round(avg, 2), peak_turns, tuple(model.turn_histogram()[-6:]))
+        self.figures = (round(avg, 2), peak_turns, tuple(model.turn_histogram()[-6:]), model.filtered)
 
     def render_figures(self, figures: tuple) -> Text:
         return render_turns(*figures)
 
 
-def render_turns(avg: float, max_turns: int, hist: tuple[tuple[int, int], ...]) -> Text:
-    text = Text(f"avg {avg:.2f}  max {max_turns}")
+def render_turns(avg: float, max_turns: int, hist: tuple[tuple[int, int], ...], filtered: bool) -> Text:
+    text = Text(f"avg {avg:.2f}  max {max_turns}" + ("  (filtered)" if filtered else ""))
     peak = max((count for _, count in hist), default=1)
     for turns, count in hist:
         bar = "█" * max(1, round(count / peak * BAR_WIDTH))
