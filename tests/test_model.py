@@ -13,7 +13,7 @@ from vftui import stats, wording
 from vftui.commands.headless import HeadlessView
 from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDropped, RunStarted, RunState, RunStatus
 from vftui.live.server import Replay
-from vftui.ui.model import DashboardModel, parse_filter
+from vftui.ui.model import SORTS, DashboardModel, parse_filter
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
 
@@ -122,3 +122,20 @@ def test_the_rate_falls_to_zero_when_no_group_has_ended_for_a_while():
     assert meter.rates(9.5, collecting=True) == (pytest.approx(1.0), pytest.approx(100.0))
     assert meter.rates(9.0 + 5.1, collecting=True) == (0.0, 0.0), "five intervals without a group: idle"
     assert meter.rates(9.5, collecting=False) == (0.0, 0.0)
+
+
+def test_every_order_of_the_table_and_the_filter_on_length_and_time():
+    short, long_ = [[-100, 2]] * 2, [[-100, 2, 3, 4]] * 2
+    groups = [dataclasses.replace(group(1, [0.0, 1.0]), masks=short, elapsed_s=9.0),
+              dataclasses.replace(group(2, [1.0, 1.0]), masks=long_, elapsed_s=1.0),
+              dataclasses.replace(group(3, [0.0, 0.5]), masks=short, elapsed_s=3.0)]
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply([started(), *groups])
+    orders = {}
+    for _ in SORTS:
+        name = model.cycle_sort()
+        orders[name] = [g.index for g in model.visible_groups()]
+    assert orders == {"by mean, hardest first": [3, 1, 2], "by worst rollout first": [1, 3, 2],
+                      "by spread, flakiest first": [1, 3, 2], "by length, longest first": [2, 1, 3],
+                      "by time, slowest first": [1, 3, 2], "as collected": [1, 2, 3]}
+    assert [g.index for g in groups if parse_filter("length>1 secs<5")(g)] == [2]

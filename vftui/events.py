@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vftui.stats import Accumulator, is_identical
+from vftui.stats import Accumulator, is_identical, mean
 
 MASKED = -100  # the Atropos mask of a token the trainer does not learn from (prompt, tool results)
 
@@ -99,6 +99,11 @@ class GroupCollected:
     @property
     def identical(self) -> bool:
         return is_identical(self.scores)
+
+    @property
+    def completion_length(self) -> float:
+        """Its rollouts' mean count of the tokens a trainer learns from: the table's length."""
+        return mean([float(trained_tokens(m)) for m in self.masks])
 
     def compacted(self) -> GroupCollected:
         """The group with its token ids, masks and logprobs as machine arrays.

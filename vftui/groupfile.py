@@ -88,6 +88,8 @@ class Row:
     turns: tuple[float, ...]  # the group's mean, for the filter
     temperature: float
     offset: int  # where its line starts in the file
+    completion_length: float  # its rollouts' mean trained tokens
+    elapsed_s: float
     function_means: tuple[tuple[str, float], ...] = ()  # each reward function's mean over the group
     kept: ClassVar[bool] = True  # a file's lines were written
 
@@ -155,7 +157,7 @@ class GroupFile(Sequence[Row]):
         self.group_size = 1
         self.score_range = (0.0, 1.0)
         self._offsets, self._items, self._starts = array("q"), array("q"), array("d")
-        self._turns, self._temperatures = array("d"), array("d")
+        self._turns, self._temperatures, self._lengths, self._elapsed = (array("d") for _ in range(4))
         self._score_at, self._scores = array("q", [0]), array("d")
         self._function_means: dict[str, array] = {}  # NaN where a group has no such function
         self._order: array | None = None
@@ -180,7 +182,7 @@ class GroupFile(Sequence[Row]):
         means = tuple((name, column[line]) for name, column in self._function_means.items()
                       if not math.isnan(column[line]))
         return Row(position + 1, self._items[line], tuple(self._scores[first:end]), (self._turns[line],),
-                   self._temperatures[line], self._offsets[line], means)
+                   self._temperatures[line], self._offsets[line], self._lengths[line], self._elapsed[line], means)
 
     def position_of(self, index: int) -> int:
         """Where the row numbered ``index`` is: rows are numbered by position."""
@@ -318,6 +320,8 @@ class GroupFile(Sequence[Row]):
         self._starts.append(float(group.started_at))
         self._turns.append(stats.mean([float(t) for t in group.turns]))
         self._temperatures.append(group.temperature)
+        self._lengths.append(group.completion_length)
+        self._elapsed.append(group.elapsed_s)
         self._scores.extend(group.scores)
         self._score_at.append(len(self._scores))
         room = MAX_FUNCTION_COLUMNS - len(self._function_means)

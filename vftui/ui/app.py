@@ -44,7 +44,7 @@ from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
-from vftui.ui.model import FILTER_HELP, DashboardModel, parse_filter
+from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen, ModelScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
@@ -102,7 +102,7 @@ class VftuiApp(App[RunSummary | None]):
         Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
         Binding("o", "cycle_sort", "order", show=False,
-                tooltip="order the table: as collected, by mean (hardest first), worst rollout, spread (flakiest)"),
+                tooltip="order the table: " + "; ".join(label for label, _ in SORTS.values())),
         Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
         Binding("g", "charts", "charts", show=False, tooltip="the run over time: reward ± std, functions, histogram, "
                 "length against the cap, rates; in rl lag, queue, KV cache"),

@@ -46,8 +46,9 @@ from vftui.series import Series
 
 HISTORY = 240
 LOG_LINES = 500
-FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$")
-FILTER_HELP = "terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7 (all must hold)"
+FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t|length|secs)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$")
+FILTER_HELP = ("terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7, length>500, secs>10 "
+               "(all must hold)")
 
 
 # The table's orders (o cycles them): as groups came, or the items that most need a look first.
@@ -56,6 +57,8 @@ SORTS: dict[str, tuple[str, Callable[[GroupCollected], float] | None]] = {
     "mean": ("by mean, hardest first", lambda g: stats.mean(g.scores)),
     "min": ("by worst rollout first", lambda g: min(g.scores, default=0.0)),
     "spread": ("by spread, flakiest first", lambda g: -stats.population_std(g.scores)),
+    "length": ("by length, longest first", lambda g: -g.completion_length),
+    "time": ("by time, slowest first", lambda g: -g.elapsed_s),
 }
 
 
@@ -73,6 +76,7 @@ def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
                 "reward": lambda g: stats.mean(g.scores), "mean": lambda g: stats.mean(g.scores),
                 "std": lambda g: stats.population_std(g.scores), "item": lambda g: g.item,
                 "turns": lambda g: stats.mean([float(t) for t in g.turns]), "t": lambda g: g.temperature,
+                "length": lambda g: g.completion_length, "secs": lambda g: g.elapsed_s,
             }[field_name]
             compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}[op]
             checks.append(lambda g, v=value, c=compare, n=number: c(v(g), n))
