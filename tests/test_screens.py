@@ -16,6 +16,7 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.sources import ViewedFile
@@ -315,3 +316,32 @@ async def test_the_log_rewraps_its_lines_when_its_panel_grows():
         await idle(pilot)
         assert 0 < len(log.lines) < narrow, "fewer, longer lines at the new width"
         assert sum("a long line number" in "".join(s.text for s in line) for line in log.lines) == 5
+
+
+async def open_best_worst(pilot) -> None:
+    await still(pilot)
+    await pilot.press("b")
+    await until(lambda: isinstance(pilot.app.screen, BestWorstScreen), pilot=pilot)
+    await idle(pilot)
+
+
+def test_snapshot_best_worst_screen(snap_compare):
+    assert snap_compare(viewer_app(), terminal_size=(120, 40), run_before=open_best_worst)
+
+
+async def test_b_shows_the_groups_best_and_worst_rollouts_side_by_side():
+    app = viewer_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_best_worst(pilot)
+        scores = app.previewed.scores
+        headers = {side: str(app.screen.query_one(f"#{side}-rollout #token-counts").render())
+                   for side in ("best", "worst")}
+        assert f"reward {max(scores):.3f}" in headers["best"] and f"reward {min(scores):.3f}" in headers["worst"]
+        texts = [app.screen.query_one(f"#{side}-rollout #token-text").plain for side in ("best", "worst")]
+        assert all("assistant" in t for t in texts) and texts[0] != texts[1]
+        await pilot.press("f")
+        await idle(pilot)
+        assert all(app.screen.query_one(f"#{side}-rollout #token-text").plain.startswith("… ")
+                   for side in ("best", "worst")), "f folds both prompts"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, BestWorstScreen)

@@ -45,6 +45,7 @@ from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
+from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen, ModelScreen
 from vftui.ui.screens.help import HelpScreen, help_rows, key_names
@@ -99,6 +100,8 @@ class VftuiApp(App[RunSummary | None]):
         Binding("f", "toggle_fold", "fold prompt", show=False,
                 tooltip="fold the prompt and tool schemas away: the rollout from the model's first words"),
         Binding("v", "pager", "pager", show=False, tooltip="open the rollout in $PAGER (less by default)"),
+        Binding("b", "best_worst", "best vs worst", show=False,
+                tooltip="the selected group's best and worst rollouts side by side"),
         Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
         Binding("o", "cycle_sort", "order", show=False,
@@ -325,6 +328,13 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_toggle_fold(self) -> None:
         self.fold = not self.fold
+
+    def action_best_worst(self) -> None:
+        group = self.previewed
+        if group is None or not group.scores:
+            self.notify("no group selected", severity="warning")
+            return
+        self.push_screen(BestWorstScreen(group, self.decoder, self.fold))
 
     def action_pager(self) -> None:
         """The previewed rollout, as laid out, in the user's pager; the dashboard comes back after it."""
