@@ -1,9 +1,11 @@
-"""Time to the dashboard's first frame, and to a running run, from the command's start.
+"""Time to the dashboard's first frame, to a running run and to its first group, from the command's start.
 
 ``vftui run`` on the embedded default in a tmux pane; the pane's shell notes the time
 just before starting it, and the pane is read every 10 ms. Printed: the median over
-``--runs`` starts of the first frame (anything of the app on screen) and of "running"
-(the run prepared and collecting), and their ratio.
+``--runs`` starts of the first frame (anything of the app on screen), of "running" (the run
+prepared and collecting) and of the first group counted in the status line; and, measured
+apart in fresh interpreters, what the collector's libraries and the environment take to
+import, the floor under the time to the first group.
 
     python bench/first_frame.py [--runs 5] [--size 100x30]
     python bench/first_frame.py --quick   # one start: that it runs and prints (CI)
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -26,7 +29,21 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
 
 
-def one_start(width: int, height: int) -> tuple[float, float]:
+FIRST_GROUP = re.compile(r"running .*\b[1-9]\d*/\d+ groups")
+IMPORTS = {"atroposlib.envs.base (the collector's core)": "import atroposlib.envs.base",
+           "the built-in v1 environment (verifiers.v1)": "import vftui.sim.envs.alphabet_sort"}
+
+
+def import_s(statement: str) -> float:
+    """Seconds a fresh interpreter takes to run ``statement``, less its own start."""
+    def timed(code: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+        return time.perf_counter() - start
+    return timed(statement) - timed("pass")
+
+
+def one_start(width: int, height: int) -> tuple[float, float, float]:
     session = f"vftui-first-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         t0_file = Path(tmp) / "t0"
@@ -35,16 +52,18 @@ def one_start(width: int, height: int) -> tuple[float, float]:
         command = (f"date +%s.%N > {t0_file}; {env} {sys.executable} -m vftui run --steps 100000 "
                    f"--out {tmp}/groups.jsonl")
         tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
-        first = running = None
+        first = running = grouped = None
         try:
             deadline = time.monotonic() + 120
-            while running is None and time.monotonic() < deadline:
+            while grouped is None and time.monotonic() < deadline:
                 screen = tmux("capture-pane", "-p", "-t", session)
                 now = time.time()
-                if first is None and ("vftui" in screen or "SIMULATED" in screen):
+                if first is None and "vftui" in screen:
                     first = now
-                if " running " in screen:
+                if running is None and "running " in screen:
                     running = now
+                if FIRST_GROUP.search(screen):
+                    grouped = now
                 time.sleep(0.01)
             t0 = float(t0_file.read_text())
         finally:
@@ -53,9 +72,9 @@ def one_start(width: int, height: int) -> tuple[float, float]:
             tmux("send-keys", "-t", session, "y")
             time.sleep(2)
             tmux("kill-session", "-t", session)
-    if first is None or running is None:
-        sys.exit("the dashboard never showed the run running")
-    return first - t0, running - t0
+    if first is None or running is None or grouped is None:
+        sys.exit("the dashboard never showed the run's first group")
+    return first - t0, running - t0, grouped - t0
 
 
 def main() -> None:
@@ -70,9 +89,15 @@ def main() -> None:
     starts = [one_start(width, height) for _ in range(args.runs)]
     first = statistics.median(s[0] for s in starts)
     ready = statistics.median(s[1] for s in starts)
-    print(f"{args.size}, median of {args.runs} starts: first frame {first:.2f} s, running {ready:.2f} s "
-          f"(first frame at {first / ready:.2f} of the time to running)")
-    print("  each start (first frame, running):", ", ".join(f"({a:.2f}, {b:.2f})" for a, b in starts))
+    grouped = statistics.median(s[2] for s in starts)
+    print(f"{args.size}, median of {args.runs} starts: first frame {first:.2f} s, running {ready:.2f} s, "
+          f"first group {grouped:.2f} s (first frame at {first / grouped:.2f} of the time to the first group)")
+    print("  each start (first frame, running, first group):",
+          ", ".join(f"({a:.2f}, {b:.2f}, {c:.2f})" for a, b, c in starts))
+    imports = {what: import_s(statement) for what, statement in IMPORTS.items()}
+    floor = import_s("; ".join(IMPORTS.values()))  # shared dependencies (openai, pydantic) once
+    print("  imports, each alone in a fresh interpreter: " + ", ".join(f"{w} {s:.2f} s" for w, s in imports.items())
+          + f"; both {floor:.2f} s = {floor / grouped:.2f} of the time to the first group")
 
 
 if __name__ == "__main__":

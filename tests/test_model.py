@@ -13,6 +13,7 @@ from vftui import stats, wording
 from vftui.commands.headless import HeadlessView
 from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDropped, RunStarted, RunState, RunStatus
 from vftui.live.server import Replay
+from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
@@ -139,3 +140,14 @@ def test_every_order_of_the_table_and_the_filter_on_length_and_time():
                       "by spread, flakiest first": [1, 3, 2], "by length, longest first": [2, 1, 3],
                       "by time, slowest first": [1, 3, 2], "as collected": [1, 2, 3]}
     assert [g.index for g in groups if parse_filter("length>1 secs<5")(g)] == [2]
+
+
+def test_the_inbox_wakes_the_view_for_a_change_of_state_and_the_first_group_only():
+    inbox, woken = Inbox(), []
+    inbox.wake = lambda: woken.append(len(inbox.drain(100)))
+    inbox.put(RunStatus(RunState.STARTING, 0, 10, "loading"))
+    inbox.put(started())
+    inbox.put(group(1, [1.0, 0.0]))
+    inbox.put(group(2, [1.0, 0.0]))  # later groups wait for the tick
+    inbox.put(RunStatus(RunState.PAUSED, 2, 10))
+    assert woken == [1, 1, 1, 2]

@@ -10,6 +10,8 @@ Every key is a method call on the run's controls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import gc
 import os
 import shlex
@@ -183,9 +185,15 @@ class VftuiApp(App[RunSummary | None]):
         loop.add_signal_handler(signal.SIGTERM, self.signalled)
         loop.add_signal_handler(signal.SIGHUP, self.terminal_hung_up)
         self.set_interval(TICK_S, self.tick)
+        self.inbox.wake = functools.partial(self._wake, loop)
         self.call_after_refresh(self._start_worker)
         self.table.focus()
         self.tick()
+
+    def _wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From the thread that feeds the inbox: a tick now, for a change of the run's state."""
+        with contextlib.suppress(RuntimeError):  # the app closed its loop meanwhile
+            loop.call_soon_threadsafe(self.tick)
 
     def _start_worker(self) -> None:
         """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
@@ -424,6 +432,7 @@ class VftuiApp(App[RunSummary | None]):
     def on_unmount(self) -> None:
         """However the app ends, a collector still running is told to stop (and flush), unless it lives on its own."""
         self.closed.set()
+        self.inbox.wake = None
         loop = asyncio.get_running_loop()
         for sig in SIGNALS_THAT_STOP:
             loop.remove_signal_handler(sig)

@@ -7,21 +7,32 @@ only folds ready events.
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 
-from vftui.events import Event, GroupCollected
+from vftui.events import Event, GroupCollected, RunStarted, RunStatus, RunSummary
 
 # Views drain their inbox and repaint once a second, however fast events come: over SSH every
 # repaint costs bytes. Keys do not wait for a tick: their effect is shown at once.
 TICK_S = 1.0
+URGENT = (RunStarted, RunStatus, RunSummary)  # what the run is doing now: shown at once, not at the next tick
 
 
 class Inbox:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self.wake: Callable[[], None] | None = None  # set by the view: asks for a tick before the next one
+        self._first_group = True
 
     def put(self, event: Event) -> None:
-        """Thread-safe; called for every event of the run."""
-        self._queue.put(event.compacted() if isinstance(event, GroupCollected) else event)
+        """Thread-safe; called for every event of the run. A change of the run's state, and its first group,
+        wake the view rather than wait up to a tick."""
+        urgent = isinstance(event, URGENT)
+        if isinstance(event, GroupCollected):
+            urgent, self._first_group = self._first_group, False
+            event = event.compacted()
+        self._queue.put(event)
+        if urgent and self.wake is not None:
+            self.wake()
 
     def drain(self, limit: int) -> list[Event]:
         """Up to ``limit`` waiting events, without blocking."""
