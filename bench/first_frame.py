@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+from pane import PANE_ENV
+
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
@@ -47,7 +49,7 @@ def one_start(width: int, height: int) -> tuple[float, float, float]:
     session = f"vftui-first-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         t0_file = Path(tmp) / "t0"
-        env = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled XDG_DATA_HOME={tmp}/data XDG_CONFIG_HOME={tmp}/config "
+        env = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled XDG_DATA_HOME={tmp}/data XDG_CONFIG_HOME={tmp}/config "
                f"PATH={os.environ['PATH']} PYTHONPATH={os.environ.get('PYTHONPATH', '')}")
         command = (f"date +%s.%N > {t0_file}; {env} {sys.executable} -m vftui run --steps 100000 "
                    f"--out {tmp}/groups.jsonl")

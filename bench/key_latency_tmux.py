@@ -20,6 +20,8 @@ import tempfile
 import time
 import uuid
 
+from pane import PANE_ENV
+
 from vftui.sim.server import BackgroundSimServer
 
 
@@ -38,7 +40,7 @@ def main() -> None:
     sim = BackgroundSimServer().start()
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
                    f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui run "
                    f"--steps 1000000 --base-url {sim.base_url} --out {tmp}/groups.jsonl")
         tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)

@@ -19,6 +19,8 @@ import time
 import uuid
 from pathlib import Path
 
+from pane import PANE_ENV
+
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
@@ -45,7 +47,7 @@ def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]
     session = f"vftui-bytes-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         # tmux gives the pane its server's environment, not ours: pass what matters on
-        command = (f"env HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
                    f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui "
                    f"run --steps 1000000 --group-size 4 --out {tmp}/groups.jsonl")
         tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)

@@ -55,6 +55,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from pane import PANE_ENV
 
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.defaults import DEFAULT_ENV
@@ -115,7 +116,7 @@ def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> 
     """The dashboard in a real (detached) terminal, quit once every group is on disk."""
     session = f"vftui-bench-{uuid.uuid4().hex[:8]}"
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ENV_OVERRIDES or k == "PATH")
-    command = f"env {exports} {shlex.join(cmd)}"
+    command = f"{PANE_ENV} {exports} {shlex.join(cmd)}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
     try:
         deadline, lines, read = time.monotonic() + 900, 0, 0

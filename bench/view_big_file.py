@@ -24,6 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
+from pane import PANE_ENV
+
 
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
@@ -80,8 +82,8 @@ def main() -> None:
         size = write_file(path, args.groups)
         os.sync()  # the file's write-back would otherwise compete with the view for the disk and a core
         time.sleep(2)
-        command = (f"env HF_HUB_OFFLINE=1 PATH={os.environ['PATH']} PYTHONPATH={os.environ.get('PYTHONPATH', '')} "
-                   f"{sys.executable} -m vftui view {path}")
+        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 PATH={os.environ['PATH']} "
+                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui view {path}")
         started = time.perf_counter()
         tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
         try:

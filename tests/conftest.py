@@ -74,7 +74,9 @@ def tmux_cli_command(tmp_path: Path, args: str) -> str:
     env = cli_env(tmp_path)
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
                        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
-    return f"env {exports} {shlex.quote(sys.executable)} -m vftui {args}"
+    # tmux puts COLUMNS/LINES of a terminal-less client (80x24) in a pane's environment, and Textual takes
+    # them over the pane's real size
+    return f"env -u COLUMNS -u LINES {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 
 def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None) -> subprocess.CompletedProcess:

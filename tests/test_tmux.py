@@ -68,3 +68,37 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
         wait_for_screen(session, "finished")  # the dashboard again
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
+def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
+    """A live run as a person sees it: the header keeps its counters and the run's path, the footer its keys,
+    and the help scrolls to its last key."""
+    width, height = size
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "a-run-folder-with-a-long-name-that-a-header-must-shorten" / "groups.jsonl"
+    command = tmux_cli_command(tmp_path, f"run --steps 1000 --sim-latency 0.5 --out {shlex.quote(str(out))}")
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command + "; sleep 60")
+    try:
+        wait_for_screen(session, "running ")
+        lines = wait_until(lambda: (shown := tmux("capture-pane", "-p", "-t", session).splitlines())[-1].strip()
+                           and shown, "the footer is drawn")
+        header, state, footer = lines[0], lines[1], lines[-1]
+        assert "alphabet-sort" in header and "SIMULATION" in header and "T=" in header, header
+        assert state.lstrip().startswith("running") and "/1000 groups" in state and "g/s" in state, state
+        assert state.rstrip().endswith("groups.jsonl"), f"the run's path, shortened from the left: {state!r}"
+        assert all(len(line) <= width for line in lines)
+        for key in ("pause", "dump", "filter", "health", "help", "quit"):
+            assert key in footer, f"{key!r} not in the footer at {width}x{height}: {footer!r}"
+        tmux("send-keys", "-t", session, "?")
+        wait_for_screen(session, "vftui keys")
+        tmux("send-keys", "-t", session, "End")
+        wait_for_screen(session, "command palette")
+        tmux("send-keys", "-t", session, "Escape")
+        wait_until(lambda: "vftui keys" not in tmux("capture-pane", "-p", "-t", session), "esc closes the help")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "Stop it and quit?")
+        tmux("send-keys", "-t", session, "y")
+        wait_for_screen(session, "run stopped")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
