@@ -141,7 +141,7 @@ class VftuiApp(App[RunSummary | None]):
         self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=source.rows)
         if clock is not None:
             self.model.clock = clock
-        self.decoder = TokenDecoder()
+        self.decoder = TokenDecoder(loading=True)  # until the run says which tokenizer, and it is loaded
         self.result: RunSummary | None = None
         self._quitting = False
         self._shown_version = -1
@@ -178,6 +178,7 @@ class VftuiApp(App[RunSummary | None]):
         self.rewards = self.query_one(RewardsPanel)
         self.table = self.query_one(GroupTable)
         self.preview = self.query_one(TokenPreview)
+        self.preview.decoder = self.decoder
         # Everything loaded so far lives as long as the app; keeping it out of the
         # collector's reach stops full collections from stalling frames mid-run.
         gc.freeze()

@@ -11,8 +11,10 @@ from vftui.printable import printable
 class TokenDecoder:
     """Wraps a Hugging Face tokenizer; without one, tokens show as their ids."""
 
-    def __init__(self, tokenizer: Any | None = None) -> None:
+    def __init__(self, tokenizer: Any | None = None, loading: bool = False) -> None:
+        """``loading``: a stand-in while the tokenizer loads, so the preview says so rather than "no tokenizer"."""
         self._tokenizer = tokenizer
+        self.loading = loading
         self.piece = functools.lru_cache(maxsize=65536)(self._piece)
 
     @classmethod

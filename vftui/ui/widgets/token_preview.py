@@ -264,6 +264,7 @@ class TokenPreview(Vertical):
         if reason:
             header.append(f" · {reason}")
         if not self.decoder.available:
-            header.append(" · (no tokenizer: ids)", style="italic")
+            header.append(" · (tokenizer loading: ids)" if self.decoder.loading else " · (no tokenizer: ids)",
+                          style="italic")
         counts.update(header, layout=False)
         body.show(laid.pieces, laid.first_trained)
