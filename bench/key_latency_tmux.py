@@ -20,7 +20,7 @@ import tempfile
 import time
 import uuid
 
-from pane import PANE_ENV
+from _pane import PANE_ENV
 
 from vftui.sim.server import BackgroundSimServer
 

@@ -55,7 +55,7 @@ import uuid
 from pathlib import Path
 
 import httpx
-from pane import PANE_ENV
+from _pane import PANE_ENV
 
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.defaults import DEFAULT_ENV

@@ -24,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from pane import PANE_ENV
+from _pane import PANE_ENV
 
 
 def tmux(*args: str) -> str:
