@@ -211,5 +211,6 @@ async def test_at_80x24_the_log_has_rows_and_a_panel_says_what_does_not_fit(make
         await pilot.pause()
         panel.show(app.model)
         await pilot.pause()
-        assert len(panel.figures) == 2 and panel.figures[-1][0] == "… 2 more (g charts them)", panel.figures
+        rows, _ = panel.figures
+        assert len(rows) == 2 and rows[-1][0] == "… 2 more (g charts them)", rows
         await quit_app(pilot, app)
