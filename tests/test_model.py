@@ -151,3 +151,14 @@ def test_the_inbox_wakes_the_view_for_a_change_of_state_and_the_first_group_only
     inbox.put(group(2, [1.0, 0.0]))  # later groups wait for the tick
     inbox.put(RunStatus(RunState.PAUSED, 2, 10))
     assert woken == [1, 1, 1, 2]
+
+
+def test_the_runs_duration_and_rate_survive_a_wall_clock_set_back():
+    wall = [1_000_000.0]
+    model = DashboardModel(clock=lambda: wall[0])
+    model.apply([started(started_at=wall[0] - 5), RunStatus(RunState.RUNNING, 0, 10)])
+    model.apply([dataclasses.replace(group(i, [1.0, 0.0]), started_at=wall[0] - 10 + i) for i in range(1, 10)])
+    wall[0] -= 3600
+    model.apply([dataclasses.replace(group(10, [1.0, 0.0]), started_at=wall[0] - 0.5)])
+    assert model.elapsed_s >= 5, "from a monotonic clock, not the wall's difference"
+    assert min(model.rates()) >= 0

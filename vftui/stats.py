@@ -152,6 +152,7 @@ class Accumulator:
 
 
 RATE_GROUPS = 64  # the rate every view shows looks back over this many groups
+CLOCK_SLACK_S = 1.0  # groups end out of order by less than this; more is the wall clock set back
 RATE_DEFINITION = f"groups per second over the last {RATE_GROUPS} groups, by when each ended; 0 while paused or idle"
 
 
@@ -166,6 +167,10 @@ class Throughput:
         self._marks: deque[tuple[float, int]] = deque(maxlen=RATE_GROUPS)
 
     def add(self, ended_at: float, tokens: int) -> None:
+        """A group that ended at ``ended_at`` (wall time, comparable across processes); a wall clock set back
+        starts the count again rather than make a span negative."""
+        if self._marks and ended_at < max(end for end, _ in self._marks) - CLOCK_SLACK_S:
+            self._marks.clear()
         self._marks.append((ended_at, tokens))
 
     def rates(self, now: float, collecting: bool) -> tuple[float, float]:

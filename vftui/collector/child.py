@@ -10,23 +10,17 @@ imports it only to name it as the child's target.
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
-import os
 import signal
-import sys
 import tempfile
 import threading
 import traceback
 from multiprocessing.connection import Connection
-from pathlib import Path
-from typing import TextIO
 
+from vftui import captured
 from vftui.config import RunConfig
 from vftui.events import RunState, RunStatus
 from vftui.live.process import Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
-from vftui.run_files import LOG_SUFFIX
 from vftui.wording import LOADING_LIBRARIES
 
 
@@ -34,7 +28,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     """Prepare, report, collect, answer controls until hung up."""
     import asyncio
 
-    early = _capture_output(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
+    early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     outbox = Outbox(events)
     outbox.put(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
     from vftui.collector.run import Run
@@ -52,11 +46,8 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         # terminal is the dashboard's, so library output goes to a file beside the run.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log_path = plan.out_path.with_suffix(LOG_SUFFIX)
-        log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-        early.seek(0)
-        log.write(early.read())  # what the libraries said while the run was prepared
-        _capture_output(log)
+        log, log_path = captured.open_log(plan.out_path, early)
+        captured.capture(log)
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()
@@ -66,25 +57,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
             traceback.print_exc()  # into the log file, for the whole story
             outbox.put(Crashed(traceback.format_exc()))
         server.join()
-        _remove_if_empty(log_path)
+        captured.remove_if_empty(log_path)
     finally:
         run.close()
         outbox.close()
-
-
-def _capture_output(file: TextIO) -> TextIO:
-    """Point stdout/stderr (Python's and the file descriptors) at ``file``."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os.dup2(file.fileno(), 1)
-    os.dup2(file.fileno(), 2)
-    sys.stdout = sys.stderr = file
-    faulthandler.enable(file)
-    return file
-
-
-def _remove_if_empty(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if path.stat().st_size == 0:
-            path.unlink()

@@ -12,11 +12,12 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO, assert_never
 
-from vftui import stats, wording
+from vftui import captured, stats, wording
 from vftui.config import RunConfig
 from vftui.errors import exit_code
 from vftui.events import (
@@ -184,17 +185,29 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
 
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
-    view = HeadlessView(config.json_events, verbose)
+    """The run in this process; what its environment and libraries write goes to its log file (``captured``),
+    so stdout holds vftui's lines alone (``--json``) and stderr only what vftui made safe to show."""
+    terminal = captured.Terminal.keep()
+    view = HeadlessView(config.json_events, verbose, err=terminal.err, out=terminal.out)
     view(RunStatus(RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
-    from vftui.collector.run import Run
-
-    run = Run(config, view)
+    early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - until the run's log file is known
+    log_path = None
     try:
-        run.prepare()
-        view.on_reader_gone = run.controls.stop
-        if view.reader_gone:  # it left while the run was being prepared
-            run.controls.stop()
-        summary = asyncio.run(_drive(run, view))
+        from vftui.collector.run import Run
+
+        run = Run(config, view)
+        try:
+            plan = run.prepare()
+            log, log_path = captured.open_log(plan.out_path, early)
+            captured.capture(log)
+            view.on_reader_gone = run.controls.stop
+            if view.reader_gone:  # it left while the run was being prepared
+                run.controls.stop()
+            summary = asyncio.run(_drive(run, view))
+        finally:
+            run.close()
     finally:
-        run.close()
+        terminal.restore()
+        if log_path is not None:
+            captured.remove_if_empty(log_path)
     return exit_code(summary)

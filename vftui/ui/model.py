@@ -89,7 +89,8 @@ def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
 class DashboardModel:
     window: int = 256
     identical_alert: float = 0.5
-    clock: Callable[[], float] = field(default=time.time)
+    clock: Callable[[], float] = field(default=time.time)  # stamps log lines; groups' end times are on it too
+    monotonic: Callable[[], float] = field(default=time.monotonic)  # durations
     run_started: RunStarted | None = None
     state: RunState = RunState.STARTING
     detail: str = ""
@@ -123,7 +124,7 @@ class DashboardModel:
     sort: str = "arrival"  # a key of SORTS: the table's order
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
-    _t0: float | None = None
+    _t0: float | None = None  # on ``monotonic``
     throughput: stats.Throughput = field(default_factory=stats.Throughput)
     _derived: dict = field(default_factory=dict)
     _derived_version: int = -1
@@ -154,7 +155,8 @@ class DashboardModel:
             case RunStarted():
                 self.run_started, self.temperature = event, event.temperature
                 self.groups_total, self.groups_done = event.groups_total, event.groups_done
-                self._t0 = event.started_at or self.clock()
+                already = max(0.0, self.clock() - event.started_at) if event.started_at else 0.0  # attached late
+                self._t0 = self.monotonic() - already
             case RunStatus():
                 next_step = event.state is RunState.STARTING and event.detail and event.detail != self.detail
                 if event.state is not self.state or next_step:  # each state, and each step of the preparation
@@ -277,7 +279,7 @@ class DashboardModel:
             return 0.0
         if self.summary is not None:
             return self.summary.elapsed_s
-        return self.clock() - self._t0
+        return self.monotonic() - self._t0  # never the wall clock's difference: it can be set back mid-run
 
     def rates(self) -> tuple[float, float]:
         """(groups/s, tokens/s) as every view defines them (``stats.RATE_DEFINITION``)."""

@@ -39,7 +39,7 @@ class EvalCollection(SftCollection):
         super().__init__(config, emit, on_rate_limit)
         self.tally = EvalTally(config.group_size, config.pass_threshold)
         self._examples = 0
-        self._started = time.time()
+        self._started = (time.time(), time.monotonic())  # a wall stamp, and a clock the wall's jumps cannot move
 
     def check(self, environment: Environment) -> None:
         """Take the eval split; an endless one needs a number of examples."""
@@ -81,12 +81,14 @@ class EvalCollection(SftCollection):
         or a resume that found every example done (its gates are checked on these figures)."""
         final = self.report(final=True)
         self._emit(final)
-        await self._write(env, final, self._started)
+        await self._write(env, final)
 
-    async def _write(self, env: VerifiersEnv, report: EvalReport, started: float) -> None:
+    async def _write(self, env: VerifiersEnv, report: EvalReport) -> None:
         folder = eval_dir(Path(env.config.data_path_to_save_groups))
         model = str(env.hooks.extra_meta.get("model", ""))
-        await files.write(env, report, self._run_description(model), model, started, folder)
+        wall, clock = self._started
+        span = (wall, wall + time.monotonic() - clock)  # the eval's duration, whatever the wall clock did meanwhile
+        await files.write(env, report, self._run_description(model), model, span, folder)
         logger.info("eval results written to %s", folder)
 
     def _run_description(self, model: str) -> dict[str, object]:

@@ -61,7 +61,7 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
         }
 
 
-async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], model: str, started: float,
+async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], model: str, span: tuple[float, float],
                 folder: Path) -> None:
     """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``run`` holds what it was asked."""
     folder.mkdir(exist_ok=True)
@@ -73,7 +73,7 @@ async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], mode
     store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, by_item, report, run)))
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
-    await write_atropos(env, report, rows, model, started, folder)
+    await write_atropos(env, report, rows, model, span, folder)
 
 
 def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
@@ -114,7 +114,8 @@ def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report
     }
 
 
-async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[str, Any]], model: str, started: float,
+async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[str, Any]], model: str,
+                        span: tuple[float, float],
                         folder: Path) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
     env.config.data_dir_to_save_evals = str(folder / ATROPOS)
@@ -124,7 +125,7 @@ async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[s
                                           "is_truncated", "stop_condition")} | {"score": row["reward"]}
                for row in rows]
     await env.evaluate_log(finite_json(metrics), task_name=f"{env.config.vf_env_name}_eval",
-                           model_name=model, start_time=started, end_time=time.time(),
+                           model_name=model, start_time=span[0], end_time=span[1],
                            generation_parameters={"temperature": env.temperature}, samples=samples, verbose=False)
 
 
