@@ -28,7 +28,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig
 
 from vftui import paths, run_index, stats, store
-from vftui.collector import endpoint, hub, resumed
+from vftui.collector import endpoint, hub, resumed, scoring_limit
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
@@ -344,11 +344,14 @@ class Run:
         self.emit(self._started(time.time()))
         controls.bind(loop, on_force_stop=self.collection.cancel)
         watch = asyncio.ensure_future(self._watch_health(controls))
+        scoring_limit.limit.limit_s = self.config.score_timeout
+        watchdog = asyncio.ensure_future(scoring_limit.limit.watch())
         state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
         try:
             state, error = await self._collect(env, controls)
         finally:
             watch.cancel()
+            watchdog.cancel()
             if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
                 self._health, _, tripped = self.health.check()
                 self.emit(self._health)

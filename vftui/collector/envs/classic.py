@@ -17,6 +17,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+from vftui.collector import scoring_limit
 from vftui.collector.envs.base import Rollout
 from vftui.collector.envs.messages import openai_tools, plain_messages
 
@@ -215,8 +216,9 @@ def _watched(func: Any) -> Any:
     @functools.wraps(func)
     async def watched(*args: Any, **kwargs: Any) -> Any:
         try:
-            result = func(*args, **kwargs)
-            result = await result if inspect.isawaitable(result) else result
+            async with scoring_limit.limit.scoring(f"reward function '{func.__name__}'"):
+                result = func(*args, **kwargs)
+                result = await result if inspect.isawaitable(result) else result
             if isinstance(result, (int, float)) and not math.isfinite(result):
                 raise ValueError(f"returned {result}, not a finite number")
         except Exception as e:

@@ -42,6 +42,7 @@ from verifiers.v1.trace import AgentInfo, Error, ModelCall, TimeSpan, Trace, Tra
 from verifiers.v1.types import ToolMessage, UserMessage
 from verifiers.v1.utils.decorators import discover_decorated, invoke
 
+from vftui.collector import scoring_limit
 from vftui.collector.envs import v1_versions
 
 DIALECT = ChatDialect()
@@ -318,7 +319,8 @@ class TaskRun:
                 await invoke(self.task.finalize, {"trace": trace, "runtime": self.runtime})
                 trace.timing.finalize.end = trace.timing.scoring.start = time.time()
                 try:
-                    await self.task.score(trace, self.runtime)
+                    async with scoring_limit.limit.scoring("scoring"):
+                        await self.task.score(trace, self.runtime)
                 except Exception as e:  # noqa: BLE001 - a reward or metric that raises: not a score
                     self.outcome.failing_hook = _failing_hook(e, self.task)
                     self.fail("scoring", e)

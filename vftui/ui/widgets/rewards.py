@@ -11,6 +11,7 @@ from vftui.ui.widgets.group_table import GroupTable
 
 class RewardsPanel(Vertical):
     BORDER_TITLE = "rewards"
+    _title = BORDER_TITLE
 
     def compose(self):
         yield GroupTable(id="rewards-table")
@@ -20,5 +21,7 @@ class RewardsPanel(Vertical):
         self.query_one(GroupTable).sync(model.visible_groups(), model.score_range())
         order = "" if model.sort == "arrival" else f" · {SORTS[model.sort][0]}"
         shown = f" · filter: {model.filter_text}" if model.filter_text else ""
-        self.border_title = f"{self.BORDER_TITLE}{order}{shown}"
+        title = f"{self.BORDER_TITLE}{order}{shown}"
+        if title != self._title:  # Textual repaints the whole panel on every assignment, changed or not
+            self._title = self.border_title = title
         self.query_one(Sparkline).data = list(model.reward_history)
