@@ -298,12 +298,13 @@ def test_resume_refuses_a_file_with_a_bad_line(finished_run, capsys, first_line,
     assert "only a torn last line is cut" in line
 
 
-def test_resume_still_cuts_a_torn_last_line_that_is_not_utf8(finished_run, capsys):
+def test_resume_still_cuts_a_torn_last_line_that_is_not_utf8(finished_run, capfd):
+    """(capfd: a headless run writes its lines to the stderr descriptor it kept before capturing the run's output)"""
     whole = finished_run.read_bytes()
     torn = b'{"tokens": [[1, \xff'
     finished_run.write_bytes(whole + torn)
     assert main(["run", "--no-ui", "--resume", str(finished_run), "--steps", "3"]) == 0
-    assert f"cut a torn last line ({len(torn)} bytes)" in capsys.readouterr().err
+    assert f"cut a torn last line ({len(torn)} bytes)" in capfd.readouterr().err
     assert finished_run.read_bytes().startswith(whole) and finished_run.read_bytes().count(b"\n") == 3
 
 

@@ -159,12 +159,18 @@ class Run:
     def prepare(self) -> Plan:
         """Everything a user can get wrong, checked before the first group; a refusal leaves no trace."""
         quiet_libraries()
-        self._output = self._open_output()
+        ours = logging.getLogger("vftui")  # our own warnings while preparing (a resume's repairs) reach every view
+        handler = EventLogHandler(self.emit)
+        ours.addHandler(handler)
         try:
-            return self._prepare(self._output)
-        except BaseException:
-            self._forget_output(self._output.path)
-            raise
+            self._output = self._open_output()
+            try:
+                return self._prepare(self._output)
+            except BaseException:
+                self._forget_output(self._output.path)
+                raise
+        finally:
+            ours.removeHandler(handler)
 
     def _open_output(self) -> Output:
         cfg = self.config
