@@ -265,10 +265,9 @@ def test_view_of_a_folder(tmp_path, capsys):
 
 
 @pytest.fixture
-def finished_run(tmp_path, capsys):
+def finished_run(tmp_path):
     out = tmp_path / "x" / "groups.jsonl"
     assert main(["run", "--no-ui", "--steps", "2", "--group-size", "2", "--out", str(out)]) == 0
-    capsys.readouterr()
     return out
 
 
