@@ -17,13 +17,15 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TextIO
 
+from vftui import safe_files
 from vftui.config import RunConfig
-from vftui.events import RunState, RunStatus
+from vftui.events import LogRecord, RunState, RunStatus
 from vftui.live.process import Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.run_files import LOG_SUFFIX
@@ -53,10 +55,14 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         log_path = plan.out_path.with_suffix(LOG_SUFFIX)
-        log = open(log_path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-        early.seek(0)
-        log.write(early.read())  # what the libraries said while the run was prepared
-        _capture_output(log)
+        try:
+            log = open(safe_files.open_append(log_path), "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+        except OSError as e:  # a link planted at its name: the output stays in the scratch file
+            outbox.put(LogRecord("WARNING", __name__, f"no log written to {log_path}: {e.strerror}", time.time()))
+        else:
+            early.seek(0)
+            log.write(early.read())  # what the libraries said while the run was prepared
+            _capture_output(log)
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()

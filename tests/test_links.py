@@ -1,0 +1,156 @@
+"""A hostile neighbour (issue 24): links planted where a run writes, a shared socket folder, links in
+answers, a password in a URL, SIGHUP, newlines in paths, a stopped run.
+
+Someone who can write in the folder of a run's output (a shared /tmp, a team's folder) plants
+symbolic links at the names the run will write; a run must refuse them or replace them, never
+write through them. The "victim" is a file the link points to, outside the run's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from vftui import store
+from vftui.collector.output.lock import OutputLock
+from vftui.drops import DropLog
+from vftui.errors import UserError
+from vftui.events import GroupDropped
+
+SECRET = "the victim's own content\n"
+
+
+@pytest.fixture
+def victim(tmp_path) -> Path:
+    """A file outside the run's folder, and the folder it is in, which a run must leave as they are."""
+    folder = tmp_path / "victim"
+    folder.mkdir()
+    target = folder / "passwd"
+    target.write_text(SECRET)
+    return target
+
+
+def untouched(victim: Path, dangling: Path | None = None) -> None:
+    assert victim.read_text() == SECRET, "the run wrote through a link"
+    assert sorted(p.name for p in victim.parent.iterdir()) == sorted(
+        [victim.name] + ([dangling.name] if dangling is not None and dangling.exists() else [])
+    ), "the run made files in the link's folder"
+    if dangling is not None:
+        assert not dangling.exists(), "the run created a dangling link's target"
+
+
+def run_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    return folder
+
+
+# -- 1. links at the output path and at its side files --------------------------------------------
+
+
+def test_a_link_at_out_is_refused_whether_its_target_exists_or_not(tmp_path, victim):
+    folder = run_dir(tmp_path)
+    (folder / "groups.jsonl").symlink_to(victim)
+    dangling = victim.parent / "made-by-the-run"
+    (folder / "dangling.jsonl").symlink_to(dangling)
+    for name in ("groups.jsonl", "dangling.jsonl"):
+        result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(folder / name)],
+                         tmp_path)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"vftui: error: --out {folder / name} is a symbolic link" in result.stderr, result.stderr
+    untouched(victim, dangling)
+    assert sorted(p.name for p in folder.iterdir()) == ["dangling.jsonl", "groups.jsonl"], "nothing left beside"
+
+
+def test_a_background_run_refuses_a_link_at_out_before_writing_its_log(tmp_path, victim):
+    folder = run_dir(tmp_path)
+    (folder / "groups.jsonl").symlink_to(tmp_path / "victim" / "new.jsonl")
+    result = run_cli(["run", "--detach", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
+    untouched(victim)
+
+
+def test_a_link_at_the_resumed_file_is_refused(tmp_path, victim):
+    out = run_dir(tmp_path) / "groups.jsonl"
+    done = run_cli(["run", "--no-ui", "--steps", "2", "--group-size", "1", "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    victim.write_bytes(out.read_bytes()[: -5])  # a torn last line, which a resume would cut
+    original = victim.read_bytes()
+    out.unlink()
+    out.symlink_to(victim)
+    result = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "3"], tmp_path)
+    assert result.returncode == 2 and f"--resume {out} is a symbolic link" in result.stderr, result.stderr
+    assert victim.read_bytes() == original
+
+
+def test_links_planted_at_the_side_files_are_replaced_never_written_through(tmp_path, victim):
+    folder = run_dir(tmp_path)
+    out = folder / "groups.jsonl"
+    temporaries = [".checkpoint.json.tmp", ".run.json.tmp", ".html.tmp"]
+    for suffix in temporaries:
+        Path(f"{folder / 'groups'}{suffix}").symlink_to(victim)
+    out.with_suffix(".checkpoint.json").symlink_to(victim)
+    result = run_cli(["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    untouched(victim)
+    for name in ("groups.checkpoint.json", "groups.run.json", "groups.html"):
+        assert not (folder / name).is_symlink() and (folder / name).stat().st_size > 0, name
+    assert json.loads((folder / "groups.checkpoint.json").read_text())["groups"] == 3
+
+
+def test_a_link_at_the_lock_is_refused_with_one_sentence(tmp_path, victim):
+    folder = run_dir(tmp_path)
+    (folder / "groups.lock").symlink_to(victim)
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"cannot lock {folder / 'groups.lock'}: it is a symbolic link" in result.stderr, result.stderr
+    untouched(victim)
+
+
+@pytest.mark.unit
+def test_an_atomic_write_never_writes_through_a_planted_temporary(tmp_path, victim):
+    path = tmp_path / "state.json"
+    Path(f"{path}.tmp").symlink_to(victim)
+    store.write_json_atomic(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1} and not path.is_symlink()
+    untouched(victim)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "state.json.tmp", "victim"]
+
+
+@pytest.mark.unit
+def test_the_lock_refuses_a_link_and_the_drop_log_does_not_follow_one(tmp_path, victim):
+    out = tmp_path / "groups.jsonl"
+    out.with_suffix(".lock").symlink_to(victim)
+    with pytest.raises(UserError, match=r"groups\.lock: it is a symbolic link"):
+        OutputLock(out).acquire("")
+    out.with_suffix(".dropped.jsonl").symlink_to(victim)
+    with pytest.raises(OSError, match="symbolic link"):
+        DropLog(out).add(GroupDropped(0, "all equal", [1.0, 1.0], {}, [1, 1]))
+    untouched(victim)
+
+
+@pytest.mark.unit
+def test_a_dump_skips_a_dangling_link_at_its_name(tmp_path, victim):
+    dangling = victim.parent / "dumped-here"
+    (tmp_path / "dump.jsonl").symlink_to(dangling)
+    window = store.GroupWindow(4)
+    window.add(b'{"scores": [1]}\n')
+    path, count = window.dump(tmp_path / "dump.jsonl")
+    assert path == tmp_path / "dump_1.jsonl" and count == 1 and path.read_bytes() == b'{"scores": [1]}\n'
+    untouched(victim, dangling)
+
+
+@pytest.mark.unit
+def test_an_appender_and_a_repair_refuse_a_link(tmp_path, victim):
+    link = tmp_path / "groups.jsonl"
+    link.symlink_to(victim)
+    with pytest.raises(OSError, match="symbolic link"):
+        store.JsonlAppender(link)
+    with pytest.raises(OSError, match="symbolic link"):
+        store.repair_tail(link)
+    untouched(victim)
+    assert os.path.islink(link)
