@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
-from vftui import store
+from vftui import safe_files, store
 from vftui.collector.output.lock import OutputLock
 from vftui.drops import DropLog
 from vftui.errors import UserError
@@ -154,3 +155,40 @@ def test_an_appender_and_a_repair_refuse_a_link(tmp_path, victim):
         store.repair_tail(link)
     untouched(victim)
     assert os.path.islink(link)
+
+
+# -- 2. the control socket's folder in $TMPDIR ---------------------------------------------------
+
+
+def long_out(tmp_path: Path) -> Path:
+    """An output whose socket path is too long to sit beside it: the socket goes to $TMPDIR/vftui-<uid>."""
+    return tmp_path / ("d" * 60) / ("e" * 60) / "groups.jsonl"
+
+
+def test_a_socket_folder_others_may_enter_is_refused(tmp_path):
+    shared = tmp_path / "tmp"
+    folder = shared / f"vftui-{os.getuid()}"
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(long_out(tmp_path))],
+                     tmp_path, TMPDIR=str(shared))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert (f"the folder for the run's control socket, {folder}, is not this user's alone (it is a folder of mode "
+            "0755, which others may enter); remove it, or set TMPDIR to another folder") in result.stderr
+    assert list(folder.iterdir()) == [], "no socket made in it"
+
+
+@pytest.mark.unit
+def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_refused(tmp_path):
+    made = safe_files.own_folder(tmp_path / "fresh", private=True)
+    assert stat.S_IMODE(made.lstat().st_mode) == 0o700
+    assert safe_files.own_folder(made, private=True) == made
+    (tmp_path / "link").symlink_to(made)
+    with pytest.raises(PermissionError, match="it is a symbolic link"):
+        safe_files.own_folder(tmp_path / "link", private=True)
+    if os.getuid() == 0:  # only root can give a folder away
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(PermissionError, match=r"another user's \(uid 65534\)"):
+            safe_files.own_folder(theirs, private=True)

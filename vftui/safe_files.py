@@ -79,14 +79,21 @@ def replace(path: Path, data: bytes) -> None:
         raise
 
 
-def own_folder(path: Path) -> Path:
-    """``path`` as a folder of this user's, made if missing; a link, a file or another user's folder there
-    is a ``LinkRefused`` or ``PermissionError`` (the files in it are written by others' code, atroposlib's)."""
+def own_folder(path: Path, private: bool = False) -> Path:
+    """``path`` as a folder of this user's (``private``: of mode 0700, no one else may enter), made if missing;
+    anything else there (a link, a file, another user's folder) is a ``PermissionError`` saying what it is."""
     with contextlib.suppress(FileExistsError):
-        path.mkdir()
+        path.mkdir(mode=0o700 if private else 0o777)
     found = path.lstat()
+    mode = stat.S_IMODE(found.st_mode)
     if stat.S_ISLNK(found.st_mode):
-        raise LinkRefused(path)
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
-        raise PermissionError(errno.EPERM, "it is not a folder of this user's", str(path))
-    return path
+        wrong = "a symbolic link"
+    elif not stat.S_ISDIR(found.st_mode):
+        wrong = "not a folder"
+    elif found.st_uid != os.getuid():
+        wrong = f"a folder of another user's (uid {found.st_uid})"
+    elif private and mode != 0o700:
+        wrong = f"a folder of mode {mode:04o}, which others may enter"
+    else:
+        return path
+    raise PermissionError(errno.EPERM, f"it is {wrong}", str(path))
