@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -192,3 +193,26 @@ def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_ref
         os.chown(theirs, 65534, 65534)
         with pytest.raises(PermissionError, match=r"another user's \(uid 65534\)"):
             safe_files.own_folder(theirs, private=True)
+
+
+# -- 3. smaller ones -------------------------------------------------------------------------------
+
+
+@pytest.mark.unit
+def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
+    from vftui.collector.output.html_page import write_page
+
+    answer = ("[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "
+              "[e](data:text/html;base64,PHNjcmlwdD4=) [f](page.html) "
+              "[ok](https://example.com/a?b=1&c=2) [mail](mailto:me@example.com) [plain](http://example.com)"
+              "\n\n[1]: javascript:alert(3)")
+    group = {"tokens": [[1]], "masks": [[1]], "scores": [1.0],
+             "messages": [[{"role": "assistant", "content": answer}]]}
+    jsonl = tmp_path / "groups.jsonl"
+    jsonl.write_text(json.dumps(group) + "\n")
+    page = write_page(jsonl).read_text()
+    hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
+    assert [h for h in hrefs if "example.com" in h] == [
+        "https://example.com/a?b=1&amp;c=2", "mailto:me@example.com", "http://example.com"]
+    assert not [h for h in hrefs if "example.com" not in h and not h.startswith("#")], hrefs
+    assert "a (javascript:alert(1))" in page and "d (javascript:alert(4))" in page and "f (page.html)" in page
