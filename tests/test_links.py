@@ -8,20 +8,25 @@ write through them. The "victim" is a file the link points to, outside the run's
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import stat
 from pathlib import Path
 
+import aiohttp
 import pytest
+from aiohttp import web
 
-from tests.conftest import run_cli
+from tests.conftest import read_jsonl, run_cli, serve_app
 from vftui import safe_files, store
 from vftui.collector.output.lock import OutputLock
 from vftui.drops import DropLog
 from vftui.errors import UserError
 from vftui.events import GroupDropped
+from vftui.redact import scrub
+from vftui.sim.server import TOKENIZER_DIR
 
 SECRET = "the victim's own content\n"
 
@@ -216,3 +221,48 @@ def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
         "https://example.com/a?b=1&amp;c=2", "mailto:me@example.com", "http://example.com"]
     assert not [h for h in hrefs if "example.com" not in h and not h.startswith("#")], hrefs
     assert "a (javascript:alert(1))" in page and "d (javascript:alert(4))" in page and "f (page.html)" in page
+
+
+@pytest.mark.unit
+def test_a_urls_password_is_hidden_wherever_text_is_scrubbed():
+    shown = scrub("asking https://ann:s3cr@t:x@gpu1:9001/v1 for its models")
+    assert shown == "asking https://ann:***@gpu1:9001/v1 for its models"
+    assert scrub("http://gpu1:9001/v1 and http://ann@gpu1/v1") == "http://gpu1:9001/v1 and http://ann@gpu1/v1"
+
+
+def basic_auth_proxy(upstream: str, user: str, password: str) -> web.Application:
+    """The endpoint at ``upstream``, answering only requests that carry the user and password (HTTP basic)."""
+    expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    async def forward(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != expected:
+            return web.json_response({"error": {"message": "who are you?"}}, status=401)
+        async with aiohttp.ClientSession() as session, session.request(
+            request.method, upstream + request.path.removeprefix("/v1"), data=await request.read(),
+            headers={"Content-Type": "application/json"},
+        ) as answer:
+            return web.Response(body=await answer.read(), status=answer.status, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_route("*", "/v1/{tail:.*}", forward)
+    return app
+
+
+def test_a_password_in_base_url_is_used_but_never_shown_or_saved(tmp_path, sim):
+    password = "hunter2-in-the-url"
+    out = tmp_path / "groups.jsonl"
+    with serve_app(basic_auth_proxy(sim.base_url, "ann", password)) as base_url:
+        url = base_url.replace("http://", f"http://ann:{password}@")
+        result = run_cli(["run", "--no-ui", "--json", "--verbose", "--steps", "2", "--group-size", "2", "--base-url",
+                          url, "--tokenizer", str(TOKENIZER_DIR), "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(read_jsonl(out)) == 2, "the requests carried the password"
+    shown = base_url.replace("http://", "http://ann:***@")
+    assert f"endpoint {shown}" in result.stderr
+    saved = out.with_suffix(".run.json").read_text()
+    assert json.loads(saved)["config"]["base_url"] == shown and json.loads(saved)["endpoint"] == shown
+    for text in (result.stderr, result.stdout, saved, out.with_suffix(".checkpoint.json").read_text()):
+        assert password not in text
+    again = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "3"], tmp_path)
+    assert again.returncode == 2 and ("vftui: error: --resume: the run's --base-url had a password, which vftui "
+                                      "does not save; give --base-url again") in again.stderr, again.stderr
