@@ -12,14 +12,28 @@ import base64
 import json
 import os
 import re
+import shlex
+import shutil
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.conftest import read_jsonl, run_cli, serve_app
+from tests.conftest import (
+    read_jsonl,
+    run_cli,
+    serve_app,
+    tmux,
+    tmux_cli_command,
+    wait_for_screen,
+    wait_until,
+)
+from tests.test_hostile import recorded_pane
 from vftui import safe_files, store
 from vftui.collector.output.lock import OutputLock
 from vftui.drops import DropLog
@@ -29,6 +43,7 @@ from vftui.redact import scrub
 from vftui.sim.server import TOKENIZER_DIR
 
 SECRET = "the victim's own content\n"
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 
 
 @pytest.fixture
@@ -266,3 +281,53 @@ def test_a_password_in_base_url_is_used_but_never_shown_or_saved(tmp_path, sim):
     again = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "3"], tmp_path)
     assert again.returncode == 2 and ("vftui: error: --resume: the run's --base-url had a password, which vftui "
                                       "does not save; give --base-url again") in again.stderr, again.stderr
+
+
+def dashboard_pid(out: Path) -> int:
+    """The dashboard's process (not the shell or forwarder around it, nor its collector child)."""
+    found = subprocess.run(["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    return int(found[0])
+
+
+@needs_tmux
+def test_sighup_to_a_dashboard_whose_terminal_is_there_stops_it_as_sigterm_does(tmp_path, slow_sim):
+    """``kill -HUP``: the terminal still answers, so it is restored and the summary printed; exit 130."""
+    out = tmp_path / "sighup-groups.jsonl"
+    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+                           f"--out {shlex.quote(str(out))}")
+    with recorded_pane(tmp_path, f"{run}; echo EXIT=$?; sleep 600") as (session, _):
+        wait_for_screen(session, "running")
+        os.kill(dashboard_pid(out), signal.SIGHUP)
+        screen = wait_for_screen(session, "EXIT=")
+        flags = tmux("display-message", "-p", "-t", session, "#{alternate_on} #{mouse_any_flag} #{cursor_flag}")
+    assert "EXIT=130" in screen and "run stopped: " in screen and "Traceback" not in screen, screen
+    assert flags.split() == ["0", "0", "1"], "alternate screen off, mouse tracking off, cursor shown"
+
+
+FORWARD_HANGUP = """
+import signal, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+signal.signal(signal.SIGHUP, lambda *_: child.send_signal(signal.SIGHUP))  # as a login shell does on a hang-up
+code = child.wait()
+open(sys.argv[1], "w").write(str(code))
+"""
+
+
+@needs_tmux
+def test_a_real_hang_up_stops_the_dashboards_run_with_exit_130(tmp_path, slow_sim):
+    """The terminal goes (the pane is killed): its session leader forwards SIGHUP as a login shell does; nothing
+    can be drawn, and the dashboard still ends as a graceful stop."""
+    out = tmp_path / "hangup-groups.jsonl"
+    forwarder, exit_file = tmp_path / "forward.py", tmp_path / "exit-code"
+    forwarder.write_text(FORWARD_HANGUP)
+    python = shlex.quote(sys.executable)
+    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+                           f"--out {shlex.quote(str(out))}")
+    run = run.replace(f"{python} -m vftui", f"{python} {forwarder} {exit_file} {python} -m vftui")
+    with recorded_pane(tmp_path, f"exec {run}") as (session, _):
+        wait_for_screen(session, "running")
+        pid = dashboard_pid(out)
+        tmux("kill-session", "-t", session)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists(), "the dashboard outlived its terminal", timeout=60)
+    assert wait_until(exit_file.exists, "the forwarder saw no exit") and exit_file.read_text() == "130"
