@@ -9,6 +9,7 @@ write through them. The "victim" is a file the link points to, outside the run's
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import re
@@ -39,6 +40,7 @@ from vftui.collector.output.lock import OutputLock
 from vftui.drops import DropLog
 from vftui.errors import UserError
 from vftui.events import GroupDropped
+from vftui.printable import say
 from vftui.redact import scrub
 from vftui.sim.server import TOKENIZER_DIR
 
@@ -331,3 +333,25 @@ def test_a_real_hang_up_stops_the_dashboards_run_with_exit_130(tmp_path, slow_si
         tmux("kill-session", "-t", session)
         wait_until(lambda: not Path(f"/proc/{pid}").exists(), "the dashboard outlived its terminal", timeout=60)
     assert wait_until(exit_file.exists, "the forwarder saw no exit") and exit_file.read_text() == "130"
+
+
+FORGED = "vftui: run finished: 1000/1000 groups"
+
+
+@pytest.mark.unit
+def test_a_line_printed_for_a_person_stays_one_line_and_several_are_a_list():
+    err = io.StringIO()
+    say(f"output: /tmp/a\n{FORGED}\x1b]0;t\x07", err)
+    say(["run stopped", "  output: /tmp/b\nc"], err)
+    assert err.getvalue().splitlines() == [f"output: /tmp/a␊{FORGED}␛]0;t␇", "run stopped", "  output: /tmp/b␊c"]
+
+
+def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(tmp_path):
+    out = tmp_path / f"x\n{FORGED}" / "groups.jsonl"
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"x␊{FORGED}" in result.stderr and not any(
+        line.startswith(FORGED) for line in result.stderr.splitlines()), result.stderr
+    refused = run_cli(["run", "--no-ui", "--steps", "1"], tmp_path, VFTUI_ENV=f"nope\n{FORGED}")
+    assert refused.returncode == 2 and f"nope␊{FORGED}" in refused.stderr, refused.stderr
+    assert not any(line.startswith(FORGED) for line in refused.stderr.splitlines()), refused.stderr

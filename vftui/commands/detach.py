@@ -55,14 +55,14 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
             say(wording.left_running(child.pid, out), sys.stderr)
             return 0
         time.sleep(POLL_S)
-    say(f"vftui: the background run ended before it was ready (exit {child.returncode}):\n"
-        f"{_last_lines(log_path)}", sys.stderr)
+    say([f"vftui: the background run ended before it was ready (exit {child.returncode}):", *_last_lines(log_path)],
+        sys.stderr)
     return child.returncode
 
 
-def _last_lines(path: Path, count: int = 3) -> str:
+def _last_lines(path: Path, count: int = 3) -> list[str]:
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
     except OSError:
-        return ""
-    return "\n".join(f"  {line}" for line in lines[-count:])
+        return []
+    return [f"  {line}" for line in lines[-count:]]

@@ -92,8 +92,8 @@ class HeadlessView:
         if line:
             self.say(line)
 
-    def say(self, text: str) -> None:
-        say(text, self.err)
+    def say(self, lines: str | list[str]) -> None:
+        say(lines, self.err)
 
     def _reader_gone(self) -> None:
         """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.
@@ -106,7 +106,8 @@ class HeadlessView:
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
         self.on_reader_gone()
 
-    def line_for(self, event: Event) -> str | None:  # noqa: C901 - one case per kind of event
+    def line_for(self, event: Event) -> str | list[str] | None:  # noqa: C901 - one case per kind of event
+        """What a person reads of ``event``: a line, several, or nothing."""
         match event:
             case RunStarted():
                 return self._started_lines(event)
@@ -142,7 +143,7 @@ class HeadlessView:
                 assert_never(event)
         return None
 
-    def _started_lines(self, event: RunStarted) -> str:
+    def _started_lines(self, event: RunStarted) -> list[str]:
         self._total, self._simulated = event.groups_total, event.simulated
         todo = event.groups_total - event.groups_done
         what = "examples x" if event.mode is Mode.EVAL else "groups of"
@@ -152,7 +153,7 @@ class HeadlessView:
         ]
         if event.simulated:
             lines.insert(0, f"vftui: {wording.SIMULATION_NOTE}")
-        return "\n".join(lines)
+        return lines
 
     def _group_line(self, g: GroupCollected) -> str:
         self._throughput.add(g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens))
