@@ -16,9 +16,11 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import aiohttp
@@ -26,11 +28,14 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import (
+    cli_env,
     read_jsonl,
     run_cli,
     serve_app,
+    start_cli,
     tmux,
     tmux_cli_command,
+    wait_for_lines,
     wait_for_screen,
     wait_until,
 )
@@ -42,6 +47,7 @@ from vftui.errors import UserError
 from vftui.events import GroupDropped
 from vftui.printable import say
 from vftui.redact import scrub
+from vftui.run_list import NOT_ANSWERING, RunLine, all_runs
 from vftui.sim.server import TOKENIZER_DIR
 
 SECRET = "the victim's own content\n"
@@ -355,3 +361,42 @@ def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(
     refused = run_cli(["run", "--no-ui", "--steps", "1"], tmp_path, VFTUI_ENV=f"nope\n{FORGED}")
     assert refused.returncode == 2 and f"nope␊{FORGED}" in refused.stderr, refused.stderr
     assert not any(line.startswith(FORGED) for line in refused.stderr.splitlines()), refused.stderr
+
+
+def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delaying_the_others(
+        tmp_path, slow_sim, monkeypatch):
+    outs = [tmp_path / name / "groups.jsonl" for name in ("stopped", "going")]
+    runs = [start_cli(["run", "--no-ui", "--steps", "5000", "--group-size", "2", "--base-url", slow_sim.base_url,
+                       "--out", str(out)], tmp_path) for out in outs]
+    queue: list[socket.socket] = []
+    try:
+        for out, run in zip(outs, runs, strict=True):
+            wait_for_lines(out, 1, run)
+        runs[0].send_signal(signal.SIGSTOP)
+        monkeypatch.setenv("XDG_DATA_HOME", cli_env(tmp_path)["XDG_DATA_HOME"])  # where the CLI's runs are listed
+
+        def listed() -> tuple[float, dict[Path, RunLine]]:
+            started = time.monotonic()
+            lines = {line.out_path: line for line in all_runs()}
+            return time.monotonic() - started, lines
+
+        took, lines = listed()  # it accepts, and says nothing
+        assert took < 2.5, f"vftui runs waited {took:.1f} s"
+        assert (lines[outs[0]].state, lines[outs[0]].pid) == (NOT_ANSWERING, runs[0].pid)
+        assert lines[outs[1]].state == "running" and lines[outs[1]].pid == runs[1].pid
+        for _ in range(40):  # its queue full, as after many refreshes of the runs screen: it accepts no one
+            queue.append(socket.socket(socket.AF_UNIX))
+            queue[-1].setblocking(False)
+            queue[-1].connect_ex(str(outs[0].with_suffix(".sock")))
+        took, lines = listed()
+        assert took < 2.5 and lines[outs[0]].state == NOT_ANSWERING and lines[outs[1]].state == "running"
+        attach = run_cli(["attach", str(outs[0])], tmp_path, timeout=60)
+        assert attach.returncode == 2 and "does not answer: it is stopped (Ctrl-Z; kill -CONT" in attach.stderr
+    finally:
+        for sock in queue:
+            sock.close()
+        for run in runs:
+            run.send_signal(signal.SIGCONT)
+            run.send_signal(signal.SIGTERM)
+        for run in runs:
+            run.communicate(timeout=120)

@@ -17,7 +17,7 @@ from vftui import paths, safe_files, wording
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.live.client import ask_status
-from vftui.live.server import socket_path
+from vftui.live.server import RunInfo, socket_path
 from vftui.printable import say
 from vftui.relaunch import vftui_command
 from vftui.run_files import LOG_SUFFIX, find_resumable
@@ -51,7 +51,7 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     say(f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}", sys.stderr)
     while child.poll() is None:
-        if ask_status(socket_path(out)) is not None:
+        if isinstance(ask_status(socket_path(out)), RunInfo):
             say(wording.left_running(child.pid, out), sys.stderr)
             return 0
         time.sleep(POLL_S)

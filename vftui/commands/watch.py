@@ -20,7 +20,7 @@ import httpx
 from vftui import run_index, wording
 from vftui.events import ApiStatus, EnvShare
 from vftui.live.client import ask_status
-from vftui.live.server import socket_path
+from vftui.live.server import RunInfo, socket_path
 from vftui.printable import say
 
 
@@ -49,8 +49,8 @@ def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
     shares = []
     for out in run_index.known_runs():
         path = socket_path(out)
-        info = ask_status(path, timeout=1.0) if path.exists() else None
-        api = info.api if info is not None else None
+        info = ask_status(path) if path.exists() else None
+        api = info.api if isinstance(info, RunInfo) else None
         if api is not None and api.api_url.rstrip("/") == api_url:
             shares.append(EnvShare(str(out), api.env_id, api.env_weight or 0.0, api.self_queue_size, api.workers,
                                    api.workers_allowed, api.lag))
