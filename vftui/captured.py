@@ -13,10 +13,12 @@ import contextlib
 import faulthandler
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from vftui import safe_files
 from vftui.run_files import LOG_SUFFIX
 
 
@@ -54,13 +56,19 @@ def capture(file: TextIO) -> TextIO:
     return file
 
 
-def open_log(out_path: Path, early: TextIO) -> tuple[TextIO, Path]:
-    """The run's log beside its jsonl, with what was said while the run was prepared (``early``)."""
+def switch_to_log(out_path: Path, early: TextIO, warn: Callable[[str], None]) -> Path | None:
+    """From now on into the run's log beside its jsonl, with what was said while the run was prepared
+    (``early``); a link planted at its name is not followed: the output stays in the scratch file."""
     path = out_path.with_suffix(LOG_SUFFIX)
-    log = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the run
+    try:
+        log = open(safe_files.open_append(path), "a", buffering=1)  # noqa: SIM115 - lives as long as the run
+    except OSError as e:
+        warn(f"no log written to {path}: {e.strerror}")
+        return None
     early.seek(0)
     log.write(early.read())
-    return log, path
+    capture(log)
+    return path
 
 
 def remove_if_empty(path: Path) -> None:

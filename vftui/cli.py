@@ -12,7 +12,7 @@ from vftui import __version__, paths
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import RunFailed, UserError
 from vftui.groupfile import ORDERS
-from vftui.printable import printable
+from vftui.printable import one_line
 from vftui.quiet import quiet_libraries
 from vftui.redact import scrub
 
@@ -366,10 +366,10 @@ def main(argv: list[str] | None = None) -> int:
                     "watch": _watch, "attach": _attach, "runs": _runs, "compare": _compare}
         return commands[args.command](args)
     except UserError as e:
-        print(f"vftui: error: {printable(scrub(str(e)))}", file=sys.stderr)
+        print(f"vftui: error: {one_line(scrub(str(e)))}", file=sys.stderr)
         return e.exit_code
     except RunFailed as e:
-        print(f"vftui: run failed: {printable(scrub(str(e)))}", file=sys.stderr)
+        print(f"vftui: run failed: {one_line(scrub(str(e)))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("vftui: interrupted", file=sys.stderr)

@@ -20,6 +20,7 @@ from vftui import paths
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
+from vftui.redact import has_hidden_password, scrub
 from vftui.run_files import saved_config
 from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
@@ -29,6 +30,7 @@ EVAL_DURING_RL_EXAMPLES = 32
 FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
 # Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
 LARGE, HUGE = 100_000, 10**12
+URL_SETTINGS = ("base_url", "extra_base_urls", "api_url")  # shown and saved with any password hidden
 
 
 def shared(name: str, **flag: Any) -> Any:
@@ -238,6 +240,12 @@ class RunConfig(BaseModel):
         return self.base_url is None
 
     @property
+    def endpoint(self) -> str:
+        """The endpoint as the views show it and the run's files keep it: ``simulated``, or --base-url with any
+        password in it hidden (the requests use the real one)."""
+        return "simulated" if self.base_url is None else scrub(self.base_url.rstrip("/"))
+
+    @property
     def runs_sim_trainer(self) -> bool:
         """rl on the embedded default starts the sim trainer with the API it starts, unless told not to."""
         if self.sim_trainer is not None:
@@ -245,10 +253,14 @@ class RunConfig(BaseModel):
         return self.mode is Mode.RL and self.simulated and self.start_api
 
     def public_dict(self) -> dict[str, Any]:
-        """The settings as saved beside a run and sent to wandb (no secrets exist here)."""
+        """The settings as saved beside a run and sent to wandb: no key is among them, and a URL's password is
+        hidden."""
         data = self.model_dump(mode="json")
         for key in ("resume", "no_ui", "json_events", "theme"):
             data.pop(key)
+        for key in URL_SETTINGS:
+            value = data[key]
+            data[key] = [scrub(url) for url in value] if isinstance(value, list) else value and scrub(value)
         return data
 
 
@@ -302,6 +314,7 @@ def load_config(
     if flags.get("resume") is not None:
         resumed = saved_config(Path(flags["resume"]))
         resumed.pop("out", None)
+        _check_saved_urls(resumed, flags)
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value, source in _settings(flags, config_file, environ, resumed):
@@ -310,6 +323,17 @@ def load_config(
         return RunConfig.model_validate(merged)
     except ValidationError as e:
         raise UserError(_explain(e, sources)) from e
+
+
+def _check_saved_urls(resumed: dict[str, Any], flags: dict[str, Any]) -> None:
+    """A URL saved with its password hidden cannot be asked again: the flag must give it anew."""
+    for key in URL_SETTINGS:
+        saved = resumed.get(key)
+        urls = saved if isinstance(saved, list) else [saved]
+        if flags.get(key) is None and any(isinstance(url, str) and has_hidden_password(url) for url in urls):
+            flag = FLAG_OF_FIELD[key] if key != "extra_base_urls" else "--base-url"
+            raise UserError(f"--resume: the run's {flag} had a password, which vftui does not save; give {flag} "
+                            "again")
 
 
 def _settings(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
+from vftui import safe_files
 from vftui.events import GroupDropped
 from vftui.run_files import DROPS_SUFFIX
 
@@ -33,8 +33,7 @@ class DropLog:
     def add(self, drop: GroupDropped) -> None:
         line = json.dumps({"item": drop.item, "reason": drop.reason, "scores": drop.scores,
                            "metrics": drop.metrics, "turns": drop.turns}, allow_nan=False)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "a") as f:
+        with open(safe_files.open_append(self.path), "a") as f:
             f.write(line + "\n")
 
 

@@ -5,18 +5,22 @@ hold escape sequences: ``ESC ] 0 ;`` sets the terminal's title, ``ESC ] 52 ;`` w
 clipboard, ``ESC [`` moves the cursor. Neither Rich nor Textual removes ESC, so every such
 text passes through ``printable`` on its way to a terminal (the dashboard's model,
 headless lines, error sentences). Files and ``--json`` keep the exact text: JSON escapes
-control characters itself.
+control characters itself. A line printed for a person is one line: a newline inside it (in a
+path, a ``VFTUI_*`` value, an endpoint's error) is shown as ``␊``, so it cannot forge a line
+of its own; a message of several lines is a list of lines (``say``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from typing import TextIO
 
 # C0 controls (but newline and tab), DEL, C1 controls (CSI is 0x9b), and the bidirectional
 # overrides and isolates that make text display in another order than it is read.
-UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+UNSAFE, UNSAFE_IN_A_LINE = re.compile(f"[{CONTROLS}]"), re.compile(f"[\n{CONTROLS}]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -33,7 +37,13 @@ def printable(text: str) -> str:
     return UNSAFE.sub(_visible, text) if UNSAFE.search(text) else text
 
 
-def say(text: str, stream: TextIO) -> None:
-    """Print ``text`` for a person: made printable, and dropped if the terminal is gone (SSH hung up)."""
+def one_line(text: str) -> str:
+    """``printable``, and a newline shown as ``␊`` too: the text stays on the line it is printed in."""
+    return UNSAFE_IN_A_LINE.sub(_visible, text) if UNSAFE_IN_A_LINE.search(text) else text
+
+
+def say(lines: str | Sequence[str], stream: TextIO) -> None:
+    """Print for a person a line (``str``) or several (a list), each ``one_line``; dropped if the terminal is
+    gone (SSH hung up)."""
     with contextlib.suppress(OSError):
-        print(printable(text), file=stream, flush=True)
+        print("\n".join(map(one_line, [lines] if isinstance(lines, str) else lines)), file=stream, flush=True)

@@ -32,6 +32,14 @@ def eval_dir(out_path: Path) -> Path:
     return out_path.with_suffix(EVAL_SUFFIX)
 
 
+def lock_holder(out_path: Path) -> int | None:
+    """The pid written in the run's lock file by the process holding it (``collector.output.lock``)."""
+    try:
+        return int(out_path.with_suffix(LOCK_SUFFIX).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def sidecars(out_path: Path) -> tuple[Path, Path]:
     """The run description and the checkpoint kept beside a run's jsonl."""
     return out_path.with_suffix(RUN_SUFFIX), out_path.with_suffix(CHECKPOINT_SUFFIX)

@@ -2,26 +2,31 @@
 and ``vftui attach``.
 
 A running run answers on its control socket with its live figures; for the others, the
-run's own files say how far it got and how it ended (the checkpoint records the end).
+run's own files say how far it got and how it ended (the checkpoint records the end). Every run
+is asked at once, so one that does not answer (stopped with Ctrl-Z) costs a second, whatever
+the number of runs, and is listed as not answering.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vftui import paths
 from vftui.errors import UserError
-from vftui.live.client import ask_status
+from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
-from vftui.run_files import find_resumable, read_json_object, sidecars
+from vftui.run_files import find_resumable, lock_holder, read_json_object, sidecars
 from vftui.run_index import forget, known_runs, run_id
 from vftui.wording import clock
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
+NOT_ANSWERING = "not answering"  # its process listens on its socket but says nothing: stopped (Ctrl-Z), stuck
+MAX_ASKED_AT_ONCE = 32
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,8 @@ def describe(out: Path) -> RunLine:
     created = float(run.get("created", 0.0))
     about = {"env": str(config.get("env", "")), "mode": str(config.get("mode", "")), "model": str(run.get("model", ""))}
     total = int(config.get("steps") or 0) if config.get("mode") != "eval" else 0
-    info: RunInfo | None = ask_status(socket_path(out))
-    if info is not None:
+    info = ask_status(socket_path(out))
+    if isinstance(info, RunInfo):
         return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
                        created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
                        mean_reward=info.mean_reward, **about)
@@ -73,27 +78,41 @@ def describe(out: Path) -> RunLine:
     if state == "finished" and total and done < total:
         state = "stopped"
     reward = saved.get("mean_reward")
-    return RunLine(state or KILLED, done, total or done, done / elapsed if elapsed > 0 else 0.0, out, created,
-                   duration_s=elapsed, mean_reward=float(reward) if isinstance(reward, (int, float)) else None, **about)
+    rate, pid = done / elapsed if elapsed > 0 else 0.0, None
+    if isinstance(info, NotAnswering):  # alive: its figures as last saved, its pid as its lock names it
+        state, rate, pid = NOT_ANSWERING, 0.0, lock_holder(out)
+        elapsed = max(0.0, time.time() - created) if created else 0.0
+    return RunLine(state or KILLED, done, total or done, rate, out, created, pid, duration_s=elapsed,
+                   mean_reward=float(reward) if isinstance(reward, (int, float)) else None, **about)
 
 
 def all_runs() -> list[RunLine]:
-    """Newest first."""
-    return sorted((describe(out) for out in known_runs()), key=lambda r: r.created, reverse=True)
+    """Newest first; asked all at once."""
+    runs = known_runs()
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_ASKED_AT_ONCE, len(runs)))) as pool:
+        lines = list(pool.map(describe, runs))
+    return sorted(lines, key=lambda r: r.created, reverse=True)
 
 
 def find_running(target: Path | None) -> RunLine:
     """The run ``target`` names (a run folder or its jsonl), or the newest running one; it must be running."""
     if target is None:
-        running = [r for r in all_runs() if r.running]
+        running = [r for r in all_runs() if r.running and r.state != NOT_ANSWERING]
         if not running:
             raise UserError("no vftui run is running (vftui runs lists them all)")
         return running[0]
     line = describe(find_resumable(target.expanduser().resolve(), asked_by="vftui attach"))
+    if line.state == NOT_ANSWERING:
+        raise not_answering(line)
     if not line.running:
         raise UserError(f"the run at {line.out_path} is not running ({line.state}); "
                         f"vftui view {line.out_path} shows what it collected")
     return line
+
+
+def not_answering(line: RunLine) -> UserError:
+    return UserError(f"the run at {line.out_path} (pid {line.pid}) does not answer: it is stopped (Ctrl-Z; "
+                     f"kill -CONT {line.pid} resumes it) or stuck")
 
 
 COLUMNS = ("ID", "STATE", "STARTED", "TIME", "ENV", "MODE", "MODEL", "GROUPS", "RATE", "REWARD", "PATH")

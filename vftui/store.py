@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vftui import safe_files
 from vftui.errors import RunFailed
 
 
@@ -41,9 +42,10 @@ STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)  # one for every
 
 
 def unique_path(path: Path) -> Path:
-    """``path`` if free, else ``stem_1``, ``stem_2``... (atroposlib's naming)."""
+    """``path`` if free, else ``stem_1``, ``stem_2``... (atroposlib's naming); a link, even a dangling one,
+    takes its name."""
     candidate, counter = path, 1
-    while candidate.exists():
+    while os.path.lexists(candidate):
         candidate = path.with_stem(f"{path.stem}_{counter}")
         counter += 1
     return candidate
@@ -53,7 +55,7 @@ def repair_tail(path: Path) -> int:
     """Cut a trailing partial line; returns the number of bytes removed."""
     if not path.exists():
         return 0
-    with path.open("rb+") as f:
+    with os.fdopen(safe_files.open_fd(path, os.O_RDWR), "rb+") as f:
         size = f.seek(0, os.SEEK_END)
         if size == 0:
             return 0
@@ -85,7 +87,7 @@ class JsonlAppender:
         self.path = path
         self.lines_written = 0
         self._on_line = on_line
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = safe_files.open_append(path)
 
     def write(self, obj: Any) -> None:
         if self._fd is None:
@@ -136,11 +138,17 @@ class GroupWindow:
         """Write the window to a new file (never overwriting); returns path and count."""
         with self._lock:
             lines = list(self._lines)
-        path = unique_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("xb") as f:
+        while True:
+            free = unique_path(path)
+            try:
+                fd = safe_files.create_new(free)
+                break
+            except FileExistsError:
+                continue  # taken since unique_path looked
+        with os.fdopen(fd, "wb") as f:
             f.writelines(lines)
-        return path, len(lines)
+        return free, len(lines)
 
 
 @dataclass(frozen=True)
@@ -179,12 +187,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` in one rename, so a crash or a full disk leaves the old or the new file."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Replace ``path`` in one rename (``safe_files.replace``); an OS error is a ``WriteFailed``."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        safe_files.replace(path, text.encode())
     except OSError as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise WriteFailed(path, e) from e

@@ -1,4 +1,7 @@
-"""How each fact is said, once, for every view: headless lines, the dashboard's log and panels, ``watch``."""
+"""How each fact is said, once, for every view: headless lines, the dashboard's log and panels, ``watch``.
+
+A fact said in several lines is a list of them (``printable.say`` prints each as one line).
+"""
 
 from __future__ import annotations
 
@@ -74,7 +77,7 @@ def figure(value: Figure) -> str:
     return f"{mean:.3f}" if low is None or high is None else f"{mean:.3f} ± {(high - low) / 2:.3f}"
 
 
-def eval_report(report: EvalReport) -> str:
+def eval_report(report: EvalReport) -> list[str]:
     """An eval's figures as printed at its end: one line each, with the 95% interval over items."""
     at = f" at trainer step {report.step}" if report.step is not None else ""
     lines = [f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
@@ -82,14 +85,14 @@ def eval_report(report: EvalReport) -> str:
     width = max(map(len, [*report.figures, *report.functions]), default=0)
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.functions.items()]
-    return "\n".join(lines)
+    return lines
 
 
 def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 
 
-def summary(s: RunSummary, simulated: bool) -> str:
+def summary(s: RunSummary, simulated: bool) -> list[str]:
     """What a run did, as printed at its end by both views."""
     m = s.metrics
     head = {
@@ -124,14 +127,14 @@ def summary(s: RunSummary, simulated: bool) -> str:
     lines.append(f"  output: {s.out_path}")
     if simulated:
         lines.append(f"  ({SIMULATION_NOTE})")
-    return "\n".join(lines)
+    return lines
 
 
-def left_running(pid: int | None, out_path: object) -> str:
+def left_running(pid: int | None, out_path: object) -> list[str]:
     """What a dashboard that leaves a run running (or starts one in the background) says of it."""
-    return (f"vftui: the run goes on in the background (pid {pid}): {out_path}\n"
-            f"  vftui attach {out_path}   shows it again, with every key\n"
-            f"  vftui runs                lists the runs")
+    return [f"vftui: the run goes on in the background (pid {pid}): {out_path}",
+            f"  vftui attach {out_path}   shows it again, with every key",
+            "  vftui runs                lists the runs"]
 
 
 def alert(event: Alert) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import signal
 import tempfile
 import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 
 from vftui import captured
 from vftui.config import RunConfig
-from vftui.events import RunState, RunStatus
+from vftui.events import LogRecord, RunState, RunStatus
 from vftui.live.process import Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.wording import LOADING_LIBRARIES
@@ -46,8 +47,8 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         # terminal is the dashboard's, so library output goes to a file beside the run.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log, log_path = captured.open_log(plan.out_path, early)
-        captured.capture(log)
+        log_path = captured.switch_to_log(plan.out_path, early, lambda said: outbox.put(
+            LogRecord("WARNING", __name__, said, time.time())))
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()
@@ -57,7 +58,8 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
             traceback.print_exc()  # into the log file, for the whole story
             outbox.put(Crashed(traceback.format_exc()))
         server.join()
-        captured.remove_if_empty(log_path)
+        if log_path is not None:
+            captured.remove_if_empty(log_path)
     finally:
         run.close()
         outbox.close()

@@ -321,7 +321,7 @@ class Run:
             {
                 "config": {**self.config.public_dict(), "out": str(plan.out_path)},
                 "model": plan.model,
-                "endpoint": "simulated" if self.config.simulated else plan.base_url,
+                "endpoint": self.config.endpoint,
                 "tokenizer": plan.tokenizer,
                 "created": time.time(),
             },
@@ -380,7 +380,7 @@ class Run:
             mode=self.config.mode,
             env=self.config.env,
             model=plan.model,
-            endpoint="simulated" if self.config.simulated else plan.base_url,
+            endpoint=self.config.endpoint,
             simulated=plan.simulated,
             out_path=str(plan.out_path),
             groups_total=plan.groups_total,

@@ -18,7 +18,7 @@ from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
 from vftui.eval_stats import Estimate
 from vftui.events import finite_json
-from vftui.printable import printable, say
+from vftui.printable import one_line, say
 from vftui.results import Source, load
 
 SHOWN_ITEMS = 10
@@ -47,7 +47,7 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
     sources = load_all(paths)
     for source in sources:
         if source.skipped:
-            print(f"vftui: {printable(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
+            print(f"vftui: {one_line(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
                   "foreign, or a reward that is not a number)", file=sys.stderr)
     # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
     summaries = [summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
@@ -64,11 +64,11 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
         from vftui.ui.compare_app import CompareApp
 
         ours = themes.available_themes()
-        header = report(summaries, changes).splitlines()
+        header = report(summaries, changes)
         CompareApp(summaries, changes[0], "\n".join(header[: len(summaries) + 1]), themes.resolve(theme, ours=ours),
                    ours).run()
     for path in worse:
-        print(f"vftui: {printable(str(path))} is worse than {printable(str(sources[0].path))} by more than "
+        print(f"vftui: {one_line(str(path))} is worse than {one_line(str(sources[0].path))} by more than "
               f"{fail_if_worse:g} beyond the 95% interval", file=sys.stderr)
     return EXIT_GATE if worse else 0
 
@@ -96,7 +96,7 @@ def _summary_dict(s: Summary) -> dict[str, Any]:
             "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars}
 
 
-def report(summaries: list[Summary], changes: list[Change]) -> str:
+def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
     """The side-by-side table, the histograms, each change and the items that changed most."""
     letters = [chr(ord("A") + i) for i in range(len(summaries))]
     env = next((s.source.env_id for s in summaries if s.source.env_id), "an unnamed environment")
@@ -127,7 +127,7 @@ def report(summaries: list[Summary], changes: list[Change]) -> str:
                          f"{len(change.items)}):")
             lines += [f"      {i.key:<12} {i.before:.3f} -> {i.after:.3f}  {i.change:+.3f}"
                       for i in change.items[:SHOWN_ITEMS]]
-    return "\n".join(lines)
+    return lines
 
 
 def _figure(e: Estimate) -> str:

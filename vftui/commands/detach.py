@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from vftui import paths, wording
+from vftui import paths, safe_files, wording
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.live.client import ask_status
-from vftui.live.server import socket_path
+from vftui.live.server import RunInfo, socket_path
 from vftui.printable import say
 from vftui.relaunch import vftui_command
 from vftui.run_files import LOG_SUFFIX, find_resumable
@@ -29,9 +29,9 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     """``run_args``: the ``vftui run`` flags as given, ``--detach`` taken out."""
     args = [arg for arg in run_args if arg != "--detach"]
     if config.resume is not None:
-        out = find_resumable(config.resume)
+        out = safe_files.given_file(find_resumable(config.resume), "--resume")
     elif config.out is not None:
-        out = config.out.expanduser().resolve()
+        out = safe_files.given_file(config.out, "--out")
         if out.exists():
             raise UserError(f"--out {out} exists; a background run needs a new path (or --resume {out})")
     else:
@@ -42,23 +42,27 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
         args += ["--out", str(out)]
     out.parent.mkdir(parents=True, exist_ok=True)
     log_path = out.with_suffix(LOG_SUFFIX)
-    with open(log_path, "ab") as log:
+    try:
+        log = open(safe_files.open_append(log_path), "ab")  # noqa: SIM115 - closed below, once the child has it
+    except OSError as e:
+        raise UserError(f"cannot write the run's log {log_path}: {e.strerror}") from e
+    with log:
         child = subprocess.Popen(vftui_command("run", *args, "--no-ui"), stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     say(f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}", sys.stderr)
     while child.poll() is None:
-        if ask_status(socket_path(out)) is not None:
+        if isinstance(ask_status(socket_path(out)), RunInfo):
             say(wording.left_running(child.pid, out), sys.stderr)
             return 0
         time.sleep(POLL_S)
-    say(f"vftui: the background run ended before it was ready (exit {child.returncode}):\n"
-        f"{_last_lines(log_path)}", sys.stderr)
+    say([f"vftui: the background run ended before it was ready (exit {child.returncode}):", *_last_lines(log_path)],
+        sys.stderr)
     return child.returncode
 
 
-def _last_lines(path: Path, count: int = 3) -> str:
+def _last_lines(path: Path, count: int = 3) -> list[str]:
     try:
         lines = path.read_text(errors="replace").strip().splitlines()
     except OSError:
-        return ""
-    return "\n".join(f"  {line}" for line in lines[-count:])
+        return []
+    return [f"  {line}" for line in lines[-count:]]

@@ -93,8 +93,8 @@ class HeadlessView:
         if line:
             self.say(line)
 
-    def say(self, text: str) -> None:
-        say(text, self.err)
+    def say(self, lines: str | list[str]) -> None:
+        say(lines, self.err)
 
     def _reader_gone(self) -> None:
         """``--json | head``: the reader has what it wanted; stop the run as Ctrl-C would, quietly.
@@ -107,7 +107,8 @@ class HeadlessView:
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
         self.on_reader_gone()
 
-    def line_for(self, event: Event) -> str | None:  # noqa: C901 - one case per kind of event
+    def line_for(self, event: Event) -> str | list[str] | None:  # noqa: C901 - one case per kind of event
+        """What a person reads of ``event``: a line, several, or nothing."""
         match event:
             case RunStarted():
                 return self._started_lines(event)
@@ -143,7 +144,7 @@ class HeadlessView:
                 assert_never(event)
         return None
 
-    def _started_lines(self, event: RunStarted) -> str:
+    def _started_lines(self, event: RunStarted) -> list[str]:
         self._total, self._simulated = event.groups_total, event.simulated
         todo = event.groups_total - event.groups_done
         what = "examples x" if event.mode is Mode.EVAL else "groups of"
@@ -153,7 +154,7 @@ class HeadlessView:
         ]
         if event.simulated:
             lines.insert(0, f"vftui: {wording.SIMULATION_NOTE}")
-        return "\n".join(lines)
+        return lines
 
     def _group_line(self, g: GroupCollected) -> str:
         self._throughput.add(g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens))
@@ -198,8 +199,8 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
         run = Run(config, view)
         try:
             plan = run.prepare()
-            log, log_path = captured.open_log(plan.out_path, early)
-            captured.capture(log)
+            log_path = captured.switch_to_log(plan.out_path, early, lambda said: view(
+                LogRecord("WARNING", __name__, said, time.time())))
             view.on_reader_gone = run.controls.stop
             if view.reader_gone:  # it left while the run was being prepared
                 run.controls.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.groupfile import GroupFile
-from vftui.printable import printable
+from vftui.printable import one_line
 from vftui.results import viewable
 from vftui.sim import TOKENIZER_DIR
 from vftui.ui import themes
@@ -37,6 +37,6 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     app = VftuiApp(source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours)
     app.run()
     if rows.skipped:
-        print(printable(f"vftui view: {rows.skipped} malformed lines in {path} were skipped (see the log panel)"),
+        print(one_line(f"vftui view: {rows.skipped} malformed lines in {path} were skipped (see the log panel)"),
               file=sys.stderr)
     return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

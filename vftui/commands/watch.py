@@ -20,8 +20,8 @@ import httpx
 from vftui import run_index, wording
 from vftui.events import ApiStatus, EnvShare
 from vftui.live.client import ask_status
-from vftui.live.server import socket_path
-from vftui.printable import printable
+from vftui.live.server import RunInfo, socket_path
+from vftui.printable import say
 
 
 def poll(client: httpx.Client, api_url: str) -> ApiStatus:
@@ -49,8 +49,8 @@ def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
     shares = []
     for out in run_index.known_runs():
         path = socket_path(out)
-        info = ask_status(path, timeout=1.0) if path.exists() else None
-        api = info.api if info is not None else None
+        info = ask_status(path) if path.exists() else None
+        api = info.api if isinstance(info, RunInfo) else None
         if api is not None and api.api_url.rstrip("/") == api_url:
             shares.append(EnvShare(str(out), api.env_id, api.env_weight or 0.0, api.self_queue_size, api.workers,
                                    api.workers_allowed, api.lag))
@@ -65,13 +65,13 @@ def watch(api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event
             stop.wait(every_s)
 
 
-def status_line(status: ApiStatus) -> str:
+def status_lines(status: ApiStatus) -> list[str]:
+    """A poll's line, and one for each env sending to the API."""
     stamp = time.strftime("%H:%M:%S", time.localtime(status.polled_at))
     if not status.reachable:
-        return f"{stamp} {status.api_url} unreachable: {status.error}"
-    envs = "".join(f"\n  {wording.env_share(e)}" for e in status.envs)
-    return (f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
-            f"queue {status.queue_size} groups{envs}")
+        return [f"{stamp} {status.api_url} unreachable: {status.error}"]
+    return [f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
+            f"queue {status.queue_size} groups", *(f"  {wording.env_share(e)}" for e in status.envs)]
 
 
 def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
@@ -80,7 +80,7 @@ def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
 
     def emit(status: ApiStatus) -> None:
         nonlocal polls
-        print(printable(status_line(status)), flush=True)
+        say(status_lines(status), sys.stdout)
         polls += 1
         if count is not None and polls >= count:
             stop.set()

@@ -1,8 +1,9 @@
 """A dashboard's end of a run's control socket (``live.server`` is the run's).
 
 ``connect`` checks that the run at the other end is our own user's; ``ask_status`` is what
-``vftui runs`` asks each run; ``AttachedRun`` is what ``vftui attach`` drives the dashboard
-with: the run's events, its controls and its summary.
+``vftui runs`` asks each run, within a second: a run stopped with Ctrl-Z accepts nothing (or
+accepts and says nothing) and is listed as not answering; ``AttachedRun`` is what ``vftui
+attach`` drives the dashboard with: the run's events, its controls and its summary.
 """
 
 from __future__ import annotations
@@ -11,22 +12,40 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.events import Event, RunSummary
 from vftui.live.server import RunInfo, peer_uid
-from vftui.live.wire import REPLY_TIMEOUT_S, RemoteControls, shut_down
+from vftui.live.wire import RemoteControls, shut_down
+
+STATUS_TIMEOUT_S = 1.0  # a live run answers in milliseconds
 
 
-def connect(path: Path, wish: str) -> Connection:
-    """A connection to the run listening at ``path``, checked to be our own user's."""
+@dataclass(frozen=True)
+class NotAnswering:
+    """A run's process listens but answers nothing in time: stopped (Ctrl-Z), or stuck."""
+
+
+class Busy(UserError):
+    """A run that takes no more connections: its queue is full, so it has accepted none for a while."""
+
+
+def connect(path: Path, wish: str, timeout: float | None = None) -> Connection:
+    """A connection to the run listening at ``path``, checked to be our own user's; ``timeout`` bounds the
+    connect (a run stopped with Ctrl-Z fills its queue, and then a connect would wait for ever)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
     try:
         sock.connect(os.fspath(path))
         if peer_uid(sock) != os.getuid():
             raise UserError(f"{path} belongs to another user; not attaching to it")
+        sock.settimeout(None)
+    except (BlockingIOError, TimeoutError):
+        sock.close()
+        raise Busy(f"the run at {path} takes no connection; is it stopped (Ctrl-Z)?") from None
     except OSError as e:
         sock.close()
         raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
@@ -42,14 +61,17 @@ def connect(path: Path, wish: str) -> Connection:
     return conn
 
 
-def ask_status(path: Path, timeout: float = REPLY_TIMEOUT_S) -> RunInfo | None:
-    """A live run's ``RunInfo``, or None when nothing (of ours) answers there."""
+def ask_status(path: Path, timeout: float = STATUS_TIMEOUT_S) -> RunInfo | NotAnswering | None:
+    """A live run's ``RunInfo``; ``NotAnswering`` when its process listens but says nothing within ``timeout``;
+    None when nothing (of ours) listens there."""
     try:
-        conn = connect(path, "status")
+        conn = connect(path, "status", timeout)
+    except Busy:
+        return NotAnswering()
     except UserError:
         return None
     try:
-        return conn.recv() if conn.poll(timeout) else None
+        return conn.recv() if conn.poll(timeout) else NotAnswering()
     except (EOFError, OSError):
         return None
     finally:
@@ -58,7 +80,7 @@ def ask_status(path: Path, timeout: float = REPLY_TIMEOUT_S) -> RunInfo | None:
 
 def control(path: Path, call: Callable[[RemoteControls], object]) -> None:
     """One control call on the run listening at ``path`` (``vftui runs``' pause and stop keys)."""
-    conn = connect(path, "controls")
+    conn = connect(path, "controls", STATUS_TIMEOUT_S)
     try:
         call(RemoteControls(conn, float("nan")))
     finally:

@@ -31,7 +31,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import assert_never
 
-from vftui import stats
+from vftui import safe_files, stats
+from vftui.errors import UserError
 from vftui.events import (
     TRAJECTORY_API,
     Alert,
@@ -86,7 +87,12 @@ def socket_path(out_path: Path) -> Path:
     if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
         return beside
     name = hashlib.sha256(os.fsencode(out_path.resolve())).hexdigest()[:24]
-    return Path(tempfile.gettempdir()) / f"vftui-{os.getuid()}" / f"{name}{SOCKET_SUFFIX}"
+    return private_folder() / f"{name}{SOCKET_SUFFIX}"
+
+
+def private_folder() -> Path:
+    """Where sockets too long for beside their jsonl go: ``$TMPDIR/vftui-<uid>``, mode 0700."""
+    return Path(tempfile.gettempdir()) / f"vftui-{os.getuid()}"
 
 
 def peer_uid(sock: socket.socket) -> int:
@@ -195,19 +201,30 @@ class RunServer:
                     peer.put(event)
 
     def listen(self, path: Path, controls: RunControls) -> None:
-        """Start answering on ``path`` (owner-only; a stale socket of a dead run is replaced)."""
+        """Start answering on ``path`` (owner-only; a stale socket of a dead run is replaced).
+
+        In the shared temporary folder, ours must be ours alone: one made by someone else (another
+        user, or mode 0755) is refused, since whoever can write in it can swap our socket for theirs.
+        """
         self._controls = controls
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if path.parent == private_folder():
+            try:
+                safe_files.own_folder(path.parent, private=True)
+            except OSError as e:
+                raise UserError(f"the folder for the run's control socket, {path.parent}, is not this user's "
+                                f"alone ({e.strerror}); remove it, or set TMPDIR to another folder") from e
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # our lock on the jsonl is held: whoever made it is gone
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        previous = os.umask(0o177)  # born 0600: no moment in which others may connect
+        # bind gives the file the socket's own mode (less the umask): born 0600, so there is no moment in
+        # which others may connect, and no chmod by name that a link swapped in after bind would redirect
         try:
+            os.fchmod(sock.fileno(), 0o600)
             sock.bind(os.fspath(path))
-        finally:
-            os.umask(previous)
-        os.chmod(path, 0o600)
-        sock.listen(16)
+            sock.listen(16)
+        except OSError:
+            sock.close()
+            raise
         self._sock, self._path = sock, path
         threading.Thread(target=self._accept_all, name="run-socket", daemon=True).start()
 

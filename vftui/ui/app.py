@@ -202,7 +202,8 @@ class VftuiApp(App[RunSummary | None]):
         self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
 
     def terminal_hung_up(self) -> None:
-        """SIGHUP: nothing can be drawn any more; then as any signal to stop."""
+        """SIGHUP: if the terminal is gone nothing can be drawn any more (the driver's ``hang_up``); then as any
+        signal to stop, exit 130 included."""
         hang_up = getattr(self._driver, "hang_up", None)  # our terminal driver (tests run headless)
         if hang_up is not None:
             hang_up()

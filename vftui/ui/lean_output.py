@@ -12,6 +12,7 @@ looks the same; the bytes are fewer.
 from __future__ import annotations
 
 import re
+import termios
 from dataclasses import dataclass
 
 from textual.drivers.linux_driver import LinuxDriver
@@ -124,13 +125,25 @@ class LeanLinuxDriver(LinuxDriver):
         self._hung_up = False
 
     def hang_up(self) -> None:
-        """The terminal is gone (a dropped SSH session): stop reading it and drop what would be written.
+        """SIGHUP: if the terminal is gone (a dropped SSH session), stop reading it and drop what would be written.
 
         Left alone, the input thread spins on the dead terminal and the writer thread stops
-        taking writes, so the app's next frame blocks it for good and it never exits.
+        taking writes, so the app's next frame blocks it for good and it never exits. A SIGHUP
+        sent while the terminal is still there (``kill -HUP``) changes nothing here: the app
+        stops as on SIGTERM and leaves the terminal as it found it.
         """
+        if self._terminal_answers():
+            return
         self._hung_up = True
         self.exit_event.set()
+
+    def _terminal_answers(self) -> bool:
+        """A hung-up terminal answers every call with EIO."""
+        try:
+            termios.tcgetattr(self.fileno)
+        except (termios.error, OSError):
+            return False
+        return True
 
     def write(self, data: str) -> None:
         if not self._hung_up:

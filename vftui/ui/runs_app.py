@@ -17,7 +17,7 @@ from vftui.errors import UserError
 from vftui.live.client import control
 from vftui.live.server import socket_path
 from vftui.printable import printable
-from vftui.run_list import COLUMNS, RunLine, all_runs, cells
+from vftui.run_list import COLUMNS, NOT_ANSWERING, RunLine, all_runs, cells, not_answering
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
 
@@ -87,6 +87,9 @@ class RunsApp(App[tuple[str, Path] | None]):
         if path is None:
             return
         try:
+            line = next(line for line in self.lines if line.out_path == path)
+            if line.state == NOT_ANSWERING:
+                raise not_answering(line)
             control(socket_path(path), lambda controls: getattr(controls, call)())
         except UserError as e:
             self.notify(printable(str(e)), severity="error", markup=False)

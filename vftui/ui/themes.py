@@ -12,6 +12,7 @@ from textual.theme import BUILTIN_THEMES, Theme
 
 from vftui import paths
 from vftui.errors import UserError
+from vftui.printable import say
 
 COLOUR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
                "success", "warning", "error", "boost")
@@ -63,7 +64,7 @@ def available_themes() -> dict[str, Theme]:
                 try:
                     theme = load_theme(path)
                 except UserError as e:
-                    print(f"vftui: warning: {e}; skipped it", file=sys.stderr)
+                    say(f"vftui: warning: {e}; skipped it", sys.stderr)
                     continue
                 themes[theme.name] = theme
     return themes

@@ -94,7 +94,7 @@ class EvalCollection(SftCollection):
     def _run_description(self, model: str) -> dict[str, object]:
         cfg = self.config
         return {"env_id": cfg.env, "env_args": cfg.env_args, "model": model,
-                "base_url": "simulated" if cfg.simulated else cfg.base_url,
+                "base_url": cfg.endpoint,
                 "sampling_args": {"temperature": cfg.start_temperature, "max_tokens": cfg.max_tokens}}
 
     async def _report_every_second(self) -> None:

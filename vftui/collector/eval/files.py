@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vftui import store
+from vftui import safe_files, store
 from vftui.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.events import META, EvalReport, finite_json
 from vftui.results import METADATA, RESULTS
@@ -64,7 +64,7 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
 async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], model: str, span: tuple[float, float],
                 folder: Path) -> None:
     """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``run`` holds what it was asked."""
-    folder.mkdir(exist_ok=True)
+    safe_files.own_folder(folder)
     rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
     by_item: dict[Any, list[float]] = {}
     for row in rows:
@@ -118,7 +118,7 @@ async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[s
                         span: tuple[float, float],
                         folder: Path) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
-    env.config.data_dir_to_save_evals = str(folder / ATROPOS)
+    env.config.data_dir_to_save_evals = str(safe_files.own_folder(folder / ATROPOS))  # it writes with open()
     metrics = {f"eval/{'avg_score' if name == 'reward' else name}": f["mean"] for name, f in report.figures.items()}
     metrics.update({f"eval/{name}": f["mean"] for name, f in report.functions.items()})
     samples = [{key: row[key] for key in ("example_id", "info", "prompt", "completion", "reward", "metrics",

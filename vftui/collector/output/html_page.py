@@ -3,13 +3,16 @@
 atroposlib renders each message as Markdown, and Markdown passes raw HTML through, so a
 model that writes ``<script>`` gets it run by whoever opens the page. Here each message's
 role and text are HTML-escaped first and then handed to atroposlib's own renderer and
-template, so the page looks the same and shows the markup as text. The jsonl is untouched.
+template, so the page looks the same and shows the markup as text. Markdown's own links and images
+(``[x](javascript:...)``) are live only to http, https and mailto; any other is shown as text. The
+jsonl is untouched.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,13 @@ from vftui import store
 
 logger = logging.getLogger(__name__)
 NO_DATA = "<p>No groups were written.</p>"
+LIVE_SCHEMES = ("http", "https", "mailto")
+# what markdown makes of [text](url) and ![alt](url); the model's own markup was escaped before
+LINK = re.compile(r"<a\b(?P<attributes>[^>]*)>(?P<text>.*?)</a>", re.DOTALL)
+IMAGE = re.compile(r"<img\b(?P<attributes>[^>]*)>")
+URL, ALT = re.compile(r'\b(?:href|src)="([^"]*)"'), re.compile(r'\balt="([^"]*)"')
+# a browser drops these from a URL before it reads the scheme (java\tscript: is javascript:)
+IGNORED_IN_URLS = re.compile(r"[\x00-\x20\x7f]")
 
 
 def _escaped(messages: list[Any]) -> list[Any]:
@@ -31,6 +41,23 @@ def _escaped(messages: list[Any]) -> list[Any]:
     return out
 
 
+def _live(url: str) -> bool:
+    scheme, colon, _ = IGNORED_IN_URLS.sub("", html.unescape(url)).partition(":")
+    return bool(colon) and scheme.lower() in LIVE_SCHEMES
+
+
+def _inert_links(section: str) -> str:
+    """Each link or image to anything but http, https or mailto as its text and its address, not a link."""
+    def shown(match: re.Match[str]) -> str:
+        url = URL.search(match["attributes"])
+        if url is None or _live(url[1]):
+            return match.group()
+        text = match.groupdict().get("text") or (alt[1] if (alt := ALT.search(match["attributes"])) else "")
+        return f"{text} ({url[1]})"
+
+    return IMAGE.sub(shown, LINK.sub(shown, section))
+
+
 def write_page(jsonl: Path) -> Path | None:
     """Write ``<jsonl stem>.html`` beside the file; None (and a warning) if it cannot be written."""
     from atroposlib.frontend import jsonl2html
@@ -42,7 +69,7 @@ def write_page(jsonl: Path) -> Path | None:
         group = entry[1]
         safe = {"scores": group["scores"], "messages": _escaped(group.get("messages") or [])}
         if section := jsonl2html.create_html_for_group(safe, len(sections)):
-            sections.append(section)
+            sections.append(_inert_links(section))
     template = Path(jsonl2html.TEMPLATE_FILE).read_text(encoding="utf-8")
     page = template.format(title=html.escape(f"Rendered Messages - {jsonl.name}"),
                            groups_html="\n".join(sections) or NO_DATA)

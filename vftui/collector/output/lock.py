@@ -14,6 +14,7 @@ import fcntl
 import os
 from pathlib import Path
 
+from vftui import safe_files
 from vftui.errors import UserError
 from vftui.run_files import LOCK_SUFFIX
 
@@ -29,7 +30,10 @@ class OutputLock:
     def acquire(self, hint: str) -> OutputLock:
         """Take the lock, or a UserError naming the process that holds it (``hint``: what to do)."""
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fd = safe_files.open_fd(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except safe_files.LinkRefused as e:
+                raise UserError(f"cannot lock {self.path}: {e.strerror}; remove it, or choose another --out") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -57,7 +61,7 @@ class OutputLock:
 
 def _same_file(fd: int, path: Path) -> bool:
     try:
-        on_disk = path.stat()
+        on_disk = path.lstat()
     except FileNotFoundError:
         return False
     held = os.fstat(fd)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import paths, store
+from vftui import paths, safe_files, store
 from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.output.lock import OutputLock
 from vftui.errors import UserError
@@ -35,10 +36,10 @@ class Output:
 
 
 def open_new(out: Path | None, env_id: str) -> Output:
-    """``out``, or a new run folder's ``groups.jsonl``; an existing file gets a ``_1`` suffix, unless its
-    run is still writing it."""
+    """``out`` (not a link), or a new run folder's ``groups.jsonl``; an existing file (or a link planted at
+    the name) gets a ``_1`` suffix, unless its run is still writing it."""
     if out is not None:
-        out = out.expanduser().resolve()
+        out = safe_files.given_file(out, "--out")
     else:
         try:
             out = paths.new_run_dir(env_id) / "groups.jsonl"
@@ -52,10 +53,11 @@ def open_new(out: Path | None, env_id: str) -> Output:
     free = out
     while True:
         lock = OutputLock(free).acquire("wait for it to end, or choose another --out")
-        if not free.exists():
-            free.touch()
+        try:
+            os.close(safe_files.create_new(free, 0o644))
             break
-        lock.release()
+        except FileExistsError:
+            lock.release()
         free = store.unique_path(free)
     if free != out:
         logger.warning("%s exists; writing to %s instead", out, free)
@@ -69,7 +71,7 @@ def open_resumed(run: Path, window: int) -> Output:
     checkpoint says so (a dropped group has no line); items in flight when it stopped are
     collected again first.
     """
-    out = find_resumable(run)
+    out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
     try:
         cut = store.repair_tail(out)

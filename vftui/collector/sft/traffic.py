@@ -293,8 +293,10 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         """One attempt, connect to last byte, within the timeout and the body cap."""
         try:
             async with asyncio.timeout(self._timeout_s):
+                # a URL's user and password are in the Authorization header already, as httpx puts them there
+                # (aiohttp refuses both at once)
                 async with self._client().request(
-                    request.method, str(request.url), data=request.content,
+                    request.method, str(request.url.copy_with(userinfo=b"")), data=request.content,
                     headers=[(k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS],
                     allow_redirects=False, compress=None, skip_auto_headers=("User-Agent", "Accept-Encoding"),
                 ) as response:

@@ -1,0 +1,99 @@
+"""Every file vftui writes, written only where it means to: never through a link someone planted.
+
+A run's files sit in folders others may write to (a shared /tmp, a team's folder). A symbolic
+link planted at ``groups.lock`` or ``groups.checkpoint.json.tmp`` would make a plain ``open``
+write wherever it points, with the user's rights. So every file is opened here: never through
+a link at its name (``O_NOFOLLOW``: a link is refused), and a file that replaces another is
+first made under a fresh name of its own (``O_EXCL``) and renamed over it (a link at the name
+is replaced). Links among the folders above a file are the user's own business and followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from vftui.errors import UserError
+
+NO_LINKS = os.O_NOFOLLOW | os.O_CLOEXEC
+NOT_THROUGH_A_LINK = "it is a symbolic link, which vftui never writes through"
+
+
+class LinkRefused(OSError):
+    """A link where vftui was to write; an OSError, so each writer's own handling of one says it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.ELOOP, NOT_THROUGH_A_LINK, str(path))
+
+
+def given_file(path: Path, flag: str) -> Path:
+    """A file named on the command line (``--out``, ``--resume``), absolute, refused if it is a link."""
+    path = path.expanduser()
+    if path.is_symlink():
+        raise UserError(f"{flag} {path} is a symbolic link; name the file itself (vftui never writes through "
+                        "a link)")
+    return path.parent.resolve() / path.name
+
+
+def open_fd(path: Path, flags: int, mode: int = 0o666) -> int:
+    """``os.open`` that never follows a link at ``path`` (``LinkRefused``); ``mode`` is masked by the umask."""
+    try:
+        return os.open(path, flags | NO_LINKS, mode)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise LinkRefused(path) from None
+        raise
+
+
+def open_append(path: Path, mode: int = 0o644) -> int:
+    """A file to append to, made if missing (a run's jsonl, log, drops)."""
+    return open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+
+
+def create_new(path: Path, mode: int = 0o666) -> int:
+    """A file that did not exist; a ``FileExistsError`` if anything is at ``path``, a link included."""
+    return open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+
+
+def replace(path: Path, data: bytes) -> None:
+    """``path`` replaced in one rename by a new file holding ``data``: a crash or a full disk leaves the old
+    or the new file, and a link at ``path`` is replaced, not written through."""
+    while True:
+        tmp = path.with_name(f"{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = create_new(tmp)
+            break
+        except FileExistsError:
+            continue  # taken (planted, or a crashed write's): another name
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def own_folder(path: Path, private: bool = False) -> Path:
+    """``path`` as a folder of this user's (``private``: of mode 0700, no one else may enter), made if missing;
+    anything else there (a link, a file, another user's folder) is a ``PermissionError`` saying what it is."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700 if private else 0o777)
+    found = path.lstat()
+    mode = stat.S_IMODE(found.st_mode)
+    if stat.S_ISLNK(found.st_mode):
+        wrong = "a symbolic link"
+    elif not stat.S_ISDIR(found.st_mode):
+        wrong = "not a folder"
+    elif found.st_uid != os.getuid():
+        wrong = f"a folder of another user's (uid {found.st_uid})"
+    elif private and mode != 0o700:
+        wrong = f"a folder of mode {mode:04o}, which others may enter"
+    else:
+        return path
+    raise PermissionError(errno.EPERM, f"it is {wrong}", str(path))
