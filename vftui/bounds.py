@@ -64,12 +64,12 @@ def load_json(data: bytes | str) -> Any:
     return check_nesting(value)
 
 
-def read_json(path: Path, limit: int = MAX_RECORD_BYTES) -> Any:
-    """A JSON file of at most ``limit`` bytes (``OSError`` when it cannot be read)."""
+def read_json(path: Path) -> Any:
+    """A JSON file of at most ``MAX_RECORD_BYTES`` (``OSError`` when it cannot be read)."""
     with path.open("rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"it is over {limit // 1024**2:,} MB")
+        data = f.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"it is over {MAX_RECORD_BYTES // 1024**2:,} MB")
     return load_json(data)
 
 
