@@ -86,6 +86,22 @@ def test_a_gzip_body_is_capped_by_what_it_inflates_to(tmp_path):
     assert rss < RSS_BOUND_MB, f"peak RSS {rss:.0f} MB"
 
 
+def test_a_model_list_is_read_up_to_its_bound_as_decoded(isolated, capsys):
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    bomb = b"".join([*(packer.compress(b" " * MB) for _ in range(64)), packer.compress(b'{"data": []}'),
+                     packer.flush()])
+
+    async def models(request: web.Request) -> web.Response:
+        return web.Response(body=bomb, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    with serve_app(app) as base_url:
+        said = refused(["run", "--no-ui", "--steps", "1", "--base-url", base_url, "--model", "m"], capsys)
+    assert said == (f"vftui: error: {base_url}/models did not answer like an OpenAI-compatible API (a model list "
+                    "over 4 MB)")
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
