@@ -176,7 +176,7 @@ def test_view_reports_and_skips_a_line_over_the_bound_without_reading_it_whole(t
         ({"item": 10**30}, "its item 1000000000000000000000000000000 is not a dataset position"),
         ({"started_at": "x"}, "could not convert string to float: 'x'"),
         ({"metrics": [1]}, "its metrics or generation_params are not an object"),
-        ({"metrics": {"f": [10**400]}}, "is too large a number"),
+        ({"metrics": {"f": [10**400]}}, "a number too large for a float"),
     ],
     ids=["item", "start", "metrics", "overflow"],
 )

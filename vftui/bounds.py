@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 LARGE, HUGE = 100_000, 10**12
 MAX_NESTING = 64  # levels of a JSON or TOML value: settings and run files need a handful
 MAX_RECORD_BYTES = 4 * 1024**2  # a run's settings, checkpoint or index entry, an eval's metadata, a config file
-PIECE_BYTES = 1024**2  # how much of a line over its bound is read at a time, to skip it
+PIECE_BYTES = 1024**2  # a line longer than this is measured this much at a time before it is read (or skipped)
 
 
 @dataclass(frozen=True)

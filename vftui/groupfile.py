@@ -65,6 +65,7 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
     metrics = meta.get("metrics", {})
     if not isinstance(metrics, dict) or not isinstance(params, dict):
         raise ValueError("its metrics or generation_params are not an object")
+    temperature = params.get("temperature", meta.get("temperature"))
     item = int(meta.get("item", index - 1))
     if not 0 <= item <= HUGE:
         raise ValueError(f"its item {item} is not a dataset position")
@@ -79,7 +80,7 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
         masks=group["masks"],
         messages=messages,
         finish_reasons=meta.get("finish_reasons") or [None] * len(group["tokens"]),
-        temperature=_number(params.get("temperature", meta.get("temperature", math.nan)), nan=True),
+        temperature=math.nan if temperature is None else _number(temperature),  # NaN: not recorded
         started_at=_number(meta.get("started_at", 0.0)),
         elapsed_s=_number(meta.get("elapsed_s", 0.0)),
         logprobs=group.get("inference_logprobs"),
@@ -87,20 +88,20 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
 
 
 def _numbers(values: Any) -> list[float]:
+    """Finite floats: a number too large for a float, infinite (``1e400``) or not a number is a ``ValueError``."""
     if not isinstance(values, list):
         raise TypeError(f"{type(values).__name__} where a list of numbers belongs")
-    return [_number(v) for v in values]
-
-
-def _number(value: Any, nan: bool = False) -> float:
-    """A finite float (NaN too with ``nan``: not recorded); a number too big for one is a ``ValueError``."""
     try:
-        number = float(value)
+        numbers = [float(v) for v in values]
     except OverflowError as e:
-        raise ValueError(f"{str(value)[:20]}... is too large a number") from e
-    if not (math.isfinite(number) or (nan and math.isnan(number))):
-        raise ValueError(f"{value} is not a finite number")
-    return number
+        raise ValueError("a number too large for a float") from e
+    if not all(map(math.isfinite, numbers)):
+        raise ValueError(f"{numbers} holds a number that is not finite")
+    return numbers
+
+
+def _number(value: Any) -> float:
+    return _numbers([value])[0]
 
 
 @dataclass(frozen=True)
