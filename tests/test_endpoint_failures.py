@@ -173,9 +173,10 @@ def hostile_app(body: str) -> web.Application:
 def test_an_endless_or_trickling_body_is_a_bounded_failed_attempt(tmp_path, body):
     with serve_app(hostile_app(body)) as base_url:
         started = time.monotonic()
+        # --max-tokens so high that --max-response-mb, not what the request asked for, bounds the body
         result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--base-url", base_url, "--timeout",
-                          "3", "--retries", "1", "--max-response-mb", "8", "--tokenizer", str(TOKENIZER_DIR),
-                          "--out", str(tmp_path / "g.jsonl")],
+                          "3", "--retries", "1", "--max-response-mb", "8", "--max-tokens", "100000", "--tokenizer",
+                          str(TOKENIZER_DIR), "--out", str(tmp_path / "g.jsonl")],
                          tmp_path, timeout=120)
         took = time.monotonic() - started
     assert result.returncode == 1 and "Traceback" not in result.stderr

@@ -24,18 +24,19 @@ def test_ledger_hands_out_lost_items_first_and_never_twice():
     for item in (3, 0, 4):
         ledger.mark_done(item)
     assert ledger.to_json() == {"done_below": 1, "done_above": [3, 4]}
-    assert ItemLedger.done_in(ledger.to_json()) == [0, 3, 4]
 
-    # a resumed run rebuilt from the written items and the position: 1 and 2 were in flight
-    resumed = ItemLedger(done=[0, 3, 4], next_item=5)
-    assert resumed.lost == [1, 2]
+    # a resumed run rebuilt from the checkpoint, the written items and the position: 1 and 2 were in flight
+    resumed = ItemLedger(1, [3, 4, 0], next_item=5)
+    assert resumed.lost == 2
     assert [resumed.take() for _ in range(4)] == [1, 2, 5, 6]
     for item in (6, 1, 2, 5):
         resumed.mark_done(item)
     assert resumed.to_json() == {"done_below": 7, "done_above": []}
-    assert ItemLedger(done=[0, 9]).next_item == 10, "a written item past the position moves it"
-    saved = {"iter": 12, **ItemLedger(done=[0, 1, 2, 5, 9], next_item=12).to_json()}
-    assert ItemLedger(ItemLedger.done_in(saved), saved["iter"]).lost == [3, 4, 6, 7, 8, 10, 11]
+    assert ItemLedger(0, [0, 9]).next_item == 10, "a written item past the position moves it"
+    saved = {"iter": 12, **ItemLedger(0, [0, 1, 2, 5, 9], next_item=12).to_json()}
+    again = ItemLedger(saved["done_below"], saved["done_above"], saved["iter"])
+    assert again.lost == 7
+    assert [again.take() for _ in range(8)] == [3, 4, 6, 7, 8, 10, 11, 12]
 
 
 @pytest.mark.unit

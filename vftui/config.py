@@ -17,19 +17,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vftui import paths
+from vftui.bounds import HUGE, LARGE, MAX_NESTING, MAX_RECORD_BYTES, check_nesting, load_json
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.redact import has_hidden_password, scrub
-from vftui.run_files import saved_config
+from vftui.run_records import saved_config
 from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
 MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
 DEFAULT_TEMPERATURE = 1.0
 EVAL_DURING_RL_EXAMPLES = 32
 FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
-# Upper bounds far beyond any real run, so a typo is one sentence, not an OverflowError deep inside.
-LARGE, HUGE = 100_000, 10**12
 URL_SETTINGS = ("base_url", "extra_base_urls", "api_url")  # shown and saved with any password hidden
 
 
@@ -179,12 +178,12 @@ class RunConfig(BaseModel):
     def _env_args_json(cls, value: Any) -> Any:
         if isinstance(value, str):
             try:
-                value = json.loads(value)
+                value = load_json(value)
             except json.JSONDecodeError as e:
                 raise ValueError(f"it is not valid JSON ({e.msg} at column {e.colno})") from e
         if not isinstance(value, dict):
             raise ValueError("it must be a JSON object, like '{\"max_turns\": 3}'")
-        return value
+        return check_nesting(value)
 
     @model_validator(mode="after")
     def _one_endpoint_for_sft(self) -> RunConfig:
@@ -276,13 +275,18 @@ FLAG_NAMES.update(FLAG_OF_FIELD)
 def _read_config_file(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:
-            data = tomllib.load(f)
+            text = f.read(MAX_RECORD_BYTES + 1)
+        if len(text) > MAX_RECORD_BYTES:
+            raise UserError(f"the config file {path} is over {MAX_RECORD_BYTES // 1024**2} MB")
+        data = check_nesting(tomllib.loads(text.decode()))
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"the config file {path} does not parse as TOML: {e}") from e
     except UnicodeDecodeError as e:
         raise UserError(f"the config file {path} is not UTF-8 text (byte {e.start})") from e
     except OSError as e:
         raise UserError(f"cannot read the config file {path}: {e.strerror}") from e
+    except (RecursionError, ValueError) as e:  # nested past the bound (tomllib recurses)
+        raise UserError(f"the config file {path} nests deeper than {MAX_NESTING} levels") from e
     section = data.get("run", data)
     if not isinstance(section, dict):
         raise UserError(f"the config file {path}: 'run' must be a table ([run] with settings under it)")

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from vftui import safe_files
+from vftui.bounds import LongLine, read_lines
 from vftui.events import GroupDropped
 from vftui.run_files import DROPS_SUFFIX
 
@@ -46,16 +47,15 @@ def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int
         return drops, offset
     with f:
         f.seek(offset)
-        damaged = False  # in a line over the size limit: skipped piece by piece, never held whole
-        while raw := f.readline(MAX_LINE_BYTES + 1):
-            if not raw.endswith(b"\n"):
-                if len(raw) <= MAX_LINE_BYTES:
-                    break  # a last line still being written
-                damaged = True
-                continue
-            if not damaged and (drop := _parse(raw)) is not None:
+        for raw in read_lines(f, MAX_LINE_BYTES):  # a line over the limit is skipped, never held whole
+            if isinstance(raw, LongLine):
+                if not raw.ended:
+                    break
+            elif not raw.endswith(b"\n"):
+                break  # a last line still being written
+            elif (drop := _parse(raw)) is not None:
                 drops.append(drop)
-            damaged, offset = False, f.tell()
+            offset = f.tell()
     return drops, offset
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from vftui import stats, store
+from vftui import run_records, stats, store
+from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
 from vftui.drops import read_drops
 from vftui.eval_stats import EvalTally
@@ -40,7 +41,7 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
-from vftui.run_files import run_description
+from vftui.run_records import RunRecord, Settings
 from vftui.series import Series
 
 HISTORY = 240  # the panels' sparklines
@@ -54,28 +55,53 @@ ORDERS = {"file": None, "item": "_items", "time": "_starts"}
 
 
 def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
+    """A line's group, its figures checked (a ``ValueError`` or ``TypeError`` says what does not fit)."""
     meta = group.get(META) or {}
     if not isinstance(meta, dict):
         raise ValueError(f"its '{META}' is not an object")
     messages = group.get("messages") or [[] for _ in group["tokens"]]
     turns = meta.get("turns") or [sum(1 for m in msgs if m.get("role") == "assistant") for msgs in messages]
     params = group.get("generation_params") or {}
+    metrics = meta.get("metrics", {})
+    if not isinstance(metrics, dict) or not isinstance(params, dict):
+        raise ValueError("its metrics or generation_params are not an object")
+    temperature = params.get("temperature", meta.get("temperature"))
+    item = int(meta.get("item", index - 1))
+    if not 0 <= item <= HUGE:
+        raise ValueError(f"its item {item} is not a dataset position")
     return GroupCollected(
         index=index,
-        item=int(meta.get("item", index - 1)),
+        item=item,
         example_id=meta.get("example_id"),
-        scores=[float(s) for s in group["scores"]],
-        metrics=meta.get("metrics", {}),
-        turns=turns,
+        scores=_numbers(group["scores"]),
+        metrics={str(name): _numbers(values) for name, values in metrics.items()},
+        turns=[int(t) for t in _numbers(turns)],
         tokens=group["tokens"],
         masks=group["masks"],
         messages=messages,
         finish_reasons=meta.get("finish_reasons") or [None] * len(group["tokens"]),
-        temperature=float(params.get("temperature", meta.get("temperature", float("nan")))),
-        started_at=meta.get("started_at", 0.0),
-        elapsed_s=meta.get("elapsed_s", 0.0),
+        temperature=math.nan if temperature is None else _number(temperature),  # NaN: not recorded
+        started_at=_number(meta.get("started_at", 0.0)),
+        elapsed_s=_number(meta.get("elapsed_s", 0.0)),
         logprobs=group.get("inference_logprobs"),
     )
+
+
+def _numbers(values: Any) -> list[float]:
+    """Finite floats: a number too large for a float, infinite (``1e400``) or not a number is a ``ValueError``."""
+    if not isinstance(values, list):
+        raise TypeError(f"{type(values).__name__} where a list of numbers belongs")
+    try:
+        numbers = [float(v) for v in values]
+    except OverflowError as e:
+        raise ValueError("a number too large for a float") from e
+    if not all(map(math.isfinite, numbers)):
+        raise ValueError(f"{numbers} holds a number that is not finite")
+    return numbers
+
+
+def _number(value: Any) -> float:
+    return _numbers([value])[0]
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,7 @@ class GroupFile(Sequence[Row]):
     def __init__(self, path: Path, order: str = "file") -> None:
         self.path = path
         self.order = order
+        self._record: RunRecord | None = None  # the settings saved beside the file, read by each pass
         self._file_lock = threading.Lock()
         self.group = functools.lru_cache(maxsize=64)(self._group)
         self._start()
@@ -201,7 +228,7 @@ class GroupFile(Sequence[Row]):
         """The whole group behind ``row``, read from disk."""
         with self._file_lock, self.path.open("rb") as f:
             f.seek(row.offset)
-            raw = f.readline()
+            raw = next(store.group_lines(f), b"")
         parsed = store.parse_group_line(raw)
         if isinstance(parsed, str):
             raise ValueError(f"{self.path} changed since it was read ({parsed})")
@@ -218,6 +245,7 @@ class GroupFile(Sequence[Row]):
         the event is set (the view closed).
         """
         started = time.time()
+        self._record = self._run_record(emit)
         announce = functools.partial(self._started, sim_tokenizer=sim_tokenizer, tokenizer=tokenizer)
         with self.path.open("rb") as f:
             reading = self._read_from_start(f, emit, announce, whole_lines=follow_until is not None)
@@ -273,12 +301,14 @@ class GroupFile(Sequence[Row]):
         """The lines from ``reading.offset`` on as rows; with ``whole_lines``, a last line still being written waits."""
         f.seek(reading.offset)
         last_progress = 0.0
-        for raw in f:
-            if whole_lines and not raw.endswith(b"\n"):
+        for raw in store.group_lines(f):
+            whole = raw.ended if isinstance(raw, LongLine) else raw.endswith(b"\n")
+            if whole_lines and not whole:
                 break
             reading.lines += 1
-            at, reading.offset = reading.offset, reading.offset + len(raw)
-            if not raw.strip():
+            at = reading.offset
+            reading.offset += raw.size if isinstance(raw, LongLine) else len(raw)
+            if not isinstance(raw, LongLine) and not raw.strip():
                 continue
             parsed = store.parse_group_line(raw)
             try:
@@ -296,8 +326,8 @@ class GroupFile(Sequence[Row]):
                 emit(started)
                 reading.announced = True
                 if started.mode is Mode.EVAL:
-                    threshold = run_description(self.path).get("config", {}).get("pass_threshold", PASS_THRESHOLD)
-                    reading.tally = EvalTally(len(group.scores), float(threshold))
+                    threshold = self._record.config.pass_threshold if self._record is not None else None
+                    reading.tally = EvalTally(len(group.scores), PASS_THRESHOLD if threshold is None else threshold)
             self._add(at, group)
             reading.add(group, self.series)
             self.score_range = reading.seen or self.score_range
@@ -335,18 +365,25 @@ class GroupFile(Sequence[Row]):
         self.group_size = max(self.group_size, len(group.scores))
         self._count += 1
 
+    def _run_record(self, emit: Callable[[Event], None]) -> RunRecord | None:
+        """The settings saved beside the file, if any; damaged ones are named, and the groups shown without them."""
+        try:
+            return run_records.run_record(self.path)
+        except run_records.Damaged as e:
+            emit(LogRecord("WARNING", "view", f"{e}: the groups are shown without the run's settings"))
+            return None
+
     def _started(self, raw: dict[str, Any], first: GroupCollected | None, groups_estimate: int, sim_tokenizer: str,
                  tokenizer: str) -> RunStarted:
-        description = run_description(self.path)
-        config, meta = description.get("config", {}), raw.get(META) or {}
-        simulated = bool(meta.get("simulated")) or description.get("endpoint") == "simulated"
-        recorded = tokenizer or description.get("tokenizer", "")
-        recorded_mode = (config.get("mode") or meta.get("mode")
+        record, meta = self._record or RunRecord(config=Settings()), raw.get(META) or {}
+        simulated = bool(meta.get("simulated")) or record.endpoint == "simulated"
+        recorded = tokenizer or record.tokenizer
+        recorded_mode = (record.config.mode or str(meta.get("mode") or "")
                          or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT))
         return RunStarted(
             mode=Mode(recorded_mode) if recorded_mode in set(Mode) else Mode.SFT,
-            env=config.get("env", meta.get("env", "?")),
-            model=description.get("model", meta.get("model", "?")),
+            env=record.config.env or str(meta.get("env", "?")),
+            model=record.model or str(meta.get("model", "?")),
             endpoint=str(self.path),
             simulated=simulated,
             out_path=str(self.path),

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import paths, store
+from vftui import paths, run_records, store
+from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.events import META
-from vftui.run_files import RUN_SUFFIX, read_json_object, run_description
+from vftui.run_files import RUN_SUFFIX
+from vftui.run_records import EvalMetadata, Settings
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
@@ -69,15 +71,14 @@ def load(path: Path) -> Source:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
     if "scores" in rows[0]:
         items, skipped = _from_groups(rows)
-        config = _run_config(path)
-        return Source(path, "groups", str(config.get("env", "")), items, lines.skipped + skipped,
-                      _number(config.get("pass_threshold")) if config.get("mode") == "eval" else None)
+        settings = _settings(path)
+        return Source(path, "groups", settings.env, items, lines.skipped + skipped,
+                      settings.pass_threshold if settings.mode == "eval" else None)
     if "reward" in rows[0] and "example_id" in rows[0]:
-        metadata = read_json_object(path.parent / METADATA if path.name != SAMPLES else path.parent.parent / METADATA)
+        metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
-        return Source(path, kind, str(metadata.get("env_id") or ""), items, lines.skipped + skipped,
-                      _number(metadata.get("pass_threshold")))
+        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold)
     raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
                     "'reward' a line)")
 
@@ -110,8 +111,8 @@ def viewable(path: Path) -> Path:
 
 def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none)."""
-    metadata = read_json_object(path.parent / METADATA)
-    sampling = metadata.get("sampling_args") if isinstance(metadata.get("sampling_args"), dict) else {}
+    metadata = _metadata(path.parent)
+    sampling = metadata.sampling_args
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in _json_lines(path):
         if row.get("example_id") is not None and _number(row.get("reward")) is not None:
@@ -126,8 +127,8 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
             "messages": messages,
             "generation_params": {"temperature": sampling["temperature"]}
             if _number(sampling.get("temperature")) is not None else {},  # vf-eval leaves it out for the default
-            META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.get("env_id", "?"), "mode": "eval",
-                   "model": metadata.get("model", "?"), "simulated": metadata.get("base_url") == "simulated",
+            META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.env_id or "?", "mode": "eval",
+                   "model": metadata.model, "simulated": metadata.base_url == "simulated",
                    "metrics": {name: [_number((r.get("metrics") or {}).get(name)) or 0.0 for r in rows]
                                for name in names},
                    "finish_reasons": ["length" if r.get("is_truncated") else r.get("stop_condition") for r in rows]},
@@ -156,14 +157,14 @@ class _json_lines:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         try:
             with self.path.open("rb") as f:
-                for line in f:
+                for line in store.group_lines(f):
                     try:
-                        row = json.loads(line)
-                    except ValueError:
+                        row = json.loads(line) if isinstance(line, bytes) else None
+                    except (ValueError, RecursionError):
                         row = None
                     if isinstance(row, dict):
                         yield row
-                    elif line.strip():
+                    elif isinstance(line, LongLine) or line.strip():
                         self.skipped += 1
         except OSError as e:
             raise UserError(f"cannot read {self.path}: {e.strerror}") from e
@@ -242,7 +243,18 @@ def _completion_chars(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) for m in messages if m.get("role") == "assistant")
 
 
-def _run_config(path: Path) -> dict[str, Any]:
+def _settings(path: Path) -> Settings:
     """The settings a run saved beside its jsonl, if it did."""
-    config = run_description(path).get("config")
-    return config if isinstance(config, dict) else {}
+    try:
+        record = run_records.run_record(path)
+    except run_records.Damaged as e:
+        raise UserError(str(e)) from e
+    return record.config if record is not None else Settings()
+
+
+def _metadata(folder: Path) -> EvalMetadata:
+    """vf-eval's metadata in ``folder``, if it is there."""
+    try:
+        return run_records.read(folder / METADATA, EvalMetadata) or EvalMetadata()
+    except run_records.Damaged as e:
+        raise UserError(str(e)) from e

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 
-from vftui import paths, store
+from vftui import paths, run_records, store
 from vftui.run_files import RUN_SUFFIX
+from vftui.run_records import IndexEntry
 
 
 def index_dir() -> Path:
@@ -57,15 +57,21 @@ def remember(out_path: Path) -> None:
         store.write_json_atomic(index_dir() / f"{name}.json", {"out": str(out)})
 
 
-def known_runs() -> list[Path]:
-    """The jsonl of every run in the index or the default runs folder that still exists."""
+def known_runs(skipped: list[str] | None = None) -> list[Path]:
+    """The jsonl of every run in the index or the default runs folder that still exists; a damaged index
+    entry is skipped, and its sentence added to ``skipped`` when given."""
     found: dict[Path, None] = {}
     for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
         try:
-            out = Path(json.loads(entry.read_text())["out"])
-        except (OSError, ValueError, KeyError, TypeError):
+            record = run_records.read(entry, IndexEntry)
+        except run_records.Damaged as e:
+            if skipped is not None:
+                skipped.append(f"the run index entry {e}; it was skipped (remove it to stop this note)")
             continue
-        if out.exists():
+        if record is None:
+            continue  # removed meanwhile
+        out = Path(record.out)
+        if _exists(out):
             found[out] = None
         else:
             with contextlib.suppress(OSError):
@@ -73,3 +79,10 @@ def known_runs() -> list[Path]:
     for run_file in paths.runs_dir().glob(f"*/*{RUN_SUFFIX}") if paths.runs_dir().is_dir() else []:
         found[Path(str(run_file).removesuffix(RUN_SUFFIX) + ".jsonl").resolve()] = None
     return list(found)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long for the file system names nothing there
+        return False

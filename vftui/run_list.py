@@ -16,17 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vftui import paths
+from vftui import paths, run_records
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
-from vftui.run_files import find_resumable, lock_holder, read_json_object, sidecars
+from vftui.run_files import find_resumable, lock_holder, sidecars
 from vftui.run_index import forget, known_runs, run_id
+from vftui.run_records import Checkpoint, RunRecord, Settings
 from vftui.wording import clock
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
 NOT_ANSWERING = "not answering"  # its process listens on its socket but says nothing: stopped (Ctrl-Z), stuck
 MAX_ASKED_AT_ONCE = 32
+
+
+DAMAGED = "damaged"  # its settings or checkpoint do not read: listed, with ``problem`` saying why
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class RunLine:
     model: str = ""
     duration_s: float = 0.0
     mean_reward: float | None = None
+    problem: str = ""
 
     @property
     def running(self) -> bool:
@@ -56,39 +61,41 @@ class RunLine:
         return {"id": self.id, "state": self.state, "started": self.created, "duration_s": round(self.duration_s, 1),
                 "env": self.env, "mode": self.mode, "model": self.model, "groups_done": self.groups_done,
                 "groups_total": self.groups_total, "groups_per_s": self.groups_per_s,
-                "mean_reward": self.mean_reward, "path": str(self.out_path), "pid": self.pid}
+                "mean_reward": self.mean_reward, "path": str(self.out_path), "pid": self.pid,
+                **({"problem": self.problem} if self.problem else {})}
 
 
 def describe(out: Path) -> RunLine:
-    """How the run writing (or that wrote) ``out`` is doing."""
+    """How the run writing (or that wrote) ``out`` is doing; ``DAMAGED`` when its files do not say."""
     run_file, checkpoint = sidecars(out)
-    run, saved = read_json_object(run_file), read_json_object(checkpoint)
-    config = run.get("config") if isinstance(run.get("config"), dict) else {}
-    created = float(run.get("created", 0.0))
-    about = {"env": str(config.get("env", "")), "mode": str(config.get("mode", "")), "model": str(run.get("model", ""))}
-    total = int(config.get("steps") or 0) if config.get("mode") != "eval" else 0
+    try:
+        run = run_records.read(run_file, RunRecord) or RunRecord(config=Settings())
+        saved = run_records.read(checkpoint, Checkpoint) or Checkpoint()
+    except run_records.Damaged as e:
+        return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=str(e))
+    config, created = run.config, run.created
+    about = {"env": config.env, "mode": config.mode, "model": run.model}
+    total = config.steps if config.mode != "eval" else 0
     info = ask_status(socket_path(out))
     if isinstance(info, RunInfo):
         return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
                        created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
                        mean_reward=info.mean_reward, **about)
-    done = int(saved.get("groups", 0))
-    elapsed = float(saved.get("elapsed_s", 0.0))
-    state = saved.get("state")
+    done, elapsed = saved.groups, saved.elapsed_s
+    state = saved.state.value if saved.state is not None else KILLED
     if state == "finished" and total and done < total:
         state = "stopped"
-    reward = saved.get("mean_reward")
     rate, pid = done / elapsed if elapsed > 0 else 0.0, None
     if isinstance(info, NotAnswering):  # alive: its figures as last saved, its pid as its lock names it
         state, rate, pid = NOT_ANSWERING, 0.0, lock_holder(out)
         elapsed = max(0.0, time.time() - created) if created else 0.0
-    return RunLine(state or KILLED, done, total or done, rate, out, created, pid, duration_s=elapsed,
-                   mean_reward=float(reward) if isinstance(reward, (int, float)) else None, **about)
+    return RunLine(state, done, total or done, rate, out, created, pid, duration_s=elapsed,
+                   mean_reward=saved.mean_reward, **about)
 
 
-def all_runs() -> list[RunLine]:
-    """Newest first; asked all at once."""
-    runs = known_runs()
+def all_runs(skipped: list[str] | None = None) -> list[RunLine]:
+    """Newest first, asked all at once; a damaged index entry's sentence goes to ``skipped`` when given."""
+    runs = known_runs(skipped)
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_ASKED_AT_ONCE, len(runs)))) as pool:
         lines = list(pool.map(describe, runs))
     return sorted(lines, key=lambda r: r.created, reverse=True)

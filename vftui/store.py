@@ -16,10 +16,15 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from vftui import safe_files
+from vftui.bounds import LongLine, read_lines, too_long
 from vftui.errors import RunFailed
+
+# The longest group line read back: 16 rollouts of 128K tokens with their logprobs. A longer one is
+# damage, reported and skipped without being held.
+MAX_GROUP_LINE_BYTES = 128 * 1024**2
 
 
 class WriteFailed(RunFailed):
@@ -160,15 +165,21 @@ class BadLine:
 def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
     """Each line's (number, group), or a ``BadLine`` saying why a line was skipped."""
     with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            parsed = parse_group_line(raw)
-            yield BadLine(number, parsed) if isinstance(parsed, str) else (number, parsed)
+        for number, raw in enumerate(group_lines(f), start=1):
+            if isinstance(raw, LongLine) or raw.strip():
+                parsed = parse_group_line(raw)
+                yield BadLine(number, parsed) if isinstance(parsed, str) else (number, parsed)
 
 
-def parse_group_line(raw: bytes) -> dict[str, Any] | str:
+def group_lines(f: BinaryIO) -> Iterator[bytes | LongLine]:
+    """The lines of a groups file from where ``f`` stands, one over ``MAX_GROUP_LINE_BYTES`` as a ``LongLine``."""
+    return read_lines(f, MAX_GROUP_LINE_BYTES)
+
+
+def parse_group_line(raw: bytes | LongLine) -> dict[str, Any] | str:
     """A line's group, or why it is not one."""
+    if isinstance(raw, LongLine):
+        return too_long(raw, MAX_GROUP_LINE_BYTES)
     try:
         obj = STRICT_JSON.decode(raw.decode("utf-8"))
     except json.JSONDecodeError as e:
@@ -177,6 +188,8 @@ def parse_group_line(raw: bytes) -> dict[str, Any] | str:
         return "not UTF-8 text"
     except ValueError as e:  # NaN, Infinity
         return f"not strict JSON ({e})"
+    except RecursionError:
+        return "not a group (nested too deep to read)"
     if not isinstance(obj, dict) or "scores" not in obj or "tokens" not in obj:
         return "not a scored group (no tokens/scores)"
     return obj

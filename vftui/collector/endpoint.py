@@ -9,7 +9,10 @@ from urllib.parse import urlparse
 
 import httpx
 
+from vftui.bounds import load_json
 from vftui.errors import UserError
+
+MAX_MODEL_LIST_BYTES = 4 * 1024**2  # /models: a few ids and their details; past this it is not a model list
 
 
 def is_loopback(base_url: str) -> bool:
@@ -53,25 +56,42 @@ class Probe:
 
 
 def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
-    """GET /models: unreachable, rejected or not-an-API endpoints are UserErrors."""
+    """GET /models: unreachable, rejected or not-an-API endpoints are UserErrors; the list is read up to
+    ``MAX_MODEL_LIST_BYTES`` as decoded, asked for unencoded."""
     url = f"{base_url}/models"
+    headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
     try:
-        response = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout)
+        with httpx.stream("GET", url, headers=headers, timeout=timeout) as response:
+            if response.status_code in (401, 403):
+                raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})")
+            if response.status_code >= 400:
+                return Probe(models=[])
+            body = _capped(response)
     except httpx.ConnectError as e:
         raise UserError(f"cannot reach the endpoint at {base_url} (connection refused or no route)") from e
     except httpx.TimeoutException as e:
         raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
     except httpx.HTTPError as e:
         raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
-    if response.status_code in (401, 403):
-        raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})")
-    if response.status_code >= 400:
-        return Probe(models=[])
+    if body is None:
+        raise UserError(f"{url} did not answer like an OpenAI-compatible API (a model list over "
+                        f"{MAX_MODEL_LIST_BYTES // 1024**2} MB)")
     try:
-        data = response.json().get("data") or []
-        return Probe(models=[m["id"] for m in data if isinstance(m, dict) and "id" in m])
+        data = load_json(body).get("data") or []
+        return Probe(models=[m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)])
     except (ValueError, AttributeError, TypeError) as e:
         raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)") from e
+
+
+def _capped(response: httpx.Response) -> bytes | None:
+    """The body, or None past ``MAX_MODEL_LIST_BYTES``."""
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_MODEL_LIST_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def choose_model(requested: str | None, probed: Probe, base_url: str) -> str:

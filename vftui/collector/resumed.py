@@ -15,6 +15,7 @@ from typing import Any
 from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.errors import UserError
 from vftui.events import Mode
+from vftui.run_records import RunRecord
 
 KEPT = ("mode", "env", "env_args", "group_size", "tool_parser")  # settings whose change changes a line's meaning
 RECORDED = ("concurrency", "timeout", "retries")  # how a group was collected, in each line (with its temperature)
@@ -31,10 +32,10 @@ def check_settings(saved: dict[str, Any], config: RunConfig) -> None:
                             f"that; drop {flag} {_shown(now[name])}, or start a new run with another --out")
 
 
-def check_plan(described: dict[str, Any], model: str, tokenizer: str) -> None:
+def check_plan(described: RunRecord, model: str, tokenizer: str) -> None:
     """The model and tokenizer the resumed run resolved (from the endpoint, or defaults) against the run's own."""
-    for what, flag, before, after in (("model", "--model", described.get("model"), model),
-                                      ("tokenizer", "--tokenizer", described.get("tokenizer"), tokenizer)):
+    for what, flag, before, after in (("model", "--model", described.model, model),
+                                      ("tokenizer", "--tokenizer", described.tokenizer, tokenizer)):
         if before and before != after:
             raise UserError(f"--resume: the run was collected with {what} {before}, and this one would use {after}; "
                             f"resume with {flag} {before} (and an endpoint that serves it), or start a new run")

@@ -27,7 +27,7 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig
 
-from vftui import paths, run_index, stats, store
+from vftui import paths, run_index, run_records, stats, store
 from vftui.collector import endpoint, hub, resumed, scoring_limit
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
@@ -57,7 +57,7 @@ from vftui.events import (
 from vftui.live.server import RunServer, socket_path
 from vftui.quiet import quiet_libraries
 from vftui.redact import scrub, scrub_event
-from vftui.run_files import run_description, sidecars
+from vftui.run_files import sidecars
 from vftui.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
@@ -201,13 +201,13 @@ class Run:
         if cfg.wandb:  # wandb reads its folder once, when its settings first load: before the login check
             os.environ.setdefault("WANDB_DIR", str(output.path.parent))
             check_wandb_can_log()
-        described = run_description(output.path) if cfg.resume is not None else {}
-        if cfg.resume is not None:  # a line's meaning cannot change halfway through a file: before any work
-            resumed.check_settings(described.get("config", {}), cfg)
+        described = run_records.run_record(output.path) if cfg.resume is not None else None
+        if described is not None:  # a line's meaning cannot change halfway through a file: before any work
+            resumed.check_settings(described.config.model_dump(exclude_unset=True), cfg)
         self._step(f"loading the environment {cfg.env}")
         environment = loader.load(cfg.env, cfg.env_args)
         base_url, model, tokenizer = self._endpoint()
-        if cfg.resume is not None:
+        if described is not None:
             resumed.check_plan(described, model, tokenizer)
         self._step(f"loading the tokenizer {tokenizer}")
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))

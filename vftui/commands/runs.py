@@ -15,13 +15,17 @@ def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = Non
     """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
     if not (as_json or prune or no_ui) and sys.stdout.isatty() and sys.stdin.isatty():
         return _runs_screen(theme)
-    lines = all_runs()
+    skipped: list[str] = []
+    lines = all_runs(skipped)
     if prune:
         pruned = [run_list.prune(r) for r in lines]
         forgotten, deleted = sum(f for f, _ in pruned), sum(d for _, d in pruned)
         say(f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty run "
             f"folders deleted; runs under {paths.runs_dir()} stay listed until their folders go", sys.stderr)
-        lines = all_runs()
+        skipped.clear()
+        lines = all_runs(skipped)
+    for note in [*skipped, *(f"run {r.id}: {r.problem}" for r in lines if r.problem)]:
+        say(f"vftui: note: {note}", sys.stderr)
     if as_json:
         for r in lines:
             print(json.dumps(r.as_dict()))

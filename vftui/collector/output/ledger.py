@@ -10,31 +10,38 @@ collects again exactly what was lost and never writes an item twice.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from typing import Any
 
 
 class ItemLedger:
-    def __init__(self, done: Iterable[int] = (), next_item: int = 0) -> None:
-        done_set = set(done)
-        self.next_item = max([next_item, *(i + 1 for i in done_set)])
-        self._done_below = 0
+    """Nothing here grows with the item numbers: a resumed run's lost items are found by walking from the
+    watermark when they are taken, never listed, so a checkpoint's ``iter`` costs no memory."""
+
+    def __init__(self, done_below: int = 0, done_above: Iterable[int] = (), next_item: int = 0) -> None:
+        above = {item for item in done_above if item >= done_below}
+        self.next_item = max(next_item, done_below, max(above, default=-1) + 1)
+        self._done_below = done_below
         self._done_above: set[int] = set()
-        self._todo = [i for i in range(self.next_item) if i not in done_set]
-        heapq.heapify(self._todo)
-        for item in done_set:
+        self._lost_from, self._lost_end = done_below, self.next_item  # not done in between: lost, taken first
+        for item in above:
             self.mark_done(item)
 
     @property
-    def lost(self) -> list[int]:
-        """Items before ``next_item`` that are still to be collected again, in order."""
-        return sorted(self._todo)
+    def lost(self) -> int:
+        """How many items before ``next_item`` are still to be collected again."""
+        start = max(self._lost_from, self._done_below)
+        done = sum(1 for item in self._done_above if start <= item < self._lost_end)
+        return max(0, self._lost_end - start - done)
 
     def take(self) -> int:
         """The next item to collect: the oldest one lost, else a new one."""
-        if self._todo:
-            return heapq.heappop(self._todo)
+        self._lost_from = max(self._lost_from, self._done_below)
+        while self._lost_from < self._lost_end:
+            item = self._lost_from
+            self._lost_from += 1
+            if item not in self._done_above:
+                return item
         item = self.next_item
         self.next_item += 1
         return item
@@ -46,11 +53,6 @@ class ItemLedger:
         while self._done_below in self._done_above:
             self._done_above.remove(self._done_below)
             self._done_below += 1
-
-    @staticmethod
-    def done_in(saved: dict[str, Any]) -> list[int]:
-        """The items a checkpoint written by ``to_json`` records as done."""
-        return [*range(int(saved.get("done_below", 0))), *map(int, saved.get("done_above", []))]
 
     def to_json(self) -> dict[str, Any]:
         """For the checkpoint: every item below ``done_below`` is done (written, or dropped), and those in

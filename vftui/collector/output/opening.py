@@ -5,20 +5,20 @@ Either way the run holds the output's lock (``lock.OutputLock``) before it touch
 
 from __future__ import annotations
 
-import json
+import collections
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from vftui import paths, safe_files, store
+from vftui import paths, run_records, safe_files, store
 from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.output.lock import OutputLock
 from vftui.errors import UserError
 from vftui.events import GroupCollected
 from vftui.groupfile import group_event
 from vftui.run_files import find_resumable, sidecars
+from vftui.run_records import Checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -82,26 +82,19 @@ def open_resumed(run: Path, window: int) -> Output:
     except BaseException:
         lock.release()
         raise
-    ledger = ItemLedger([*(g.item for g in written), *ItemLedger.done_in(saved)], int(saved.get("iter", 0)))
+    ledger = ItemLedger(saved.done_below, [*saved.done_above, *(g.item for g in written)], saved.iter)
     if ledger.lost:
-        logger.warning("%d items were in flight when the run stopped; collecting them again first", len(ledger.lost))
+        logger.warning("%d items were in flight when the run stopped; collecting them again first", ledger.lost)
     return Output(out, lock, len(written), ledger, written, _tail_lines(out, window))
 
 
-def read_checkpoint(path: Path) -> dict[str, Any]:
-    """A resumed run's checkpoint; one that does not read is a one-sentence refusal."""
-    if not path.exists():
-        return {}
+def read_checkpoint(path: Path) -> Checkpoint:
+    """A resumed run's checkpoint (none: nothing recorded); one that does not read is a one-sentence refusal."""
     try:
-        saved = json.loads(path.read_bytes())
-        if not isinstance(saved, dict):
-            raise ValueError("it is not a JSON object")
-        ItemLedger.done_in(saved)
-        int(saved.get("iter", 0))
-    except (OSError, ValueError, TypeError) as e:
-        raise UserError(f"--resume: the checkpoint {path} is damaged ({e}); remove it to resume from the groups "
-                        "in the file alone (groups dropped before would be collected again)") from e
-    return saved
+        return run_records.read(path, Checkpoint) or Checkpoint()
+    except run_records.Damaged as e:
+        raise UserError(f"--resume: the checkpoint {path} is damaged ({e.reason}); remove it to resume from the "
+                        "groups in the file alone (groups dropped before would be collected again)") from e
 
 
 def groups_written(out: Path) -> list[GroupCollected]:
@@ -123,5 +116,6 @@ def groups_written(out: Path) -> list[GroupCollected]:
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:
+    """The last ``count`` group lines (every line was read as a group before)."""
     with path.open("rb") as f:
-        return [line for line in f if line.strip()][-count:]
+        return list(collections.deque((line for line in store.group_lines(f) if line.strip()), maxlen=count))

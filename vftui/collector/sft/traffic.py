@@ -11,9 +11,10 @@ flight the bound has to sit below them all, so it lives in the HTTP client's tra
   those not yet sent, for up to ``RATE_LIMIT_PATIENCE_S`` of waiting, so a group never
   loses its finished rollouts to a rate limit (a 429 for an exhausted quota is not a
   rate limit and goes straight back, a failure like any other). It
-  also bounds each request as a whole (connect to last byte) and the size of its body,
-  and sends through aiohttp: httpcore's pool walks every connection for every request,
-  which with dozens of connections cost more CPU than the rest of the collector;
+  also bounds each request as a whole (connect to last byte) and its answer to what it
+  asked for (``answers``), counted as decoded, and sends through aiohttp: httpcore's pool
+  walks every connection for every request, which with dozens of connections cost more
+  CPU than the rest of the collector;
 - ``TrafficStats`` turns what passed into the figures the views show.
 """
 
@@ -32,13 +33,16 @@ import httpx
 
 from vftui import stats
 from vftui.collector.backoff import backoff_seconds
+from vftui.collector.sft.answers import Asked
 from vftui.events import RequestStats
 
 RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
 RATE_LIMIT_PATIENCE_S = 120.0  # waiting on rate limits, per request, before its 429 counts as a failure
 NOT_A_RATE_LIMIT = (b"insufficient_quota",)  # OpenAI's 429 for billing: waiting will not help
-OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})  # aiohttp writes these itself
+# aiohttp writes these itself; it asks for the encodings it can decode, and decodes them a piece at a time
+OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding"})
+DECODED_AWAY = frozenset({b"content-encoding", b"content-length"})  # said of the body as sent, not as handed on
 RECENT_S = 10.0  # requests/s, tokens/s and "rate-limited" look this far back
 LATENCY_SAMPLES = 512
 
@@ -205,7 +209,7 @@ class TrafficStats:
 
 
 class ResponseTooLarge(httpx.ReadError):
-    """The response body passed the size cap."""
+    """The answer holds more than its request asked for (``answers``)."""
 
 
 class LimitedTransport(httpx.AsyncBaseTransport):
@@ -282,7 +286,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
             connector = aiohttp.TCPConnector(limit=2 * self._limit.ceiling, limit_per_host=0)
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                auto_decompress=False,  # the body is handed on as it came, with its own headers
+                auto_decompress=True,  # in bounded pieces, so the cap counts what the body inflates to
                 timeout=aiohttp.ClientTimeout(total=None),  # --timeout is ours, whole-request
                 trust_env=True,  # HTTPS_PROXY, NO_PROXY and netrc, as httpx would
                 cookie_jar=aiohttp.DummyCookieJar(),  # cookies are httpx's business, not a second jar
@@ -290,7 +294,9 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         return self._session
 
     async def _send(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        """One attempt, connect to last byte, within the timeout and the body cap."""
+        """One attempt, connect to last byte, within the timeout; the body decoded, within what was asked."""
+        asked = Asked.of(request.content)
+        cap, too_large = asked.body_cap(self._max_body)
         try:
             async with asyncio.timeout(self._timeout_s):
                 # a URL's user and password are in the Authorization header already, as httpx puts them there
@@ -298,16 +304,19 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                 async with self._client().request(
                     request.method, str(request.url.copy_with(userinfo=b"")), data=request.content,
                     headers=[(k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS],
-                    allow_redirects=False, compress=None, skip_auto_headers=("User-Agent", "Accept-Encoding"),
+                    allow_redirects=False, compress=None, skip_auto_headers=("User-Agent",),
                 ) as response:
                     chunks, size = [], 0
                     async for chunk in response.content.iter_any():
                         size += len(chunk)
-                        if size > self._max_body:
-                            raise ResponseTooLarge(f"the response body passed {self._max_body:,} bytes "
-                                                   "(--max-response-mb)", request=request)
+                        if size > cap:
+                            raise ResponseTooLarge(too_large, request=request)
                         chunks.append(chunk)
-                    return response.status, list(response.raw_headers), b"".join(chunks)
+                    body = b"".join(chunks)
+                    if overrun := asked.overrun(body):
+                        raise ResponseTooLarge(overrun, request=request)
+                    headers = [(k, v) for k, v in response.raw_headers if k.lower() not in DECODED_AWAY]
+                    return response.status, headers, body
         except TimeoutError as e:
             raise httpx.ReadTimeout(f"the request took longer than {self._timeout_s:g} s", request=request) from e
         except aiohttp.ClientConnectorError as e:

@@ -1,0 +1,84 @@
+"""Bounds on what vftui reads back from files and settings: how long a line, how big a file, how deep
+a value nests.
+
+Each bound is far beyond anything vftui writes, so passing one means damage or a hostile input:
+the reader says so in one sentence (a ``ValueError`` to word for the file it came from) instead of
+holding the input whole, running out of memory, or out of stack in a recursive parser.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+# Upper bounds on numbers far beyond any real run, so a typo or a damaged file is one sentence, not an
+# OverflowError or a MemoryError deep inside: settings' sizes (LARGE) and counts (HUGE: groups, items, seconds).
+LARGE, HUGE = 100_000, 10**12
+MAX_NESTING = 64  # levels of a JSON or TOML value: settings and run files need a handful
+MAX_RECORD_BYTES = 4 * 1024**2  # a run's settings, checkpoint or index entry, an eval's metadata, a config file
+PIECE_BYTES = 1024**2  # a line longer than this is measured this much at a time before it is read (or skipped)
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line over the bound, skipped without being held: its length, and whether its newline came."""
+
+    size: int
+    ended: bool
+
+
+def read_lines(f: BinaryIO, limit: int) -> Iterator[bytes | LongLine]:
+    """Each line of ``f`` from where it stands, or a ``LongLine`` for one over ``limit`` bytes.
+
+    A line longer than a piece is measured piece by piece before it is read, so one over the limit
+    is never held. A last line without its newline comes as it is (a whole line ends in one).
+    """
+    while raw := f.readline(PIECE_BYTES):
+        if len(raw) < PIECE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        start, size = f.tell() - len(raw), len(raw)
+        while (piece := f.readline(PIECE_BYTES)) and not piece.endswith(b"\n"):
+            size += len(piece)
+        size += len(piece)
+        if size > limit:
+            yield LongLine(size, piece.endswith(b"\n"))
+            continue
+        f.seek(start)
+        yield f.read(size)
+
+
+def too_long(line: LongLine, limit: int) -> str:
+    return f"longer than {limit // 1024**2:,} MB ({line.size:,} bytes)"
+
+
+def load_json(data: bytes | str) -> Any:
+    """A JSON value nested at most ``MAX_NESTING`` deep; a ``ValueError`` says what is wrong."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise ValueError(f"it nests deeper than {MAX_NESTING} levels") from None
+    return check_nesting(value)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of at most ``MAX_RECORD_BYTES`` (``OSError`` when it cannot be read)."""
+    with path.open("rb") as f:
+        data = f.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"it is over {MAX_RECORD_BYTES // 1024**2:,} MB")
+    return load_json(data)
+
+
+def check_nesting(value: Any) -> Any:
+    """``value`` when its lists and objects nest at most ``MAX_NESTING`` deep (walked without recursion)."""
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(MAX_NESTING):
+        level = [child for v in level for child in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(child, dict | list)]
+        if not level:
+            return value
+    raise ValueError(f"it nests deeper than {MAX_NESTING} levels")

@@ -1,0 +1,137 @@
+"""What a run's side files, its index entry and an eval's metadata hold, validated with bounds as they are
+read back.
+
+``--resume``, ``vftui runs``, ``view`` and ``compare`` read these files, which may be damaged,
+hand-edited or hostile. Each is a pydantic model of the fields vftui reads, every number bounded
+(the other fields are kept as they are); a file that is too big, nests too deep, does not parse or
+does not fit its model is ``Damaged``, with the reason in one phrase for the caller to word.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from vftui import bounds
+from vftui.errors import UserError
+from vftui.events import RunState
+from vftui.run_files import find_resumable, sidecars
+
+LENIENT = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)  # fields vftui does not read are kept
+Count = Annotated[int, Field(ge=0, le=bounds.HUGE)]  # groups, items, dataset positions
+Number = Annotated[float, Field(ge=-bounds.HUGE, le=bounds.HUGE)]
+
+
+class Damaged(ValueError):
+    """A file that does not read as what it should hold; ``reason`` says what is wrong with it."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path} is damaged ({reason})")
+        self.path, self.reason = path, reason
+
+
+class Settings(BaseModel):
+    """A run's settings as saved (``RunConfig`` validates them all again when the run is resumed)."""
+
+    model_config = LENIENT
+    env: str = ""
+    mode: str = ""
+    steps: Count = 0
+    pass_threshold: Number | None = None  # an eval's (older runs did not save it)
+
+
+class RunRecord(BaseModel):
+    """``NAME.run.json``: the settings a run started with, and what it talked to."""
+
+    model_config = LENIENT
+    config: Settings
+    model: str = ""
+    endpoint: str = ""
+    tokenizer: str = ""
+    created: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
+
+
+class Checkpoint(BaseModel):
+    """``NAME.checkpoint.json``: the items written (all below ``done_below``, and ``done_above``), the next
+    new item (``iter``), and how the run ended."""
+
+    model_config = LENIENT
+    done_below: Count = 0
+    done_above: list[Count] = []
+    iter: Count = 0
+    groups: Count = 0
+    elapsed_s: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
+    state: RunState | None = None
+    mean_reward: Number | None = None
+
+
+class IndexEntry(BaseModel):
+    """A run's entry in the run index: where its jsonl is."""
+
+    out: str = Field(max_length=4096)
+
+    @field_validator("out")
+    @classmethod
+    def _a_path(cls, value: str) -> str:
+        if "\0" in value or not os.path.isabs(value):
+            raise ValueError("it is not an absolute path")
+        return value
+
+
+class EvalMetadata(BaseModel):
+    """vf-eval's ``metadata.json`` (ours adds pass@k and intervals): the fields a view or comparison reads."""
+
+    model_config = LENIENT
+    env_id: str = ""
+    model: str = "?"
+    base_url: str = ""
+    pass_threshold: Number | None = None
+    sampling_args: dict[str, Any] = {}
+
+
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def read(path: Path, model: type[Record]) -> Record | None:
+    """The file at ``path`` as ``model``; None when there is no such file."""
+    try:
+        data = bounds.read_json(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise Damaged(path, f"cannot be read: {e.strerror}") from e
+    except ValueError as e:
+        raise Damaged(path, str(e)) from e
+    if not isinstance(data, dict):
+        raise Damaged(path, "it is not a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise Damaged(path, explain(e)) from e
+
+
+def explain(error: ValidationError) -> str:
+    """The first problem, as ``field: what is wrong``."""
+    first = error.errors()[0]
+    where, message = ".".join(str(part) for part in first["loc"]), first["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def run_record(out_path: Path) -> RunRecord | None:
+    """The ``.run.json`` beside a run's jsonl; None when there is none."""
+    return read(sidecars(out_path)[0], RunRecord)
+
+
+def saved_config(path: Path) -> dict[str, Any]:
+    """The settings a resumable run was started with, as they were given."""
+    out = find_resumable(path)
+    try:
+        record = run_record(out)
+    except Damaged as e:
+        raise UserError(f"--resume {path}: {e}") from e
+    if record is None:
+        raise UserError(f"--resume {path}: its {sidecars(out)[0].name} is gone")
+    return record.config.model_dump(exclude_unset=True)
