@@ -206,12 +206,11 @@ def isolated(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def two_runs(isolated, tmp_path, capsys) -> list[Path]:
+def two_runs(isolated, tmp_path) -> list[Path]:
     """Two finished runs, one in the default runs folder and one elsewhere (found through the index)."""
     outs = [tmp_path / "elsewhere" / "groups.jsonl", None]
     assert main(["run", "--no-ui", "--steps", "2", "--group-size", "2", "--out", str(outs[0])]) == 0
     assert main(["run", "--no-ui", "--steps", "2", "--group-size", "2"]) == 0
-    capsys.readouterr()
     from vftui import paths
 
     (default,) = paths.runs_dir().glob("*/groups.jsonl")
@@ -308,14 +307,14 @@ def test_a_damaged_run_index_entry_is_skipped_with_a_note(two_runs, capsys):
     assert f"{index_dir() / 'relative.json'} is damaged (out: it is not an absolute path)" in listed.err
 
 
-def test_a_resume_keeps_big_item_numbers_without_listing_them(two_runs, capsys):
+def test_a_resume_keeps_big_item_numbers_without_listing_them(two_runs, capfd):
     """A checkpoint's ``iter`` and ``done_below`` cost nothing however far they are: nothing is listed."""
     out = two_runs[0]
     far = 10**11
     out.with_suffix(".checkpoint.json").write_text(json.dumps({"done_below": far, "done_above": [far + 2],
                                                                "iter": far + 4, "groups": 2}))
     assert main(["run", "--no-ui", "--resume", str(out), "--steps", "5"]) == 0
-    assert "3 items were in flight when the run stopped" in capsys.readouterr().err
+    assert "3 items were in flight when the run stopped" in capfd.readouterr().err  # the run's stderr descriptor
     items = [json.loads(line)["vftui"]["item"] for line in out.read_text().splitlines()]
     assert sorted(items[2:]) == [far, far + 1, far + 3]
 
