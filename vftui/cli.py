@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -182,8 +183,18 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
         "dropped terminal leaves it running. Several dashboards may attach at once. Only the run's owner "
         "can attach (its control socket is the owner's alone).",
     )
-    p.add_argument("run", type=Path, nargs="?", help="the run's folder or its .jsonl (default: the newest running run)")
+    p.add_argument("run", nargs="?", help="the run's folder, its .jsonl or its id (default: the newest running run); "
+                   "HOST:RUN attaches to a run on another machine through ssh -t (as vftui runs --host lists it)")
     _shared(p, "theme")
+    _remote_vftui(p)
+
+
+def _remote_vftui(parser: argparse.ArgumentParser) -> None:
+    from vftui.fleet import REMOTE_VFTUI
+
+    parser.add_argument("--remote-vftui", default=REMOTE_VFTUI, metavar="CMD",
+                        help=f"the command that runs vftui on other machines (default {REMOTE_VFTUI}; e.g. "
+                        "~/venv/bin/vftui)")
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
@@ -198,6 +209,10 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
     p.add_argument("--prune", action="store_true", help="forget every run that is not running (its files stay), "
                    "and delete the folders of runs in the default runs folder that collected nothing")
+    p.add_argument("--host", metavar="H1,H2", help="list the runs on these machines instead, through ssh (each "
+                   "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
+                   "host as a column; a host that fails is one line on stderr and the exit code is 1")
+    _remote_vftui(p)
     _screen_or_table(p, "the runs screen")
 
 
@@ -301,15 +316,22 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _attach(args: argparse.Namespace) -> int:
+    from vftui import fleet
     from vftui.commands.attach import run_attach
 
-    return run_attach(by_id(args.run) if args.run is not None else None, args.theme)
+    if args.run is not None and (there := fleet.remote_run(args.run)) is not None:
+        command = fleet.attach_command(*there, args.remote_vftui, args.theme)
+        try:
+            return subprocess.run(command, check=False).returncode  # the terminal is ssh's until the dashboard ends
+        except OSError as e:
+            raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
+    return run_attach(by_id(Path(args.run)) if args.run is not None else None, args.theme)
 
 
 def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
-    return run_runs(args.json or False, args.prune, args.theme, args.no_ui)
+    return run_runs(args.json or False, args.prune, args.theme, args.no_ui, args.host, args.remote_vftui)
 
 
 def _compare(args: argparse.Namespace) -> int:

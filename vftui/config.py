@@ -30,6 +30,7 @@ DEFAULT_TEMPERATURE = 1.0
 EVAL_DURING_RL_EXAMPLES = 32
 FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
 URL_SETTINGS = ("base_url", "extra_base_urls", "api_url")  # shown and saved with any password hidden
+SERVER_SETTINGS = ("base_url", "extra_base_urls", "slurm")  # where the inference servers are: said together
 
 
 def shared(name: str, **flag: Any) -> Any:
@@ -130,6 +131,9 @@ class RunConfig(BaseModel):
                                       "(e.g. hermes); needed for environments with tools, and vLLM's parsers "
                                       "installed", metavar="NAME", group="rl")
     extra_base_urls: list[str] = setting([], "", flag=None)  # the second and later --base-url
+    slurm: bool = setting(False, "find the inference servers in this job's SLURM allocation as atroposlib does: "
+                          "8 // INFER_TP servers (ports 9000, 9001, ...) on each node after the first "
+                          "NUM_TRAINING_NODES (instead of --base-url)", action="store_true", group="rl")
     api_url: str = shared("api_url", group="rl")
     start_api: bool = setting(False, "start atroposlib's run-api on --api-url's port if none answers there; "
                               "stopped on exit", action="store_true", group="rl")
@@ -196,8 +200,15 @@ class RunConfig(BaseModel):
             if gate.name.startswith("pass@") and int(gate.name.removeprefix("pass@")) > self.group_size:
                 raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
                                  "pass@k for k up to that; raise --rollouts-per-example")
-        if self.sim_latency and self.base_url is not None:
-            raise ValueError("--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint")
+        if self.slurm and self.mode is not Mode.RL:
+            raise ValueError(f"--slurm finds rl's inference servers in a SLURM allocation; {self.mode} mode takes "
+                             "one --base-url")
+        if self.slurm and self.base_url is not None:
+            raise ValueError("--slurm finds the inference servers in the SLURM allocation, so it takes no --base-url; "
+                             "give one or the other")
+        if self.sim_latency and not self.simulated:
+            raise ValueError("--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint "
+                             "or --slurm's servers")
         if self.mode is not Mode.RL and self.extra_base_urls:
             raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
                              "rl mode")
@@ -236,12 +247,15 @@ class RunConfig(BaseModel):
 
     @property
     def simulated(self) -> bool:
-        return self.base_url is None
+        return self.base_url is None and not self.slurm
 
     @property
     def endpoint(self) -> str:
-        """The endpoint as the views show it and the run's files keep it: ``simulated``, or --base-url with any
-        password in it hidden (the requests use the real one)."""
+        """The endpoint as the views show it and the run's files keep it: ``simulated``, the SLURM allocation's
+        servers (listed as the run starts), or --base-url with any password in it hidden (the requests use the
+        real one)."""
+        if self.slurm:
+            return "SLURM allocation"
         return "simulated" if self.base_url is None else scrub(self.base_url.rstrip("/"))
 
     @property
@@ -311,13 +325,16 @@ def load_config(
 
     With ``resume`` among the flags, the resumed run's saved settings stand in for the
     config file and the environment, so it goes on as it started unless a flag says
-    otherwise (and appends to its own jsonl).
+    otherwise (and appends to its own jsonl); --base-url or --slurm given again replaces both of the saved ones.
     """
     environ = dict(os.environ) if environ is None else environ
     resumed = None
     if flags.get("resume") is not None:
         resumed = saved_config(Path(flags["resume"]))
         resumed.pop("out", None)
+        if flags.get("slurm") or flags.get("base_url") is not None:
+            for key in SERVER_SETTINGS:
+                resumed.pop(key, None)
         _check_saved_urls(resumed, flags)
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}

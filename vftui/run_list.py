@@ -9,6 +9,7 @@ the number of runs, and is listed as not answering.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from vftui import paths, run_records
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
+from vftui.printable import printable
 from vftui.run_files import find_resumable, lock_holder, sidecars
 from vftui.run_index import forget, known_runs, run_id
 from vftui.run_records import Checkpoint, RunRecord, Settings
@@ -48,6 +50,8 @@ class RunLine:
     duration_s: float = 0.0
     mean_reward: float | None = None
     problem: str = ""
+    host: str = ""  # another machine's run (``vftui runs --host``): its id as that machine gave it
+    given_id: str = ""
 
     @property
     def running(self) -> bool:
@@ -55,14 +59,29 @@ class RunLine:
 
     @property
     def id(self) -> str:
-        return run_id(self.out_path)
+        return self.given_id or run_id(self.out_path)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunLine:
+        """A line of another machine's ``vftui runs --json`` (``as_dict``), its host added by ``fleet``."""
+        def number(key: str) -> float:
+            value = d.get(key)
+            return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+        reward = d.get("mean_reward")
+        return cls(printable(str(d.get("state", "?"))), int(number("groups_done")), int(number("groups_total")),
+                   number("groups_per_s"), Path(printable(str(d.get("path", "")))), number("started"),
+                   d["pid"] if isinstance(d.get("pid"), int) else None, printable(str(d.get("env", ""))),
+                   printable(str(d.get("mode", ""))), printable(str(d.get("model", ""))), number("duration_s"),
+                   float(reward) if isinstance(reward, (int, float)) else None, printable(str(d.get("problem", ""))),
+                   printable(str(d.get("host", ""))), printable(str(d.get("id", ""))))
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "state": self.state, "started": self.created, "duration_s": round(self.duration_s, 1),
                 "env": self.env, "mode": self.mode, "model": self.model, "groups_done": self.groups_done,
                 "groups_total": self.groups_total, "groups_per_s": self.groups_per_s,
                 "mean_reward": self.mean_reward, "path": str(self.out_path), "pid": self.pid,
-                **({"problem": self.problem} if self.problem else {})}
+                **({"problem": self.problem} if self.problem else {}), **({"host": self.host} if self.host else {})}
 
 
 def describe(out: Path) -> RunLine:

@@ -36,13 +36,15 @@ def check_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def api_key_for(base_url: str, api_key_env: str, environ: dict[str, str] | None = None) -> str:
-    """The key from ``api_key_env``; required for remote endpoints, optional on loopback."""
+def api_key_for(base_url: str, api_key_env: str, environ: dict[str, str] | None = None, private: bool = False
+                ) -> str:
+    """The key from ``api_key_env``; required for remote endpoints, optional on loopback and on ``private`` ones
+    (the job's own SLURM allocation's, to which atroposlib sends no key of its own either)."""
     environ = dict(os.environ) if environ is None else environ
     key = environ.get(api_key_env, "")
     if key:
         return key
-    if is_loopback(base_url):
+    if private or is_loopback(base_url):
         return "EMPTY"
     host = urlparse(base_url).hostname
     raise UserError(

@@ -35,6 +35,7 @@ from vftui.collector.envs.base import Environment
 from vftui.collector.health import HealthMonitor
 from vftui.collector.modes import Collection, collection_for
 from vftui.collector.output.opening import Output, open_new, open_resumed
+from vftui.collector.rl import slurm
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
@@ -96,7 +97,7 @@ class Plan:
 
     config: RunConfig
     out_path: Path
-    base_url: str
+    base_urls: tuple[str, ...]  # the inference servers; the first was asked for its models
     model: str
     tokenizer: str
     groups_before: int
@@ -206,7 +207,7 @@ class Run:
             resumed.check_settings(described.config.model_dump(exclude_unset=True), cfg)
         self._step(f"loading the environment {cfg.env}")
         environment = loader.load(cfg.env, cfg.env_args)
-        base_url, model, tokenizer = self._endpoint()
+        base_urls, model, tokenizer = self._endpoint()
         if described is not None:
             resumed.check_plan(described, model, tokenizer)
         self._step(f"loading the tokenizer {tokenizer}")
@@ -214,7 +215,7 @@ class Run:
         self.collection.check(environment)
         self.collection.start(self._step)
         total = max(self.collection.groups_total(environment), output.groups_before)  # a resume asking for fewer
-        self.plan = Plan(cfg, output.path, base_url, model, tokenizer, output.groups_before, total)
+        self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, output.groups_before, total)
         self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)
         self.controls.groups_done = output.groups_before
         self._env = self._build_env(environment, output)
@@ -228,23 +229,27 @@ class Run:
         self._listen(output.path)
         return self.plan
 
-    def _endpoint(self) -> tuple[str, str, str]:
-        """The endpoint's URL, the model to ask it for and the tokenizer: the embedded simulation's, or
-        the named endpoint's after asking it for its models (and finding the key it needs)."""
+    def _endpoint(self) -> tuple[tuple[str, ...], str, str]:
+        """The endpoints' URLs, the model to ask them for and the tokenizer: the embedded simulation's, or
+        the named endpoints' (--base-url, or the SLURM allocation's servers) after asking the first for its
+        models (and finding the key it needs)."""
         cfg = self.config
         if cfg.simulated:
             self._step("starting the simulated endpoint")
             self._sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
             self._api_key = "EMPTY"
-            return self._sim.base_url, cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
-        base_url = endpoint.check_url(cfg.base_url)
-        for extra in cfg.extra_base_urls:
-            endpoint.check_url(extra)
-        self._api_key = endpoint.api_key_for(base_url, cfg.api_key_env)
-        self._step(f"asking {base_url} for its models")
-        model = endpoint.choose_model(cfg.model, endpoint.probe(base_url, self._api_key), base_url)
+            return (self._sim.base_url,), cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
+        if cfg.slurm:
+            base_urls = tuple(slurm.inference_urls())
+            self._step(slurm.described(base_urls))
+        else:
+            base_urls = tuple(endpoint.check_url(url) for url in [cfg.base_url, *cfg.extra_base_urls])
+        first = base_urls[0]
+        self._api_key = endpoint.api_key_for(first, cfg.api_key_env, private=cfg.slurm)
+        self._step(f"asking {first} for its models")
+        model = endpoint.choose_model(cfg.model, endpoint.probe(first, self._api_key), first)
         default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
-        return base_url, model, cfg.tokenizer or default
+        return base_urls, model, cfg.tokenizer or default
 
     def _listen(self, out_path: Path) -> None:
         """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
@@ -286,7 +291,7 @@ class Run:
             APIServerConfig(model_name=plan.model, base_url=url, api_key=self._api_key,
                             tokenizer_name=plan.tokenizer, timeout=int(cfg.timeout),
                             **self.collection.server_settings())
-            for url in [plan.base_url, *cfg.extra_base_urls]
+            for url in plan.base_urls
         ]
         hooks = Hooks(
             controls=self.controls,

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import sys
 
-from vftui import paths, run_list
+from vftui import fleet, paths, run_list
 from vftui.defaults import SHARED_FLAGS
-from vftui.printable import say
-from vftui.run_list import COLUMNS, all_runs, cells
+from vftui.printable import printable, say
+from vftui.run_list import COLUMNS, RunLine, all_runs, cells
 
 
-def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = None, no_ui: bool = False) -> int:
+def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = None, no_ui: bool = False,
+             hosts: str | None = None, remote: str = fleet.REMOTE_VFTUI) -> int:
     """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
+    if hosts is not None:
+        return _fleet(fleet.hosts(hosts), remote, as_json)
     if not (as_json or prune or no_ui) and sys.stdout.isatty() and sys.stdin.isatty():
         return _runs_screen(theme)
     skipped: list[str] = []
@@ -26,18 +29,36 @@ def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = Non
         lines = all_runs(skipped)
     for note in [*skipped, *(f"run {r.id}: {r.problem}" for r in lines if r.problem)]:
         say(f"vftui: note: {note}", sys.stderr)
+    _print(lines, as_json)
+    return 0
+
+
+def _fleet(names: list[str], remote: str, as_json: bool) -> int:
+    """Each host's runs with the host as a column; a host that fails is one line on stderr (exit 1), the others
+    are listed all the same."""
+    answers = fleet.list_runs(names, remote)
+    for answer in answers:
+        if answer.problem:
+            say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
+    lines = sorted((RunLine.from_dict(run) for answer in answers for run in answer.runs),
+                   key=lambda r: r.created, reverse=True)
+    _print(lines, as_json, hosted=True)
+    return 1 if any(answer.problem for answer in answers) else 0
+
+
+def _print(lines: list[RunLine], as_json: bool, hosted: bool = False) -> None:
     if as_json:
         for r in lines:
             print(json.dumps(r.as_dict()))
-        return 0
+        return
     if not lines:
         say("no runs yet (vftui run starts one)", sys.stdout)
-        return 0
-    rows = [COLUMNS, *(cells(r) for r in lines)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
+        return
+    header = ("HOST", *COLUMNS) if hosted else COLUMNS
+    rows = [header, *(((r.host,) if hosted else ()) + cells(r) for r in lines)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
         say("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1], sys.stdout)
-    return 0
 
 
 def _runs_screen(theme: str | None) -> int:
