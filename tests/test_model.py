@@ -17,6 +17,7 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
+from vftui.ui.widgets.turns import fit
 
 pytestmark = pytest.mark.unit
 
@@ -162,3 +163,9 @@ def test_the_runs_duration_and_rate_survive_a_wall_clock_set_back():
     model.apply([dataclasses.replace(group(10, [1.0, 0.0]), started_at=wall[0] - 0.5)])
     assert model.elapsed_s >= 5, "from a monotonic clock, not the wall's difference"
     assert min(model.rates()) >= 0
+
+
+def test_the_turns_panel_keeps_the_most_frequent_counts_and_says_how_many_it_hides():
+    hist = [(1, 5), (2, 50), (3, 7), (4, 40), (5, 1)]
+    assert fit(hist, 5) == (hist, 0)
+    assert fit(hist, 3) == ([(2, 50), (4, 40)], 3), "two rows of counts and one saying three more"
