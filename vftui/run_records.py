@@ -41,12 +41,12 @@ class Settings(BaseModel):
     mode: str = ""
     steps: Count = 0
     pass_threshold: Number | None = None  # an eval's (older runs did not save it)
-    shard: tuple[int, int] | None = None  # [I, N] of a sharded run (older runs did not save it)
+    shard: list[int] | None = None  # [I, N] of a sharded run, as saved (older runs did not save it)
 
     @field_validator("shard", mode="before")
     @classmethod
     def _shard(cls, value: Any) -> Any:
-        return None if value is None else tuple(shards.parse(value).as_json())
+        return None if value is None else shards.parse(value).as_json()
 
     @property
     def own_shard(self) -> shards.Shard:
