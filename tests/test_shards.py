@@ -4,14 +4,16 @@ resume that keeps its shard; `vftui view` and `vftui compare` of a folder of a r
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import cli_env, json_events, read_jsonl, run_cli, until
+from tests.conftest import cli_env, json_events, read_jsonl, run_cli, until, wait_until
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import LogRecord
@@ -113,6 +115,9 @@ def test_two_shards_collect_disjoint_items_that_together_are_one_runs(runs):
         assert saved["config"]["shard"] == [int(shard[1]), 2]
     assert "shard" not in read_jsonl(runs / "whole/groups.jsonl")[0]["vftui"], "an unsharded run's lines as before"
     assert [len(read_jsonl(runs / f"evals-a/e{i}.jsonl")) for i in (0, 1)] == [4, 3]
+    listed = {Path(r["path"]).parent.name: r for r in json_events(run_cli(["runs", "--json"], runs).stdout)}
+    assert [(listed[s]["state"], listed[s]["groups_done"], listed[s]["groups_total"]) for s in ("s0", "s1")] == \
+        [("finished", 4, 4), ("finished", 3, 3)], "vftui runs counts a shard's own share"
 
 
 def test_a_resume_keeps_its_shard_and_goes_on_with_its_share(runs, tmp_path):
@@ -246,3 +251,59 @@ def test_a_missing_shard_and_a_shard_stopped_early_are_warnings(runs, tmp_path):
                              "dropped)"]
     report = json.loads(run_cli(["compare", str(runs / "whole"), str(folder), "--json"], tmp_path).stdout)
     assert report["sources"][1]["items"] == 5 and report["sources"][1]["warnings"] == rows.warnings
+
+
+def described(folder: Path, name: str, **config) -> None:
+    """A run's files as far as finding shards goes: its settings and an empty jsonl."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.run.json").write_text(json.dumps({"config": {"env": "e", "mode": "eval", **config}}))
+    (folder / f"{name}.jsonl").write_text("")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("runs", "says"), [
+    ({"a": {"shard": [0, 2]}, "b": {"shard": [1, 4]}},
+     "split the items in different numbers of shards (0/2 in a.jsonl, 1/4 in b.jsonl); a run's shards share one N"),
+    ({"a": {"shard": [0, 2]}, "b": {"shard": [1, 2], "mode": "sft"}},
+     "are not of one run (a.jsonl: eval of e; b.jsonl: sft of e)"),
+    ({"a": {"shard": [0, 2]}, "b": {"shard": [0, 2]}}, "shard 0/2 is there twice, in a.jsonl and b.jsonl; keep one"),
+])
+def test_a_folder_of_runs_that_are_not_one_runs_shards_is_refused_naming_why(tmp_path, runs, says):
+    for name, config in runs.items():
+        described(tmp_path, name, **config)
+    with pytest.raises(UserError, match=re.escape(says)):
+        viewable(tmp_path)
+
+
+@pytest.mark.unit
+def test_a_folder_holding_one_run_or_runs_that_are_not_shards_keeps_its_old_meaning(tmp_path):
+    described(tmp_path / "one", "groups", shard=[0, 2])
+    assert viewable(tmp_path / "one") == tmp_path / "one/groups.jsonl", "one shard alone opens as itself"
+    described(tmp_path / "beside", "a")
+    described(tmp_path / "beside", "b", shard=[1, 2])
+    with pytest.raises(UserError, match=r"holds 2 runs; name one.s \.jsonl file"):
+        viewable(tmp_path / "beside")
+    described(tmp_path / "folders/a", "groups", shard=[0, 2])
+    described(tmp_path / "folders/b", "groups")
+    with pytest.raises(UserError, match="hold 2 runs that are not all shards of one run"):
+        viewable(tmp_path / "folders")
+
+
+def test_following_a_folder_of_shards_shows_each_shards_new_lines(runs, tmp_path):
+    folder = tmp_path / "growing"
+    shutil.copytree(runs / "sft", folder)
+    lines = (folder / "s1/groups.jsonl").read_text().splitlines(keepends=True)
+    (folder / "s1/groups.jsonl").write_text(lines[0])
+    rows, stop = GroupFile(viewable(folder)), threading.Event()
+    reader = threading.Thread(target=rows.read, args=(lambda event: None, str(TOKENIZER_DIR)),
+                              kwargs={"follow_until": stop})
+    reader.start()
+    try:
+        wait_until(lambda: len(rows) == 5, "the shards as they stand")
+        with (folder / "s1/groups.jsonl").open("a") as f:
+            f.writelines(lines[1:])
+        wait_until(lambda: len(rows) == 7, "the lines appended to shard 1/2")
+        assert sorted(rows.group(row).item for row in rows) == list(range(7))
+    finally:
+        stop.set()
+        reader.join()
