@@ -17,6 +17,7 @@ shards and items missing are warnings (``warnings``), said in the log once the p
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import functools
 import math
@@ -319,9 +320,14 @@ class GroupFile(Sequence[Row]):
         return reading
 
     def _places(self) -> list[_Place]:
-        if self.sharded is None:
-            return [_Place(self.path, 0, self.path.name, None)]
-        return [_Place(run.path, part, run.name, run) for part, run in enumerate(self.sharded.runs)]
+        """Each file to read, with its size now: the progress counts the bytes of them all from the start."""
+        runs = self.sharded.runs if self.sharded is not None else [None]
+        places = [_Place(self._files[part], part, run.name if run else self.path.name, run)
+                  for part, run in enumerate(runs)]
+        for place in places:
+            with contextlib.suppress(OSError):  # a file that is not there says so when it is opened
+                place.total = place.path.stat().st_size
+        return places
 
     def _warn(self, lines: list[str], emit: Callable[[Event], None]) -> None:
         """Warnings about what a folder of shards lacks: in the log now, and on stderr once the view closes."""
