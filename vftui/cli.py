@@ -161,8 +161,9 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
         description="Browse a groups jsonl in the dashboard's panels; press / to filter groups. "
         "Malformed lines are reported with their line numbers and skipped.",
     )
-    p.add_argument("file", type=Path, help="a groups .jsonl, a run or eval folder, or vf-eval's results.jsonl or its "
-                   "folder (shown one group an example)")
+    p.add_argument("file", type=Path, help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
+                   "folder (shown one group an example), or a folder of one run's shards (--shard runs beside each "
+                   "other, or a folder each), shown as one run")
     p.add_argument("--tokenizer", help="tokenizer to decode the token preview (default: the run's, if recorded)")
     _shared(p, "theme")
     _shared(p, "identical_alert")
@@ -238,8 +239,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
-                   help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, or a "
-                   "vf-eval output folder or results.jsonl")
+                   help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, a "
+                   "vf-eval output folder or results.jsonl, or a folder of one run's shards (--shard), read as one "
+                   "run")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     _screen_or_table(p, "the compare view")
     p.add_argument("--fail-if-worse", type=float, metavar="D",

@@ -23,6 +23,7 @@ from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.redact import has_hidden_password, scrub
 from vftui.run_records import saved_config
+from vftui.shards import WHOLE, Shard, from_slurm, parse
 from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
 MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
@@ -116,6 +117,15 @@ class RunConfig(BaseModel):
     stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
                                           "a new group while running (rl: or without a trainer step while groups "
                                           "wait)", metavar="S", gt=0, le=HUGE)
+    shard: tuple[int, int] | None = setting(None, "collect only shard I of N (sft and eval): the items whose index "
+                                            "modulo N is I, numbered from 0 (0 <= I < N), so N runs with 0/N ... "
+                                            "N-1/N collect together, each item once, what one run would. --steps "
+                                            "and --num-examples count over all the shards: each run collects its "
+                                            "share. Default in a SLURM job array: the task's place in it, "
+                                            "(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP "
+                                            "of SLURM_ARRAY_TASK_COUNT, so an --array=1-4 task 1 is 0/4. A resume "
+                                            "keeps its shard; vftui view and compare read a folder of a run's "
+                                            "shards as one run", metavar="I/N")
     # eval mode
     num_examples: int | None = setting(None, "examples of the eval split to evaluate, from its start (default: all "
                                        "of it; needed for a taskset without an end)", metavar="N", group="eval",
@@ -171,6 +181,11 @@ class RunConfig(BaseModel):
     def _mode_alias(cls, value: Any) -> Any:
         return MODE_ALIASES.get(str(value).lower(), str(value).lower())
 
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: Any) -> Any:
+        return None if value is None else tuple(parse(value).as_json())
+
     @field_validator("fail_on")
     @classmethod
     def _gates(cls, value: str | None) -> str | None:
@@ -209,6 +224,9 @@ class RunConfig(BaseModel):
         if self.sim_latency and not self.simulated:
             raise ValueError("--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint "
                              "or --slurm's servers")
+        if self.mode is Mode.RL and self.shard is not None:
+            raise ValueError("--shard splits an sft or eval run's items between runs; rl mode feeds one trainer "
+                             "from one run (several --base-url balance inference servers)")
         if self.mode is not Mode.RL and self.extra_base_urls:
             raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
                              "rl mode")
@@ -239,11 +257,16 @@ class RunConfig(BaseModel):
         return 0.0 if self.eval_rollouts == 1 else DEFAULT_TEMPERATURE
 
     @property
+    def own_shard(self) -> Shard:
+        """The items this run collects: its shard's, or every one (``WHOLE``)."""
+        return WHOLE if self.shard is None else Shard(*self.shard)
+
+    @property
     def groups_hint(self) -> int:
         """The groups a run will collect, as far as is known before its environment loads (eval: 0, not yet)."""
         if self.mode is Mode.EVAL:
-            return self.num_examples or 0
-        return self.steps
+            return self.own_shard.share(self.num_examples or 0)
+        return self.own_shard.share(self.steps)
 
     @property
     def simulated(self) -> bool:
@@ -340,10 +363,23 @@ def load_config(
     sources: dict[str, str] = {}
     for key, value, source in _settings(flags, config_file, environ, resumed):
         merged[key], sources[key] = value, source
+    if resumed is None and merged.get("shard") is None and _mode_of(merged) is not Mode.RL:
+        slurm = from_slurm(environ)  # a job array's task is a shard unless something above said which
+        if slurm is not None:
+            merged["shard"], sources["shard"] = slurm
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as e:
         raise UserError(_explain(e, sources)) from e
+
+
+def _mode_of(merged: dict[str, Any]) -> Mode | None:
+    """The mode the settings ask for, before they are validated (None: one that is not a mode)."""
+    name = str(merged.get("mode", RunConfig.model_fields["mode"].default)).lower()
+    try:
+        return Mode(MODE_ALIASES.get(name, name))
+    except ValueError:
+        return None
 
 
 def _check_saved_urls(resumed: dict[str, Any], flags: dict[str, Any]) -> None:

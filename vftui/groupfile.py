@@ -7,11 +7,17 @@ progress (``FileProgress``). A group's tokens and messages are read from disk on
 it is selected. Lines without vftui's own ``vftui`` object (plain Atropos output) still
 show: turns are counted from the messages and the temperature from ``generation_params``.
 A followed file (``vftui view --follow``) is looked at again every second for new lines.
+
+A folder of one run's shards (``shard_folder``) is read the same way, one shard's file after
+another, as one sequence of rows: each row knows its file, so nothing is joined on disk. A line
+whose item is another shard's is reported and skipped, like any line that does not fit; the
+shards and items missing are warnings (``warnings``), said in the log once the pass is done.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import functools
 import math
@@ -43,6 +49,7 @@ from vftui.events import (
 )
 from vftui.run_records import RunRecord, Settings
 from vftui.series import Series
+from vftui.shard_folder import ShardedRun, ShardRun, foreign, gaps
 
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
@@ -117,6 +124,7 @@ class Row:
     completion_length: float  # its rollouts' mean trained tokens
     elapsed_s: float
     function_means: tuple[tuple[str, float], ...] = ()  # each reward function's mean over the group
+    part: int = 0  # which of the files it is in (a folder of shards has one a shard)
     kept: ClassVar[bool] = True  # a file's lines were written
 
     @property
@@ -130,13 +138,27 @@ class Row:
 
 
 @dataclass
-class _Pass:
-    """A reading of the file from its start: how far it came, and its figures so far."""
+class _Place:
+    """How far a pass has read one file: the run's, or one shard's of a folder of them."""
 
-    identity: tuple[int, int]  # the file's device and inode: another file at the same path is read anew
-    total: int  # the file's size when last looked at
+    path: Path
+    part: int  # its number among the files (``Row.part``)
+    name: str  # as the view's lines name it
+    run: ShardRun | None  # its shard, in a folder of them: its lines' items must be that shard's
+    identity: tuple[int, int] = (0, 0)  # the file's device and inode: another file at the same path is read anew
+    total: int = 0  # the file's size when last looked at
     offset: int = 0  # after the last line read
     lines: int = 0
+    drops_offset: int = 0  # in the run's record of its dropped groups (``drops``)
+    groups: int = 0
+    top_item: int = -1
+
+
+@dataclass
+class _Pass:
+    """A reading of the files from their start: how far it came in each, and the figures so far."""
+
+    places: list[_Place]
     announced: bool = False
     seen: tuple[float, float] | None = None
     span: tuple[float, float] = (math.inf, -math.inf)
@@ -144,12 +166,19 @@ class _Pass:
     rewards: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
     tally: EvalTally | None = None  # an eval's file: its figures too
-    drops_offset: int = 0  # in the run's record of its dropped groups (``drops``)
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 
-    def add_drops(self, out_path: Path) -> None:
+    @property
+    def offset(self) -> int:
+        return sum(place.offset for place in self.places)
+
+    @property
+    def total(self) -> int:
+        return sum(place.total for place in self.places)
+
+    def add_drops(self, place: _Place) -> None:
         """The groups the run dropped since the last look: they count in its figures as they did live."""
-        found, self.drops_offset = read_drops(out_path, self.drops_offset)
+        found, place.drops_offset = read_drops(place.path, place.drops_offset)
         for drop in found:
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
@@ -166,10 +195,13 @@ class _Pass:
 
 
 class GroupFile(Sequence[Row]):
-    """The groups of a file as rows, growing while ``read`` runs (in another thread)."""
+    """The groups of a file (or of a folder of one run's shards) as rows, growing while ``read`` runs (in
+    another thread)."""
 
-    def __init__(self, path: Path, order: str = "file") -> None:
-        self.path = path
+    def __init__(self, source: Path | ShardedRun, order: str = "file") -> None:
+        self.sharded = source if isinstance(source, ShardedRun) else None
+        self.path = source.folder if isinstance(source, ShardedRun) else source  # what the view names
+        self._files = [run.path for run in source.runs] if isinstance(source, ShardedRun) else [source]
         self.order = order
         self._record: RunRecord | None = None  # the settings saved beside the file, read by each pass
         self._file_lock = threading.Lock()
@@ -180,12 +212,14 @@ class GroupFile(Sequence[Row]):
         """No rows: the count readers go by first, then new columns, so a ``snapshot`` keeps its own whole."""
         self._count = 0  # rows whose every column is filled: what readers see
         self.skipped = 0
+        self.warnings: list[str] = []  # a folder of shards: the shards and items missing
         self.max_item = 0
         self.group_size = 1
         self.score_range = (0.0, 1.0)
         self._offsets, self._items, self._starts = array("q"), array("q"), array("d")
         self._turns, self._temperatures, self._lengths, self._elapsed = (array("d") for _ in range(4))
         self._score_at, self._scores = array("q", [0]), array("d")
+        self._parts = array("l")
         self._function_means: dict[str, array] = {}  # NaN where a group has no such function
         self._order: array | None = None
         self.series = Series()  # the charts' (the view's model shows this one)
@@ -209,7 +243,8 @@ class GroupFile(Sequence[Row]):
         means = tuple((name, column[line]) for name, column in self._function_means.items()
                       if not math.isnan(column[line]))
         return Row(position + 1, self._items[line], tuple(self._scores[first:end]), (self._turns[line],),
-                   self._temperatures[line], self._offsets[line], self._lengths[line], self._elapsed[line], means)
+                   self._temperatures[line], self._offsets[line], self._lengths[line], self._elapsed[line], means,
+                   self._parts[line])
 
     def position_of(self, index: int) -> int:
         """Where the row numbered ``index`` is: rows are numbered by position."""
@@ -226,12 +261,13 @@ class GroupFile(Sequence[Row]):
 
     def _group(self, row: Row) -> GroupCollected:
         """The whole group behind ``row``, read from disk."""
-        with self._file_lock, self.path.open("rb") as f:
+        path = self._files[row.part]
+        with self._file_lock, path.open("rb") as f:
             f.seek(row.offset)
             raw = next(store.group_lines(f), b"")
         parsed = store.parse_group_line(raw)
         if isinstance(parsed, str):
-            raise ValueError(f"{self.path} changed since it was read ({parsed})")
+            raise ValueError(f"{path} changed since it was read ({parsed})")
         return group_event(row.index, parsed)
 
     # -- the background pass ----------------------------------------------------------------
@@ -247,8 +283,7 @@ class GroupFile(Sequence[Row]):
         started = time.time()
         self._record = self._run_record(emit)
         announce = functools.partial(self._started, sim_tokenizer=sim_tokenizer, tokenizer=tokenizer)
-        with self.path.open("rb") as f:
-            reading = self._read_from_start(f, emit, announce, whole_lines=follow_until is not None)
+        reading = self._read_from_start(emit, announce, whole_lines=follow_until is not None)
         if not reading.announced:
             emit(announce({}, None, 0))
         if follow_until is not None:
@@ -262,52 +297,80 @@ class GroupFile(Sequence[Row]):
         emit(summary)
         return summary
 
-    def _read_from_start(self, f: BinaryIO, emit: Callable[[Event], None], announce: Callable[..., RunStarted],
+    def _read_from_start(self, emit: Callable[[Event], None], announce: Callable[..., RunStarted],
                          whole_lines: bool) -> _Pass:
-        """Every line of ``f`` as new rows, in the order the view asks for."""
+        """Every line of the files, one after another, as new rows, in the order the view asks for."""
         self._start()
-        status = os.fstat(f.fileno())
-        reading = _Pass((status.st_dev, status.st_ino), status.st_size)
-        self._read_lines(f, reading, emit, announce, whole_lines)
-        reading.add_drops(self.path)
+        reading = _Pass(self._places())
+        if self.sharded is not None:
+            self._warn(self.sharded.missing(), emit)
+        for place in reading.places:
+            with place.path.open("rb") as f:
+                status = os.fstat(f.fileno())
+                place.identity, place.total = (status.st_dev, status.st_ino), status.st_size
+                self._read_lines(f, place, reading, emit, announce, whole_lines)
+            reading.add_drops(place)
+        if self.sharded is not None and not whole_lines:  # a followed run's shards are still being written
+            counts = {place.run.shard: place.groups for place in reading.places if place.run is not None}
+            self._warn(gaps(counts, self.sharded.count, max(place.top_item for place in reading.places)), emit)
         if (column := ORDERS[self.order]) is not None:
             values = getattr(self, column)
             self._order = array("q", sorted(range(self._count), key=values.__getitem__))
         self._progress(reading, emit, done=True)
         return reading
 
+    def _places(self) -> list[_Place]:
+        """Each file to read, with its size now: the progress counts the bytes of them all from the start."""
+        runs = self.sharded.runs if self.sharded is not None else [None]
+        places = [_Place(self._files[part], part, run.name if run else self.path.name, run)
+                  for part, run in enumerate(runs)]
+        for place in places:
+            with contextlib.suppress(OSError):  # a file that is not there says so when it is opened
+                place.total = place.path.stat().st_size
+        return places
+
+    def _warn(self, lines: list[str], emit: Callable[[Event], None]) -> None:
+        """Warnings about what a folder of shards lacks: in the log now, and on stderr once the view closes."""
+        self.warnings += lines
+        for line in lines:
+            emit(LogRecord("WARNING", "view", line))
+
     def _look(self, reading: _Pass, emit: Callable[[Event], None], announce: Callable[..., RunStarted]) -> _Pass:
         """A followed file's new whole lines; all of it again when it shrank or another file took its place."""
-        try:
-            f = self.path.open("rb")
-        except FileNotFoundError:  # removed, perhaps to be replaced: a new file is read from its start
-            return reading
-        with f:
-            status = os.fstat(f.fileno())
-            if (status.st_dev, status.st_ino) != reading.identity or status.st_size < reading.offset:
-                message = f"{self.path.name} shrank or was replaced: reading it again from the start"
-                emit(LogRecord("WARNING", "view", message))
-                return self._read_from_start(f, emit, announce, whole_lines=True)
-            before, reading.total = reading.offset, status.st_size
-            self._read_lines(f, reading, emit, announce, whole_lines=True)
-        drops_before = reading.drops_offset
-        reading.add_drops(self.path)
-        if reading.offset != before or reading.drops_offset != drops_before:
+        changed = False
+        for place in reading.places:
+            try:
+                f = place.path.open("rb")
+            except FileNotFoundError:  # removed, perhaps to be replaced: a new file is read from its start
+                continue
+            with f:
+                status = os.fstat(f.fileno())
+                if (status.st_dev, status.st_ino) != place.identity or status.st_size < place.offset:
+                    again = "it" if self.sharded is None else "the shards"
+                    message = f"{place.name} shrank or was replaced: reading {again} again from the start"
+                    emit(LogRecord("WARNING", "view", message))
+                    return self._read_from_start(emit, announce, whole_lines=True)
+                before, place.total = place.offset, status.st_size
+                self._read_lines(f, place, reading, emit, announce, whole_lines=True)
+            drops_before = place.drops_offset
+            reading.add_drops(place)
+            changed = changed or place.offset != before or place.drops_offset != drops_before
+        if changed:
             self._progress(reading, emit, done=True)
         return reading
 
-    def _read_lines(self, f: BinaryIO, reading: _Pass, emit: Callable[[Event], None],
+    def _read_lines(self, f: BinaryIO, place: _Place, reading: _Pass, emit: Callable[[Event], None],
                     announce: Callable[..., RunStarted], whole_lines: bool) -> None:
-        """The lines from ``reading.offset`` on as rows; with ``whole_lines``, a last line still being written waits."""
-        f.seek(reading.offset)
+        """The lines from ``place.offset`` on as rows; with ``whole_lines``, a last line still being written waits."""
+        f.seek(place.offset)
         last_progress = 0.0
         for raw in store.group_lines(f):
             whole = raw.ended if isinstance(raw, LongLine) else raw.endswith(b"\n")
             if whole_lines and not whole:
                 break
-            reading.lines += 1
-            at = reading.offset
-            reading.offset += raw.size if isinstance(raw, LongLine) else len(raw)
+            place.lines += 1
+            at = place.offset
+            place.offset += raw.size if isinstance(raw, LongLine) else len(raw)
             if not isinstance(raw, LongLine) and not raw.strip():
                 continue
             parsed = store.parse_group_line(raw)
@@ -316,9 +379,10 @@ class GroupFile(Sequence[Row]):
                     raise ValueError(parsed)
                 group = group_event(self._count + 1, parsed)
             except (KeyError, TypeError, ValueError, AttributeError) as e:
-                reason = str(e) if isinstance(parsed, str) else f"bad group ({e})"
-                self.skipped += 1
-                emit(LogRecord("WARNING", "view", f"{self.path.name} line {reading.lines} skipped: {reason}"))
+                self._skip(place, str(e) if isinstance(parsed, str) else f"bad group ({e})", emit)
+                continue
+            if place.run is not None and (overlap := foreign(place.run, group.item)) is not None:
+                self._skip(place, overlap, emit)
                 continue
             if not reading.announced:
                 estimate = reading.total // max(1, len(raw))  # the progress refines it; counting first would wait
@@ -328,14 +392,19 @@ class GroupFile(Sequence[Row]):
                 if started.mode is Mode.EVAL:
                     threshold = self._record.config.pass_threshold if self._record is not None else None
                     reading.tally = EvalTally(len(group.scores), PASS_THRESHOLD if threshold is None else threshold)
-            self._add(at, group)
+            self._add(at, group, place.part)
+            place.groups, place.top_item = place.groups + 1, max(place.top_item, group.item)
             reading.add(group, self.series)
             self.score_range = reading.seen or self.score_range
-            if reading.lines % YIELD_EVERY == 0:
+            if place.lines % YIELD_EVERY == 0:
                 time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
             if time.monotonic() - last_progress > PROGRESS_EVERY_S:
                 last_progress = time.monotonic()
                 self._progress(reading, emit)
+
+    def _skip(self, place: _Place, reason: str, emit: Callable[[Event], None]) -> None:
+        self.skipped += 1
+        emit(LogRecord("WARNING", "view", f"{place.name} line {place.lines} skipped: {reason}"))
 
     def _progress(self, reading: _Pass, emit: Callable[[Event], None], done: bool = False) -> None:
         emit(FileProgress(self._count, reading.offset, reading.total, copy.deepcopy(reading.totals),
@@ -343,9 +412,10 @@ class GroupFile(Sequence[Row]):
         if reading.tally is not None:
             emit(reading.tally.report(len(reading.tally.items), final=done))
 
-    def _add(self, offset: int, group: GroupCollected) -> None:
+    def _add(self, offset: int, group: GroupCollected, part: int) -> None:
         """One more row: every column first, then the count readers go by."""
         self._offsets.append(offset)
+        self._parts.append(part)
         self._items.append(group.item)
         self._starts.append(float(group.started_at))
         self._turns.append(stats.mean([float(t) for t in group.turns]))
@@ -366,9 +436,10 @@ class GroupFile(Sequence[Row]):
         self._count += 1
 
     def _run_record(self, emit: Callable[[Event], None]) -> RunRecord | None:
-        """The settings saved beside the file, if any; damaged ones are named, and the groups shown without them."""
+        """The settings saved beside the file (the first shard's), if any; damaged ones are named, and the groups
+        shown without them."""
         try:
-            return run_records.run_record(self.path)
+            return run_records.run_record(self._files[0])
         except run_records.Damaged as e:
             emit(LogRecord("WARNING", "view", f"{e}: the groups are shown without the run's settings"))
             return None

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import paths, run_records, store
+from vftui import paths, run_records, shard_folder, store
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.events import META
 from vftui.run_files import RUN_SUFFIX
 from vftui.run_records import EvalMetadata, Settings
+from vftui.shard_folder import ShardedRun, foreign, gaps
+from vftui.shards import Shard
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
@@ -43,17 +45,27 @@ class Item:
     def mean(self) -> float:
         return sum(self.rewards) / len(self.rewards)
 
+    def extend(self, other: Item) -> None:
+        """``other``'s rollouts too: the same example in another shard (a run past its dataset's end)."""
+        self.rewards += other.rewards
+        for name, values in other.functions.items():
+            self.functions.setdefault(name, []).extend(values)
+        self.truncated += other.truncated
+        self.completion_chars += other.completion_chars
+        self.rollouts += other.rollouts
+
 
 @dataclass
 class Source:
     """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
 
     path: Path
-    kind: str  # "groups", "vf-eval" or "atropos samples"
+    kind: str  # "groups", "shards" (a folder of a run's shards), "vf-eval" or "atropos samples"
     env_id: str
     items: dict[str, Item]
     skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
     threshold: float | None = None  # the pass threshold the eval recorded, if it did
+    warnings: list[str] = field(default_factory=list)  # a folder of shards: shards missing, items missing
 
 
 def load(path: Path) -> Source:
@@ -62,33 +74,61 @@ def load(path: Path) -> Source:
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
     if path.is_dir():
-        return load(_file_in(path))
+        found = _file_in(path)
+        return load(found) if isinstance(found, Path) else _load_shards(found)
     if path.name.endswith(RUN_SUFFIX):
         return load(Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl"))
+    return _load_file(path)[0]
+
+
+def _load_file(path: Path) -> tuple[Source, list[int]]:
+    """A results file, and the items of its groups (a groups file's: vf-eval's rows have none)."""
     lines = _json_lines(path)
     rows = list(lines)
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
     if "scores" in rows[0]:
-        items, skipped = _from_groups(rows)
+        items, skipped, indices = _from_groups(rows)
         settings = _settings(path)
         return Source(path, "groups", settings.env, items, lines.skipped + skipped,
-                      settings.pass_threshold if settings.mode == "eval" else None)
+                      settings.pass_threshold if settings.mode == "eval" else None), indices
     if "reward" in rows[0] and "example_id" in rows[0]:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
-        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold)
+        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold), []
     raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
                     "'reward' a line)")
 
 
-def viewable(path: Path) -> Path:
+def _load_shards(sharded: ShardedRun) -> Source:
+    """A folder of one run's shards as one source: their items together, each line's item checked to be its
+    shard's (an overlap is refused), the shards and items missing as warnings."""
+    merged = Source(sharded.folder, "shards", sharded.env, {}, warnings=sharded.missing())
+    counts: dict[Shard, int] = {}
+    top = -1  # the highest item any shard holds
+    for run in sharded.runs:
+        source, indices = _load_file(run.path)
+        if (overlap := next(filter(None, (foreign(run, item) for item in indices)), None)) is not None:
+            raise UserError(overlap)
+        counts[run.shard], top = len(indices), max(top, max(indices, default=-1))
+        merged.skipped += source.skipped
+        merged.threshold = source.threshold if merged.threshold is None else merged.threshold
+        for key, item in source.items.items():
+            merged.items.setdefault(key, Item(key)).extend(item)
+    merged.warnings += gaps(counts, sharded.count, top)
+    return merged
+
+
+def viewable(path: Path) -> Path | ShardedRun:
     """The groups file ``vftui view`` opens for ``path``: a run or eval folder's, or vf-eval results in
-    the groups form (made once, in the cache, per version of the results)."""
+    the groups form (made once, in the cache, per version of the results); or a folder of a run's shards."""
     path = path.expanduser()
     if path.is_dir():
-        path = _file_in(path)
+        found = _file_in(path)
+        if isinstance(found, ShardedRun):
+            return found
+        path = found
     if path.name.endswith(RUN_SUFFIX):
         path = Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
     if not path.is_file():
@@ -135,11 +175,14 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
         }
 
 
-def _file_in(folder: Path) -> Path:
-    """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder."""
+def _file_in(folder: Path) -> Path | ShardedRun:
+    """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder; or the
+    shards of one run the folder holds."""
     for name in (RESULTS, SAMPLES):
         if (folder / name).is_file():
             return folder / name
+    if (sharded := shard_folder.find(folder)) is not None:
+        return sharded
     runs = sorted(folder.glob(f"*{RUN_SUFFIX}"))
     if len(runs) == 1:
         return runs[0]
@@ -181,10 +224,12 @@ def _key(meta: dict[str, Any], fallback: Any) -> str:
     return str(example if example is not None else meta.get("item", fallback))
 
 
-def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
-    """The groups' rollouts by item, and how many groups were not results (no finite scores)."""
+def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, list[int]]:
+    """The groups' rollouts by item, how many groups were not results (no finite scores), and the dataset
+    items of those that were (as recorded: a line without one has none)."""
     items: dict[str, Item] = {}
     skipped = 0
+    indices: list[int] = []
     for n, group in enumerate(groups):
         meta = group.get(META) if isinstance(group.get(META), dict) else {}
         raw = group.get("scores")
@@ -192,6 +237,8 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
         if not scores or None in scores:
             skipped += 1
             continue
+        if type(meta.get("item")) is int:
+            indices.append(meta["item"])
         item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
         messages = group.get("messages") if isinstance(group.get("messages"), list) else [[] for _ in scores]
         reasons = meta.get("finish_reasons") if isinstance(meta.get("finish_reasons"), list) else [None] * len(scores)
@@ -205,7 +252,7 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
         for name, values in metrics.items():
             numbers = [_number(v) for v in values] if isinstance(values, list) else []
             item.functions.setdefault(name, []).extend(v for v in numbers if v is not None)
-    return items, skipped
+    return items, skipped, indices
 
 
 def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:

@@ -94,7 +94,7 @@ def describe(out: Path) -> RunLine:
         return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=str(e))
     config, created = run.config, run.created
     about = {"env": config.env, "mode": config.mode, "model": run.model}
-    total = config.steps if config.mode != "eval" else 0
+    total = config.own_shard.share(config.steps) if config.mode != "eval" else 0
     info = ask_status(socket_path(out))
     if isinstance(info, RunInfo):
         return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,

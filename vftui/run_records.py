@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vftui import bounds
+from vftui import bounds, shards
 from vftui.errors import UserError
 from vftui.events import RunState
 from vftui.run_files import find_resumable, sidecars
@@ -41,6 +41,16 @@ class Settings(BaseModel):
     mode: str = ""
     steps: Count = 0
     pass_threshold: Number | None = None  # an eval's (older runs did not save it)
+    shard: list[int] | None = None  # [I, N] of a sharded run, as saved (older runs did not save it)
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _shard(cls, value: Any) -> Any:
+        return None if value is None else shards.parse(value).as_json()
+
+    @property
+    def own_shard(self) -> shards.Shard:
+        return shards.WHOLE if self.shard is None else shards.Shard(*self.shard)
 
 
 class RunRecord(BaseModel):

@@ -175,7 +175,10 @@ class Run:
 
     def _open_output(self) -> Output:
         cfg = self.config
-        output = open_new(cfg.out, cfg.env) if cfg.resume is None else open_resumed(cfg.resume, cfg.window)
+        if cfg.resume is None:
+            output = open_new(cfg.out, cfg.env)
+        else:
+            output = open_resumed(cfg.resume, cfg.window, cfg.own_shard)
         self._drops = DropLog(output.path)
         if cfg.resume is None:
             return output
@@ -299,10 +302,12 @@ class Run:
             checkpoint_path=sidecars(plan.out_path)[1],
             ledger=output.ledger,
             groups_before=plan.groups_before,
+            shard=cfg.own_shard,
             max_retries=cfg.retries,
             on_tokens=self.collection.tokens_written,
             extra_meta={"model": plan.model, "simulated": plan.simulated,
-                        "collected_with": resumed.collected_with(self.config)},
+                        "collected_with": resumed.collected_with(self.config),
+                        **({"shard": list(cfg.shard)} if cfg.shard is not None else {})},
             health_metrics=lambda: self.health.wandb_metrics(self._health) if self._health is not None else {},
             fail=self.collection.fail,
         )

@@ -49,6 +49,7 @@ from vftui.events import (
     MetricsWindow,
     trained_tokens,
 )
+from vftui.shards import WHOLE, Shard
 
 logger = logging.getLogger(__name__)
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
@@ -82,6 +83,8 @@ class Hooks:
     checkpoint_path: Path | None = None
     ledger: ItemLedger = field(default_factory=ItemLedger)
     groups_before: int = 0
+    shard: Shard = WHOLE
+    """The items the run collects; the ledger counts positions in it."""
     max_retries: int = 5
     on_tokens: Callable[[int], None] = lambda count: None
     """sft: generated tokens of each written group, for tokens/s."""
@@ -166,7 +169,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         controls = self.hooks.controls
         if controls is not None and not await controls.claim_group():
             return None
-        index = self.ledger.take()
+        index = self.hooks.shard.item(self.ledger.take())
         return {**self.environment.item(index), "_item": index, CLAIMED: controls is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
@@ -330,7 +333,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     def _item_done(self, item: int) -> None:
         """Written, dropped or failed: done in the ledger and in the checkpoint."""
-        self.ledger.mark_done(item)
+        self.ledger.mark_done(self.hooks.shard.position(item))
         if self.hooks.checkpoint_path is not None:
             self.save_checkpoint(self.curr_step)
 

@@ -1,4 +1,5 @@
-"""``vftui compare A B [C ...]``: runs, evals, dumps and vf-eval outputs of one environment side by side.
+"""``vftui compare A B [C ...]``: runs, evals, dumps, vf-eval outputs and folders of a run's shards, of one
+environment, side by side.
 
 Each later source is set against the first (A). Printed as a table, or as one JSON object
 (``--json``); with ``--fail-if-worse D`` it exits 3 when a later source's reward is below A's
@@ -49,6 +50,8 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
         if source.skipped:
             print(f"vftui: {one_line(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
                   "foreign, or a reward that is not a number)", file=sys.stderr)
+        for warning in source.warnings:
+            print(f"vftui: warning: {one_line(str(source.path))}: {warning}", file=sys.stderr)
     # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
     summaries = [summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
                  for s in sources]
@@ -93,7 +96,8 @@ def _summary_dict(s: Summary) -> dict[str, Any]:
             "items": len(s.source.items), "rollouts": s.rollouts, "reward": s.reward.as_dict(),
             "pass@1": s.pass1.as_dict(), "pass_threshold": s.threshold, "skipped_lines": s.source.skipped,
             "functions": {n: e.as_dict() for n, e in s.functions.items()},
-            "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars}
+            "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars,
+            "warnings": s.source.warnings}
 
 
 def report(summaries: list[Summary], changes: list[Change]) -> list[str]:

@@ -1,7 +1,8 @@
 """``vftui view FILE.jsonl``: a saved groups file in the dashboard's panels, at once however big.
 
 A run or eval folder opens its groups; vf-eval's ``results.jsonl`` (or its folder) opens in the
-groups form, one group an example (``results.viewable``).
+groups form, one group an example (``results.viewable``); a folder of one run's shards opens as
+that run, its shards read one after another (``shard_folder``).
 
 The app opens before the file is read; ``GroupFile.read`` runs as the app's worker and
 fills the table and the panels as it goes (see ``groupfile``); with ``--follow`` it goes on
@@ -27,16 +28,18 @@ from vftui.ui.sources import ViewedFile
 def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str,
                follow: bool = False) -> int:
     """``follow``: another process still writes the file; new lines show until the view is closed."""
-    path = viewable(path)
+    opened = viewable(path)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UserError("vftui view needs a terminal")
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
-    rows = GroupFile(path, order)
+    rows = GroupFile(opened, order)
     source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
     app = VftuiApp(source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours)
     app.run()
     if rows.skipped:
-        print(one_line(f"vftui view: {rows.skipped} malformed lines in {path} were skipped (see the log panel)"),
+        print(one_line(f"vftui view: {rows.skipped} malformed lines in {rows.path} were skipped (see the log panel)"),
               file=sys.stderr)
+    for warning in rows.warnings:
+        print(one_line(f"vftui view: warning: {rows.path}: {warning}"), file=sys.stderr)
     return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

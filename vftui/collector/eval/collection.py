@@ -24,6 +24,7 @@ from vftui.errors import UserError
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event, GroupCollected, Mode
 from vftui.run_files import eval_dir
+from vftui.shards import share_of
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls
@@ -51,8 +52,11 @@ class EvalCollection(SftCollection):
         size = environment.size
         if size is None and self.config.num_examples is None:
             raise UserError(f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N")
-        self._examples = min(n for n in (self.config.num_examples, size) if n is not None)
-        logger.info("evaluating %d examples of %s from %s", self._examples, environment.env_id, split)
+        examples = min(n for n in (self.config.num_examples, size) if n is not None)
+        shard = self.config.own_shard  # --num-examples counts over all the shards
+        self._examples = share_of(shard, examples, "examples")
+        logger.info("evaluating %d examples of %s from %s%s", self._examples, environment.env_id, split,
+                    f" (shard {shard} of the first {examples})" if self.config.shard is not None else "")
 
     def groups_total(self, environment: Environment) -> int:
         return self._examples

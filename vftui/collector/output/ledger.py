@@ -6,6 +6,9 @@ set of written items (a watermark below which all are done, plus the few above i
 hands out items to collect: first those below the next new item that are not done (in
 flight when a previous run died or was cancelled), then new ones. So a resumed run
 collects again exactly what was lost and never writes an item twice.
+
+A sharded run's ledger counts positions in its shard (``shards.Shard.item`` makes them dataset
+items), so its items too are a watermark and a few above it.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from vftui.events import GroupCollected
 from vftui.groupfile import group_event
 from vftui.run_files import find_resumable, sidecars
 from vftui.run_records import Checkpoint
+from vftui.shards import Shard
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +65,12 @@ def open_new(out: Path | None, env_id: str) -> Output:
     return Output(free, lock)
 
 
-def open_resumed(run: Path, window: int) -> Output:
+def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     """The resumed run's jsonl with a torn last line cut, its groups and the items left to collect.
 
     An item is done when its line is in the file (the checkpoint may lag it by one) or the
     checkpoint says so (a dropped group has no line); items in flight when it stopped are
-    collected again first.
+    collected again first. The ledger counts the shard's own positions, as the checkpoint does.
     """
     out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
@@ -82,7 +83,7 @@ def open_resumed(run: Path, window: int) -> Output:
     except BaseException:
         lock.release()
         raise
-    ledger = ItemLedger(saved.done_below, [*saved.done_above, *(g.item for g in written)], saved.iter)
+    ledger = ItemLedger(saved.done_below, [*saved.done_above, *(shard.position(g.item) for g in written)], saved.iter)
     if ledger.lost:
         logger.warning("%d items were in flight when the run stopped; collecting them again first", ledger.lost)
     return Output(out, lock, len(written), ledger, written, _tail_lines(out, window))

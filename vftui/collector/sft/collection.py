@@ -19,6 +19,7 @@ from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.config import RunConfig
 from vftui.events import Event, Mode
+from vftui.shards import share_of
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls
@@ -43,10 +44,10 @@ class SftCollection:
         self._task: asyncio.Task | None = None
 
     def check(self, environment: Environment) -> None:
-        return None  # any environment the tokenizer can render
+        share_of(self.config.own_shard, self.config.steps, "groups of --steps")  # any environment the tokenizer renders
 
     def groups_total(self, environment: Environment) -> int:
-        return self.config.steps
+        return self.config.own_shard.share(self.config.steps)  # --steps counts over all the shards
 
     def observe(self, event: Event) -> None:
         return None  # the run's own totals and health are enough
