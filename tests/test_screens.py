@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.runs_app import RunsApp
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
@@ -345,3 +348,29 @@ async def test_b_shows_the_groups_best_and_worst_rollouts_side_by_side():
                    for side in ("best", "worst")), "f folds both prompts"
         await pilot.press("escape")
         assert not isinstance(app.screen, BestWorstScreen)
+
+
+RUNS_HOME = Path("/tmp/vftui-snapshot-runs")  # fixed, so the runs' paths and ids are the same on any machine
+
+
+def test_snapshot_runs_screen(snap_compare, monkeypatch):
+    """Three finished runs of fixed paths, times and figures, as the runs screen lists them."""
+    shutil.rmtree(RUNS_HOME, ignore_errors=True)
+    monkeypatch.setenv("XDG_DATA_HOME", str(RUNS_HOME))
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    runs = [("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, "finished", 0.912),
+            ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, "finished", 0.734),
+            ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, "finished", 0.388)]  # short of its steps
+    for day, (name, mode, env, done, steps, state, reward) in enumerate(runs):
+        folder = RUNS_HOME / "vftui" / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "groups.jsonl").write_text("")
+        (folder / "groups.run.json").write_text(json.dumps({
+            "config": {"env": env, "mode": mode, "steps": steps}, "model": "vftui-sim", "created": FIXED_CLOCK + day}))
+        (folder / "groups.checkpoint.json").write_text(json.dumps({
+            "groups": done, "elapsed_s": 60.0 * (day + 1), "state": state, "mean_reward": reward}))
+    try:
+        assert snap_compare(RunsApp(), terminal_size=(140, 12))
+    finally:
+        time.tzset()
