@@ -13,12 +13,14 @@ import contextlib
 import faulthandler
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from vftui import safe_files
+from vftui.events import Event, LogRecord
 from vftui.run_files import LOG_SUFFIX
 
 
@@ -56,14 +58,15 @@ def capture(file: TextIO) -> TextIO:
     return file
 
 
-def switch_to_log(out_path: Path, early: TextIO, warn: Callable[[str], None]) -> Path | None:
+def switch_to_log(out_path: Path, early: TextIO, emit: Callable[[Event], None]) -> Path | None:
     """From now on into the run's log beside its jsonl, with what was said while the run was prepared
-    (``early``); a link planted at its name is not followed: the output stays in the scratch file."""
+    (``early``); a link planted at its name is not followed: the output stays in the scratch file, and the
+    run's views are told (``emit``)."""
     path = out_path.with_suffix(LOG_SUFFIX)
     try:
         log = open(safe_files.open_append(path), "a", buffering=1)  # noqa: SIM115 - lives as long as the run
     except OSError as e:
-        warn(f"no log written to {path}: {e.strerror}")
+        emit(LogRecord("WARNING", __name__, f"no log written to {path}: {e.strerror}", time.time()))
         return None
     early.seek(0)
     log.write(early.read())

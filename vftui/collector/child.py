@@ -13,13 +13,12 @@ from __future__ import annotations
 import signal
 import tempfile
 import threading
-import time
 import traceback
 from multiprocessing.connection import Connection
 
 from vftui import captured
 from vftui.config import RunConfig
-from vftui.events import LogRecord, RunState, RunStatus
+from vftui.events import RunState, RunStatus
 from vftui.live.process import Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.wording import LOADING_LIBRARIES
@@ -47,8 +46,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         # terminal is the dashboard's, so library output goes to a file beside the run.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log_path = captured.switch_to_log(plan.out_path, early, lambda said: outbox.put(
-            LogRecord("WARNING", __name__, said, time.time())))
+        log_path = captured.switch_to_log(plan.out_path, early, outbox.put)
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()

@@ -199,8 +199,7 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
         run = Run(config, view)
         try:
             plan = run.prepare()
-            log_path = captured.switch_to_log(plan.out_path, early, lambda said: view(
-                LogRecord("WARNING", __name__, said, time.time())))
+            log_path = captured.switch_to_log(plan.out_path, early, view)
             view.on_reader_gone = run.controls.stop
             if view.reader_gone:  # it left while the run was being prepared
                 run.controls.stop()

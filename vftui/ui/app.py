@@ -65,7 +65,6 @@ from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
 PREVIEW_FOLLOW_S = 2.0  # a preview is a screenful of styled tokens: following the newest group, redrawn this seldom
-STATE_ECHO_S = 0.1  # after a key that changes the run's state, the run's answer is shown this soon
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
 TEMPERATURE_RANGE = f"{MIN_TEMPERATURE:g}–{MAX_TEMPERATURE:g}"
@@ -306,8 +305,7 @@ class VftuiApp(App[RunSummary | None]):
         return not (action in self.LIVE_ONLY and self.controls is None)
 
     def action_toggle_pause(self) -> None:
-        self.controls.toggle_pause()
-        self.set_timer(STATE_ECHO_S, self.tick)
+        self.controls.toggle_pause()  # the run's answer (a RunStatus) wakes the inbox: shown at once
 
     def action_temperature(self, delta: float) -> None:
         self.model.temperature = self.controls.nudge_temperature(delta)
