@@ -15,6 +15,7 @@ from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDroppe
 from vftui.live.server import Replay
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
+from vftui.ui.screens.best_worst import best_and_worst
 from vftui.ui.widgets.token_preview import wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
 from vftui.ui.widgets.turns import fit
@@ -169,3 +170,8 @@ def test_the_turns_panel_keeps_the_most_frequent_counts_and_says_how_many_it_hid
     hist = [(1, 5), (2, 50), (3, 7), (4, 40), (5, 1)]
     assert fit(hist, 5) == (hist, 0)
     assert fit(hist, 3) == ([(2, 50), (4, 40)], 3), "two rows of counts and one saying three more"
+
+
+def test_best_and_worst_are_two_rollouts_even_when_all_scored_the_same():
+    assert best_and_worst([0.2, 0.9, 0.1, 0.9, 0.1]) == (1, 4)
+    assert best_and_worst([0.0] * 8) == (0, 7)

@@ -17,9 +17,11 @@ from vftui.ui.widgets.token_preview import TokenPreview
 
 
 def best_and_worst(scores: list[float]) -> tuple[int, int]:
-    """The rollouts with the highest and the lowest reward (the first of equals)."""
-    order = range(len(scores))
-    return max(order, key=scores.__getitem__), min(order, key=scores.__getitem__)
+    """The rollouts with the highest reward (the first of equals) and the lowest (the last of equals), so a
+    group whose rollouts all scored the same still shows two of them."""
+    best = max(range(len(scores)), key=scores.__getitem__)
+    worst = min(reversed(range(len(scores))), key=scores.__getitem__)
+    return best, worst
 
 
 class BestWorstScreen(ModalScreen[None]):
