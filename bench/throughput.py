@@ -57,6 +57,8 @@ from pathlib import Path
 import httpx
 from _pane import PANE_ENV
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' reference eval, run by hand too
+from tests.verifiers_reference import episodes, eval_command, pinned
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.defaults import DEFAULT_ENV
 from vftui.sim.server import MODEL, TOKENIZER_DIR, BackgroundSimServer
@@ -321,26 +323,17 @@ V1_SHIM = "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSor
 def verifiers_eval_rate(base_url: str, env: dict[str, str], tmp: Path, tasks: int, group_size: int,
                         turns: int) -> float:
     """Groups/s of verifiers' own v1 eval of the default taskset, from its traces' timings."""
-    from importlib.metadata import version
-
     from verifiers.v1.trace import Trace
 
     site = tmp / "shim"
     site.mkdir(exist_ok=True)
     (site / "vftui_bench_sort.py").write_text(V1_SHIM)
-    script = "vf-eval" if tuple(map(int, version("verifiers").split(".")[:2])) >= (0, 4) else "eval"
-    cmd = [str(Path(sys.executable).parent / script), "vftui_bench_sort", "--env.taskset.max-turns", str(turns),
-           "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--client.base-url", base_url,
-           "--client.api-key-var", "VFTUI_BENCH_KEY", "--model", MODEL, "--sampling.temperature", "1.0",
-           "-n", str(tasks), "-r", str(group_size), "-c", str(IN_FLIGHT), "--no-push", "--no-rich", "-o", str(tmp),
-           "--run.name", "vf-eval"]
-    if script == "eval":
-        cmd.append("--no-serve")
+    out = tmp / "vf-eval"
+    cmd = eval_command("vftui_bench_sort", base_url, MODEL, "VFTUI_BENCH_KEY", out, tasks, group_size, IN_FLIGHT,
+                       {"max_turns": turns})
     path = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
-    run(cmd, {**env, "PYTHONPATH": path, "VFTUI_BENCH_KEY": "x",
-              "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])})
-    traces = [Trace.model_validate(t) for line in (tmp / "vf-eval" / "traces.jsonl").read_text().splitlines()
-              for t in json.loads(line)["traces"]]
+    run(cmd, pinned({**env, "PYTHONPATH": path, "VFTUI_BENCH_KEY": "x"}))
+    traces = [Trace.model_validate(t) for episode in episodes(out) for t in episode["traces"]]
     assert all(t.ok for t in traces), [t.errors for t in traces if not t.ok][:1]
     start = min(t.timing.start for t in traces)
     end = max(t.timing.scoring.end or t.timing.start for t in traces)

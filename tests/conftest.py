@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -28,6 +29,32 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 CLASSIC = importlib.util.find_spec("verifiers.legacy") is not None  # verifiers 0.3 runs classic envs; 0.4 does not
+IN_CI = bool(os.environ.get("CI"))  # .ci/run sets it: there every tool the suite drives must be present
+TOOLS = {  # what ``@pytest.mark.needs(tool)`` looks for, and how to get it
+    "tmux": ("tmux", "apt-get install tmux"),
+    "sshd": ("sshd", "apt-get install openssh-server openssh-client"),
+    "uv": ("uv", "pip install -e '.[test]'"),
+}
+
+
+def unavailable(what: str) -> None:
+    """A test that cannot run here: skipped outside CI, saying what is missing and how to get it; a failure in
+    CI, so a missing tool or a taken port can never leave a green run that tested less than it says."""
+    (pytest.fail if IN_CI else pytest.skip)(what)
+
+
+def tool_path(name: str) -> str | None:
+    """``name`` on PATH, in this environment's bin (uv) or in /usr/sbin (sshd is not on a user's PATH)."""
+    places = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", ""), "/usr/sbin"])
+    return shutil.which(name, path=places)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers("needs"):
+        for tool in marker.args:
+            command, install = TOOLS[tool]
+            if tool_path(command) is None:
+                unavailable(f"{command} is not installed ({install}; .ci/run installs it)")
 
 
 @pytest.fixture(autouse=True, scope="session")

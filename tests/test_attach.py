@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import socket
 import stat
 import subprocess
@@ -42,7 +41,7 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.runs_app import RunsApp
 from vftui.ui.sources import AttachedTo
 
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+needs_tmux = pytest.mark.needs("tmux")
 
 
 def headless(sim, out, steps=2000) -> list[str]:

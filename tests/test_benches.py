@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, cli_env
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="the benches drive tmux")
+pytestmark = pytest.mark.needs("tmux")
 
 RUNS = {  # each bench's quick form (throughput's sections one by one, so they can run side by side)
     **{f"throughput.py --sections {section}": tables for section, tables in {

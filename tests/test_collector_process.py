@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import uuid
@@ -61,7 +60,7 @@ async def test_a_killed_collector_shows_as_failed_and_the_app_stays_open(slow_si
     assert len(read_jsonl(out)) >= 2, "every line written before the kill is whole"
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+@pytest.mark.needs("tmux")
 def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.05).start()
     session = f"vftui-{uuid.uuid4().hex[:8]}"

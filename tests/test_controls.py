@@ -98,6 +98,7 @@ async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):
     assert [e.groups for e in events if isinstance(e, GroupsDumped)] == [3, 3]
 
 
+@pytest.mark.serial  # a bound in seconds
 async def test_second_stop_cancels_the_group_in_flight(tmp_path):
     server = BackgroundSimServer(seed=0, latency_s=3.0).start()
     try:
@@ -114,6 +115,7 @@ async def test_second_stop_cancels_the_group_in_flight(tmp_path):
         server.stop()
 
 
+@pytest.mark.serial  # the peak in flight needs the groups to overlap, which a loaded machine can prevent
 @pytest.mark.parametrize(("extra", "expected"), [
     (["--concurrency", "2"], 2),
     (["--concurrency", "12"], 12),  # two groups of six at once

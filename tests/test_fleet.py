@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, run_cli, tmux, tmux_cli_command, wait_for_screen, wait_until
+from tests.conftest import free_port, run_cli, tmux, tmux_cli_command, unavailable, wait_for_screen, wait_until
 from vftui.sim.server import BackgroundSimServer
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 pytestmark = [
-    pytest.mark.skipif(not Path(SSHD).exists() or shutil.which("ssh-keygen") is None,
-                       reason="OpenSSH's sshd is not installed (.ci/run installs it)"),
+    pytest.mark.needs("sshd"),
     pytest.mark.serial,
 ]
 
@@ -54,7 +53,7 @@ def hosts(tmp_path):
         wait_until(lambda: subprocess.run([*shlex.split(ssh), "fleet-a", "true"], capture_output=True).returncode
                    == 0 or sshd.poll() is not None, "sshd answered", timeout=30)
         if sshd.poll() is not None:
-            pytest.skip(f"sshd did not start here: {sshd.stderr.read()[-300:]}")
+            unavailable(f"sshd did not start here: {sshd.stderr.read()[-300:]}")
         yield ssh, data
     finally:
         sshd.terminate()
@@ -96,7 +95,7 @@ def test_a_host_name_ssh_would_read_as_an_option_is_refused(tmp_path):
     assert done.returncode == 2 and "name hosts as ssh does" in done.stderr
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@pytest.mark.needs("tmux")
 def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
     ssh, data = hosts
     sim = BackgroundSimServer(seed=0, latency_s=0.3).start()

@@ -12,7 +12,6 @@ import math
 import os
 import resource
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -108,7 +107,7 @@ def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+@pytest.mark.needs("tmux")
 def test_dashboard_and_view_show_escapes_without_obeying_them(tmp_path, hostile):
     out = tmp_path / "groups.jsonl"
     buffers_before = tmux("list-buffers") if subprocess.run(["tmux", "list-buffers"], capture_output=True,
@@ -352,7 +351,7 @@ def test_sighup_stops_a_headless_run_gracefully(tmp_path, slow_sim):
     assert saved["groups"] == len(groups) and len({g["vftui"]["item"] for g in groups}) == len(groups)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+@pytest.mark.needs("tmux")
 def test_sigterm_to_the_dashboard_restores_the_terminal_and_prints_the_summary(tmp_path, slow_sim):
     out = tmp_path / "sigterm-groups.jsonl"
     run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
@@ -369,7 +368,7 @@ def test_sigterm_to_the_dashboard_restores_the_terminal_and_prints_the_summary(t
     assert read_jsonl(out), "the groups collected before the signal are saved"
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+@pytest.mark.needs("tmux")
 def test_a_dropped_terminal_stops_the_dashboards_run_gracefully_and_nothing_is_left_running(tmp_path, slow_sim):
     """An SSH session that drops takes the terminal: the app and its collector still finish and exit."""
     out = tmp_path / "hangup-groups.jsonl"

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import stat
@@ -51,7 +50,7 @@ from vftui.run_list import NOT_ANSWERING, RunLine, all_runs
 from vftui.sim.server import TOKENIZER_DIR
 
 SECRET = "the victim's own content\n"
-needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+needs_tmux = pytest.mark.needs("tmux")
 
 
 @pytest.fixture
@@ -363,6 +362,7 @@ def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(
     assert not any(line.startswith(FORGED) for line in refused.stderr.splitlines()), refused.stderr
 
 
+@pytest.mark.serial  # a bound in seconds
 def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delaying_the_others(
         tmp_path, slow_sim, monkeypatch):
     outs = [tmp_path / name / "groups.jsonl" for name in ("stopped", "going")]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Trainer, read_jsonl, run_cli, sim_admin, until
+from tests.conftest import Trainer, read_jsonl, run_cli, sim_admin, unavailable, until
 from tests.test_health import text_of
 from vftui.collector.child import child_main
 from vftui.collector.rl import slurm
@@ -64,7 +64,7 @@ def slurm_servers() -> Iterator[list[BackgroundSimServer]]:
                 servers.append(server.start())
             except OSError as e:
                 server.stop()
-                pytest.skip(f"{url} is where atroposlib's --slurm layout puts a server, and its port is taken: {e}")
+                unavailable(f"{url} is where atroposlib's --slurm layout puts a server, and its port is taken: {e}")
         yield servers
     finally:
         for server in servers:

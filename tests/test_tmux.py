@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import uuid
 
@@ -12,7 +11,7 @@ import pytest
 from tests.conftest import REPO, read_jsonl, tmux, tmux_cli_command, wait_for_screen, wait_until
 from vftui.sim.server import BackgroundSimServer
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.needs("tmux")
 
 
 def test_dashboard_pause_temperature_dump_quit(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, run_cli
+from tests.verifiers_reference import episodes, eval_command, pinned
 from vftui.collector.envs import loader, v1
 from vftui.errors import UserError
 from vftui.sim.server import BackgroundSimServer
@@ -227,25 +227,8 @@ SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-exp
 }
 
 
-def verifiers_eval(taskset: str, env_args: dict, sim, out: Path, tasks: int, rollouts: int, env: dict) -> list[dict]:
-    """verifiers' own v1 eval of the taskset (its plain chat harness, local runtime): its traces."""
-    script = "vf-eval" if verifiers_version() >= (0, 4) else "eval"  # 0.4 renamed it; 0.3's vf-eval is classic
-    args = [str(Path(sys.executable).parent / script), taskset, "--env.agent.harness.id", "null",
-            "--env.agent.runtime.type", "subprocess", "--client.base-url", sim.base_url, "--client.api-key-var",
-            "VFTUI_TEST_KEY", "--model", "vftui-sim", "--sampling.temperature", "1.0", "-n", str(tasks), "-r",
-            str(rollouts), "-c", "4", "--no-push", "--no-rich", "-o", str(out), "--run.name", "ref"]
-    if verifiers_version() < (0, 4):
-        args.append("--no-serve")  # in-process, as 0.4 always runs
-    for key, value in env_args.items():
-        args += [f"--env.taskset.{key.replace('_', '-')}", str(value)]
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=400)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in (out / "ref" / "traces.jsonl").read_text().splitlines()]
-
-
 @pytest.mark.serial
-@pytest.mark.skipif(shutil.which("uv", path=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-                    is None, reason="verifiers' own eval runs its harness with uv (pip install uv)")
+@pytest.mark.needs("uv")
 @pytest.mark.parametrize(("shim", "env_args"), [("vftui_shim_sort", {"max_turns": 2}), ("vftui_shim_tools", {})],
                          ids=["scripted-turns", "tools"])
 def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, shim, env_args):
@@ -253,9 +236,8 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
     site.mkdir()
     for name, text in SHIMS.items():
         (site / f"{name}.py").write_text(text)
-    env = {**cli_env(tmp_path), "VFTUI_TEST_KEY": "dummy", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    env = pinned({**cli_env(tmp_path), "VFTUI_TEST_KEY": "dummy", "HF_DATASETS_OFFLINE": "1",
+                  "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
     tasks, rollouts = 2, 2
     ours_sim = BackgroundSimServer(seed=0).start()  # each run gets a fresh simulated model: the same answers
     try:
@@ -268,7 +250,10 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
         ours_sim.stop()
     theirs_sim = BackgroundSimServer(seed=0).start()
     try:
-        episodes = verifiers_eval(shim, env_args, theirs_sim, tmp_path / "theirs", tasks, rollouts, env)
+        command = eval_command(shim, theirs_sim.base_url, "vftui-sim", "VFTUI_TEST_KEY", tmp_path / "theirs", tasks,
+                               rollouts, 4, env_args)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
+        assert done.returncode == 0, done.stderr[-3000:]
     finally:
         theirs_sim.stop()
     ours = {}
@@ -280,7 +265,7 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
              [m["content"] for m in group["messages"][i] if m["role"] == "assistant"])
             for i in range(rollouts))
     theirs: dict[int, list] = {}
-    for episode in episodes:
+    for episode in episodes(tmp_path / "theirs"):
         for trace in episode["traces"]:
             assert trace["ok"], trace.get("errors")
             rewards = {k: v for k, v in trace["rewards"].items() if v is not None}
@@ -290,12 +275,6 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
             theirs.setdefault(episode["task"]["data"]["idx"], []).append(
                 (round(total, 6), tuple(round(scores[n], 6) for n in names), len(assistant), assistant))
     assert ours == {idx: sorted(rows) for idx, rows in theirs.items()}
-
-
-def verifiers_version() -> tuple[int, int]:
-    from importlib.metadata import version
-
-    return tuple(int(part) for part in version("verifiers").split(".")[:2])
 
 
 def trace_messages(trace: dict) -> list[dict]:

@@ -1,6 +1,7 @@
 """The v1 tests, core runs, the view and the dashboard, on verifiers 0.4 (v1 only): the suite itself runs
 on 0.3, which runs both kinds of environment. The 0.4 environment is made with uv beside the repository
-(``.venv-verifiers04``, kept between runs) from the project's own requirements."""
+(``.venv-verifiers04``, kept between runs) from the project's own requirements, resolved from the package
+registry as it was on the tests' ``REGISTRY_DATE`` (so the same versions on any machine and in any month)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from importlib.metadata import version
 import pytest
 
 from tests.conftest import REPO, cli_env
+from tests.verifiers_reference import pinned
 
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(1500)]
 VENV = REPO / ".venv-verifiers04"
@@ -31,8 +33,9 @@ def requirements() -> list[str]:
 
 
 def uv(*args: str) -> None:
-    """uv, kept off the environment the suite runs in (an active one is VIRTUAL_ENV's: the paths name the other)."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    """uv, kept off the environment the suite runs in (an active one is VIRTUAL_ENV's: the paths name the other),
+    held to the registry as it was on ``REGISTRY_DATE``."""
+    env = pinned({k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
     done = subprocess.run([sys.executable, "-m", "uv", *args], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -42,7 +45,8 @@ def test_the_v1_core_view_and_dashboard_tests_pass_on_verifiers_04(tmp_path):
     if not python.exists():
         uv("venv", "--python", sys.executable, str(VENV))
     ours = version("verifiers")
-    uv("pip", "install", "--quiet", "--python", str(python), "-e", str(REPO), VERIFIERS, *requirements())
+    # --upgrade: what the date resolves to, not what an earlier run (or an earlier date) left installed
+    uv("pip", "install", "--quiet", "--upgrade", "--python", str(python), "-e", str(REPO), VERIFIERS, *requirements())
     assert version("verifiers") == ours, "the suite's own environment is left as it was"
     theirs = subprocess.run([str(python), "-c", "import verifiers; print(verifiers.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
