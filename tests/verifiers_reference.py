@@ -24,8 +24,12 @@ BIN = Path(sys.executable).parent
 def pinned(env: dict[str, str]) -> dict[str, str]:
     """``env`` with uv held to the registry as it was on ``REGISTRY_DATE``, using this machine's Pythons (no
     interpreter downloads) and this environment's uv first on ``PATH``."""
-    return {**env, "UV_EXCLUDE_NEWER": REGISTRY_DATE, "UV_PYTHON_DOWNLOADS": "never",
-            "PATH": os.pathsep.join([str(BIN), env.get("PATH", os.environ["PATH"])])}
+    return {
+        **env,
+        "UV_EXCLUDE_NEWER": REGISTRY_DATE,
+        "UV_PYTHON_DOWNLOADS": "never",
+        "PATH": os.pathsep.join([str(BIN), env.get("PATH", os.environ["PATH"])]),
+    }
 
 
 def verifiers_version() -> tuple[int, int]:
@@ -33,15 +37,48 @@ def verifiers_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def eval_command(taskset: str, base_url: str, model: str, key_var: str, out: Path, tasks: int, rollouts: int,
-                 concurrency: int, taskset_args: dict) -> list[str]:
+def eval_command(
+    taskset: str,
+    base_url: str,
+    model: str,
+    key_var: str,
+    out: Path,
+    tasks: int,
+    rollouts: int,
+    concurrency: int,
+    taskset_args: dict,
+) -> list[str]:
     """verifiers' v1 eval of ``taskset`` (a top-level module name) with its plain chat harness and local
     runtime, writing ``out/ref/traces.jsonl``."""
     script = "vf-eval" if verifiers_version() >= (0, 4) else "eval"  # 0.4 renamed it; 0.3's vf-eval is classic
-    args = [str(BIN / script), taskset, "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-            "--client.base-url", base_url, "--client.api-key-var", key_var, "--model", model,
-            "--sampling.temperature", "1.0", "-n", str(tasks), "-r", str(rollouts), "-c", str(concurrency),
-            "--no-push", "--no-rich", "-o", str(out), "--run.name", "ref"]
+    args = [
+        str(BIN / script),
+        taskset,
+        "--env.agent.harness.id",
+        "null",
+        "--env.agent.runtime.type",
+        "subprocess",
+        "--client.base-url",
+        base_url,
+        "--client.api-key-var",
+        key_var,
+        "--model",
+        model,
+        "--sampling.temperature",
+        "1.0",
+        "-n",
+        str(tasks),
+        "-r",
+        str(rollouts),
+        "-c",
+        str(concurrency),
+        "--no-push",
+        "--no-rich",
+        "-o",
+        str(out),
+        "--run.name",
+        "ref",
+    ]
     if script == "eval":
         args.append("--no-serve")  # in-process, as 0.4 always runs
     for key, value in taskset_args.items():
