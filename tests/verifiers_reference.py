@@ -6,7 +6,7 @@ httpx, tenacity) with ``uv sync --script``, so what it installs depends on the d
 openai that needs another httpx broke every harness process between two runs of the same suite. uv takes
 no file uploaded after ``REGISTRY_DATE``, so the same resolution comes back on any machine and in any month;
 ``tests/test_verifiers_04.py`` builds its verifiers 0.4 environment under the same date. Move the date
-forward on purpose, with the suite run from an empty uv cache (``.ci/run`` does that).
+forward on purpose: the next run starts from an empty cache of the new date's own.
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ BIN = Path(sys.executable).parent
 
 
 def pinned(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with uv held to the registry as it was on ``REGISTRY_DATE``, using this machine's Pythons (no
-    interpreter downloads) and this environment's uv first on ``PATH``."""
+    """``env`` with uv held to the registry as it was on ``REGISTRY_DATE``, in a cache of that date's own (uv
+    keeps a script's environment resolved on another day, broken or not, whatever the date says now), using
+    this machine's Pythons (no interpreter downloads) and this environment's uv first on ``PATH``."""
+    cache = Path(env.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
     return {
         **env,
         "UV_EXCLUDE_NEWER": REGISTRY_DATE,
+        "UV_CACHE_DIR": str(cache.with_name(f"{cache.name}-registry-{REGISTRY_DATE[:10]}")),
         "UV_PYTHON_DOWNLOADS": "never",
         "PATH": os.pathsep.join([str(BIN), env.get("PATH", os.environ["PATH"])]),
     }

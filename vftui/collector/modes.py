@@ -62,8 +62,8 @@ class Collection(Protocol):
         """Every event of the run as it is emitted, a resumed run's earlier groups first (eval tallies them)."""
         ...
 
-    def start(self, step: Callable[[str], None]) -> None:
-        """Start what the mode needs beside the endpoint, saying each step."""
+    def start(self, step: Callable[[str], None], base_urls: tuple[str, ...], api_key: str) -> None:
+        """Check the endpoints as this mode uses them and start what it needs beside them, saying each step."""
         ...
 
     def env_settings(self, groups_left: int) -> dict[str, Any]:

@@ -216,7 +216,7 @@ class Run:
         self._step(f"loading the tokenizer {tokenizer}")
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
-        self.collection.start(self._step)
+        self.collection.start(self._step, base_urls, self._api_key)
         total = max(self.collection.groups_total(environment), output.groups_before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, output.groups_before, total)
         self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval.during_rl import LIMIT_TRAIN, EvalsDuringRl
-from vftui.collector.rl import managed
+from vftui.collector.rl import managed, server_check
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.server_watch import watch_servers
@@ -59,9 +59,11 @@ class RlCollection:
     def observe(self, event: Event) -> None:
         return None  # the run's own totals and health are enough
 
-    def start(self, step: Callable[[str], None]) -> None:
-        """The trajectory API (with --start-api) and the sim trainer, if asked for."""
+    def start(self, step: Callable[[str], None], base_urls: tuple[str, ...], api_key: str) -> None:
+        """Inference servers atroposlib can drive; the trajectory API (with --start-api) and the sim trainer, if
+        asked for."""
         cfg = self.config
+        server_check.check_servers(base_urls, api_key, cfg.server_type, step)
         if cfg.start_api:
             step(f"starting the trajectory API at {cfg.api_url}")
             self._api = ApiProcess(cfg.api_url).start()

@@ -52,8 +52,8 @@ class SftCollection:
     def observe(self, event: Event) -> None:
         return None  # the run's own totals and health are enough
 
-    def start(self, step: Callable[[str], None]) -> None:
-        return None  # the endpoint is all it needs
+    def start(self, step: Callable[[str], None], base_urls: tuple[str, ...], api_key: str) -> None:
+        return None  # the endpoint is all it needs, and its model list was read
 
     def env_settings(self, groups_left: int) -> dict[str, Any]:
         # atroposlib's process manager counts the groups; every scored group is kept, as its process command does
