@@ -13,29 +13,84 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import shlex
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from vftui import bounds
 from vftui.errors import UserError
 from vftui.printable import printable
+from vftui.run_list import RunLine
 
 SSH_COMMAND = "VFTUI_SSH"
 REMOTE_VFTUI = "vftui"  # the command that runs vftui on a host, unless --remote-vftui says otherwise
 ASK_TIMEOUT_S = 30.0
+# A host's answer past either is no vftui's (some 600 bytes a run): reading it stops, so memory stays bounded.
+MAX_ANSWER_BYTES, MAX_ANSWER_LINES = 64 * 1024**2, bounds.LARGE
+STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
 HOST = re.compile(r"^(?:[A-Za-z0-9_.+-]+@)?[A-Za-z0-9_.-]+$")  # ssh's destination, never an option
 
 
 @dataclass
 class HostRuns:
-    """One host's answer: its runs (each with ``host``), or why there are none."""
+    """One host's answer: its runs (each with ``host``), and why there are none, or not all of them."""
 
     host: str
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunLine] = field(default_factory=list)
     problem: str = ""
+
+
+class Answer:
+    """A host's ``vftui runs --json``, read as the pipe hands it over: a line that is not a run (not JSON, nested
+    past ``bounds.MAX_NESTING``, a figure out of range) is left out and counted, never a traceback."""
+
+    def __init__(self, host: str) -> None:
+        self.host, self.runs, self._partial = host, list[RunLine](), bytearray()
+        self.lines, self.left_out, self.why = 0, 0, ""  # lines read, those left out, why the first was
+
+    def feed(self, chunk: bytes) -> int:
+        """The lines read so far, ``chunk``'s whole ones too."""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._partial += chunk[start:end]
+            self._line(bytes(self._partial))
+            self._partial.clear()
+            start = end + 1
+        self._partial += chunk[start:]
+        return self.lines
+
+    def end(self) -> HostRuns:
+        self._line(bytes(self._partial))
+        self._partial.clear()
+        if not self.left_out:
+            return HostRuns(self.host, self.runs)
+        said = f"left out {self.left_out} of the {self.lines} lines it answered ({self.why})"
+        return HostRuns(self.host, self.runs, said)
+
+    def _line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        self.lines += 1
+        try:
+            value = bounds.load_json(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return self._leave_out(f"not JSON: {_shown(line.decode(errors='replace'))}")
+        except ValueError as e:
+            return self._leave_out(str(e))
+        if not isinstance(value, dict):
+            return self._leave_out(f"not a run (a JSON object): {_shown(line.decode(errors='replace'))}")
+        try:
+            self.runs.append(RunLine.from_dict({**value, "host": self.host}))
+        except ValueError as e:
+            self._leave_out(str(e))
+
+    def _leave_out(self, why: str) -> None:
+        self.left_out += 1
+        self.why = self.why or f"line {self.lines}: {why}"
 
 
 def hosts(text: str) -> list[str]:
@@ -57,40 +112,84 @@ def remote_run(text: str) -> tuple[str, str] | None:
 
 
 def ssh() -> list[str]:
-    return shlex.split(os.environ.get(SSH_COMMAND) or "ssh")
+    """The ssh command: ``VFTUI_SSH``'s words, or ``ssh``."""
+    return _words(os.environ.get(SSH_COMMAND) or "ssh", SSH_COMMAND)
+
+
+def remote_command(remote: str, *args: str) -> str:
+    """``--remote-vftui`` and ``args`` as the host's shell is to read them: each word quoted, but a leading
+    ``~/`` left for that shell to expand to the home there (as the help's ``~/venv/bin/vftui`` needs)."""
+    words = _words(remote, "--remote-vftui")
+    if not words:
+        raise UserError("--remote-vftui is empty: give the command that runs vftui on the hosts (default vftui)")
+    there = ["~/" + shlex.quote(w[2:]) if w.startswith("~/") else shlex.quote(w) for w in words]
+    return " ".join([*there, *map(shlex.quote, args)])
 
 
 def list_runs(names: list[str], remote: str) -> list[HostRuns]:
     """Every host asked at once; in the order given."""
+    command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+    asked = remote_command(remote, "runs", "--json")
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        return list(pool.map(lambda host: _ask(host, remote), names))
+        return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
 
 def attach_command(host: str, run: str, remote: str, theme: str | None) -> list[str]:
     """``ssh -t`` to ``host``, there ``vftui attach RUN``: the dashboard draws in this terminal."""
-    there = [*shlex.split(remote), "attach", run, *(["--theme", theme] if theme else [])]
-    return [*ssh(), "-t", host, shlex.join(there)]
+    return [*ssh(), "-t", host, remote_command(remote, "attach", run, *(["--theme", theme] if theme else []))]
 
 
-def _ask(host: str, remote: str) -> HostRuns:
-    command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host,
-               shlex.join([*shlex.split(remote), "runs", "--json"])]
+def _words(text: str, what: str) -> list[str]:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=ASK_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        return HostRuns(host, problem=f"no answer within {ASK_TIMEOUT_S:g} s")
+        return shlex.split(text)
+    except ValueError as e:
+        raise UserError(f"{what} is not a command a shell can read ({e}): {printable(text)}") from None
+
+
+def _shown(text: str) -> str:
+    return repr(text[:80])
+
+
+def _ask(host: str, command: list[str]) -> HostRuns:
+    """``command`` (ssh to ``host``) run within ``ASK_TIMEOUT_S``, its answer read up to ``MAX_ANSWER_BYTES``."""
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         return HostRuns(host, problem=f"cannot run {command[0]}: {e.strerror}")
-    if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.strip()]
-        return HostRuns(host, problem=said[-1] if said else f"ssh ended with exit code {done.returncode}")
-    runs = []
-    for line in done.stdout.splitlines():
-        try:
-            run = json.loads(line)
-        except ValueError:
-            return HostRuns(host, problem=f"answered something other than vftui runs --json: {line[:80]!r}")
-        if isinstance(run, dict):
-            runs.append({**run, "host": host})
-    return HostRuns(host, runs)
+    with process:
+        answer, stderr, problem = _read(process, Answer(host))
+        process.kill()  # done with it: a host past the time or size limit is not waited for
+    if problem:
+        return HostRuns(host, problem=problem)
+    if process.returncode != 0:
+        said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+        return HostRuns(host, problem=said[-1] if said else f"ssh ended with exit code {process.returncode}")
+    return answer.end()
+
+
+def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[Answer, bytes, str]:
+    """The process's stdout fed to ``answer`` and the end of its stderr, as they come; a problem when it does
+    not end in time, or says more than ``MAX_ANSWER_BYTES`` or ``MAX_ANSWER_LINES``."""
+    deadline, size, stderr = time.monotonic() + ASK_TIMEOUT_S, 0, b""
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(process.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        waiting.register(process.stderr, selectors.EVENT_READ)  # type: ignore[arg-type]
+        while waiting.get_map():
+            ready = waiting.select(left) if (left := deadline - time.monotonic()) > 0 else []
+            if not ready:
+                return answer, stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+            for key, _ in ready:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    waiting.unregister(key.fileobj)
+                elif key.fileobj is process.stderr:
+                    stderr = (stderr + chunk)[-STDERR_KEPT:]
+                elif (size := size + len(chunk)) > MAX_ANSWER_BYTES or answer.feed(chunk) > MAX_ANSWER_LINES:
+                    return answer, stderr, (f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or "
+                                            f"{MAX_ANSWER_LINES:,} lines, far more than vftui runs --json says of "
+                                            "any machine's runs: stopped reading it")
+    try:
+        process.wait(max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return answer, stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+    return answer, stderr, ""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vftui import paths, run_records
+from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
@@ -63,18 +64,24 @@ class RunLine:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunLine:
-        """A line of another machine's ``vftui runs --json`` (``as_dict``), its host added by ``fleet``."""
-        def number(key: str) -> float:
-            value = d.get(key)
-            return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+        """A line of another machine's ``vftui runs --json`` (``as_dict``), its host added by ``fleet``.
 
-        reward = d.get("mean_reward")
-        return cls(printable(str(d.get("state", "?"))), int(number("groups_done")), int(number("groups_total")),
-                   number("groups_per_s"), Path(printable(str(d.get("path", "")))), number("started"),
-                   d["pid"] if isinstance(d.get("pid"), int) else None, printable(str(d.get("env", ""))),
-                   printable(str(d.get("mode", ""))), printable(str(d.get("model", ""))), number("duration_s"),
-                   float(reward) if isinstance(reward, (int, float)) else None, printable(str(d.get("problem", ""))),
-                   printable(str(d.get("host", ""))), printable(str(d.get("id", ""))))
+        A figure that is there but is not one of its kind, finite and in range (a count of 10**400, a start
+        in the year 10**292, a NaN rate) is a ``ValueError`` naming it: the row is left out, never shown wrong.
+        """
+        text = {key: printable(default if d.get(key) is None else str(d[key])) for key, default in _TEXTS.items()}
+        count, up_to = f"a count (0 to {HUGE:.0e})", f"from 0 to {HUGE:.0e}"
+        started = _figure(d, "started", 0.0, "a date (1970 to 9999)", 0, LATEST)
+        duration = _figure(d, "duration_s", 0.0, f"a time (a number of seconds {up_to})", 0, HUGE)
+        done = _figure(d, "groups_done", 0, count, 0, HUGE, whole=True)
+        total = _figure(d, "groups_total", 0, count, 0, HUGE, whole=True)
+        rate = _figure(d, "groups_per_s", 0.0, f"a rate (a number {up_to})", 0, HUGE)
+        reward = _figure(d, "mean_reward", None, f"a reward (a number from -{HUGE:.0e} to {HUGE:.0e})", -HUGE, HUGE)
+        pid = _figure(d, "pid", None, "a process id", 1, 2**31 - 1, whole=True)
+        return cls(text["state"], int(done or 0), int(total or 0), float(rate or 0), Path(text["path"]),
+                   float(started or 0), None if pid is None else int(pid), text["env"], text["mode"], text["model"],
+                   float(duration or 0), None if reward is None else float(reward), text["problem"], text["host"],
+                   text["id"])
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "state": self.state, "started": self.created, "duration_s": round(self.duration_s, 1),
@@ -139,6 +146,24 @@ def find_running(target: Path | None) -> RunLine:
 def not_answering(line: RunLine) -> UserError:
     return UserError(f"the run at {line.out_path} (pid {line.pid}) does not answer: it is stopped (Ctrl-Z; "
                      f"kill -CONT {line.pid} resumes it) or stuck")
+
+
+_TEXTS = {"state": "?", "path": "", "env": "", "mode": "", "model": "", "problem": "", "host": "", "id": ""}
+LATEST = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: a later start is no date a clock shows
+
+
+def _figure(d: dict[str, Any], key: str, absent: float | None, kind: str, low: float, high: float,
+            whole: bool = False) -> float | None:
+    """``d[key]`` when it is a number of its kind from ``low`` to ``high`` (``absent`` when missing or null);
+    else a ``ValueError`` that says so. Compared as given, so a 400-digit int is never made a float."""
+    value = d.get(key)
+    if value is None:
+        return absent
+    fits = type(value) is int or (type(value) is float and not whole and math.isfinite(value))
+    if not fits or not low <= value <= high:
+        shown = repr(value)
+        raise ValueError(f"{key} {shown[:24]}{'…' if len(shown) > 24 else ''} is not {kind}")
+    return value
 
 
 COLUMNS = ("ID", "STATE", "STARTED", "TIME", "ENV", "MODE", "MODEL", "GROUPS", "RATE", "REWARD", "PATH")

@@ -34,14 +34,13 @@ def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = Non
 
 
 def _fleet(names: list[str], remote: str, as_json: bool) -> int:
-    """Each host's runs with the host as a column; a host that fails is one line on stderr (exit 1), the others
-    are listed all the same."""
+    """Each host's runs with the host as a column; a host that fails, or answers lines that are not runs, is one
+    line on stderr (exit 1), the others are listed all the same."""
     answers = fleet.list_runs(names, remote)
     for answer in answers:
         if answer.problem:
             say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
-    lines = sorted((RunLine.from_dict(run) for answer in answers for run in answer.runs),
-                   key=lambda r: r.created, reverse=True)
+    lines = sorted((run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True)
     _print(lines, as_json, hosted=True)
     return 1 if any(answer.problem for answer in answers) else 0
 
