@@ -180,6 +180,13 @@ def test_attach_says_when_nothing_runs(tmp_path):
     assert result.returncode == 2 and "no vftui run is running" in result.stderr, result.stderr
 
 
+def test_attach_to_a_run_that_ended_names_the_view_command_shell_quoted(tmp_path):
+    out = tmp_path / "my runs" / "it's.jsonl"
+    assert run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)], tmp_path).returncode == 0
+    result = run_cli(["attach", str(out)], tmp_path)
+    assert result.returncode == 2 and f"; vftui view {shlex.quote(str(out))} shows what it collected" in result.stderr
+
+
 # -- detach and runs ----------------------------------------------------------------------
 
 
