@@ -19,6 +19,7 @@ from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.groupfile import GroupFile
 from vftui.results import viewable
+from vftui.shard_folder import gaps
 from vftui.shards import Shard, from_slurm, parse
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
@@ -273,6 +274,52 @@ def test_a_folder_of_runs_that_are_not_one_runs_shards_is_refused_naming_why(tmp
         described(tmp_path, name, **config)
     with pytest.raises(UserError, match=re.escape(says)):
         viewable(tmp_path)
+
+
+@pytest.mark.unit
+def test_a_shard_count_past_the_bound_is_refused_naming_the_file(tmp_path):
+    for index in (0, 1):
+        described(tmp_path, f"s{index}", shard=[index, 10**12])
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 's0.run.json'} is damaged (config.shard: 0/10")
+                       + ".*: N, the number of shards, must be at most 100,000"):
+        viewable(tmp_path)
+    with pytest.raises(ValueError, match="must be at most 100,000"):
+        parse("3/100001")
+    assert parse("3/100000") == Shard(3, 100_000)
+
+
+def test_compare_and_view_of_shards_counted_past_the_bound_end_in_a_sentence(tmp_path):
+    for index in (0, 1):
+        described(tmp_path / "f", f"s{index}", shard=[index, 10**12])
+    for args in (["compare", "f", "f", "--json"], ["view", "f"]):
+        done = run_cli(args, tmp_path, timeout=60)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "s0.run.json is damaged (config.shard: 0/1000000000000: N, the number of shards, must be at most " \
+               "100,000)" in done.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("present", "count", "says"), [
+    ((0, 2), 3, ["shard 1/3 missing"]),
+    ((0, 3), 10, ["8 of 10 shards missing: 1, 2, 4, 5, 6, 7, 8, 9"]),
+    ((0, 99_999), 100_000, ["99,998 of 100,000 shards missing: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …"]),
+    ((0, 1), 2, []),
+])
+def test_missing_shards_are_one_line_however_many(tmp_path, present, count, says):
+    for index in present:
+        described(tmp_path, f"s{index}", shard=[index, count])
+    sharded = viewable(tmp_path)
+    assert sharded.missing() == says
+
+
+@pytest.mark.unit
+def test_shards_stopped_early_are_named_up_to_ten_and_the_rest_counted():
+    said = gaps({Shard(i, 20): 0 for i in range(20)}, 20, 99)
+    assert said[:2] == ["shard 0/20 holds 0 of its 5 items up to item 99 (5 missing: stopped early, or groups "
+                        "dropped)", "shard 1/20 holds 0 of its 5 items up to item 99 (5 missing: stopped early, or "
+                        "groups dropped)"]
+    assert len(said) == 11 and said[-1] == "and 10 more shards of 20 hold fewer items than their share"
+    assert len(gaps({Shard(i, 20): 0 for i in range(11)}, 20, 99)) == 11, "eleven are named, not ten and one"
 
 
 @pytest.mark.unit

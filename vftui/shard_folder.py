@@ -11,6 +11,7 @@ a refusal: what is there is read.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from vftui.events import META
 from vftui.run_files import RUN_SUFFIX
 from vftui.run_records import Settings
 from vftui.shards import Shard
+
+MISSING_NAMED = 10  # shards a warning names of those missing; the rest it counts
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,16 @@ class ShardedRun:
     count: int  # N
 
     def missing(self) -> list[str]:
-        """A warning line for each shard that is not there."""
+        """A warning line, one however many shards are not there: ``3 of 8 shards missing: 2, 5, 7``."""
         present = {run.shard.index for run in self.runs}
-        return [f"shard {index}/{self.count} missing" for index in range(self.count) if index not in present]
+        absent = self.count - len(present)
+        if absent == 0:
+            return []
+        first = list(itertools.islice((i for i in range(self.count) if i not in present), MISSING_NAMED + 1))
+        if absent == 1:
+            return [f"shard {first[0]}/{self.count} missing"]
+        named = ", ".join(map(str, first[:MISSING_NAMED])) + (", …" if absent > MISSING_NAMED else "")
+        return [f"{absent:,} of {self.count:,} shards missing: {named}"]
 
 
 def find(folder: Path) -> ShardedRun | None:
@@ -76,13 +86,17 @@ def foreign(run: ShardRun, item: int) -> str | None:
 
 
 def gaps(counts: dict[Shard, int], count: int, top_item: int) -> list[str]:
-    """A warning line for each shard with fewer groups than its items up to ``top_item`` (the highest any holds)."""
+    """A warning line for each shard with fewer groups than its items up to ``top_item`` (the highest any holds),
+    the first ``MISSING_NAMED`` of them, then one that counts the others."""
     lines = []
     for shard, groups in sorted(counts.items()):
         expected = shard.share(top_item + 1)
         if groups < expected:
             lines.append(f"shard {shard} holds {groups} of its {expected} items up to item {top_item} "
                          f"({expected - groups} missing: stopped early, or groups dropped)")
+    if len(lines) > MISSING_NAMED + 1:
+        lines[MISSING_NAMED:] = [f"and {len(lines) - MISSING_NAMED:,} more shards of {count:,} hold fewer items "
+                                 "than their share"]
     return lines
 
 

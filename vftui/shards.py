@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vftui.bounds import LARGE
 from vftui.errors import UserError
 
 SLURM_TASK, SLURM_COUNT, SLURM_MIN, SLURM_STEP = (
@@ -50,6 +51,7 @@ class Shard:
 
 
 WHOLE = Shard(0, 1)  # an unsharded run: every item
+MAX_COUNT = LARGE  # shards of one run: a SLURM array's tasks are fewer; more is a typo or a damaged file
 
 
 def share_of(shard: Shard, total: int, what: str) -> int:
@@ -80,6 +82,8 @@ def parse(value: Any) -> Shard:
     index, count = parts
     if count < 1:
         raise ValueError(f"{index}/{count}: N, the number of shards, must be 1 or more")
+    if count > MAX_COUNT:
+        raise ValueError(f"{index}/{count}: N, the number of shards, must be at most {MAX_COUNT:,}")
     if not 0 <= index < count:
         raise ValueError(f"{index}/{count}: shards are numbered from 0, so I must be 0 to {count - 1}")
     return Shard(index, count)
