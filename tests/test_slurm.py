@@ -24,6 +24,7 @@ from vftui.config import RunConfig, load_config
 from vftui.errors import UserError
 from vftui.events import RunState
 from vftui.live.process import CollectorProcess
+from vftui.printable import printable
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -115,6 +116,18 @@ def test_an_allocation_it_cannot_use_is_one_sentence(tmp_path, monkeypatch, node
     with pytest.raises(UserError) as refused:
         slurm.inference_urls(environ)
     assert str(refused.value).startswith(sentence)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("bad", ["-x", "user@host", "evil.example.com/#", "gpu\x1b]0;owned\x07", "gpu..1", "gpu-",
+                                 "a" * 64, "gpu 1", "[::1]"])
+def test_a_node_name_that_is_no_host_name_refuses_the_allocation_naming_it(tmp_path, monkeypatch, bad):
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "bin", ("trainer-0", bad))))
+    with pytest.raises(UserError) as refused:
+        slurm.inference_urls(SLURM_ENV)
+    said = str(refused.value)
+    assert said.startswith(f"scontrol show hostnames gpu[0-1] listed {printable(bad)!r}, which is not a host name")
+    assert "\x1b" not in said and "\n" not in said
 
 
 # -- the settings ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@ are worked around here and nowhere else (README says so too):
   match files in the working directory) and reads nothing of a failure, which then looks like a
   one-node allocation: scontrol runs here, without a shell, and its module is given what it
   printed.
+- the node names scontrol lists go into URLs unchecked: one that is not a host name (``-x``,
+  ``user@host``, ``a.example.com/#``, an escape) is refused, naming it.
 - a missing NUM_TRAINING_NODES is ``int(None)``; a one-node allocation quietly keeps the
   servers it was configured with; no node left for inference gives no servers at all: each is
   refused with a sentence instead.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import types
@@ -35,7 +38,10 @@ from atroposlib.envs.server_handling import server_manager
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 
 from vftui.errors import UserError
+from vftui.printable import printable
 
+# A host name as RFC 1123 has it: what a node's URL can hold, and never an option, a user@ or a path.
+HOST_NAME = re.compile(r"(?=.{1,253}\Z)(?:(?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 GPUS_PER_NODE = 8  # atroposlib's ``8 // INFER_TP``
 SCONTROL_TIMEOUT_S = 30.0
 
@@ -80,6 +86,10 @@ def hostnames(nodelist: str) -> list[str]:
     nodes = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if not nodes:
         raise UserError(f"{' '.join(command)} listed no nodes")
+    if (bad := next((node for node in nodes if not HOST_NAME.fullmatch(node)), None)) is not None:
+        raise UserError(f"{' '.join(command)} listed {printable(bad)!r}, which is not a host name (dot-separated "
+                        "labels of letters, digits and inner hyphens, 63 characters at most each): vftui reaches "
+                        "no server there; give each inference server with --base-url")
     return nodes
 
 
