@@ -3,24 +3,28 @@ resume that keeps its shard; `vftui view` and `vftui compare` of a folder of a r
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import cli_env, json_events, read_jsonl, run_cli, until, wait_until
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.groupfile import GroupFile
-from vftui.results import viewable
-from vftui.shard_folder import gaps
-from vftui.shards import Shard, from_slurm, parse
+from vftui.results import load, viewable
+from vftui.shard_folder import MISSING_NAMED, gaps
+from vftui.shards import MAX_COUNT, Shard, from_slurm, parse
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -354,3 +358,98 @@ def test_following_a_folder_of_shards_shows_each_shards_new_lines(runs, tmp_path
     finally:
         stop.set()
         reader.join()
+
+
+# -- properties: any number of shards, any folder of them ----------------------------------------------------------
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, MAX_COUNT), st.integers(0, 3000), st.data())
+def test_any_number_of_shards_takes_every_item_exactly_once(count, total, data):
+    assert sum(Shard(i, count).share(total) for i in range(min(count, total))) == total, "those past it take none"
+    assert all(Shard(i, count).share(total) == 0 for i in {total, count - 1} if total <= i < count)
+    for item in data.draw(st.lists(st.integers(0, 10 * total + count), max_size=20)):
+        owner = Shard(item % count, count)
+        others = {data.draw(st.integers(0, count - 1)) for _ in range(3)} - {owner.index}
+        assert owner.owns(item) and not any(Shard(i, count).owns(item) for i in others)
+        assert owner.item(owner.position(item)) == item
+    if count * total <= 20_000:  # every shard, every item: each item's one owner, at its place in that shard
+        taken = sorted((s.item(p), s.index, p) for s in map(Shard, range(count), [count] * count)
+                       for p in range(s.share(total)))
+        assert [item for item, _, _ in taken] == list(range(total))
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=12) | st.builds("{}/{}".format, st.integers(), st.integers())
+       | st.lists(st.integers() | st.booleans() | st.floats() | st.text(max_size=3), max_size=3))
+def test_a_shard_as_written_is_a_shard_within_bounds_or_a_sentence(value):
+    try:
+        shard = parse(value)
+    except ValueError as e:
+        assert str(e)
+    else:
+        assert 0 <= shard.index < shard.count <= MAX_COUNT
+
+
+@st.composite
+def shard_runs(draw: st.DrawFn) -> list[dict]:
+    """Runs meant as one run's shards, each with its own items; now and then what goes wrong: an item of another
+    shard's, a shard of another N, there twice, out of bounds or none, another mode, bytes put in its jsonl."""
+    count = draw(st.sampled_from([1, 2, 3, 5, MAX_COUNT]))
+    indices = draw(st.lists(st.integers(0, min(count, 5) - 1), min_size=1, max_size=5, unique=True))
+    places = st.lists(st.integers(0, 3), min_size=1, max_size=4)  # where its items are in its shard
+    runs = [{"shard": [i, count], "mode": "eval", "damage": None, "items": [i + k * count for k in draw(places)]}
+            for i in indices]
+    for run in runs:
+        mistake = draw(st.sampled_from([None] * 5 + ["foreign", "shard", "unsharded", "mode", "damage"]))
+        if mistake == "foreign":
+            run["items"].append(draw(st.integers(0, 20)))
+        elif mistake == "shard":
+            run["shard"] = draw(st.tuples(st.integers(-1, 5), st.sampled_from([1, 2, 3, MAX_COUNT + 1, 10**12])))
+        elif mistake == "unsharded":
+            run["shard"] = None
+        elif mistake == "mode":
+            run["mode"] = "sft"
+        elif mistake == "damage":
+            run["damage"] = (draw(st.binary(min_size=1, max_size=6)), draw(st.integers(0, 10**6)))
+    return runs
+
+
+@pytest.mark.unit
+@settings(max_examples=150, deadline=None)
+@given(shard_runs(), st.booleans())
+def test_a_folder_of_any_shards_reads_as_rows_or_one_sentence(plans, each_in_a_folder):
+    with tempfile.TemporaryDirectory() as root:
+        folder = Path(root)
+        for n, plan in enumerate(plans):
+            where, name = (folder / f"r{n}", "groups") if each_in_a_folder else (folder, f"r{n}")
+            where.mkdir(exist_ok=True)
+            config = {"env": "e", "mode": plan["mode"], **({"shard": plan["shard"]} if plan["shard"] else {})}
+            (where / f"{name}.run.json").write_text(json.dumps({"config": config}))
+            lines = b"".join(json.dumps({"scores": [1.0], "tokens": [[]], "masks": [[]], "vftui": {"item": item}})
+                             .encode() + b"\n" for item in plan["items"])
+            damage, at = plan["damage"] or (b"", 0)
+            at %= len(lines) + 1
+            (where / f"{name}.jsonl").write_bytes(lines[:at] + damage + lines[at:])
+        try:
+            source = load(folder)
+        except UserError as e:
+            assert str(e) and "\n" not in str(e)
+        else:
+            assert len(source.warnings) <= 1 + MISSING_NAMED + 1, "one line for the shards missing, 11 for gaps"
+            if source.kind == "shards" and not any(plan["damage"] for plan in plans):
+                shards = [Shard(*plan["shard"]) for plan in plans]
+                assert len(set(shards)) == len(shards), "no shard read twice"
+                owned = (shard.owns(item) for shard, plan in zip(shards, plans, strict=True) for item in plan["items"])
+                assert all(owned), "no item of another shard's"
+                written = collections.Counter(str(item) for plan in plans for item in plan["items"])
+                assert {key: len(item.rewards) for key, item in source.items.items()} == written
+        try:
+            rows = GroupFile(viewable(folder), "item")
+        except UserError as e:
+            assert str(e)
+        else:
+            rows.read(lambda event: None, str(TOKENIZER_DIR))
+            assert len(rows.warnings) <= 1 + MISSING_NAMED + 1

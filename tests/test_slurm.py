@@ -13,8 +13,11 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import Trainer, read_jsonl, run_cli, sim_admin, unavailable, until
 from tests.test_health import text_of
@@ -128,6 +131,23 @@ def test_a_node_name_that_is_no_host_name_refuses_the_allocation_naming_it(tmp_p
     said = str(refused.value)
     assert said.startswith(f"scontrol show hostnames gpu[0-1] listed {printable(bad)!r}, which is not a host name")
     assert "\x1b" not in said and "\n" not in said
+
+
+LABEL = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", fullmatch=True)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(LABEL, min_size=1, max_size=4).map(".".join),
+       st.text(max_size=30) | st.text(alphabet="aZ09-.@/#:_[]% \x1b\n", max_size=30))
+def test_a_node_is_a_host_name_exactly_when_its_url_names_that_host(name, text):
+    assert slurm.HOST_NAME.fullmatch(name) or len(name) > 253
+    for node in (name, text, f"{name}{text}", f"{text}{name}"):
+        if slurm.HOST_NAME.fullmatch(node):
+            url = urlparse(f"http://{node}:9000/v1")
+            assert (url.hostname, url.port, url.path) == (node.lower(), 9000, "/v1"), node
+            assert not node.startswith(("-", ".")) and ".." not in node and "@" not in node
+            assert all(1 <= len(label) <= 63 for label in node.split(".")) and len(node) <= 253
 
 
 # -- the settings ---------------------------------------------------------------------------
