@@ -1,11 +1,11 @@
 """Runs on other machines, through OpenSSH rather than a server of vftui's own.
 
 ``vftui runs --host h1,h2`` asks each host ``vftui runs --json`` over ``ssh`` (all at once, each
-within a time limit) and merges the answers with the host as a column; a host that fails is one
-line and never hides the others. ``vftui attach h1:RUN`` opens that run's dashboard through
-``ssh -t``. ssh's own configuration (``~/.ssh/config``: names, ports, keys, jump hosts) applies;
-``VFTUI_SSH`` replaces the ``ssh`` command itself (e.g. ``ssh -F cluster.conf``), as
-``GIT_SSH_COMMAND`` does for git.
+within a time limit, its answer within bounds) and merges the answers with the host as a column; a
+host that fails, or answers lines that are not runs, is one line and never hides the others.
+``vftui attach h1:RUN`` opens that run's dashboard through ``ssh -t``. ssh's own configuration
+(``~/.ssh/config``: names, ports, keys, jump hosts) applies; ``VFTUI_SSH`` replaces the ``ssh``
+command itself (e.g. ``ssh -F cluster.conf``), as ``GIT_SSH_COMMAND`` does for git.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from vftui.run_list import RunLine
 SSH_COMMAND = "VFTUI_SSH"
 REMOTE_VFTUI = "vftui"  # the command that runs vftui on a host, unless --remote-vftui says otherwise
 ASK_TIMEOUT_S = 30.0
+HOSTS_AT_ONCE = 128  # ssh processes at a time: some 5 open files each, well within a process's 1,024
 # A host's answer past either is no vftui's (some 600 bytes a run): reading it stops, so memory stays bounded.
 MAX_ANSWER_BYTES, MAX_ANSWER_LINES = 64 * 1024**2, bounds.LARGE
 STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
@@ -127,10 +128,10 @@ def remote_command(remote: str, *args: str) -> str:
 
 
 def list_runs(names: list[str], remote: str) -> list[HostRuns]:
-    """Every host asked at once; in the order given."""
+    """The hosts asked at once (``HOSTS_AT_ONCE`` at most); in the order given."""
     command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
     asked = remote_command(remote, "runs", "--json")
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool:
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
 
@@ -156,8 +157,9 @@ def _ask(host: str, command: list[str]) -> HostRuns:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         return HostRuns(host, problem=f"cannot run {command[0]}: {e.strerror}")
+    answer = Answer(host)
     with process:
-        answer, stderr, problem = _read(process, Answer(host))
+        stderr, problem = _read(process, answer)
         process.kill()  # done with it: a host past the time or size limit is not waited for
     if problem:
         return HostRuns(host, problem=problem)
@@ -167,7 +169,7 @@ def _ask(host: str, command: list[str]) -> HostRuns:
     return answer.end()
 
 
-def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[Answer, bytes, str]:
+def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[bytes, str]:
     """The process's stdout fed to ``answer`` and the end of its stderr, as they come; a problem when it does
     not end in time, or says more than ``MAX_ANSWER_BYTES`` or ``MAX_ANSWER_LINES``."""
     deadline, size, stderr = time.monotonic() + ASK_TIMEOUT_S, 0, b""
@@ -177,7 +179,7 @@ def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[Answer, byt
         while waiting.get_map():
             ready = waiting.select(left) if (left := deadline - time.monotonic()) > 0 else []
             if not ready:
-                return answer, stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+                return stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -185,11 +187,11 @@ def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[Answer, byt
                 elif key.fileobj is process.stderr:
                     stderr = (stderr + chunk)[-STDERR_KEPT:]
                 elif (size := size + len(chunk)) > MAX_ANSWER_BYTES or answer.feed(chunk) > MAX_ANSWER_LINES:
-                    return answer, stderr, (f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or "
-                                            f"{MAX_ANSWER_LINES:,} lines, far more than vftui runs --json says of "
-                                            "any machine's runs: stopped reading it")
+                    return stderr, (f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or {MAX_ANSWER_LINES:,} "
+                                    "lines, far more than vftui runs --json says of any machine's runs: stopped "
+                                    "reading it")
     try:
         process.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        return answer, stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
-    return answer, stderr, ""
+        return stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+    return stderr, ""
