@@ -11,7 +11,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.conftest import cli_env, free_port, read_jsonl, run_cli, wait_until
+from tests.conftest import REPO, cli_env, free_port, read_jsonl, run_cli, wait_until
 from vftui.cli import build_parser
 from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.sim.server import BackgroundSimServer
@@ -130,3 +130,15 @@ def test_sim_latency_slows_the_embedded_endpoint_only(tmp_path):
     assert all(g["vftui"]["elapsed_s"] >= 0.4 for g in read_jsonl(out)), "each request took the latency asked for"
     refused = run_cli(["run", "--no-ui", "--sim-latency", "1", "--base-url", "http://127.0.0.1:9/v1"], tmp_path)
     assert refused.returncode == 2 and "--sim-latency slows the embedded simulation" in refused.stderr
+
+
+@pytest.mark.parametrize(("table", "code"), [(["--json"], 141), (["--no-ui"], 0)], ids=["json", "table"])
+def test_output_whose_reader_went_away_ends_quietly_as_a_pipe_writer_should(tmp_path, table, code):
+    """``vftui compare A B --json | head -1``: the reader closes the pipe; no traceback. JSON ends with the SIGPIPE
+    exit code; lines for a person are dropped, as for a terminal that hung up."""
+    data = str(REPO / "tests" / "data" / "groups.jsonl")
+    process = subprocess.Popen([sys.executable, "-m", "vftui", "compare", data, data, *table], cwd=tmp_path,
+                               env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # before it writes a byte (its imports take a second)
+    said = process.stderr.read()
+    assert process.wait(timeout=120) == code and said == "", said

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -398,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vftui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``vftui runs --json | head``): as a killed writer would end
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails nowhere
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":
