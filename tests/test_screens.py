@@ -374,3 +374,15 @@ def test_snapshot_runs_screen(snap_compare, monkeypatch):
         assert snap_compare(RunsApp(), terminal_size=(140, 12))
     finally:
         time.tzset()
+
+
+async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_crash(monkeypatch):
+    monkeypatch.setenv("PAGER", "less '-R")
+    app = viewer_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == [
+            "$PAGER does not split into words (No closing quotation): fix it or unset it"]
+        assert app.is_running
