@@ -347,7 +347,11 @@ class VftuiApp(App[RunSummary | None]):
     def action_pager(self) -> None:
         """The previewed rollout, as laid out, in the user's pager; the dashboard comes back after it."""
         text = self.preview.query_one(TokenText).plain
-        pager = shlex.split(os.environ.get("PAGER") or "less -R")
+        try:
+            pager = shlex.split(os.environ.get("PAGER") or "less -R") or ["less", "-R"]
+        except ValueError as e:  # an unbalanced quote
+            self.notify(f"$PAGER does not split into words ({e}): fix it or unset it", severity="error", markup=False)
+            return
         try:
             with self.suspend():
                 subprocess.run(pager, input=text, text=True, check=False)
