@@ -10,6 +10,7 @@ the number of runs, and is listed as not answering.
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -131,7 +132,7 @@ def find_running(target: Path | None) -> RunLine:
         raise not_answering(line)
     if not line.running:
         raise UserError(f"the run at {line.out_path} is not running ({line.state}); "
-                        f"vftui view {line.out_path} shows what it collected")
+                        f"vftui view {shlex.quote(str(line.out_path))} shows what it collected")
     return line
 
 
