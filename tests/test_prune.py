@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli_env, read_jsonl, read_until, run_cli, start_cli
-from vftui import paths, pruning
+from vftui import paths, pruning, run_records, safe_files
 from vftui.pruning import Kind, Place
 from vftui.run_files import CHECKPOINT_SUFFIX, EVAL_SUFFIX, LOCK_SUFFIX, SIDECAR_SUFFIXES, eval_dir, own_files
 from vftui.run_list import all_runs
@@ -128,6 +128,21 @@ def test_a_fifo_among_the_run_files_is_a_note_never_a_reader_blocked_for_ever(tm
         ):
             assert f"{fifo} is damaged (cannot be read: it is a FIFO, not a regular file)" in done.stderr
     assert described.exists() and checkpointed.exists(), "a damaged run is not pruned"
+
+
+@pytest.mark.unit
+def test_a_run_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "fifo.json")  # no writer: a plain open would wait for one for ever
+    (tmp_path / "device.json").symlink_to("/dev/zero")  # endless
+    (tmp_path / "folder.json").mkdir()
+    for name, kind in (("fifo", "a FIFO"), ("device", "a device"), ("folder", "a folder")):
+        with pytest.raises(OSError) as refused:
+            safe_files.open_to_read(tmp_path / f"{name}.json")
+        assert refused.value.strerror == f"it is {kind}, not a regular file"
+        with pytest.raises(run_records.Damaged, match=f"cannot be read: it is {kind}, not a regular file"):
+            run_records.read(tmp_path / f"{name}.json", run_records.Checkpoint)
+    (tmp_path / "file.json").write_text('{"groups": 2}')
+    assert run_records.read(tmp_path / "file.json", run_records.Checkpoint).groups == 2
 
 
 # -- prune's decisions, against random trees ---------------------------------------------------------------
