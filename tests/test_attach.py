@@ -191,11 +191,12 @@ def test_attach_to_a_run_that_ended_names_the_view_command_shell_quoted(tmp_path
 
 
 def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_path, slow_sim):
-    out = tmp_path / "bg" / "groups.jsonl"
+    out = tmp_path / "it's my $HOME run" / "groups.jsonl"  # the attach command printed must paste as it is
     started = run_cli(["run", "--detach", "--steps", "40", "--group-size", "2", "--base-url", slow_sim.base_url,
                        "--out", str(out)], tmp_path)
     assert started.returncode == 0, started.stderr
-    assert f"vftui attach {out}" in started.stderr
+    attach = next(line for line in started.stderr.splitlines() if "vftui attach" in line)
+    assert shlex.split(attach)[:3] == ["vftui", "attach", str(out)], attach
     listed = run_cli(["runs"], tmp_path)
     assert listed.returncode == 0 and str(out) in listed.stdout
     row = next(line for line in listed.stdout.splitlines() if str(out) in line)

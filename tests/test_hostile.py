@@ -247,6 +247,26 @@ def test_a_second_run_or_a_resume_of_a_live_run_is_refused_naming_its_process(tm
     assert not out.with_name("groups_1.jsonl").exists()
 
 
+
+def test_two_runs_started_at_once_on_one_out_one_writes_and_the_other_is_refused_naming_it(tmp_path):
+    """Neither waits for the other to be under way: whichever takes the file first writes it, the other is
+    refused naming its pid, and no ``groups_1.jsonl`` appears (that is for a finished file, README)."""
+    out = tmp_path / "groups.jsonl"
+    args = ["run", "--no-ui", "--steps", "200", "--group-size", "2", "--sim-latency", "0.5", "--out", str(out)]
+    runs = [start_cli(args, tmp_path), start_cli(args, tmp_path)]
+    try:
+        refused = wait_until(lambda: next((r for r in runs if r.poll() is not None), None), "neither was refused", 120)
+        writing = runs[1 - runs.index(refused)]
+        assert writing.poll() is None, "the other goes on"
+    finally:
+        for run in runs:
+            run.terminate()
+        outputs = [run.communicate(timeout=60) for run in runs]
+    said = outputs[runs.index(refused)][1]
+    assert refused.returncode == 2 and "Traceback" not in said
+    assert f"{out} is being written by another vftui run (pid {writing.pid}); wait for it to end" in said
+    assert not out.with_name("groups_1.jsonl").exists()
+
 def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
     from vftui import paths
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from vftui import safe_files
+
 # Upper bounds on numbers far beyond any real run, so a typo or a damaged file is one sentence, not an
 # OverflowError or a MemoryError deep inside: settings' sizes (LARGE) and counts (HUGE: groups, items, seconds).
 LARGE, HUGE = 100_000, 10**12
@@ -65,8 +67,8 @@ def load_json(data: bytes | str) -> Any:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file of at most ``MAX_RECORD_BYTES`` (``OSError`` when it cannot be read)."""
-    with path.open("rb") as f:
+    """A JSON file of at most ``MAX_RECORD_BYTES`` (``OSError`` when it cannot be read, or is not a regular file)."""
+    with safe_files.open_to_read(path) as f:
         data = f.read(MAX_RECORD_BYTES + 1)
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"it is over {MAX_RECORD_BYTES // 1024**2:,} MB")

@@ -210,8 +210,9 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "env, mode, model, groups, rate, mean reward and jsonl.",
     )
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
-    p.add_argument("--prune", action="store_true", help="forget every run that is not running (its files stay), "
-                   "and delete the folders of runs in the default runs folder that collected nothing")
+    p.add_argument("--prune", action="store_true", help="forget every run kept elsewhere that is not running (its "
+                   "files stay), and delete the runs in the default runs folder that collected nothing: their own "
+                   "files, and a folder vftui made for one once nothing else is in it")
     p.add_argument("--host", metavar="H1,H2", help="list the runs on these machines instead, through ssh (each "
                    "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
                    "host as a column; a host that fails is one line on stderr and the exit code is 1")

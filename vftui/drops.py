@@ -42,7 +42,7 @@ def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int
     """The drops recorded from ``offset`` on (whole lines only) and the offset after them."""
     drops: list[GroupDropped] = []
     try:
-        f = drops_path(out_path).open("rb")
+        f = safe_files.open_to_read(drops_path(out_path))
     except OSError:
         return drops, offset
     with f:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vftui import safe_files
 from vftui.errors import UserError
 
 RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
-SOCKET_SUFFIX, EVAL_SUFFIX, DROPS_SUFFIX = ".sock", ".eval", ".dropped.jsonl"
+SOCKET_SUFFIX, EVAL_SUFFIX, DROPS_SUFFIX, HTML_SUFFIX = ".sock", ".eval", ".dropped.jsonl", ".html"
+SIDECAR_SUFFIXES = (RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX, SOCKET_SUFFIX, DROPS_SUFFIX, HTML_SUFFIX)
 
 
 def eval_dir(out_path: Path) -> Path:
@@ -16,10 +18,17 @@ def eval_dir(out_path: Path) -> Path:
     return out_path.with_suffix(EVAL_SUFFIX)
 
 
+def own_files(out_path: Path) -> set[Path]:
+    """The files vftui writes for a run: its jsonl and the files beside it named after it (an eval's folder,
+    ``eval_dir``, aside)."""
+    return {out_path, *(out_path.with_suffix(suffix) for suffix in SIDECAR_SUFFIXES)}
+
+
 def lock_holder(out_path: Path) -> int | None:
     """The pid written in the run's lock file by the process holding it (``collector.output.lock``)."""
     try:
-        return int(out_path.with_suffix(LOCK_SUFFIX).read_text().strip())
+        with safe_files.open_to_read(out_path.with_suffix(LOCK_SUFFIX)) as f:
+            return int(f.read(32).strip())
     except (OSError, ValueError):
         return None
 

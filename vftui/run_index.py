@@ -59,7 +59,8 @@ def remember(out_path: Path) -> None:
 
 def known_runs(skipped: list[str] | None = None) -> list[Path]:
     """The jsonl of every run in the index or the default runs folder that still exists; a damaged index
-    entry is skipped, and its sentence added to ``skipped`` when given."""
+    entry, or one naming a path through a link or '..', is skipped, and its sentence added to ``skipped`` when
+    given."""
     found: dict[Path, None] = {}
     for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
         try:
@@ -71,14 +72,25 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
         if record is None:
             continue  # removed meanwhile
         out = Path(record.out)
-        if _exists(out):
-            found[out] = None
-        else:
+        if not _exists(out):
             with contextlib.suppress(OSError):
                 entry.unlink()  # its run was deleted
+        elif _plain(out):
+            found[out] = None
+        elif skipped is not None:  # not written by ``remember``: no command acts on what it names
+            skipped.append(f"the run index entry {entry} names {out}, which goes through a symbolic link or '..'; "
+                           "it was skipped (remove it to stop this note)")
     for run_file in paths.runs_dir().glob(f"*/*{RUN_SUFFIX}") if paths.runs_dir().is_dir() else []:
         found[Path(str(run_file).removesuffix(RUN_SUFFIX) + ".jsonl").resolve()] = None
     return list(found)
+
+
+def _plain(path: Path) -> bool:
+    """Whether ``path`` is its file's own path, as ``remember`` writes it: no link on the way, no '..'."""
+    try:
+        return path.resolve(strict=True) == path
+    except (OSError, RuntimeError):
+        return False
 
 
 def _exists(path: Path) -> bool:

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import math
 import shlex
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vftui import paths, run_records
+from vftui import run_records
 from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
 from vftui.printable import printable
 from vftui.run_files import find_resumable, lock_holder, sidecars
-from vftui.run_index import forget, known_runs, run_id
+from vftui.run_index import known_runs, run_id
 from vftui.run_records import Checkpoint, RunRecord, Settings
 from vftui.wording import clock
 
@@ -177,18 +176,3 @@ def cells(r: RunLine) -> tuple[str, ...]:
     reward = f"{r.mean_reward:.3f}" if r.mean_reward is not None else "-"
     return (r.id, r.state, started, clock(r.duration_s), r.env.rsplit("/", 1)[-1] or "-", r.mode or "-",
             r.model or "-", f"{r.groups_done}/{r.groups_total}", rate, reward, str(r.out_path))
-
-
-def prune(r: RunLine) -> tuple[bool, bool]:
-    """A run that is not running: forgotten from the index (its files stay); one in the default runs folder
-    that collected nothing, deleted with its folder. Whether each happened."""
-    if r.running:
-        return False, False
-    folder = r.out_path.parent
-    if folder.parent == paths.runs_dir().resolve():
-        empty = r.groups_done == 0 and r.out_path.stat().st_size == 0
-        if empty:
-            shutil.rmtree(folder, ignore_errors=True)
-        return False, empty
-    forget(r.out_path)
-    return True, False

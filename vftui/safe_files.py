@@ -16,6 +16,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from vftui.errors import UserError
 
@@ -47,6 +48,28 @@ def open_fd(path: Path, flags: int, mode: int = 0o666) -> int:
         if e.errno == errno.ELOOP:
             raise LinkRefused(path) from None
         raise
+
+
+def open_to_read(path: Path) -> BinaryIO:
+    """A run file to read back (settings, checkpoint, index entry, lock, drops): a FIFO or a device there would
+    block its reader for ever, so it is opened without blocking and refused (an ``OSError`` saying what it is)
+    unless it is a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    return next((name for test, name in kinds if test(mode)), "of an unknown kind")
 
 
 def open_append(path: Path, mode: int = 0o644) -> int:

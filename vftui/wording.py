@@ -5,6 +5,8 @@ A fact said in several lines is a list of them (``printable.say`` prints each as
 
 from __future__ import annotations
 
+import shlex
+
 from vftui.events import (
     Alert,
     ApiStatus,
@@ -131,9 +133,10 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
 
 
 def left_running(pid: int | None, out_path: object) -> list[str]:
-    """What a dashboard that leaves a run running (or starts one in the background) says of it."""
+    """What a dashboard that leaves a run running (or starts one in the background) says of it; the command
+    shell-quoted, so it pastes as it is whatever the path holds (spaces, quotes, ``$``)."""
     return [f"vftui: the run goes on in the background (pid {pid}): {out_path}",
-            f"  vftui attach {out_path}   shows it again, with every key",
+            f"  vftui attach {shlex.quote(str(out_path))}   shows it again, with every key",
             "  vftui runs                lists the runs"]
 
 

@@ -8,6 +8,7 @@ here), then says how to attach.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import time
@@ -33,7 +34,8 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     elif config.out is not None:
         out = safe_files.given_file(config.out, "--out")
         if out.exists():
-            raise UserError(f"--out {out} exists; a background run needs a new path (or --resume {out})")
+            raise UserError(f"--out {out} exists; a background run needs a new path "
+                            f"(or --resume {shlex.quote(str(out))})")
     else:
         try:
             out = paths.new_run_dir(config.env) / "groups.jsonl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from vftui import fleet, paths, run_list
+from vftui import fleet, paths, pruning
 from vftui.defaults import SHARED_FLAGS
 from vftui.printable import printable, say
 from vftui.run_list import COLUMNS, RunLine, all_runs, cells
@@ -21,11 +21,12 @@ def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = Non
     skipped: list[str] = []
     lines = all_runs(skipped)
     if prune:
-        pruned = [run_list.prune(r) for r in lines]
-        forgotten, deleted = sum(f for f, _ in pruned), sum(d for _, d in pruned)
-        say(f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty run "
-            f"folders deleted; runs under {paths.runs_dir()} stay listed until their folders go", sys.stderr)
-        skipped.clear()
+        pruned = [pruning.prune(r) for r in lines]
+        forgotten, deleted = sum(p.forgotten for p in pruned), sum(p.deleted for p in pruned)
+        say(f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty runs deleted "
+            f"(their own files, and a folder vftui made for one once empty); the runs under {paths.runs_dir()} "
+            "that hold groups stay", sys.stderr)
+        skipped[:] = [p.note for p in pruned if p.note]
         lines = all_runs(skipped)
     for note in [*skipped, *(f"run {r.id}: {r.problem}" for r in lines if r.problem)]:
         say(f"vftui: note: {note}", sys.stderr)

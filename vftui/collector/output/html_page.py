@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vftui import store
+from vftui.run_files import HTML_SUFFIX
 
 logger = logging.getLogger(__name__)
 NO_DATA = "<p>No groups were written.</p>"
@@ -73,7 +74,7 @@ def write_page(jsonl: Path) -> Path | None:
     template = Path(jsonl2html.TEMPLATE_FILE).read_text(encoding="utf-8")
     page = template.format(title=html.escape(f"Rendered Messages - {jsonl.name}"),
                            groups_html="\n".join(sections) or NO_DATA)
-    path = jsonl.with_suffix(".html")
+    path = jsonl.with_suffix(HTML_SUFFIX)
     try:
         store.write_text_atomic(path, page)
     except store.WriteFailed as e:
