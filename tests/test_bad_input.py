@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from tests.conftest import free_port, run_cli, serve_app
 from vftui.cli import main
 from vftui.collector.envs import loader as env_loader
 from vftui.errors import UserError
+from vftui.ui.themes import load_theme
 
 HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
 FAKE_ENVS = {
@@ -240,6 +242,14 @@ def test_config_file_that_is_not_utf8(tmp_path, capsys):
     bad = tmp_path / "latin1.toml"
     bad.write_bytes("group-size = 4 # caf\xe9\n".encode("latin-1"))
     fails_with(["--config", str(bad)], capsys, "is not UTF-8 text")
+
+
+def test_a_config_file_or_theme_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys):
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)  # nobody writes to it: a read would wait for ever
+    fails_with(["--config", str(fifo)], capsys, f"cannot read the config file {fifo}: it is a FIFO, not a regular file")
+    with pytest.raises(UserError, match="it is a FIFO, not a regular file"):
+        load_theme(fifo)
 
 
 def test_config_file_whose_run_is_not_a_table(tmp_path, capsys):

@@ -9,6 +9,7 @@ holding the input whole, running out of memory, or out of stack in a recursive p
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,23 @@ def read_json(path: Path) -> Any:
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"it is over {MAX_RECORD_BYTES // 1024**2:,} MB")
     return load_json(data)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (a config file, a theme) of at most ``MAX_RECORD_BYTES``: ``OSError`` when it cannot be read
+    or is not a regular file, else a ``ValueError`` whose text says what is wrong ("is not UTF-8 text ...")."""
+    with safe_files.open_to_read(path) as f:
+        data = f.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"is over {MAX_RECORD_BYTES // 1024**2:,} MB")
+    try:
+        return check_nesting(tomllib.loads(data.decode()))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"is not UTF-8 text (byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"does not parse as TOML: {e}") from None
+    except (RecursionError, ValueError):  # tomllib recurses
+        raise ValueError(f"nests deeper than {MAX_NESTING} levels") from None
 
 
 def check_nesting(value: Any) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from vftui import paths
-from vftui.bounds import HUGE, LARGE, MAX_NESTING, MAX_RECORD_BYTES, check_nesting, load_json
+from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
@@ -311,19 +310,11 @@ FLAG_NAMES.update(FLAG_OF_FIELD)
 
 def _read_config_file(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as f:
-            text = f.read(MAX_RECORD_BYTES + 1)
-        if len(text) > MAX_RECORD_BYTES:
-            raise UserError(f"the config file {path} is over {MAX_RECORD_BYTES // 1024**2} MB")
-        data = check_nesting(tomllib.loads(text.decode()))
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"the config file {path} does not parse as TOML: {e}") from e
-    except UnicodeDecodeError as e:
-        raise UserError(f"the config file {path} is not UTF-8 text (byte {e.start})") from e
+        data = read_toml(path)
     except OSError as e:
         raise UserError(f"cannot read the config file {path}: {e.strerror}") from e
-    except (RecursionError, ValueError) as e:  # nested past the bound (tomllib recurses)
-        raise UserError(f"the config file {path} nests deeper than {MAX_NESTING} levels") from e
+    except ValueError as e:
+        raise UserError(f"the config file {path} {e}") from e
     section = data.get("run", data)
     if not isinstance(section, dict):
         raise UserError(f"the config file {path}: 'run' must be a table ([run] with settings under it)")

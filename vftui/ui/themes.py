@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tomllib
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from textual.app import App
 from textual.theme import BUILTIN_THEMES, Theme
 
 from vftui import paths
-from vftui.bounds import MAX_NESTING, MAX_RECORD_BYTES, check_nesting
+from vftui.bounds import read_toml
 from vftui.errors import UserError
 from vftui.printable import say
 
@@ -28,19 +27,11 @@ def shipped_dirs() -> list[Path]:
 
 def load_theme(path: Path) -> Theme:
     try:
-        with path.open("rb") as f:
-            text = f.read(MAX_RECORD_BYTES + 1)
-        if len(text) > MAX_RECORD_BYTES:
-            raise UserError(f"theme file {path} is over {MAX_RECORD_BYTES // 1024**2} MB")
-        data = check_nesting(tomllib.loads(text.decode()))
+        data = read_toml(path)
     except OSError as e:
         raise UserError(f"theme file {path} cannot be read: {e.strerror}") from e
-    except UnicodeDecodeError as e:
-        raise UserError(f"theme file {path} is not UTF-8 text (byte {e.start})") from e
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"theme file {path} does not parse: {e}") from e
-    except (RecursionError, ValueError) as e:  # nested past the bound (tomllib recurses)
-        raise UserError(f"theme file {path} nests deeper than {MAX_NESTING} levels") from e
+    except ValueError as e:
+        raise UserError(f"theme file {path} {e}") from e
     unknown = set(data) - {"name", "dark", *COLOUR_KEYS}
     if unknown or "primary" not in data:
         problem = f"unknown keys {sorted(unknown)}" if unknown else "no 'primary' colour"
