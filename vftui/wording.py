@@ -82,6 +82,9 @@ def eval_report(report: EvalReport) -> list[str]:
     at = f" at trainer step {report.step}" if report.step is not None else ""
     lines = [f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
              f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"]
+    if report.errors:
+        lines.append(f"  errors: {report.errors} of the {report.items + report.errors} examples done failed to score "
+                     "(a reward raised or was no number); the figures are over the others")
     width = max(map(len, [*report.figures, *report.functions]), default=0)
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.functions.items()]

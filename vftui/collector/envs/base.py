@@ -9,6 +9,8 @@ the implementations' business (``envs.classic``), not the modes'.
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,6 +28,13 @@ class Rollout:
     error: str | None = None  # the rollout failed (an endpoint error): not a score
     reward_failure: tuple[str, str] | None = None  # (function, error): a reward function raised or was not finite
     model_calls: list[Any] = field(default_factory=list)  # rl: each call's token ids and logprobs (``tokens.Turn``)
+
+
+def numeric(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that are numbers (verifiers keeps others beside them), a bool as 0 or 1; each as it came
+    otherwise, so the collector refuses one that is not a score (``bounds.score``) rather than crash on it."""
+    return {str(name): float(value) if isinstance(value, bool) else value for name, value in values.items()
+            if isinstance(value, numbers.Real)}
 
 
 def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
