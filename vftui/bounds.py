@@ -60,6 +60,8 @@ def read_lines(f: BinaryIO, limit: int) -> Iterator[bytes | LongLine]:
 def score(value: Any) -> float | None:
     """``value`` as a float when it is a score vftui can compute with: a real number (a bool is not one), finite
     and within ``MAX_SCORE`` (an int of 400 digits is not); None otherwise, for the caller to count or refuse."""
+    if type(value) is float:  # the common case first: an ABC check per value costs a big file
+        return value if -MAX_SCORE <= value <= MAX_SCORE else None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     if isinstance(value, int) and abs(value) > MAX_SCORE:

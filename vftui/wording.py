@@ -69,12 +69,17 @@ def dumped(event: GroupsDumped) -> str:
     return f"dumped {event.groups} groups to {event.path}"
 
 
+def number(value: float, sign: str = "") -> str:
+    """Three decimals, or the exponent form where those would be dozens of digits (rewards of 1e100 are scores)."""
+    return f"{value:{sign}.3f}" if abs(value) < 1e6 else f"{value:{sign}.3e}"
+
+
 def figure(value: Figure) -> str:
     """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval."""
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
     if mean is None:
         return "-"
-    return f"{mean:.3f}" if low is None or high is None else f"{mean:.3f} ± {(high - low) / 2:.3f}"
+    return number(mean) if low is None or high is None else f"{number(mean)} ± {number((high - low) / 2)}"
 
 
 def eval_report(report: EvalReport) -> list[str]:

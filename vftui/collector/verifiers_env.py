@@ -25,12 +25,12 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
-from vftui import bounds, stats, store
+from vftui import stats, store
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
-from vftui.collector.envs.base import Environment, Rollout, metrics_of
+from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.collector.envs.messages import template_messages
 from vftui.collector.modes import Rollouts
 from vftui.collector.output.ledger import ItemLedger
@@ -53,17 +53,6 @@ from vftui.shards import WHOLE, Shard
 logger = logging.getLogger(__name__)
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
 JUDGED = "_vftui_judged"  # its group failed to score: dropped, with the reason
-
-
-def _first_unscorable(scores: list[Any], metrics: dict[str, list[Any]]) -> tuple[str, str] | None:
-    """Which metric (or the total reward) holds a value that is not a score (``bounds.score``: NaN, infinity, a
-    string, None, beyond ``MAX_SCORE``), and what it is; None when every value is one."""
-    named = [*((f"metric '{name}'", values) for name, values in metrics.items()), ("the rubric's total reward", scores)]
-    for what, values in named:
-        for value in values:
-            if bounds.score(value) is None:
-                return what, bounds.refusal(value)
-    return None
 
 
 class VfEnvConfig(BaseEnvConfig):
@@ -279,7 +268,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                                [r.turns for r in rollouts])
             return None
         metrics = metrics_of(rollouts)
-        if (bad := _first_unscorable(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
+        if (bad := unscorable(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
             self._group_failed(item, *bad)
             return None
         group["scores"] = [float(s) for s in group["scores"]]  # a numpy float is a score, and JSON as a float

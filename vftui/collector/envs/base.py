@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from vftui import bounds
+
 
 @dataclass(frozen=True)
 class Rollout:
@@ -44,6 +46,17 @@ def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
         for name, value in rollout.metrics.items():
             metrics.setdefault(name, []).append(value)
     return metrics
+
+
+def unscorable(scores: list[Any], metrics: dict[str, list[Any]]) -> tuple[str, str] | None:
+    """Which metric (or the total reward) holds a value that is not a score (``bounds.score``: NaN, infinity, a
+    string, None, beyond ``MAX_SCORE``), and what it is; None when every value is one."""
+    named = [*((f"metric '{name}'", values) for name, values in metrics.items()), ("the rubric's total reward", scores)]
+    for what, values in named:
+        for value in values:
+            if bounds.score(value) is None:
+                return what, bounds.refusal(value)
+    return None
 
 
 class Environment(Protocol):

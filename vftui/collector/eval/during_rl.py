@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from openai import AsyncOpenAI
 
-from vftui.collector.envs.base import Environment, metrics_of
+from vftui.collector.envs.base import Environment, metrics_of, unscorable
 from vftui.config import RunConfig
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event
@@ -47,22 +47,23 @@ class EvalsDuringRl:
         sampling = {"temperature": cfg.eval_temperature, "max_completion_tokens": env.config.max_token_length}
         tally = EvalTally(k, cfg.pass_threshold)
         limit = asyncio.Semaphore(max(1, env.config.max_eval_workers))
-        failed = 0
 
         async def one(index: int) -> None:
-            nonlocal failed
             async with limit:
                 rollouts = await self.environment.group(self.environment.item(index), k, self._client,
                                                         server.model_name, sampling, k)
-            if any(r.error or r.reward_failure for r in rollouts):
-                failed += 1  # an endpoint or reward error: not a score, left out of the figures
-                return
-            tally.add(index, [r.reward for r in rollouts], metrics_of(rollouts))
+            rewards, metrics = [r.reward for r in rollouts], metrics_of(rollouts)
+            if failure := next((r.error or r.reward_failure for r in rollouts if r.error or r.reward_failure), None):
+                tally.fail(index, failure if isinstance(failure, str) else f"reward function '{failure[0]}' failed")
+            elif (bad := unscorable(rewards, metrics)) is not None:
+                tally.fail(index, f"{bad[0]} is {bad[1]}")
+            else:
+                tally.add(index, [float(r) for r in rewards], metrics)
 
         await asyncio.gather(*(one(i) for i in range(self.examples)))
-        if failed:
-            logger.warning("eval at trainer step %d: %d of %d examples failed and are left out", step, failed,
-                           self.examples)
+        if tally.errors:  # an endpoint or reward error: not a score, counted beside the figures
+            logger.warning("eval at trainer step %d: %d of %d examples failed and are left out of its figures", step,
+                           len(tally.errors), self.examples)
         report = dataclasses.replace(tally.report(self.examples, final=True), step=step)
         self._emit(report)
         return self._log(env, report)
