@@ -53,7 +53,8 @@ class Estimate:
         return None if self.low is None or self.high is None else (self.high - self.low) / 2
 
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.count}
+        """For events and files: a mean of no values is None (no figure), never NaN."""
+        return {"mean": self.mean if self.count else None, "ci_low": self.low, "ci_high": self.high, "n": self.count}
 
 
 def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Estimate:

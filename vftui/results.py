@@ -86,12 +86,14 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     rows = list(lines)
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
-    if "scores" in rows[0]:
+    # its form is that of its first line of either (a damaged first line does not hide the rest)
+    first = next((row for row in rows if "scores" in row or ("reward" in row and "example_id" in row)), rows[0])
+    if "scores" in first:
         items, skipped, indices = _from_groups(rows)
         settings = _settings(path)
         return Source(path, "groups", settings.env, items, lines.skipped + skipped,
                       settings.pass_threshold if settings.mode == "eval" else None), indices
-    if "reward" in rows[0] and "example_id" in rows[0]:
+    if "reward" in first and "example_id" in first:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
