@@ -85,6 +85,9 @@ def test_an_example_whose_reward_raises_is_an_error_of_that_example_never_replac
     assert [e["item"] for e in meta["errors"]] == [1, 3, 5]
     assert all("reward function 'judged' failed: RuntimeError: cannot judge this one" in e["error"]
                for e in meta["errors"])
+    events: list = []
+    GroupFile(out).read(events.append, "")
+    assert [e for e in events if type(e).__name__ == "EvalReport"][-1].errors == 3, "the view counts them too"
 
     again = run_cli(["run", "--no-ui", "--json", "--resume", str(out)], tmp_path, PYTHONPATH=judged_env)
     assert again.returncode == 0, again.stderr

@@ -180,6 +180,8 @@ class _Pass:
         for drop in found:
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
+            if self.tally is not None:  # an eval's dropped example is its error, as the eval counted it
+                self.tally.fail(drop.item, drop.reason)
 
     def add(self, group: GroupCollected, series: Series) -> None:
         series.add_group(group)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from openai import AsyncOpenAI
 
-from vftui.collector.envs.base import Environment, metrics_of, unscorable
+from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.config import RunConfig
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event
@@ -52,13 +52,10 @@ class EvalsDuringRl:
             async with limit:
                 rollouts = await self.environment.group(self.environment.item(index), k, self._client,
                                                         server.model_name, sampling, k)
-            rewards, metrics = [r.reward for r in rollouts], metrics_of(rollouts)
-            if failure := next((r.error or r.reward_failure for r in rollouts if r.error or r.reward_failure), None):
-                tally.fail(index, failure if isinstance(failure, str) else f"reward function '{failure[0]}' failed")
-            elif (bad := unscorable(rewards, metrics)) is not None:
-                tally.fail(index, f"{bad[0]} is {bad[1]}")
+            if (failure := _failure(rollouts)) is not None:
+                tally.fail(index, failure)
             else:
-                tally.add(index, [float(r) for r in rewards], metrics)
+                tally.add(index, [float(r.reward) for r in rollouts], metrics_of(rollouts))
 
         await asyncio.gather(*(one(i) for i in range(self.examples)))
         if tally.errors:  # an endpoint or reward error: not a score, counted beside the figures
@@ -78,3 +75,13 @@ class EvalsDuringRl:
             if wandb.run is not None:
                 wandb.log(metrics, step=max(report.step or 0, env.curr_step))
         return metrics
+
+
+def _failure(rollouts: list[Rollout]) -> str | None:
+    """Why an example's rollouts are no score (an endpoint error, a reward function that raised, a value that is no
+    finite number), or None."""
+    for rollout in rollouts:
+        if rollout.error or rollout.reward_failure:
+            return rollout.error or "reward function '{}' failed: {}".format(*rollout.reward_failure)
+    bad = unscorable([r.reward for r in rollouts], metrics_of(rollouts))
+    return None if bad is None else "{} failed: {}".format(*bad)
