@@ -198,7 +198,16 @@ def mutated(draw, seed: dict[str, Any], lines: int = 3) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def assert_rows_or_a_sentence(path: Path) -> None:
+    """compare's reader: results whose every reward is a finite number, or a ``UserError`` (a sentence)."""
+    try:
+        source = load(path)
+    except UserError:
+        return
+    assert all(finite_figures(item.rewards) for item in source.items.values())
+
+
+@SOME
 @given(mutated(GROUP), mutated(DROP), mutated(CHECKPOINT, lines=1))
 def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, drops, checkpoint):
     with tempfile.TemporaryDirectory() as tmp:
@@ -212,12 +221,7 @@ def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, dro
         assert summary.groups_done == len(view) and all(finite_figures(list(row.scores)) for row in view)
         found, _ = read_drops(out)
         assert all(type(drop.item) is int and finite_figures(drop.scores) for drop in found)
-        try:
-            source = load(out)
-        except UserError:
-            pass
-        else:
-            assert all(finite_figures(item.rewards) for item in source.items.values())
+        assert_rows_or_a_sentence(out)
         try:
             opened = open_resumed(out, 8, WHOLE)
         except UserError:
@@ -227,19 +231,14 @@ def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, dro
         assert opened.ledger.take() not in done, "what the file and its drop log hold is never collected again"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@SOME
 @given(mutated(ROW), mutated(METADATA, lines=1))
 def test_vf_eval_results_read_as_rows_or_a_sentence(rows, metadata):
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
         results.write_bytes(rows)
         (Path(tmp) / "metadata.json").write_bytes(metadata)
-        try:
-            source = load(results)
-        except UserError:
-            pass
-        else:
-            assert all(finite_figures(item.rewards) for item in source.items.values())
+        assert_rows_or_a_sentence(results)
         try:
             groups = list(vf_eval_groups(results))
         except UserError:
