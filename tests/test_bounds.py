@@ -307,16 +307,19 @@ def test_a_damaged_run_index_entry_is_skipped_with_a_note(two_runs, capsys):
     assert f"{index_dir() / 'relative.json'} is damaged (out: it is not an absolute path)" in listed.err
 
 
-def test_a_resume_keeps_big_item_numbers_without_listing_them(two_runs, capfd):
-    """A checkpoint's ``iter`` and ``done_below`` cost nothing however far they are: nothing is listed."""
+def test_a_resume_weighs_big_checkpoint_claims_without_listing_them(two_runs, capfd):
+    """A checkpoint's ``iter`` and ``done_below`` cost nothing however far they are: nothing is listed; and the
+    file, not the checkpoint, says what is done (issue 29.3), so the claims are repaired down."""
     out = two_runs[0]
     far = 10**11
     out.with_suffix(".checkpoint.json").write_text(json.dumps({"done_below": far, "done_above": [far + 2],
                                                                "iter": far + 4, "groups": 2}))
     assert main(["run", "--no-ui", "--resume", str(out), "--steps", "5"]) == 0
-    assert "3 items were in flight when the run stopped" in capfd.readouterr().err  # the run's stderr descriptor
+    said = capfd.readouterr().err  # the run's stderr descriptor
+    assert "counts 99,999,999,999 items done that neither groups.jsonl nor its drop log holds" in said
+    assert "says items up to 100,000,000,004 were handed out, far past the 2" in said
     items = [json.loads(line)["vftui"]["item"] for line in out.read_text().splitlines()]
-    assert sorted(items[2:]) == [far, far + 1, far + 3]
+    assert sorted(items[2:]) == [2, 3, 4]
 
 
 @pytest.mark.parametrize("where", ["flag", "variable", "config file"])

@@ -9,6 +9,9 @@ holding the input whole, running out of memory, or out of stack in a recursive p
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import reprlib
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +23,9 @@ from vftui import safe_files
 # Upper bounds on numbers far beyond any real run, so a typo or a damaged file is one sentence, not an
 # OverflowError or a MemoryError deep inside: settings' sizes (LARGE) and counts (HUGE: groups, items, seconds).
 LARGE, HUGE = 100_000, 10**12
+# A reward or metric value vftui averages: beyond this it is a reward function's bug or damage, not a score. Any
+# mean, variance, interval or difference of values within it stays a finite float (the squares stay below 1e200).
+MAX_SCORE = 1e100
 MAX_NESTING = 64  # levels of a JSON or TOML value: settings and run files need a handful
 MAX_RECORD_BYTES = 4 * 1024**2  # a run's settings, checkpoint or index entry, an eval's metadata, a config file
 PIECE_BYTES = 1024**2  # a line longer than this is measured this much at a time before it is read (or skipped)
@@ -52,6 +58,28 @@ def read_lines(f: BinaryIO, limit: int) -> Iterator[bytes | LongLine]:
             continue
         f.seek(start)
         yield f.read(size)
+
+
+def score(value: Any) -> float | None:
+    """``value`` as a float when it is a score vftui can compute with: a real number (a bool is not one), finite
+    and within ``MAX_SCORE`` (an int of 400 digits is not); None otherwise, for the caller to count or refuse."""
+    if type(value) is float:  # the common case first: an ABC check per value costs a big file
+        return value if -MAX_SCORE <= value <= MAX_SCORE else None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, int) and abs(value) > MAX_SCORE:
+        return None  # before float(), which an int of 400 digits overflows
+    number = float(value)
+    return number if abs(number) <= MAX_SCORE else None  # NaN compares false
+
+
+def refusal(value: Any) -> str:
+    """Why ``score`` refused ``value``, after it: ``'0.5', not a number``, ``nan, not a finite number``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"{reprlib.repr(value)}, not a number"
+    if isinstance(value, int) or math.isfinite(value):
+        return f"{reprlib.repr(value)}, beyond ±{MAX_SCORE:g}"
+    return f"{reprlib.repr(value)}, not a finite number"
 
 
 def too_long(line: LongLine, limit: int) -> str:

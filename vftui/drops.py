@@ -10,11 +10,11 @@ skipped, as a damaged jsonl's are.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
+from typing import Any
 
 from vftui import safe_files
-from vftui.bounds import LongLine, read_lines
+from vftui.bounds import HUGE, LongLine, read_lines, score
 from vftui.events import GroupDropped
 from vftui.run_files import DROPS_SUFFIX
 
@@ -60,13 +60,22 @@ def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int
 
 
 def _parse(raw: bytes) -> GroupDropped | None:
+    """A drop as written (a failed one has no scores), or None for a line that is not one: an item that is no
+    dataset position, a score or metric that is no number a figure can use (``bounds.score``)."""
     try:
         data = json.loads(raw)
-        scores = [float(s) for s in data["scores"]]
-        metrics = {str(name): [float(v) for v in values] for name, values in data.get("metrics", {}).items()}
-        if not all(map(math.isfinite, [*scores, *(v for values in metrics.values() for v in values)])):
+        scores = _scores(data["scores"])
+        metrics = {str(name): _scores(values) for name, values in data.get("metrics", {}).items()}
+        item, turns = data["item"], data.get("turns", [])
+        if type(item) is not int or not 0 <= item <= HUGE or not all(type(t) is int and 0 <= t <= HUGE for t in turns):
             return None
-        return GroupDropped(int(data["item"]), str(data["reason"]), scores, metrics,
-                            [int(t) for t in data.get("turns", [])])
+        return GroupDropped(item, str(data["reason"]), scores, metrics, list(turns))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
+
+
+def _scores(values: list[Any]) -> list[float]:
+    scores = [score(v) for v in values]
+    if None in scores:
+        raise ValueError("not a score")
+    return scores

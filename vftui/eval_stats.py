@@ -53,7 +53,8 @@ class Estimate:
         return None if self.low is None or self.high is None else (self.high - self.low) / 2
 
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.count}
+        """For events and files: a mean of no values is None (no figure), never NaN."""
+        return {"mean": self.mean if self.count else None, "ci_low": self.low, "ci_high": self.high, "n": self.count}
 
 
 def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Estimate:
@@ -80,7 +81,8 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
     mean = statistics.fmean(b) - statistics.fmean(a)
     if va + vb == 0:
         return Estimate(mean, mean, mean, min(len(a), len(b)))
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    share_a, share_b = va / (va + vb), vb / (va + vb)  # Welch-Satterthwaite's df, free of the squares' scale
+    df = 1 / (share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1))
     half = t_quantile(0.5 + CONFIDENCE / 2, max(1, math.floor(df))) * math.sqrt(va + vb)
     return Estimate(mean, mean - half, mean + half, min(len(a), len(b)))
 
@@ -137,12 +139,19 @@ class EvalTally:
         self.rollouts, self.threshold = rollouts, threshold
         self.items: dict[int, ItemResult] = {}
         self.functions: dict[str, dict[int, float]] = {}
+        self.errors: dict[int, str] = {}  # items whose group failed to score, with why: done, in no figure
 
     def add(self, item: int, rewards: Sequence[float], metrics: dict[str, Sequence[float]]) -> None:
+        self.errors.pop(item, None)  # collected again, and scored this time
         self.items[item] = ItemResult(item, tuple(rewards))
         for name, values in metrics.items():
             if values:
                 self.functions.setdefault(name, {})[item] = statistics.fmean(values)
+
+    def fail(self, item: int, reason: str) -> None:
+        """An item whose group failed to score: an error of the eval, never replaced by another item."""
+        if item not in self.items:
+            self.errors[item] = reason
 
     def figures(self) -> dict[str, Estimate]:
         items = list(self.items.values())
@@ -165,6 +174,7 @@ class EvalTally:
             figures={name: e.as_dict() for name, e in self.figures().items()},
             functions={name: e.as_dict() for name, e in self.function_figures().items()},
             final=final,
+            errors=len(self.errors),
         )
 
 

@@ -345,6 +345,7 @@ class EvalReport:
     functions: dict[str, Figure]
     final: bool = False
     step: int | None = None  # an eval during rl: the trainer step it evaluated
+    errors: int = 0  # examples done whose group failed to score (a reward raised, or was no number): not in the figures
 
 
 @dataclass(frozen=True)

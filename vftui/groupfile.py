@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from vftui import run_records, stats, store
+from vftui import bounds, run_records, stats, store
 from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
 from vftui.drops import read_drops
@@ -95,15 +95,13 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
 
 
 def _numbers(values: Any) -> list[float]:
-    """Finite floats: a number too large for a float, infinite (``1e400``) or not a number is a ``ValueError``."""
+    """Floats a figure can be computed from (``bounds.score``): a string, a bool, ``1e400`` or ``1e308`` (whose
+    square or sum overflows) is a ``ValueError``, and the line is skipped and counted."""
     if not isinstance(values, list):
         raise TypeError(f"{type(values).__name__} where a list of numbers belongs")
-    try:
-        numbers = [float(v) for v in values]
-    except OverflowError as e:
-        raise ValueError("a number too large for a float") from e
-    if not all(map(math.isfinite, numbers)):
-        raise ValueError(f"{numbers} holds a number that is not finite")
+    numbers = [bounds.score(v) for v in values]
+    if None in numbers:
+        raise ValueError(f"it holds {bounds.refusal(values[numbers.index(None)])}")
     return numbers
 
 
@@ -182,6 +180,8 @@ class _Pass:
         for drop in found:
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
+            if self.tally is not None:  # an eval's dropped example is its error, as the eval counted it
+                self.tally.fail(drop.item, drop.reason)
 
     def add(self, group: GroupCollected, series: Series) -> None:
         series.add_group(group)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import paths, run_records, shard_folder, store
+from vftui import bounds, paths, run_records, shard_folder, store
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.events import META
@@ -87,12 +86,14 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     rows = list(lines)
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
-    if "scores" in rows[0]:
+    # its form is that of its first line of either (a damaged first line does not hide the rest)
+    first = next((row for row in rows if "scores" in row or ("reward" in row and "example_id" in row)), rows[0])
+    if "scores" in first:
         items, skipped, indices = _from_groups(rows)
         settings = _settings(path)
         return Source(path, "groups", settings.env, items, lines.skipped + skipped,
                       settings.pass_threshold if settings.mode == "eval" else None), indices
-    if "reward" in rows[0] and "example_id" in rows[0]:
+    if "reward" in first and "example_id" in first:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
@@ -155,22 +156,22 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     sampling = metadata.sampling_args
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in _json_lines(path):
-        if row.get("example_id") is not None and _number(row.get("reward")) is not None:
+        if row.get("example_id") is not None and bounds.score(row.get("reward")) is not None:
             by_example.setdefault(str(row["example_id"]), []).append(row)
     for n, rows in enumerate(by_example.values()):
         messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
-        names = [k for k, v in (rows[0].get("metrics") or {}).items() if isinstance(v, (int, float))]
+        names = [k for k, v in _metrics(rows[0]).items() if bounds.score(v) is not None]
         yield {
-            "scores": [_number(r["reward"]) for r in rows],
+            "scores": [bounds.score(r["reward"]) for r in rows],
             "tokens": [[] for _ in rows],
             "masks": [[] for _ in rows],
             "messages": messages,
             "generation_params": {"temperature": sampling["temperature"]}
-            if _number(sampling.get("temperature")) is not None else {},  # vf-eval leaves it out for the default
+            if bounds.score(sampling.get("temperature")) is not None else {},  # vf-eval leaves it out for the default
             META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.env_id or "?", "mode": "eval",
                    "model": metadata.model, "simulated": metadata.base_url == "simulated",
-                   "metrics": {name: [_number((r.get("metrics") or {}).get(name)) or 0.0 for r in rows]
-                               for name in names},
+                   "metrics": {name: [v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None]
+                               for name in names},  # a value that is no number is left out, never a 0
                    "finish_reasons": ["length" if r.get("is_truncated") else r.get("stop_condition") for r in rows]},
         }
 
@@ -213,10 +214,6 @@ class _json_lines:
             raise UserError(f"cannot read {self.path}: {e.strerror}") from e
 
 
-def _number(value: Any) -> float | None:
-    """``value`` when it is a finite number (JSON's NaN, infinities, strings and lists are not)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
 
 
 def _key(meta: dict[str, Any], fallback: Any) -> str:
@@ -233,7 +230,7 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, li
     for n, group in enumerate(groups):
         meta = group.get(META) if isinstance(group.get(META), dict) else {}
         raw = group.get("scores")
-        scores = [_number(s) for s in raw] if isinstance(raw, list) else []
+        scores = [bounds.score(s) for s in raw] if isinstance(raw, list) else []
         if not scores or None in scores:
             skipped += 1
             continue
@@ -250,7 +247,7 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, li
             item.completion_chars.append(_completion_chars(rollout))
         metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
         for name, values in metrics.items():
-            numbers = [_number(v) for v in values] if isinstance(values, list) else []
+            numbers = [bounds.score(v) for v in values] if isinstance(values, list) else []
             item.functions.setdefault(name, []).extend(v for v in numbers if v is not None)
     return items, skipped, indices
 
@@ -261,7 +258,7 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
     items: dict[str, Item] = {}
     skipped = 0
     for row in rows:
-        reward = _number(row.get("reward"))
+        reward = bounds.score(row.get("reward"))
         if reward is None or row.get("example_id") is None:
             skipped += 1
             continue
@@ -272,11 +269,14 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
         messages = _messages(row.get("prompt")) + _messages(row.get("completion"))
         item.rollouts.append(messages)
         item.completion_chars.append(_completion_chars(messages))
-        metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
-        for name, value in metrics.items():
-            if (number := _number(value)) is not None:
+        for name, value in _metrics(row).items():
+            if (number := bounds.score(value)) is not None:
                 item.functions.setdefault(name, []).append(number)
     return items, skipped
+
+
+def _metrics(row: dict[str, Any]) -> dict[str, Any]:
+    return row["metrics"] if isinstance(row.get("metrics"), dict) else {}
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:

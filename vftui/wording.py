@@ -71,12 +71,17 @@ def dumped(event: GroupsDumped) -> str:
     return f"dumped {event.groups} groups to {event.path}"
 
 
+def number(value: float, sign: str = "") -> str:
+    """Three decimals, or the exponent form where those would be dozens of digits (rewards of 1e100 are scores)."""
+    return f"{value:{sign}.3f}" if abs(value) < 1e6 else f"{value:{sign}.3e}"
+
+
 def figure(value: Figure) -> str:
     """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval."""
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
     if mean is None:
         return "-"
-    return f"{mean:.3f}" if low is None or high is None else f"{mean:.3f} ± {(high - low) / 2:.3f}"
+    return number(mean) if low is None or high is None else f"{number(mean)} ± {number((high - low) / 2)}"
 
 
 def eval_report(report: EvalReport) -> list[str]:
@@ -84,6 +89,9 @@ def eval_report(report: EvalReport) -> list[str]:
     at = f" at trainer step {report.step}" if report.step is not None else ""
     lines = [f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
              f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"]
+    if report.errors:
+        lines.append(f"  errors: {report.errors} of the {report.items + report.errors} examples done failed to score "
+                     "(a reward raised or was no number); the figures are over the others")
     width = max(map(len, [*report.figures, *report.functions]), default=0)
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.functions.items()]

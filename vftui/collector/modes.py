@@ -49,6 +49,10 @@ class Collection(Protocol):
     rollouts: Rollouts
     fail: Callable[[RunFailed], None] | None
     """rl: ends the run with a group's failure (atroposlib's serve loop would log and drop it); sft: None, it raises."""
+    item_range: int | None
+    """eval: how many items it collects (the first of its split, or of its shard), each once, set by ``check``: a
+    dropped group is that example's error, done, and no item past them is collected; sft, rl: None (another item
+    takes a dropped group's place)."""
 
     def check(self, environment: Environment) -> None:
         """Refuse, with one sentence, what this mode cannot collect; take the items it collects (eval: its split)."""

@@ -41,7 +41,7 @@ from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
-from vftui.drops import DropLog, read_drops
+from vftui.drops import DropLog
 from vftui.errors import RunFailed, UserError
 from vftui.events import (
     EvalReport,
@@ -138,7 +138,7 @@ class Run:
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
             self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
-            if event.scores and self._drops is not None:
+            if self._drops is not None:
                 self._record_drop(event)
         if isinstance(event, EvalReport):
             self._eval = event
@@ -185,9 +185,10 @@ class Run:
         for group in output.written:
             self.totals.add(group)
             self.collection.observe(group)
-        for drop in read_drops(output.path)[0]:  # the groups it dropped count in its figures as they did live
+        for drop in output.dropped:  # the groups it dropped count in its figures as they did live
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
+            self.collection.observe(drop)
         for line in output.tail:
             self.window.add(line)
         return output
@@ -217,10 +218,12 @@ class Run:
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
         self.collection.start(self._step, base_urls, self._api_key)
-        total = max(self.collection.groups_total(environment), output.groups_before)  # a resume asking for fewer
-        self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, output.groups_before, total)
+        output.ledger.end = end = self.collection.item_range
+        before = output.groups_before if end is None else output.ledger.done_within(end)  # eval: examples done
+        total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
+        self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, before, total)
         self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)
-        self.controls.groups_done = output.groups_before
+        self.controls.groups_done = before
         self._env = self._build_env(environment, output)
         # one rollout a group always scores identically: nothing to warn about
         identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
@@ -301,7 +304,8 @@ class Run:
             emit=self.emit,
             checkpoint_path=sidecars(plan.out_path)[1],
             ledger=output.ledger,
-            groups_before=plan.groups_before,
+            groups_before=output.groups_before,
+            drops_are_done=self.collection.item_range is not None,
             shard=cfg.own_shard,
             max_retries=cfg.retries,
             on_tokens=self.collection.tokens_written,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
-from vftui.collector.envs.base import Environment, Rollout, metrics_of
+from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.collector.envs.messages import template_messages
 from vftui.collector.modes import Rollouts
 from vftui.collector.output.ledger import ItemLedger
@@ -53,14 +52,7 @@ from vftui.shards import WHOLE, Shard
 
 logger = logging.getLogger(__name__)
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out
-
-
-def _first_non_finite(scores: list[float], metrics: dict[str, list[float]]) -> str | None:
-    """Which metric (or the total reward) has a NaN or infinite value, if any."""
-    for name, values in metrics.items():
-        if not all(map(math.isfinite, values)):
-            return f"metric '{name}'"
-    return None if all(map(math.isfinite, scores)) else "the rubric's total reward"
+JUDGED = "_vftui_judged"  # its group failed to score: dropped, with the reason
 
 
 class VfEnvConfig(BaseEnvConfig):
@@ -91,6 +83,8 @@ class Hooks:
     extra_meta: dict[str, Any] = field(default_factory=dict)
     health_metrics: Callable[[], dict[str, float]] = dict
     """The run's health figures for each wandb log (``collector.health``)."""
+    drops_are_done: bool = False
+    """eval: a dropped group is its example's result (an error), done: its place is never taken by another item."""
     fail: Callable[[RunFailed], None] | None = None
     evaluate: Callable[[VerifiersEnv], Awaitable[dict[str, float]]] | None = None
     """rl with --eval-every: atroposlib's ``evaluate`` hook, every ``steps_per_eval`` trainer steps."""
@@ -169,7 +163,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         controls = self.hooks.controls
         if controls is not None and not await controls.claim_group():
             return None
-        index = self.hooks.shard.item(self.ledger.take())
+        position = self.ledger.take()
+        if position is None:  # an eval's range is done or in flight
+            self._group_done(done=False)
+            return None
+        index = self.hooks.shard.item(position)
         return {**self.environment.item(index), "_item": index, CLAIMED: controls is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
@@ -200,16 +198,16 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         try:
             group = await self._collect_group(item)
         except RunFailed as e:
-            self._group_done(written=False)
+            self._group_done(done=False)
             if self.hooks.fail is None:
                 raise
             self.hooks.fail(e)
             return None, []
         except BaseException:
-            self._group_done(written=False)
+            self._group_done(done=False)
             raise
         if group is None:
-            self._group_done(written=False)
+            self._group_done(done=self.hooks.drops_are_done and item.get(JUDGED, False))
         return group, []
 
     async def _rollouts_with_retries(self, item: dict[str, Any], temperature: float) -> list[Rollout] | None:
@@ -270,9 +268,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                                [r.turns for r in rollouts])
             return None
         metrics = metrics_of(rollouts)
-        if (bad := _first_non_finite(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
-            self._group_failed(item, bad, "not a finite number")
+        if (bad := unscorable(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
+            self._group_failed(item, *bad)
             return None
+        group["scores"] = [float(s) for s in group["scores"]]  # a numpy float is a score, and JSON as a float
+        metrics = {name: [float(v) for v in values] for name, values in metrics.items()}
         self._failures_in_a_row = 0
         self._score_range = stats.widen(self._score_range, group["scores"])
         group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
@@ -314,7 +314,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True
     ):
         lines_before = getattr(self.jsonl_writer, "lines_written", None)
-        written = False
+        written = done = False
         try:
             await super().handle_send_to_api(scored_data, item, do_send_to_api, abort_on_any_max_length_exceeded)
             lines_after = getattr(self.jsonl_writer, "lines_written", None)
@@ -323,13 +323,14 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
                 meta = scored_data[META]
-                self._item_done(meta["item"])  # seen and judged: a resume does not collect it again
                 dropped = GroupDropped(meta["item"], self._drop_reason(scored_data), list(scored_data["scores"]),
                                        meta["metrics"], meta["turns"])
                 self.window.add(dropped)
-                self.hooks.emit(dropped)
+                self.hooks.emit(dropped)  # into the drop log first: the checkpoint never claims more than it holds
+                self._item_done(meta["item"])  # seen and judged: a resume does not collect it again
+                done = self.hooks.drops_are_done
         finally:
-            self._group_done(written)
+            self._group_done(done or written)
 
     def _item_done(self, item: int) -> None:
         """Written, dropped or failed: done in the ledger and in the checkpoint."""
@@ -377,17 +378,19 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self._failures_in_a_row += 1
         if self._failures_in_a_row > self.hooks.max_retries:
             raise RunFailed(f"{what} failed in {self._failures_in_a_row} groups in a row; last error: {error}")
-        self._item_done(item["_item"])
         self.hooks.emit(GroupDropped(item["_item"], f"{what} failed: {error}", scores or [], {}, turns or []))
+        self._item_done(item["_item"])
+        item[JUDGED] = True
 
     def release_unstarted(self, item: dict[str, Any]) -> None:
         """Give back the slot of a claimed item whose group never started (cancelled first)."""
         if item.pop(CLAIMED, False):
-            self._group_done(written=False)
+            self._group_done(done=False)
 
-    def _group_done(self, written: bool) -> None:
+    def _group_done(self, done: bool) -> None:
+        """The group left the flight: written (or, in an eval, judged an error), or to be collected again."""
         if self.hooks.controls is not None:
-            self.hooks.controls.group_finished(written)
+            self.hooks.controls.group_finished(done)
 
     # -- metrics ------------------------------------------------------------------------
 

@@ -27,10 +27,14 @@ BARS = " ▁▂▃▄▅▆▇█"
 
 
 def load_all(paths: list[Path]) -> list[Source]:
-    """The sources, refused with a sentence when they name different environments."""
+    """The sources, refused with a sentence when one holds no result it can read, or they name different
+    environments."""
     if len(paths) < 2:
         raise UserError("compare needs at least two runs, evals, dumps or vf-eval outputs")
     sources = [load(path) for path in paths]
+    if empty := next((s for s in sources if not s.items), None):  # nothing to compare: never a pass
+        raise UserError(f"{empty.path}: no result compare can read in it ({empty.skipped} lines skipped: torn, "
+                        "foreign, or a reward that is not a number)")
     named = {s.env_id for s in sources if s.env_id}
     if len({module_name(env) for env in named}) > 1:
         raise UserError(f"these are runs of different environments ({', '.join(sorted(named))}); compare runs of one")
@@ -129,8 +133,8 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
         if change.items:
             lines.append(f"    items that changed most, worst first ({min(SHOWN_ITEMS, len(change.items))} of "
                          f"{len(change.items)}):")
-            lines += [f"      {i.key:<12} {i.before:.3f} -> {i.after:.3f}  {i.change:+.3f}"
-                      for i in change.items[:SHOWN_ITEMS]]
+            lines += [f"      {i.key:<12} {wording.number(i.before)} -> {wording.number(i.after)}  "
+                      f"{wording.number(i.change, '+')}" for i in change.items[:SHOWN_ITEMS]]
     return lines
 
 
@@ -139,7 +143,10 @@ def _figure(e: Estimate) -> str:
 
 
 def _signed(e: Estimate) -> str:
-    return f"{e.mean:+.3f}" + (f" [{e.low:+.3f}, {e.high:+.3f}]" if e.low is not None and e.high is not None else "")
+    mean = wording.number(e.mean, "+")
+    if e.low is None or e.high is None:
+        return mean
+    return f"{mean} [{wording.number(e.low, '+')}, {wording.number(e.high, '+')}]"
 
 
 def _bars(bins: list[int]) -> str:

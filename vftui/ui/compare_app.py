@@ -16,7 +16,12 @@ from vftui.comparison import Change, Summary
 from vftui.printable import printable
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
-from vftui.wording import figure
+from vftui.wording import figure, number
+
+
+def shown(text: str) -> Text:
+    """Text from the files as it is: its control characters as signs (``printable``), its brackets never markup."""
+    return Text(printable(text))
 
 
 def rollout_text(messages: list[dict], title: str) -> Text:
@@ -50,7 +55,7 @@ class CompareApp(App[None]):
         return lean_driver(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
-        yield Static(printable(self.header), id="compare-header")
+        yield Static(shown(self.header), id="compare-header")
         yield DataTable(id="figures", cursor_type="none", zebra_stripes=True)
         yield DataTable(id="items", cursor_type="row")
         with Horizontal(id="sides"):
@@ -71,13 +76,13 @@ class CompareApp(App[None]):
         rows += [(n, [figure(s.functions[n].as_dict()) if n in s.functions else "-" for s in self.summaries])
                  for n in names]
         for label, values in rows:
-            figures.add_row(label, *values)
+            figures.add_row(shown(label), *values)  # a reward function's name is the environment's text
         items = self.query_one("#items", DataTable)
         items.border_title = f"items by change, B - A, worst first ({self.change.paired} in both)"
         items.add_columns("item", "A", "B", "change")
         for c in self.change.items:
             style = "red" if c.change < 0 else "green" if c.change > 0 else ""
-            items.add_row(printable(c.key), f"{c.before:.3f}", f"{c.after:.3f}", Text(f"{c.change:+.3f}", style=style),
+            items.add_row(shown(c.key), number(c.before), number(c.after), Text(number(c.change, "+"), style=style),
                           key=c.key)
         items.focus()
         self.show_sides()
@@ -102,5 +107,5 @@ class CompareApp(App[None]):
         for letter, summary in zip(self.letters[:2], self.summaries[:2], strict=True):
             item = summary.source.items[key]
             n = self.rollout % len(item.rollouts)
-            title = f"{letter} · item {key} · rollout {n + 1}/{len(item.rollouts)} · reward {item.rewards[n]:.3f}"
+            title = f"{letter} · item {key} · rollout {n + 1}/{len(item.rollouts)} · reward {number(item.rewards[n])}"
             self.query_one(f"#side-{letter}", Static).update(rollout_text(item.rollouts[n], printable(title)))

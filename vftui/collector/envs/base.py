@@ -9,8 +9,12 @@ the implementations' business (``envs.classic``), not the modes'.
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from vftui import bounds
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,13 @@ class Rollout:
     model_calls: list[Any] = field(default_factory=list)  # rl: each call's token ids and logprobs (``tokens.Turn``)
 
 
+def numeric(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values that are numbers (verifiers keeps others beside them), a bool as 0 or 1; each as it came
+    otherwise, so the collector refuses one that is not a score (``bounds.score``) rather than crash on it."""
+    return {str(name): float(value) if isinstance(value, bool) else value for name, value in values.items()
+            if isinstance(value, numbers.Real)}
+
+
 def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
     """Each reward function's and metric's values over a group's rollouts, in rollout order."""
     metrics: dict[str, list[float]] = {}
@@ -35,6 +46,17 @@ def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
         for name, value in rollout.metrics.items():
             metrics.setdefault(name, []).append(value)
     return metrics
+
+
+def unscorable(scores: list[Any], metrics: dict[str, list[Any]]) -> tuple[str, str] | None:
+    """Which metric (or the total reward) holds a value that is not a score (``bounds.score``: NaN, infinity, a
+    string, None, beyond ``MAX_SCORE``), and what it is; None when every value is one."""
+    named = [*((f"metric '{name}'", values) for name, values in metrics.items()), ("the rubric's total reward", scores)]
+    for what, values in named:
+        for value in values:
+            if bounds.score(value) is None:
+                return what, bounds.refusal(value)
+    return None
 
 
 class Environment(Protocol):

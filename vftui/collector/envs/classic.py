@@ -13,12 +13,12 @@ import contextvars
 import functools
 import importlib.util
 import inspect
-import math
 from types import ModuleType
 from typing import Any
 
+from vftui import bounds
 from vftui.collector import scoring_limit
-from vftui.collector.envs.base import Rollout
+from vftui.collector.envs.base import Rollout, numeric
 from vftui.collector.envs.messages import openai_tools, plain_messages
 
 LOGGERS = ("verifiers",)
@@ -123,12 +123,10 @@ class ClassicEnvironment:
 def _rollout(output: dict[str, Any], reward_failure: tuple[str, str] | None) -> Rollout:
     """A classic rollout output (prompt and completion as pydantic messages, the trajectory's steps)."""
     messages = plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
-    metrics = {name: float(value) for name, value in (output.get("metrics") or {}).items()
-               if isinstance(value, (int, float))}
     return Rollout(
         messages=messages,
-        reward=float(output.get("reward") or 0.0),
-        metrics=metrics,
+        reward=output.get("reward"),  # as the rubric gave it: the collector refuses one that is not a score
+        metrics=numeric(output.get("metrics") or {}),
         turns=len(output.get("trajectory") or []),
         finish_reason=_finish_reason(output),
         tools=openai_tools(output.get("tool_defs")),
@@ -191,8 +189,9 @@ def _ask_git_once() -> None:
 def _watch_reward_functions(vf_env: Any) -> None:
     """Record a reward function that raises, which verifiers logs and silently scores 0.
 
-    One that returns NaN or infinity raises here: a non-finite reward poisons a group's
-    advantages and is not JSON. Each function keeps its signature (verifiers picks its
+    One that returns NaN, infinity, a number beyond ``bounds.MAX_SCORE`` or no number at all (a
+    string, None) raises here: verifiers would take "0.5" as 0.5 and None as 0, and a non-finite
+    reward poisons a group's advantages and is not JSON. Each function keeps its signature (verifiers picks its
     arguments from it) and name; the failure still scores 0 for verifiers, and the
     rollout's ``reward_failure`` tells the collector, which reports the group instead of
     training on the 0.
@@ -219,8 +218,8 @@ def _watched(func: Any) -> Any:
             async with scoring_limit.limit.scoring(f"reward function '{func.__name__}'"):
                 result = func(*args, **kwargs)
                 result = await result if inspect.isawaitable(result) else result
-            if isinstance(result, (int, float)) and not math.isfinite(result):
-                raise ValueError(f"returned {result}, not a finite number")
+            if not isinstance(result, bool) and bounds.score(result) is None:  # a bool scores 0 or 1, as in verifiers
+                raise ValueError(f"returned {bounds.refusal(result)}")
         except Exception as e:
             failures = _REWARD_FAILURES.get()
             if failures is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +22,7 @@ from pydantic import ValidationError
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config, taskset_config_type
 
-from vftui.collector.envs.base import Rollout
+from vftui.collector.envs.base import Rollout, numeric
 from vftui.collector.envs.messages import plain_messages
 from vftui.collector.envs.v1_runner import ChatCall, Outcome, ToolServer, run_episode, start_shared_tools
 from vftui.errors import UserError
@@ -215,7 +214,6 @@ def _sampling(sampling: dict[str, Any]) -> Any:
 def _rollout(outcome: Outcome) -> Rollout:
     trace = outcome.trace
     scores = {name: reward.score for name, reward in trace.rewards.items() if reward is not None}
-    measured = {name: float(value) for name, value in trace.metrics.items() if isinstance(value, (int, float))}
     error = reward_failure = None
     if outcome.failed_at == "scoring":
         reward_failure = (outcome.failing_hook or "scoring", outcome.error)
@@ -224,8 +222,8 @@ def _rollout(outcome: Outcome) -> Rollout:
     reward = trace.reward if not outcome.failed_at else 0.0
     return Rollout(
         messages=plain_messages([message_to_wire(m) for m in trace.messages]),
-        reward=float(reward) if math.isfinite(reward) else reward,
-        metrics={**scores, **measured},
+        reward=reward,  # the collector refuses one that is not a score
+        metrics={**scores, **numeric(trace.metrics)},
         turns=trace.num_turns,
         finish_reason=trace.calls[-1].finish_reason if trace.calls else None,
         tools=outcome.tools,

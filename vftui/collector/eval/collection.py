@@ -4,7 +4,8 @@ It collects as sft does (every request through one adaptive limit, as many examp
 as it keeps busy, the run's crash-safe jsonl, resumable), from the environment's eval split,
 and keeps the figures of ``eval_stats`` over the examples done: an ``EvalReport`` once a second
 and at the end, when the results are also written in verifiers' eval format and through
-atroposlib's ``evaluate_log`` (``eval.files``).
+atroposlib's ``evaluate_log`` (``eval.files``). An example whose group fails to score is an
+error: done, counted beside the figures, never replaced by another example.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from vftui.collector.sft.collection import STATS_EVERY_S, SftCollection
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.eval_stats import EvalTally
-from vftui.events import EvalReport, Event, GroupCollected, Mode
+from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
 from vftui.run_files import eval_dir
 from vftui.shards import share_of
 
@@ -61,12 +62,19 @@ class EvalCollection(SftCollection):
     def groups_total(self, environment: Environment) -> int:
         return self._examples
 
+    @property
+    def item_range(self) -> int:
+        """The examples it evaluates, each once: one whose group fails to score is an error, never replaced."""
+        return self._examples
+
     def env_settings(self, groups_left: int) -> dict[str, object]:
         return {**super().env_settings(groups_left), "steps_per_eval": 0}
 
     def observe(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
             self.tally.add(event.item, event.scores, event.metrics)
+        elif isinstance(event, GroupDropped):  # its example's result is an error
+            self.tally.fail(event.item, event.reason)
 
     def report(self, final: bool = False) -> EvalReport:
         """The figures over the examples done, each a mean with its 95% interval."""
@@ -92,7 +100,7 @@ class EvalCollection(SftCollection):
         model = str(env.hooks.extra_meta.get("model", ""))
         wall, clock = self._started
         span = (wall, wall + time.monotonic() - clock)  # the eval's duration, whatever the wall clock did meanwhile
-        await files.write(env, report, self._run_description(model), model, span, folder)
+        await files.write(env, report, self.tally.errors, self._run_description(model), model, span, folder)
         logger.info("eval results written to %s", folder)
 
     def _run_description(self, model: str) -> dict[str, object]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from openai import AsyncOpenAI
 
-from vftui.collector.envs.base import Environment, metrics_of
+from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.config import RunConfig
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event
@@ -47,22 +47,20 @@ class EvalsDuringRl:
         sampling = {"temperature": cfg.eval_temperature, "max_completion_tokens": env.config.max_token_length}
         tally = EvalTally(k, cfg.pass_threshold)
         limit = asyncio.Semaphore(max(1, env.config.max_eval_workers))
-        failed = 0
 
         async def one(index: int) -> None:
-            nonlocal failed
             async with limit:
                 rollouts = await self.environment.group(self.environment.item(index), k, self._client,
                                                         server.model_name, sampling, k)
-            if any(r.error or r.reward_failure for r in rollouts):
-                failed += 1  # an endpoint or reward error: not a score, left out of the figures
-                return
-            tally.add(index, [r.reward for r in rollouts], metrics_of(rollouts))
+            if (failure := _failure(rollouts)) is not None:
+                tally.fail(index, failure)
+            else:
+                tally.add(index, [float(r.reward) for r in rollouts], metrics_of(rollouts))
 
         await asyncio.gather(*(one(i) for i in range(self.examples)))
-        if failed:
-            logger.warning("eval at trainer step %d: %d of %d examples failed and are left out", step, failed,
-                           self.examples)
+        if tally.errors:  # an endpoint or reward error: not a score, counted beside the figures
+            logger.warning("eval at trainer step %d: %d of %d examples failed and are left out of its figures", step,
+                           len(tally.errors), self.examples)
         report = dataclasses.replace(tally.report(self.examples, final=True), step=step)
         self._emit(report)
         return self._log(env, report)
@@ -77,3 +75,13 @@ class EvalsDuringRl:
             if wandb.run is not None:
                 wandb.log(metrics, step=max(report.step or 0, env.curr_step))
         return metrics
+
+
+def _failure(rollouts: list[Rollout]) -> str | None:
+    """Why an example's rollouts are no score (an endpoint error, a reward function that raised, a value that is no
+    finite number), or None."""
+    for rollout in rollouts:
+        if rollout.error or rollout.reward_failure:
+            return rollout.error or "reward function '{}' failed: {}".format(*rollout.reward_failure)
+    bad = unscorable([r.reward for r in rollouts], metrics_of(rollouts))
+    return None if bad is None else "{} failed: {}".format(*bad)

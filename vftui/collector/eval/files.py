@@ -61,16 +61,17 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
         }
 
 
-async def write(env: VerifiersEnv, report: EvalReport, run: dict[str, Any], model: str, span: tuple[float, float],
-                folder: Path) -> None:
-    """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``run`` holds what it was asked."""
+async def write(env: VerifiersEnv, report: EvalReport, errors: dict[int, str], run: dict[str, Any], model: str,
+                span: tuple[float, float], folder: Path) -> None:
+    """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``errors`` the examples that failed
+    to score (item: why), ``run`` what it was asked."""
     safe_files.own_folder(folder)
     rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
     store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
-    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, by_item, report, run)))
+    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, by_item, report, errors, run)))
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
     await write_atropos(env, report, rows, model, span, folder)
@@ -84,23 +85,26 @@ def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str
     return sorted(out, key=lambda item: (item["mean"], -item["std"]))
 
 
-def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report: EvalReport,
+def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report: EvalReport, errors: dict[int, str],
              run: dict[str, Any]) -> dict[str, Any]:
-    """vf-eval's metadata (its ``pass_at_k`` keyed by k, for its viewers) and ours: ``pass@k`` with intervals."""
+    """vf-eval's metadata (its ``pass_at_k`` keyed by k, for its viewers) and ours: ``pass@k`` with intervals, and
+    the examples that failed to score (``errors``; ``avg_error`` their share of the examples done)."""
     k = report.rollouts_per_item
     full = [rewards for rewards in by_item.values() if len(rewards) == k]
     figures = report.figures
+    done = report.items + len(errors)
     return {
         **run,
         "num_examples": report.items,
-        "complete": report.items >= report.items_total,  # a stopped eval's files cover the examples done
+        "complete": report.items >= report.items_total,  # every example scored: not after a stop, nor with errors
         "rollouts_per_example": k,
         "shuffle": False,  # the eval split's first examples, in order
         "shuffle_seed": None,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "avg_reward": figures["reward"]["mean"],
         "avg_metrics": {name: f["mean"] for name, f in report.functions.items()},
-        "avg_error": 0.0,
+        "avg_error": len(errors) / done if done else 0.0,
+        "errors": [{"item": item, "error": why} for item, why in sorted(errors.items())],
         "pass_at_k": {str(n): figures[f"pass@{n}"]["mean"] for n in k_values(k)} if k > 1 else {},
         "pass_all_k": {str(n): _mean([pass_all_k(k, sum(r >= report.threshold for r in rewards), n)
                                       for rewards in full]) for n in k_values(k)} if k > 1 else {},

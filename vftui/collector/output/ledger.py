@@ -8,7 +8,8 @@ flight when a previous run died or was cancelled), then new ones. So a resumed r
 collects again exactly what was lost and never writes an item twice.
 
 A sharded run's ledger counts positions in its shard (``shards.Shard.item`` makes them dataset
-items), so its items too are a watermark and a few above it.
+items), so its items too are a watermark and a few above it. An eval's ledger has an ``end``: it
+collects the items below it, each once, and never hands out one past it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class ItemLedger:
     def __init__(self, done_below: int = 0, done_above: Iterable[int] = (), next_item: int = 0) -> None:
         above = {item for item in done_above if item >= done_below}
         self.next_item = max(next_item, done_below, max(above, default=-1) + 1)
+        self.end: int | None = None  # an eval's range: no item at or past it is handed out
         self._done_below = done_below
         self._done_above: set[int] = set()
         self._lost_from, self._lost_end = done_below, self.next_item  # not done in between: lost, taken first
@@ -37,17 +39,24 @@ class ItemLedger:
         done = sum(1 for item in self._done_above if start <= item < self._lost_end)
         return max(0, self._lost_end - start - done)
 
-    def take(self) -> int:
-        """The next item to collect: the oldest one lost, else a new one."""
+    def take(self) -> int | None:
+        """The next item to collect: the oldest one lost, else a new one; None when none is left below ``end``."""
         self._lost_from = max(self._lost_from, self._done_below)
-        while self._lost_from < self._lost_end:
+        end = self._lost_end if self.end is None else min(self._lost_end, self.end)
+        while self._lost_from < end:
             item = self._lost_from
             self._lost_from += 1
             if item not in self._done_above:
                 return item
+        if self.end is not None and self.next_item >= self.end:
+            return None
         item = self.next_item
         self.next_item += 1
         return item
+
+    def done_within(self, end: int) -> int:
+        """How many of the items below ``end`` are done."""
+        return min(self._done_below, end) + sum(1 for item in self._done_above if item < end)
 
     def mark_done(self, item: int) -> None:
         if item < self._done_below:

@@ -12,16 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vftui import paths, run_records, safe_files, store
+from vftui.bounds import LARGE
 from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.output.lock import OutputLock
+from vftui.drops import read_drops
 from vftui.errors import UserError
-from vftui.events import GroupCollected
+from vftui.events import GroupCollected, GroupDropped
 from vftui.groupfile import group_event
 from vftui.run_files import find_resumable, sidecars
 from vftui.run_records import Checkpoint
 from vftui.shards import Shard
 
 logger = logging.getLogger(__name__)
+IN_FLIGHT_AT_MOST = 2 * LARGE  # groups a run has in flight at most: --concurrency's bound, and a quarter more spares
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Output:
     groups_before: int = 0
     ledger: ItemLedger = field(default_factory=ItemLedger)
     written: list[GroupCollected] = field(default_factory=list)  # a resumed run's groups, for its totals
+    dropped: list[GroupDropped] = field(default_factory=list)  # and the groups it dropped (its drop log)
     tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
 
 
@@ -68,9 +72,12 @@ def open_new(out: Path | None, env_id: str) -> Output:
 def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     """The resumed run's jsonl with a torn last line cut, its groups and the items left to collect.
 
-    An item is done when its line is in the file (the checkpoint may lag it by one) or the
-    checkpoint says so (a dropped group has no line); items in flight when it stopped are
-    collected again first. The ledger counts the shard's own positions, as the checkpoint does.
+    An item is done when its line is in the file or its drop is in the drop log (a dropped group
+    has no line): those two are the truth. The checkpoint is a hint that may lag them by a group
+    or, damaged or edited, claim more: what it claims beyond them is collected (with a warning),
+    never skipped. Items missing below the last one done (in flight when it stopped, or cut with
+    a torn line) are collected first. The ledger counts the shard's own positions, as the
+    checkpoint does.
     """
     out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
@@ -80,13 +87,34 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
             logger.warning("cut a torn last line (%d bytes) from %s", cut, out)
         saved = read_checkpoint(sidecars(out)[1])
         written = groups_written(out)
+        dropped = read_drops(out)[0]
     except BaseException:
         lock.release()
         raise
-    ledger = ItemLedger(saved.done_below, [*saved.done_above, *(shard.position(g.item) for g in written)], saved.iter)
+    done = {shard.position(group.item) for group in [*written, *dropped]}
+    ledger = ItemLedger(0, done, handed_out(saved, done, sidecars(out)[1].name, out.name))
     if ledger.lost:
         logger.warning("%d items were in flight when the run stopped; collecting them again first", ledger.lost)
-    return Output(out, lock, len(written), ledger, written, _tail_lines(out, window))
+    return Output(out, lock, len(written), ledger, written, dropped, _tail_lines(out, window))
+
+
+def handed_out(saved: Checkpoint, done: set[int], checkpoint: str, out: str) -> int:
+    """Where new items begin: the checkpoint's ``iter`` (items below it were handed out; those not done were in
+    flight when the run stopped), unless it claims what the file cannot back. Items it says are done that the file
+    and its drop log do not hold are collected (counted without listing them, however large the claim); an ``iter``
+    further past the last item done than a run can have in flight starts at that item instead. Each said once."""
+    claimed = saved.done_below - sum(1 for item in done if item < saved.done_below)
+    claimed += sum(1 for item in set(saved.done_above) if item >= saved.done_below and item not in done)
+    if claimed:
+        items = "1 item" if claimed == 1 else f"{claimed:,} items"
+        logger.warning("the checkpoint %s counts %s done that neither %s nor its drop log holds: they count as "
+                       "not done (the file is the truth)", checkpoint, items, out)
+    after = max(done, default=-1) + 1
+    if saved.iter - after > IN_FLIGHT_AT_MOST:
+        logger.warning("the checkpoint %s says items up to %s were handed out, far past the %s that %s accounts for: "
+                       "carrying on from there", checkpoint, f"{saved.iter:,}", f"{after:,}", out)
+        return after
+    return saved.iter
 
 
 def read_checkpoint(path: Path) -> Checkpoint:

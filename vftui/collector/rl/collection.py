@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 class RlCollection:
     mode = Mode.RL
+    item_range: int | None = None
 
     def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
         self.config = config

@@ -31,6 +31,7 @@ STATS_EVERY_S = 1.0
 class SftCollection:
     mode = Mode.SFT
     fail = None  # a group's RunFailed raises out of the pool and ends the run
+    item_range: int | None = None
 
     def __init__(self, config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]):
         self.config = config

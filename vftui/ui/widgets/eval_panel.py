@@ -45,6 +45,8 @@ def render_eval(report: EvalReport | None) -> Text:
     at = f"step {report.step} · " if report.step is not None else ""
     text = Text(f"{at}{report.items}/{report.items_total} examples × {report.rollouts_per_item}", style="bold")
     text.append(f"  pass ≥ {report.threshold:g}", style="dim")
+    if report.errors:
+        text.append(f"  {report.errors} errors", style="bold red")  # examples that failed to score: in no figure
     width = max(map(len, report.figures), default=0)
     for name, value in report.figures.items():
         bounds = (0.0, 1.0) if name != "reward" else _reward_bounds(value)
