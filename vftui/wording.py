@@ -115,7 +115,7 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
         lines.append(f"  reason: {s.error}")
     if s.dropped:
         reasons = "; ".join(f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1]))
-        lines.append(f"  {sum(s.dropped.values())} scored groups were not sent: {reasons}")
+        lines.append(f"  {sum(s.dropped.values())} groups were left out (not sent, not saved as data): {reasons}")
     if m:
         kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
                 if s.dropped and "metrics/mean_reward_kept" in m else "")
