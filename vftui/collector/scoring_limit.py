@@ -87,6 +87,8 @@ class ScoringLimit:
     @contextlib.asynccontextmanager
     async def scoring(self, what: str) -> AsyncIterator[None]:
         """Around one call of reward code (``what`` names it in the failure)."""
+        if self._forced:  # a second stop: no reward code starts any more (one that blocks would hold the cancel)
+            raise asyncio.CancelledError("the run was stopped twice")
         task = asyncio.current_task()
         assert task is not None
         self._scoring.add(task)

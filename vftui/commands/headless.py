@@ -197,7 +197,8 @@ def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
     the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    previous = {sig: signal.signal(sig, _answered_by_the_thread) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, _answered_by_the_thread) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}  # one ignored from the start (nohup) stays so
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     thread = threading.Thread(target=_answer, args=(read_end, on_signal), name="stop-signals", daemon=True)
     thread.start()
