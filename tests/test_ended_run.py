@@ -3,11 +3,16 @@ process, over the dashboard's pipe and over the run's socket alike), and the das
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import until
 from tests.test_collector_process import _toasts
 from vftui.collector.child import child_main
+from vftui.collector.controls import Controls
 from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
@@ -15,6 +20,7 @@ from vftui.events import RunControls, RunState, RunStatus
 from vftui.live.client import control
 from vftui.live.process import CollectorProcess
 from vftui.live.server import socket_path
+from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import StartedRun
@@ -25,6 +31,29 @@ STEERING = {
     "nudge temperature": lambda c: c.nudge_temperature(0.1),
     "stop": lambda c: c.stop(),
 }
+
+
+STEPS = st.lists(st.sampled_from([*STEERING, "resume"]), max_size=12)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(before=STEPS, after=STEPS, state=st.sampled_from([RunState.FINISHED, RunState.FAILED]),
+       done=st.integers(0, 3))
+def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(before, after, state, done):
+    events: list = []
+    controls = Controls(1.0, GroupWindow(4), Path("unused"), events.append, groups_total=3)
+    steer = {**STEERING, "resume": lambda c: c.resume()}
+    for name in before:
+        steer[name](controls)  # never refused while the run goes on
+    controls.groups_done = done
+    controls.end(state)
+    ended = "failed" if state is RunState.FAILED else "finished" if done >= 3 else "stopped"
+    said = len(events)
+    for name in after:
+        with pytest.raises(RunEnded, match=f"^the run has {ended}, so "):
+            steer[name](controls)
+    assert len(events) == said, "a refused call changes nothing and says nothing to the views"
 
 
 def refuses_every_steer(controls: RunControls) -> None:
