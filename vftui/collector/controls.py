@@ -155,6 +155,9 @@ class Controls:
 
     def _grace_over(self) -> None:
         """The groups in flight had their time: a stop that waited for them longer would wait on reward code."""
+        with self._lock:
+            if self._ended:
+                return
         logger.warning("the groups in flight did not finish within %g s of the stop (--score-timeout): cancelling "
                        "them (--resume collects them again)", self._stop_grace_s)
         with contextlib.suppress(RunEnded):  # it ended meanwhile
