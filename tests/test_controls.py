@@ -8,10 +8,22 @@ import time
 import pytest
 
 from tests.conftest import read_jsonl, sim_admin, until
+from vftui.collector.controls import Controls
 from vftui.collector.run import Run
 from vftui.config import RunConfig
-from vftui.events import GroupCollected, GroupsDumped, Health, RunState, RunStatus, TemperatureChanged
+from vftui.errors import RunEnded
+from vftui.events import (
+    MAX_TEMPERATURE,
+    MIN_TEMPERATURE,
+    GroupCollected,
+    GroupsDumped,
+    Health,
+    RunState,
+    RunStatus,
+    TemperatureChanged,
+)
 from vftui.sim.server import BackgroundSimServer
+from vftui.store import GroupWindow
 
 
 def start(sim, tmp_path, **overrides):
@@ -78,7 +90,15 @@ async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, 
     assert any(isinstance(e, TemperatureChanged) and e.temperature == 0.3 for e in events)
     with pytest.raises(ValueError):
         controls.set_temperature(2.5)
-    assert controls.nudge_temperature(+5) == 2.0
+    with pytest.raises(RunEnded):  # the run has stopped: no group would use it
+        controls.nudge_temperature(+5)
+
+
+@pytest.mark.unit
+def test_a_nudge_is_clamped_to_the_temperature_range(tmp_path):
+    controls = Controls(1.0, GroupWindow(8), tmp_path, lambda event: None, groups_total=1)
+    assert controls.nudge_temperature(+5) == MAX_TEMPERATURE
+    assert controls.nudge_temperature(-5) == MIN_TEMPERATURE
 
 
 async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):

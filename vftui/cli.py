@@ -34,7 +34,8 @@ then the TOML config file (default {paths.default_config_file()}), then defaults
 exit codes: 0 completed, 1 the run failed, 2 bad input, 3 a --fail-on gate stopped it,
 4 --stall-timeout passed, 130 stopped before the end.
 Ctrl-C, q, SIGTERM and SIGHUP (a closed terminal) stop gracefully: the groups in flight
-are finished and saved (a second one cancels them), the terminal is restored and the
+are finished and saved, for --score-timeout at most (a second one cancels them and ends
+the run within 2 s, whatever its reward code does), the terminal is restored and the
 summary printed. A run started with --detach is in a session of its own: no terminal
 stops it; vftui attach opens a dashboard on it, vftui runs lists it.
 examples:

@@ -101,7 +101,8 @@ class RunConfig(BaseModel):
     retries: int = setting(5, "failed attempts in a row before the run gives up; a rate-limited request (429) "
                            "waits as long as the endpoint asks, up to 2 minutes, without using them", ge=0, le=LARGE)
     score_timeout: float = setting(120, "seconds a group's reward functions may take; one that does not return "
-                                   "by then (awaiting, or blocking the run) fails its group, naming it",
+                                   "by then (awaiting, or blocking the run) fails its group, naming it; also how "
+                                   "long a stop waits for the groups in flight",
                                    metavar="S", gt=0, le=HUGE)
     window: int = setting(256, "recent groups kept in memory for views and dumps", ge=1, le=LARGE)
     theme: str | None = shared("theme")

@@ -16,6 +16,10 @@ class UserError(Exception):
     exit_code = 2
 
 
+class RunEnded(UserError):
+    """A control call (pause, temperature, stop) on a run that has ended: nothing was done; the sentence says why."""
+
+
 class RunFailed(Exception):
     """A run that started but could not go on (e.g. the endpoint kept failing)."""
 

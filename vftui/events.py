@@ -426,11 +426,16 @@ def checked_temperature(value: float) -> float:
     return value
 
 
+FORCED_STOP_S = 1.5
+"""A second stop ends the run's process within this (plus a signal's delivery), whatever its reward code does."""
+
+
 class RunControls(Protocol):
     """What a view may do to a running collector (``vftui.collector.controls.Controls``): every key is one of these.
 
     ``set_temperature`` refuses a value outside [MIN_TEMPERATURE, MAX_TEMPERATURE]
-    (``checked_temperature``); ``nudge_temperature`` clamps to it.
+    (``checked_temperature``); ``nudge_temperature`` clamps to it. Once the run has ended, pause,
+    temperature and stop raise ``errors.RunEnded``, whose sentence says why nothing was done.
     """
 
     @property

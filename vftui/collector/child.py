@@ -11,6 +11,7 @@ imports it only to name it as the child's target.
 from __future__ import annotations
 
 import signal
+import sys
 import tempfile
 import threading
 import traceback
@@ -31,6 +32,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     outbox = Outbox(events)
     outbox.put(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
+    from vftui.collector import scoring_limit
     from vftui.collector.run import Run
 
     run = Run(config, outbox.put)
@@ -51,7 +53,8 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()
         try:
-            asyncio.run(run.execute())
+            with scoring_limit.limit.may_end_process(_into_the_log):  # the parent says why, by the exit code
+                asyncio.run(run.execute())
         except Exception:  # noqa: BLE001 - reported to the parent, which shows it
             traceback.print_exc()  # into the log file, for the whole story
             outbox.put(Crashed(traceback.format_exc()))
@@ -61,3 +64,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     finally:
         run.close()
         outbox.close()
+
+
+def _into_the_log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)  # the log file beside the run's jsonl, where the child's output goes

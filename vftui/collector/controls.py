@@ -2,17 +2,23 @@
 
 The collector runs on its own asyncio loop; a view (Textual app, signal handler, test)
 calls these methods from wherever it lives. State changes are guarded by a lock and the
-collector is woken with ``call_soon_threadsafe``.
+collector is woken with ``call_soon_threadsafe``. Once the run has ended, pause, temperature
+and stop are refused with ``RunEnded`` (every view, in the process or over a socket, gets the
+same sentence); a dump still works.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from vftui.errors import RunEnded
 from vftui.events import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
@@ -24,6 +30,8 @@ from vftui.events import (
     checked_temperature,
 )
 from vftui.store import GroupWindow
+
+logger = logging.getLogger(__name__)
 
 
 def finishing(groups: int) -> str:
@@ -39,7 +47,9 @@ class Controls:
         dump_dir: Path,
         emit: Callable[[Event], None],
         groups_total: int,
+        stop_grace_s: float = math.inf,
     ) -> None:
+        """``stop_grace_s``: how long a stop waits for the groups in flight before it cancels them."""
         self._lock = threading.Lock()
         self._temperature = temperature
         self._window = window
@@ -54,6 +64,9 @@ class Controls:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._on_force_stop: Callable[[], None] | None = None
+        self._stop_grace_s = stop_grace_s
+        self._grace: threading.Timer | None = None
+        self._ended = ""  # once the run has ended: "finished", "stopped" or "failed"
 
     # -- the view's side ------------------------------------------------------------
 
@@ -76,6 +89,7 @@ class Controls:
     def pause(self) -> None:
         """No new group starts; groups in flight finish and are kept."""
         with self._lock:
+            self._refuse_once_ended("there is nothing to pause")
             if self._paused or self._stop_requested:
                 return
             self._paused, self._said_paused = True, False
@@ -88,6 +102,7 @@ class Controls:
 
     def resume(self) -> None:
         with self._lock:
+            self._refuse_once_ended("there is nothing to resume")
             if not self._paused:
                 return
             self._paused = False
@@ -102,6 +117,7 @@ class Controls:
         """Applies to groups started from now on; out of range is a ValueError."""
         value = checked_temperature(value)
         with self._lock:
+            self._refuse_once_ended("no group will be sampled at another temperature")
             self._temperature = value
         self._emit(TemperatureChanged(value))
         return value
@@ -120,23 +136,53 @@ class Controls:
         return written
 
     def stop(self) -> None:
-        """Graceful: no new group starts, those in flight finish, files are flushed. Twice: cancel them."""
+        """Graceful: no new group starts, those in flight finish (given ``stop_grace_s`` at most), files are
+        flushed. Twice: cancel them (``bind``'s ``on_force_stop``)."""
         with self._lock:
+            self._refuse_once_ended("there is nothing to stop")
             again = self._stop_requested
             self._stop_requested = True
+            if not again and math.isfinite(self._stop_grace_s):
+                self._grace = threading.Timer(self._stop_grace_s, self._grace_over)
+                self._grace.daemon = True
+                self._grace.start()
         if again:
-            if self._on_force_stop is not None and self._loop is not None:
-                self._loop.call_soon_threadsafe(self._on_force_stop)
+            if self._on_force_stop is not None:
+                self._on_force_stop()
             return
         self._status(RunState.STOPPING, finishing(self._in_flight) if self._in_flight else "")
         self._wake_collector()
 
+    def _grace_over(self) -> None:
+        """The groups in flight had their time: a stop that waited for them longer would wait on reward code."""
+        with self._lock:
+            if self._ended:
+                return
+        logger.warning("the groups in flight did not finish within %g s of the stop (--score-timeout): cancelling "
+                       "them (--resume collects them again)", self._stop_grace_s)
+        with contextlib.suppress(RunEnded):  # it ended meanwhile
+            self.stop()
+
+    def _refuse_once_ended(self, why: str) -> None:
+        """Under the lock: a run that has ended is not steered."""
+        if self._ended:
+            raise RunEnded(f"the run has {self._ended}, so {why}")
+
     # -- the collector's side ---------------------------------------------------------
 
     def bind(self, loop: asyncio.AbstractEventLoop, on_force_stop: Callable[[], None]) -> None:
+        """``on_force_stop`` is called by the second stop on the thread that made it: it must be thread-safe."""
         self._loop = loop
         self._wake = asyncio.Event()
         self._on_force_stop = on_force_stop
+
+    def end(self, state: RunState) -> None:
+        """The run has ended in ``state``: from now on pause, temperature and stop are refused."""
+        with self._lock:
+            stopped = state is RunState.FINISHED and self.groups_done < self.groups_total
+            self._ended = "stopped" if stopped else state.value
+            if self._grace is not None:
+                self._grace.cancel()
 
     async def claim_group(self) -> bool:
         """Wait while paused, then claim a slot for a new group; False once none is left.

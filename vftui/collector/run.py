@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
 from vftui.drops import DropLog
-from vftui.errors import RunFailed, UserError
+from vftui.errors import RunEnded, RunFailed, UserError
 from vftui.events import (
     EvalReport,
     Event,
@@ -129,6 +130,7 @@ class Run:
         self._health: Health | None = None
         self._tripped: Tripped | None = None
         self._eval: EvalReport | None = None  # eval mode: its last figures, for its gates
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def emit(self, event: Event) -> None:
         if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
@@ -222,7 +224,8 @@ class Run:
         before = output.groups_before if end is None else output.ledger.done_within(end)  # eval: examples done
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, before, total)
-        self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total)
+        self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total,
+                                 stop_grace_s=cfg.score_timeout)
         self.controls.groups_done = before
         self._env = self._build_env(environment, output)
         # one rollout a group always scores identically: nothing to warn about
@@ -362,31 +365,45 @@ class Run:
             log.addHandler(handler)
         self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
         self.emit(self._started(time.time()))
-        controls.bind(loop, on_force_stop=self.collection.cancel)
-        watch = asyncio.ensure_future(self._watch_health(controls))
+        self._loop = loop
+        controls.bind(loop, on_force_stop=self._force_stop)
+        over = threading.Event()
+        watch = threading.Thread(target=self._watch_health, args=(controls, over), name="run-health", daemon=True)
+        watch.start()
         scoring_limit.limit.limit_s = self.config.score_timeout
-        watchdog = asyncio.ensure_future(scoring_limit.limit.watch())
+        watchdog = asyncio.ensure_future(scoring_limit.limit.watch())  # until the very end: a stop's deadline too
         state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
         try:
-            state, error = await self._collect(env, controls)
-        finally:
-            watch.cancel()
-            watchdog.cancel()
-            if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
-                self._health, _, tripped = self.health.check()
-                self.emit(self._health)
-                if tripped is not None and self._tripped is None and tripped.name != STALL_TIMEOUT:
-                    self._tripped = tripped  # a gate over the whole of a run too short for the once-a-second check
-            for log in loggers:
-                log.removeHandler(handler)
-            state, error = self._flush(env, state, error, time.monotonic() - clock)
             try:
-                await self.collection.finish(env)
-            except (OSError, store.WriteFailed) as e:
-                state, error = RunState.FAILED, error or f"cannot write the run's results: {e}"
-            await env.environment.aclose()
-            await self._finish_wandb()
-        return self._summary(state, error, time.monotonic() - clock)
+                state, error = await self._collect(env, controls)
+            finally:
+                over.set()
+                watch.join()
+                if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
+                    self._health, _, tripped = self.health.check()
+                    self.emit(self._health)
+                    if tripped is not None and self._tripped is None and tripped.name != STALL_TIMEOUT:
+                        self._tripped = tripped  # a gate over the whole of a run too short for the once-a-second check
+                for log in loggers:
+                    log.removeHandler(handler)
+                state, error = self._flush(env, state, error, time.monotonic() - clock)
+                try:
+                    await self.collection.finish(env)
+                except (OSError, store.WriteFailed) as e:
+                    state, error = RunState.FAILED, error or f"cannot write the run's results: {e}"
+                await env.environment.aclose()
+                await self._finish_wandb()
+            return self._summary(state, error, time.monotonic() - clock)
+        finally:
+            watchdog.cancel()
+            await asyncio.wait([watchdog])
+
+    def _force_stop(self) -> None:
+        """The second stop, from whatever thread made it: the groups in flight are cancelled on the loop, and
+        reward code that blocks the loop is interrupted (``scoring_limit``) so that the cancel can run."""
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing is in flight any more
+            self._loop.call_soon_threadsafe(self.collection.cancel)
+        scoring_limit.limit.force_stop()
 
     def _started(self, started: float) -> RunStarted:
         plan, controls, env = self.plan, self.controls, self._env
@@ -441,6 +458,7 @@ class Run:
             error = self._tripped.sentence
         elif state is RunState.FINISHED and controls.groups_done < plan.groups_total:
             error = "stopped before all groups were collected"
+        controls.end(state)
         self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
         summary = RunSummary(
             state=state,
@@ -456,11 +474,11 @@ class Run:
         self.emit(summary)
         return summary
 
-    async def _watch_health(self, controls: Controls) -> None:
-        """Once a second: the health figures, the alerts that start or clear, and the gates."""
+    def _watch_health(self, controls: Controls, over: threading.Event) -> None:
+        """Once a second, on a thread of its own (reward code that blocks the loop must not hide a stall): the
+        health figures, the alerts that start or clear, and the gates."""
         assert self.health is not None
-        while True:
-            await asyncio.sleep(HEALTH_EVERY_S)
+        while not over.wait(HEALTH_EVERY_S):
             self._health, changes, tripped = self.health.check()
             self.emit(self._health)
             for alert in changes:
@@ -468,9 +486,10 @@ class Run:
             if tripped is not None and self._tripped is None:
                 self._tripped = tripped
                 logger.warning("%s; stopping the run", tripped.sentence)
-                controls.stop()
-                if tripped.name == STALL_TIMEOUT:
-                    controls.stop()  # the groups in flight are the ones stuck: cancel them
+                with contextlib.suppress(RunEnded):  # it ended meanwhile
+                    controls.stop()
+                    if tripped.name == STALL_TIMEOUT:
+                        controls.stop()  # the groups in flight are the ones stuck: cancel them
 
     async def _finish_wandb(self) -> None:
         if self.config.wandb:

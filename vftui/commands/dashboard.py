@@ -15,8 +15,8 @@ import sys
 from vftui import wording
 from vftui.collector.child import child_main
 from vftui.config import RunConfig
-from vftui.errors import EXIT_FAILED, exit_code
-from vftui.live.process import CollectorProcess
+from vftui.errors import EXIT_FAILED, EXIT_INTERRUPTED, exit_code
+from vftui.live.process import STOPPED_HARD, CollectorProcess
 from vftui.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
@@ -42,6 +42,9 @@ def run_dashboard(config: RunConfig) -> int:
         collector.close()
     if collector.refusal is not None:
         raise collector.refusal
+    if summary is None and collector.stopped_hard:
+        say(f"vftui: {STOPPED_HARD}", sys.stderr)
+        return EXIT_INTERRUPTED
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED

@@ -2,7 +2,8 @@
 
 Exit codes: 0 the run completed, 1 it failed, 130 it was stopped (Ctrl-C, SIGTERM, or
 SIGHUP when the terminal hangs up) before collecting every group; 2 (from the CLI) for
-bad input.
+bad input. The stop signals are answered on a thread of their own, so reward code that
+blocks the run's loop holds neither the first stop nor the second back.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO, assert_never
 
 from vftui import captured, stats, wording
 from vftui.config import RunConfig
-from vftui.errors import exit_code
+from vftui.errors import RunEnded, exit_code
 from vftui.events import (
     Alert,
     ApiStatus,
@@ -47,6 +49,7 @@ from vftui.events import (
 from vftui.printable import say
 
 if TYPE_CHECKING:  # run_headless imports the collector after its first line: its libraries take seconds to load
+    from vftui.collector.controls import Controls
     from vftui.collector.run import Run
 
 # Each stops a run as Ctrl-C does: the groups in flight are finished and saved; twice cancels them.
@@ -171,18 +174,54 @@ class HeadlessView:
 
 
 async def _drive(run: Run, view: HeadlessView) -> RunSummary:
-    loop = asyncio.get_running_loop()
     controls = run.controls
     assert controls is not None
 
     def on_signal() -> None:
         if not controls.stop_requested:
             view.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
+        _stop(controls)
+
+    with _signals_on_a_thread(on_signal):
+        return await run.execute()
+
+
+def _stop(controls: Controls) -> None:
+    with contextlib.suppress(RunEnded):  # a signal, or the reader leaving, after the end: nothing to stop
         controls.stop()
 
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, on_signal)
-    return await run.execute()
+
+@contextlib.contextmanager
+def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
+    """``STOP_SIGNALS`` answered by a thread: the interpreter's C-level handler writes each signal's number to
+    the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = {sig: signal.signal(sig, _answered_by_the_thread) for sig in STOP_SIGNALS
+                if signal.getsignal(sig) is not signal.SIG_IGN}  # one ignored from the start (nohup) stays so
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    thread = threading.Thread(target=_answer, args=(read_end, on_signal), name="stop-signals", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(write_end)  # the thread reads the end of the pipe and returns
+        thread.join()
+        os.close(read_end)
+
+
+def _answered_by_the_thread(signum: int, frame: object) -> None:
+    """The Python-level handler: nothing (Ctrl-C raises no KeyboardInterrupt); ``_answer`` acts on it."""
+
+
+def _answer(read_end: int, on_signal: Callable[[], None]) -> None:
+    while numbers := os.read(read_end, 64):
+        for number in numbers:
+            if number in STOP_SIGNALS:
+                on_signal()
 
 
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
@@ -194,16 +233,18 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - until the run's log file is known
     log_path = None
     try:
+        from vftui.collector import scoring_limit
         from vftui.collector.run import Run
 
         run = Run(config, view)
         try:
             plan = run.prepare()
             log_path = captured.switch_to_log(plan.out_path, early, view)
-            view.on_reader_gone = run.controls.stop
+            view.on_reader_gone = lambda: _stop(run.controls)
             if view.reader_gone:  # it left while the run was being prepared
                 run.controls.stop()
-            summary = asyncio.run(_drive(run, view))
+            with scoring_limit.limit.may_end_process(view.say):
+                summary = asyncio.run(_drive(run, view))
         finally:
             run.close()
     finally:

@@ -24,9 +24,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from vftui.errors import EXIT_INTERRUPTED
 from vftui.events import Event, RunSummary
 from vftui.live.wire import EXIT_TIMEOUT_S, RemoteControls
 from vftui.run_files import LOG_SUFFIX
+
+STOPPED_HARD = ("run stopped: reward code held it past the second stop, so its process was ended "
+                "(its file holds whole lines: --resume it)")
 
 ChildMain = Callable[[Any, Connection, Connection], None]
 """The child's entry point: (the run's config, the events pipe, the commands pipe)."""
@@ -80,6 +84,11 @@ class CollectorProcess:
         self._ended = threading.Event()
 
     @property
+    def stopped_hard(self) -> bool:
+        """The child ended itself, a second stop not obeyed in time (``scoring_limit``): a stopped run, not a crash."""
+        return self._process.exitcode == EXIT_INTERRUPTED
+
+    @property
     def pid(self) -> int | None:
         """The collector process's id, once started."""
         return self._process.pid
@@ -127,6 +136,8 @@ class CollectorProcess:
         if self.refusal is not None:
             return self.refusal
         self._process.join(timeout=5)
+        if self.stopped_hard:
+            return RuntimeError(STOPPED_HARD)
         if self._crash:
             if self.prepared is None:
                 return RuntimeError(f"the collector failed to start:\n{self._crash}")

@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from vftui.errors import RunEnded
 from vftui.events import GroupCollected, LogRecord, RunControls
 
 REPLY_TIMEOUT_S = 10.0
@@ -102,12 +103,16 @@ class RemoteControls(RunControls):
 def serve_commands(conn: Connection, controls: RunControls, stop_on_hang_up: bool = True) -> None:
     """Answer control calls until the caller hangs up; the dashboard that started the run hanging
     up stops it (``stop_on_hang_up``), one that attached later does not."""
+    def hung_up() -> None:
+        if stop_on_hang_up:
+            with contextlib.suppress(RunEnded):  # it had ended: nothing to stop
+                controls.stop()
+
     while True:
         try:
             call, name, args = conn.recv()
         except (EOFError, OSError):
-            if stop_on_hang_up:
-                controls.stop()
+            hung_up()
             return
         try:
             if name not in COMMANDS:
@@ -119,8 +124,7 @@ def serve_commands(conn: Connection, controls: RunControls, stop_on_hang_up: boo
         try:
             conn.send(reply)
         except OSError:
-            if stop_on_hang_up:
-                controls.stop()
+            hung_up()
             return
 
 

@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from vftui.errors import UserError
+from vftui.errors import RunEnded, UserError
 from vftui.events import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
@@ -217,15 +217,23 @@ class VftuiApp(App[RunSummary | None]):
 
     def run_goes_on(self) -> bool:
         """A run is collecting, which this dashboard could stop."""
-        return self.controls is not None and self.model.state not in (RunState.FINISHED, RunState.FAILED)
+        ended = self.result is not None or self.model.state in (RunState.FINISHED, RunState.FAILED)
+        return self.controls is not None and not ended
 
     def stop_and_exit(self) -> None:
-        """Stop the run gracefully, then close and restore the terminal."""
-        if not self.run_goes_on():
-            self.exit(self.result)
-            return
+        """Stop the run gracefully, then close and restore the terminal; again: cancel the groups in flight."""
         self._quitting = True
-        self.controls.stop()  # a second signal cancels the groups in flight, as a second q does
+        if not self.run_goes_on() or not self._steer(self.controls.stop):
+            self.exit(self.result)
+
+    def _steer(self, call: Callable[[], object]) -> bool:
+        """Make a call on the run's controls; False when the run refuses it (it has ended), which is said."""
+        try:
+            call()
+        except RunEnded as e:
+            self.notify(printable(str(e)), severity="warning", markup=False)
+            return False
+        return True
 
     # -- attributes down ----------------------------------------------------------------
 
@@ -305,17 +313,19 @@ class VftuiApp(App[RunSummary | None]):
         return not (action in self.LIVE_ONLY and self.controls is None)
 
     def action_toggle_pause(self) -> None:
-        self.controls.toggle_pause()  # the run's answer (a RunStatus) wakes the inbox: shown at once
+        self._steer(self.controls.toggle_pause)  # the run's answer (a RunStatus) wakes the inbox: shown at once
 
     def action_temperature(self, delta: float) -> None:
-        self.model.temperature = self.controls.nudge_temperature(delta)
+        self._steer(lambda: self._show_temperature(self.controls.nudge_temperature(delta)))
+
+    def _show_temperature(self, value: float) -> None:
+        self.model.temperature = value
         self.status_bar.show(self.model)
 
     def action_type_temperature(self) -> None:
         def apply(value: float | None) -> None:
             if value is not None:
-                self.model.temperature = self.controls.set_temperature(value)
-                self.status_bar.show(self.model)
+                self._steer(lambda: self._show_temperature(self.controls.set_temperature(value)))
 
         question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
         self.push_screen(PromptScreen(question, f"{self.controls.temperature:.2f}", read_temperature), apply)
@@ -412,11 +422,11 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_quit_run(self) -> None:
         """Close at once when nothing runs; else the source's question: stop the run, or leave it running."""
-        if self._quitting and self.controls is not None:
-            self.controls.stop()  # a second quit cancels the groups in flight
-            return
         if not self.run_goes_on() or self.source.quit_question is None:
             self.exit(self.result)
+            return
+        if self._quitting:
+            self.stop_and_exit()  # a second quit cancels the groups in flight
             return
 
         def answer(choice: str | None) -> None:
@@ -441,7 +451,8 @@ class VftuiApp(App[RunSummary | None]):
         for sig in SIGNALS_THAT_STOP:
             loop.remove_signal_handler(sig)
         if self.controls is not None and self.result is None and not self.source.leaves_run:
-            self.controls.stop()
+            with contextlib.suppress(RunEnded):
+                self.controls.stop()
 
     def on_worker_state_changed(self, event) -> None:
         worker = event.worker

@@ -1,0 +1,112 @@
+"""A run that has ended is not steered: its controls refuse pause, temperature and stop with a sentence (in the
+process, over the dashboard's pipe and over the run's socket alike), and the dashboard's q closes at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import until
+from tests.test_collector_process import _toasts
+from vftui.collector.child import child_main
+from vftui.collector.controls import Controls
+from vftui.collector.run import Run
+from vftui.config import RunConfig
+from vftui.errors import RunEnded
+from vftui.events import RunControls, RunState, RunStatus
+from vftui.live.client import control
+from vftui.live.process import CollectorProcess
+from vftui.live.server import socket_path
+from vftui.store import GroupWindow
+from vftui.ui.app import VftuiApp
+from vftui.ui.inbox import Inbox
+from vftui.ui.sources import StartedRun
+
+STEERING = {
+    "pause": lambda c: c.toggle_pause(),
+    "set temperature": lambda c: c.set_temperature(0.5),
+    "nudge temperature": lambda c: c.nudge_temperature(0.1),
+    "stop": lambda c: c.stop(),
+}
+
+
+STEPS = st.lists(st.sampled_from([*STEERING, "resume"]), max_size=12)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(before=STEPS, after=STEPS, state=st.sampled_from([RunState.FINISHED, RunState.FAILED]),
+       done=st.integers(0, 3))
+def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(before, after, state, done):
+    events: list = []
+    controls = Controls(1.0, GroupWindow(4), Path("unused"), events.append, groups_total=3)
+    steer = {**STEERING, "resume": lambda c: c.resume()}
+    for name in before:
+        steer[name](controls)  # never refused while the run goes on
+    controls.groups_done = done
+    controls.end(state)
+    ended = "failed" if state is RunState.FAILED else "finished" if done >= 3 else "stopped"
+    said = len(events)
+    for name in after:
+        with pytest.raises(RunEnded, match=f"^the run has {ended}, so "):
+            steer[name](controls)
+    assert len(events) == said, "a refused call changes nothing and says nothing to the views"
+
+
+def refuses_every_steer(controls: RunControls) -> None:
+    for what, steer in [*STEERING.items(), ("stop again", STEERING["stop"])]:
+        with pytest.raises(RunEnded, match="the run has finished"):
+            steer(controls)
+            pytest.fail(f"{what} was taken")
+
+
+async def test_the_controls_of_a_finished_run_refuse_to_steer_it(sim, tmp_path):
+    events: list = []
+    run = Run(RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl"), events.append)
+    run.prepare()
+    try:
+        summary = await run.execute()
+        ended = len(events)
+        refuses_every_steer(run.controls)
+    finally:
+        run.close()
+    assert summary.state is RunState.FINISHED and run.controls.temperature == 1.0
+    assert not [e for e in events[ended:] if isinstance(e, RunStatus)], "the run's state did not change"
+
+
+def test_a_finished_run_refuses_its_dashboards_pipe_and_its_socket_alike(sim, tmp_path):
+    out = tmp_path / "g.jsonl"
+    run = CollectorProcess(RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=out), Inbox().put,
+                           target=child_main).start()
+    try:
+        assert run.wait_summary().state is RunState.FINISHED
+        refuses_every_steer(run.controls)  # the dashboard's pipe: the child lives on until the dashboard closes
+        for steer in [*STEERING.values(), STEERING["stop"]]:  # what an attached dashboard or `vftui runs` sends
+            with pytest.raises(RunEnded, match="the run has finished"):
+                control(socket_path(out), steer)
+    finally:
+        run.close()
+
+
+async def test_keys_on_a_finished_run_say_why_they_do_nothing_and_q_quits_at_once(sim, tmp_path):
+    config = RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl")
+    inbox = Inbox()
+    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    app = VftuiApp(StartedRun(inbox, run), window=config.window)
+    try:
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.result is not None)
+            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED)
+            for key in ("space", "plus", "minus"):
+                await pilot.press(key)
+            await until(pilot=pilot, predicate=lambda: "the run has finished" in _toasts(app), timeout=5)
+            await pilot.pause(0.3)
+            assert app.model.state is RunState.FINISHED and app.model.temperature == 1.0
+            await pilot.press("q")
+            await until(pilot=pilot, predicate=lambda: not app.is_running, timeout=5)
+    finally:
+        run.close()
+    assert app.return_value is not None and app.return_value.state is RunState.FINISHED
