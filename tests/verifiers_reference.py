@@ -17,7 +17,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-REGISTRY_DATE = "2026-11-01T00:00:00Z"
+REGISTRY_DATE = "2026-11-25T00:00:00Z"
 BIN = Path(sys.executable).parent
 
 
