@@ -198,7 +198,7 @@ def test_a_non_finite_reward_drops_its_group_naming_the_function_and_json_stays_
     assert dropped == {
         1: "reward function 'exact' failed: ValueError: returned nan, not a finite number",
         3: "reward function 'exact' failed: ValueError: returned -inf, not a finite number",
-        4: "the rubric's total reward failed: not a finite number",
+        4: "the rubric's total reward failed: nan, not a finite number",
     }
     assert "group of item 1 not sent: reward function 'exact' failed" in result.stderr
     groups = [strict_json(line) for line in out.read_text().splitlines()]

@@ -57,6 +57,8 @@ def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
         raise UserError(
             f"the inference server at {base_url} has no token-level /generate (HTTP {status}): {DRIVABLE}; {ELSEWHERE}"
         )
+    if status >= 500 or status in (408, 429):
+        return  # a failure that may pass (overloaded, restarting): the run's retries and timeouts deal with it
     if status >= 400:
         said = printable(body[:200].decode("utf-8", errors="replace"))
         raise UserError(
