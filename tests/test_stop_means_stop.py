@@ -4,6 +4,7 @@ and a run that has ended refuses the keys that would steer it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -92,6 +94,22 @@ def assert_resume_collects_the_rest(out: Path, tmp_path: Path, env: str, steps: 
 pytestmark = [pytest.mark.classic, pytest.mark.serial]
 
 
+def stopped(process: subprocess.Popen, marker: Path, *signals: int) -> tuple[float, str]:
+    """Once a reward blocks (``marker`` made), ``signals`` half a second apart: the seconds from the last one to
+    the process's end, and its stderr."""
+    try:
+        wait_until(marker.exists, "no reward began to block", timeout=120)
+        for earlier in signals[:-1]:
+            process.send_signal(earlier)
+            time.sleep(0.5)
+        asked = time.monotonic()
+        process.send_signal(signals[-1])
+        _, err = process.communicate(timeout=60)
+        return time.monotonic() - asked, err
+    finally:
+        process.kill()
+
+
 @pytest.mark.parametrize("kind", ["sleep", "spin", "deaf"])
 def test_a_second_ctrl_c_ends_a_blocked_run_within_2_s_leaving_whole_lines_and_a_resumable_run(
         tmp_path, sim, blocking_env, kind):
@@ -99,16 +117,7 @@ def test_a_second_ctrl_c_ends_a_blocked_run_within_2_s_leaving_whole_lines_and_a
     process = start_cli([*blocking_run(out, f"ok ok ok {kind}", 8, "--no-ui", "--score-timeout", "600",
                                        "--base-url", sim.base_url)],
                         tmp_path, PYTHONPATH=blocking_env, BLOCK_REWARDS=str(marker))
-    try:
-        wait_until(marker.exists, "no reward began to block", timeout=120)
-        process.send_signal(signal.SIGINT)
-        time.sleep(0.5)
-        asked = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-        took = time.monotonic() - asked
-    finally:
-        process.kill()
+    took, err = stopped(process, marker, signal.SIGINT, signal.SIGINT)
     print(f"{kind}: the second Ctrl-C ended the run after {took:.2f} s (exit {process.returncode})")
     assert took < MEASURED_BOUND_S, f"the second Ctrl-C took {took:.1f} s"
     assert process.returncode == 130, err
@@ -121,14 +130,7 @@ def test_a_first_ctrl_c_ends_a_run_of_many_blocked_groups_within_the_score_timeo
     out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
     process = start_cli([*blocking_run(out, "sleep", 6, "--no-ui", "--score-timeout", "3", "--base-url",
                                        sim.base_url)], tmp_path, PYTHONPATH=blocking_env, BLOCK_REWARDS=str(marker))
-    try:
-        wait_until(marker.exists, "no reward began to block", timeout=120)
-        asked = time.monotonic()
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-        took = time.monotonic() - asked
-    finally:
-        process.kill()
+    took, err = stopped(process, marker, signal.SIGINT)
     print(f"one Ctrl-C ended six blocked groups after {took:.2f} s (--score-timeout 3)")
     assert took < 3 + MEASURED_BOUND_S, f"the stop took {took:.1f} s"
     assert process.returncode == 130, err
@@ -149,21 +151,28 @@ def test_the_stall_timeout_sees_a_run_whose_reward_blocks_its_loop(tmp_path, sim
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 4)
 
 
-def pane_command(tmp_path: Path, env: str, marker: Path, args: list[str]) -> str:
-    """The dashboard in a tmux pane, with the blocking environment, then its exit code on the screen."""
+@contextlib.contextmanager
+def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str]:
+    """The dashboard in a tmux session (its name yielded) with the blocking environment, once a reward blocks;
+    its exit code is on the screen when it ends, and the session goes at the end."""
+    marker = tmp_path / "blocking"
     cli = tmux_cli_command(tmp_path, shlex.join(args))
-    return (f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
-            f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120")
-
-
-def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path, sim, blocking_env):
-    out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
     session = f"vftui-{uuid.uuid4().hex[:8]}"
-    args = blocking_run(out, "ok ok ok sleep", 8, "--score-timeout", "600", "--base-url", sim.base_url)
     tmux("new-session", "-d", "-s", session, "-x", "110", "-y", "32",
-         pane_command(tmp_path, blocking_env, marker, args))
+         f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
+         f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120")
     try:
         wait_until(marker.exists, "no reward began to block", timeout=120)
+        yield session
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+
+
+@pytest.mark.needs("tmux")
+def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path, sim, blocking_env):
+    out = tmp_path / "g.jsonl"
+    args = blocking_run(out, "ok ok ok sleep", 8, "--score-timeout", "600", "--base-url", sim.base_url)
+    with blocked_dashboard(tmp_path, blocking_env, args) as session:
         tmux("send-keys", "-t", session, "C-c")
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
@@ -172,23 +181,18 @@ def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path
         tmux("send-keys", "-t", session, "C-c")
         screen = wait_for_screen(session, "EXIT=", timeout=60)
         took = time.monotonic() - asked
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     print(f"the dashboard's second Ctrl-C ended it after {took:.2f} s")
     assert took < MEASURED_BOUND_S, f"the second Ctrl-C took {took:.1f} s"
     assert "EXIT=130" in screen and "Traceback" not in screen, screen
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 8)
 
 
+@pytest.mark.needs("tmux")
 def test_a_dashboard_whose_terminal_goes_ends_its_blocked_collector_within_the_score_timeout(
         tmp_path, sim, blocking_env):
-    out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "g.jsonl"
     args = blocking_run(out, "sleep", 6, "--score-timeout", "3", "--base-url", sim.base_url)
-    tmux("new-session", "-d", "-s", session, "-x", "110", "-y", "32",
-         pane_command(tmp_path, blocking_env, marker, args))
-    try:
-        wait_until(marker.exists, "no reward began to block", timeout=120)
+    with blocked_dashboard(tmp_path, blocking_env, args) as session:
         dashboard = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
         dashboard = int(subprocess.run(["pgrep", "-P", str(dashboard), "-f", "vftui run"], capture_output=True,
                                        text=True, check=True).stdout.split()[0])
@@ -198,8 +202,6 @@ def test_a_dashboard_whose_terminal_goes_ends_its_blocked_collector_within_the_s
         wait_until(lambda: not _alive(dashboard) and not _alive(collector), "the dashboard or its collector stayed",
                    timeout=60, every=0.1)
         took = time.monotonic() - gone
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     print(f"the dashboard and its collector ended {took:.2f} s after their terminal went (--score-timeout 3)")
     assert took < 3 + MEASURED_BOUND_S, f"they took {took:.1f} s"
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 6, cancelled=False)
