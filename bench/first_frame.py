@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+from _machine import described
 from _pane import PANE_ENV
 
 
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--size", default="100x30")
     parser.add_argument("--quick", action="store_true", help="one start: checks that it runs, not its figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.runs = 1
     width, height = map(int, args.size.split("x"))

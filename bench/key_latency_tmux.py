@@ -20,6 +20,7 @@ import tempfile
 import time
 import uuid
 
+from _machine import described
 from _pane import PANE_ENV
 
 from vftui.sim.server import BackgroundSimServer
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--presses", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="three presses: checks that it runs, not its figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.presses = 3
     session = f"vftui-lat-{uuid.uuid4().hex[:8]}"

@@ -19,6 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
+from _machine import described
 from _pane import PANE_ENV
 
 
@@ -75,6 +76,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one size, 1 s windows: checks that it runs, not its "
                         "figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.seconds = 1.0
     for width, height in ((80, 24),) if args.quick else ((80, 24), (120, 40)):

@@ -55,6 +55,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from _machine import described
 from _pane import PANE_ENV
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' reference eval, run by hand too
@@ -432,6 +433,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes and one repeat, so that a renamed module "
                         "breaks CI instead of the README's figures: checks that each section runs, not its figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.groups, args.group_size, args.repeats, args.rl_groups = 4, 2, 1, 2
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]

@@ -30,6 +30,7 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from _machine import described
 from textual import events
 
 from vftui.collector.controls import Controls
@@ -166,6 +167,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="five presses and 300 groups: checks that it runs, not "
                         "its figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.presses, args.groups = 5, 300
     asyncio.run(measure(args))

@@ -24,6 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
+from _machine import described
 from _pane import PANE_ENV
 
 
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=200_000)
     parser.add_argument("--quick", action="store_true", help="2,000 groups: checks that it runs, not its figures")
     args = parser.parse_args()
+    print(described(), flush=True)
     if args.quick:
         args.groups = 2_000
     session = f"vftui-view-{uuid.uuid4().hex[:8]}"

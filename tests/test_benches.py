@@ -47,5 +47,6 @@ def test_the_bench_runs_and_prints_its_table(run, tmp_path):
     done = subprocess.run([sys.executable, str(REPO / "bench" / bench), "--quick", *options], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^machine: \d+ cores, load [\d.]+ .*verifiers [\d.]+", done.stdout, re.M), done.stdout[:500]
     for table in RUNS[run]:
         assert re.search(table, done.stdout), f"{table!r} not in:\n{done.stdout}"
