@@ -268,6 +268,19 @@ def test_out_that_is_not_a_regular_file(capsys):
     assert not any(p.name.startswith("null.") for p in Path("/dev").iterdir())
 
 
+def test_out_whose_name_does_not_end_in_jsonl_is_refused_before_it_shares_another_runs_side_files(
+    finished_run, capsys
+):
+    """A run's side files take its name less its suffix: --out groups.v2 wrote groups.run.json, .checkpoint.json and
+    .html over those of groups.jsonl's finished run, and neither could be resumed (--resume finds a .jsonl)."""
+    side = {p.name: p.read_bytes() for p in finished_run.parent.iterdir()}
+    elsewhere = finished_run.parent / "g"
+    for args in (["--out", str(finished_run.with_suffix(".v2"))], ["--detach", "--out", str(elsewhere)]):
+        out = Path(args[-1])
+        fails_with(args, capsys, f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl)")
+    assert {p.name: p.read_bytes() for p in finished_run.parent.iterdir()} == side, "nothing written"
+
+
 def test_view_of_a_folder(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 2
     said = f"vftui: error: {tmp_path} holds no run, eval or vf-eval results; name a .jsonl file"
