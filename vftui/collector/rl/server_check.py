@@ -12,6 +12,7 @@ a server that does not answer yet (vLLM loading a model) is left to atroposlib's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,9 +30,10 @@ PROBE_TOKEN = 1  # a token id every vocabulary has
 
 
 def check_servers(base_urls: tuple[str, ...], api_key: str, server_type: str, step: Callable[[str], None]) -> None:
-    """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs."""
+    """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs.
+    Redirects are followed as atroposlib's aiohttp follows them (a 307 or 308 with the same POST)."""
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"} if api_key else {}
-    with httpx.Client(timeout=TIMEOUT_S, headers=headers) as client:
+    with httpx.Client(timeout=TIMEOUT_S, headers=headers, follow_redirects=True) as client:
         for url in base_urls:
             step(f"checking that {url} serves /health and token logprobs")
             check_server(client, url, server_type)
@@ -39,7 +41,7 @@ def check_servers(base_urls: tuple[str, ...], api_key: str, server_type: str, st
 
 def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
     root = base_url.rstrip("/").removesuffix("/v1")
-    health = _ask(client, "GET", f"{root}/health")
+    health = _ask(client, "GET", f"{root}/health", read=False)  # atroposlib reads its status alone
     if health is None:
         return  # not up yet: atroposlib waits for it, and the run shows that it waits
     status, _ = health
@@ -49,13 +51,18 @@ def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
     if status >= 500:
         return  # up but not ready (vLLM answers 503 while it loads): atroposlib waits for it
     answer = _ask(client, "POST", f"{root}/generate", json=_one_token(server_type))
-    if answer is None:
-        return  # busy (other workers share it) or gone since: the run's own timeouts say which
+    if answer is None or answer[0] >= 500:
+        return  # busy (other workers share it), failing for now (a proxy's 502) or gone since: the run retries
     status, body = answer
     _refuse_rejections(base_url, status)
     if status in (404, 405):
         raise UserError(
             f"the inference server at {base_url} has no token-level /generate (HTTP {status}): {DRIVABLE}; {ELSEWHERE}"
+        )
+    if body is None:
+        raise UserError(
+            f"the inference server at {base_url} did not end its answer to a one-token /generate within "
+            f"{TIMEOUT_S:g} s and {MAX_ANSWER_BYTES // 1024**2} MB: {DRIVABLE}"
         )
     if status >= 400:
         said = printable(body[:200].decode("utf-8", errors="replace"))
@@ -123,16 +130,21 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _ask(client: httpx.Client, method: str, url: str, **kwargs: Any) -> tuple[int, bytes] | None:
-    """The status and (capped) body, or None when the server does not answer."""
+def _ask(
+    client: httpx.Client, method: str, url: str, read: bool = True, **kwargs: Any
+) -> tuple[int, bytes | None] | None:
+    """The status and body (``read``: else none), or None when the server does not answer; a body still coming
+    after ``TIMEOUT_S`` in all (each piece within the read timeout: a trickle) or past ``MAX_ANSWER_BYTES`` is
+    None."""
+    deadline = time.monotonic() + TIMEOUT_S
     try:
         with client.stream(method, url, **kwargs) as response:
-            body = b""
-            for chunk in response.iter_bytes():
+            body = bytearray()
+            for chunk in response.iter_bytes() if read else ():
                 body += chunk
-                if len(body) > MAX_ANSWER_BYTES:
-                    break
-            return response.status_code, body
+                if len(body) > MAX_ANSWER_BYTES or time.monotonic() > deadline:
+                    return response.status_code, None
+            return response.status_code, bytes(body)
     except httpx.HTTPError:
         return None
 
