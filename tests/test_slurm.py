@@ -122,6 +122,24 @@ def test_an_allocation_it_cannot_use_is_one_sentence(tmp_path, monkeypatch, node
 
 
 @pytest.mark.unit
+def test_thousands_of_nodes_or_a_huge_one_are_named_in_a_sentence_of_a_line(tmp_path, monkeypatch):
+    """scontrol's output was echoed whole: a 100,000-character node name made a 100 KB refusal, 5,000 training nodes
+    a 49 KB one, and their servers a start line as long."""
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "bin", ("trainer-0", "a" * 100_000))))
+    with pytest.raises(UserError) as refused:
+        slurm.inference_urls(SLURM_ENV)
+    assert len(str(refused.value)) < 500 and f"listed '{'a' * 40}" in str(refused.value)
+    nodes = tuple(f"gpu-{i}" for i in range(5000))
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "many", nodes)))
+    with pytest.raises(UserError) as refused:
+        slurm.inference_urls({**SLURM_ENV, "NUM_TRAINING_NODES": "5000"})
+    said = str(refused.value)
+    assert len(said) < 500 and said.startswith("the SLURM allocation's 5000 nodes (gpu-0, gpu-1, "), said
+    line = slurm.described([f"http://gpu-{i}:{port}/v1" for i in range(5000) for port in (9000, 9001)])
+    assert len(line) < 500 and line.startswith("10000 inference servers in the SLURM allocation: gpu-0 (ports 9000, ")
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("bad", ["-x", "user@host", "evil.example.com/#", "gpu\x1b]0;owned\x07", "gpu..1", "gpu-",
                                  "a" * 64, "gpu 1", "[::1]"])
 def test_a_node_name_that_is_no_host_name_refuses_the_allocation_naming_it(tmp_path, monkeypatch, bad):
