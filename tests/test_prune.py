@@ -98,6 +98,23 @@ def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_row
     assert "1 empty runs deleted" in pruned.stderr
 
 
+def test_a_run_listed_through_a_link_in_the_runs_folder_is_not_counted_as_forgotten(tmp_path):
+    """A run folder linked into the runs folder is listed from there, not from the index: prune said '1 runs kept
+    elsewhere forgotten', and the next vftui runs listed it all the same."""
+    elsewhere = tmp_path / "scratch" / "run"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "groups.jsonl").write_text('{"scores": [1.0, 0.0]}\n')
+    (elsewhere / "groups.run.json").write_text(json.dumps({"config": {"env": "x", "steps": 1}}))
+    runs = data_dir(tmp_path) / "runs"
+    runs.mkdir(parents=True)
+    (runs / "linked").symlink_to(elsewhere)
+
+    pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
+
+    assert pruned.returncode == 0 and "pruned: 0 runs kept elsewhere forgotten" in pruned.stderr, pruned.stderr
+    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [str(elsewhere / "groups.jsonl")]
+
+
 def test_prune_refuses_an_index_entry_through_dot_dot_or_a_link_and_deletes_nothing(tmp_path):
     """An index entry naming ``runs/../groups.jsonl`` (an empty file there) deleted the whole data folder."""
     data = data_dir(tmp_path)

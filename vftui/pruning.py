@@ -95,9 +95,8 @@ def prune(line: RunLine) -> Pruned:
     where = place(out, resolved, paths.runs_dir().resolve())
     if where is Place.REFUSED:
         return Pruned(note=f"prune leaves the run at {out} as it is: its path {NOT_PLAIN}")
-    if where is Place.ELSEWHERE:
-        forget(out)
-        return Pruned(forgotten=True)
+    if where is Place.ELSEWHERE:  # found in the index, or through a link in the runs folder (listed all the same)
+        return Pruned(forgotten=forget(out))
     if line.state == DAMAGED or line.groups_done or not _holds_nothing(out):
         return Pruned()
     return _delete_if_empty(out)
