@@ -37,6 +37,7 @@ from urllib.parse import urlparse
 from atroposlib.envs.server_handling import server_manager
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 
+from vftui.bounds import LARGE
 from vftui.errors import UserError
 from vftui.printable import printable
 
@@ -45,6 +46,7 @@ HOST_NAME = re.compile(r"(?=.{1,253}\Z)(?:(?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)
 GPUS_PER_NODE = 8  # atroposlib's ``8 // INFER_TP``
 NAMED = 10  # nodes a sentence names (an allocation may have thousands); the others it counts
 SHOWN_NAME = 80  # characters of a node name that is no host name a sentence shows
+MAX_NODES = LARGE  # far more than any cluster has
 SCONTROL_TIMEOUT_S = 30.0
 
 
@@ -88,6 +90,9 @@ def hostnames(nodelist: str) -> list[str]:
     nodes = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if not nodes:
         raise UserError(f"{' '.join(command)} listed no nodes")
+    if len(nodes) > MAX_NODES:  # atroposlib lays out 8 servers a node: a million nodes took minutes and 8 GB
+        raise UserError(f"{' '.join(command)} listed {len(nodes):,} nodes, more than the {MAX_NODES:,} an allocation "
+                        "can have: give each inference server with --base-url")
     if (bad := next((node for node in nodes if not HOST_NAME.fullmatch(node)), None)) is not None:
         shown = printable(bad[:SHOWN_NAME]) + ("…" if len(bad) > SHOWN_NAME else "")
         raise UserError(f"{' '.join(command)} listed {shown!r}, which is not a host name (dot-separated "
