@@ -215,3 +215,20 @@ def test_an_answer_that_never_ends_is_refused_or_left_within_seconds():
     assert checked(app) == "accepted"
     said = checked(openai_server(health=True, generate=trickling))
     assert "did not end its answer to a one-token /generate" in said and "vLLM or SGLang" in said, said
+
+
+@pytest.mark.serial
+def test_servers_that_do_not_answer_are_waited_for_together_not_one_after_another():
+    """An allocation's servers are checked at once: eight whose /health hangs took 80 s (10 s each, in turn), an
+    allocation of 16 nodes of 8 such servers 21 minutes, before the run's first request."""
+
+    async def hanging(request):
+        await asyncio.sleep(60)
+
+    app = web.Application()
+    app.router.add_get("/health", hanging)
+    with serve_app(app) as base_url:
+        started = time.monotonic()
+        server_check.check_servers((base_url,) * 8, "", "vllm", lambda _: None)
+        took = time.monotonic() - started
+    assert took < 30, f"checked in {took:.0f} s"

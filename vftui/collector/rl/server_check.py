@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from vftui.errors import UserError
 from vftui.printable import printable
 
 TIMEOUT_S = 10.0
+ASKED_AT_ONCE = 64  # servers checked at a time: an allocation's 8 a node, of a few nodes
 MAX_ANSWER_BYTES = 1024**2  # one token's answer is a few hundred bytes
 DRIVABLE = "rl drives vLLM or SGLang servers (a /health route and a token-level /generate with token ids and logprobs)"
 ELSEWHERE = "for any other OpenAI-compatible server (llama.cpp, Ollama, a hosted API) use --mode sft or --mode eval"
@@ -31,12 +33,17 @@ PROBE_TOKEN = 1  # a token id every vocabulary has
 
 def check_servers(base_urls: tuple[str, ...], api_key: str, server_type: str, step: Callable[[str], None]) -> None:
     """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs.
-    Redirects are followed as atroposlib's aiohttp follows them (a 307 or 308 with the same POST)."""
+    They are asked at once (an allocation's dozens of servers that do not answer yet cost ``TIMEOUT_S`` or so, not
+    that each); redirects are followed as atroposlib's aiohttp follows them (a 307 or 308 with the same POST)."""
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"} if api_key else {}
-    with httpx.Client(timeout=TIMEOUT_S, headers=headers, follow_redirects=True) as client:
-        for url in base_urls:
-            step(f"checking that {url} serves /health and token logprobs")
-            check_server(client, url, server_type)
+    servers = base_urls[0] if len(base_urls) == 1 else f"the {len(base_urls)} inference servers"
+    step(f"checking that {servers} serve{'s' if len(base_urls) == 1 else ''} /health and token logprobs")
+    at_once = min(len(base_urls), ASKED_AT_ONCE)
+    limits = httpx.Limits(max_connections=at_once)
+    with httpx.Client(timeout=TIMEOUT_S, headers=headers, follow_redirects=True, limits=limits) as client, \
+            ThreadPoolExecutor(max_workers=at_once) as pool:
+        for _ in pool.map(lambda url: check_server(client, url, server_type), base_urls):
+            pass  # the first refusal, in the servers' order
 
 
 def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
