@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,56 @@ def test_step_count_is_named_in_the_message(capsys):
 def test_unreachable_endpoint(capsys):
     nobody = free_port()  # free: nothing listens there
     fails_with(["--base-url", f"http://127.0.0.1:{nobody}/v1"], capsys, "cannot reach the endpoint")
+
+
+def test_an_https_url_of_a_plain_http_server_says_so(capsys, monkeypatch):
+    """It was 'connection refused or no route', for a server that did answer (and for a certificate not trusted, or
+    a host name that does not resolve)."""
+    from aiohttp import web
+
+    with serve_app(web.Application()) as base_url:
+        https = base_url.replace("http://", "https://")
+        fails_with(["--base-url", https], capsys, f"cannot reach the endpoint at {https}: the TLS handshake failed (")
+    monkeypatch.setenv("OPENAI_API_KEY", "x")  # a key, as any host but this one needs
+    line = fails_with(["--base-url", "http://no-such-host.invalid/v1"], capsys, "cannot reach the endpoint at http://")
+    assert "no-such-host.invalid" in line and "connection refused" not in line
+
+
+@pytest.mark.serial
+def test_an_endpoint_that_redirects_is_followed_and_one_that_never_ends_its_answer_is_refused_within_seconds(capsys):
+    """As the OpenAI client follows a redirect, so does the first look at /models (it refused a 308 as 'not an
+    OpenAI-compatible API'); a model list that trickles a byte every 2 s kept it reading for ever."""
+    import asyncio
+
+    from aiohttp import web
+
+    from vftui.collector import endpoint
+
+    async def moved(request):
+        raise web.HTTPPermanentRedirect("/api/v1/models")
+
+    async def models(request):
+        return web.json_response({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+    async def trickling(request):
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for _ in range(60):
+            await response.write(b" ")
+            await asyncio.sleep(2)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/v1/models", moved)
+    app.router.add_get("/api/v1/models", models)
+    with serve_app(app) as base_url:
+        assert endpoint.probe(base_url, "x").models == ["m"]
+    app = web.Application()
+    app.router.add_get("/v1/models", trickling)
+    with serve_app(app) as base_url:
+        started = time.monotonic()
+        fails_with(["--base-url", base_url], capsys, f"the endpoint at {base_url} did not answer within 10 s")
+        assert time.monotonic() - started < 40
 
 
 def test_endpoint_that_is_not_an_openai_api(capsys, tmp_path):
@@ -266,6 +317,19 @@ def test_a_number_too_big_for_any_run(monkeypatch, capsys):
 def test_out_that_is_not_a_regular_file(capsys):
     fails_with(["--out", "/dev/null"], capsys, "--out /dev/null is not a regular file")
     assert not any(p.name.startswith("null.") for p in Path("/dev").iterdir())
+
+
+def test_out_whose_name_does_not_end_in_jsonl_is_refused_before_it_shares_another_runs_side_files(
+    finished_run, capsys
+):
+    """A run's side files take its name less its suffix: --out groups.v2 wrote groups.run.json, .checkpoint.json and
+    .html over those of groups.jsonl's finished run, and neither could be resumed (--resume finds a .jsonl)."""
+    side = {p.name: p.read_bytes() for p in finished_run.parent.iterdir()}
+    elsewhere = finished_run.parent / "g"
+    for args in (["--out", str(finished_run.with_suffix(".v2"))], ["--detach", "--out", str(elsewhere)]):
+        out = Path(args[-1])
+        fails_with(args, capsys, f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl)")
+    assert {p.name: p.read_bytes() for p in finished_run.parent.iterdir()} == side, "nothing written"
 
 
 def test_view_of_a_folder(tmp_path, capsys):

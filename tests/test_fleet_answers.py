@@ -8,6 +8,7 @@ host's folder (its HOME, its ``bin/`` first on PATH), as sshd runs it in the rem
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import stat
 import sys
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO, run_cli
 from tests.test_readers_fuzz import mutated
 from vftui import fleet
+from vftui.errors import UserError
 from vftui.run_list import RunLine, cells
 
 FAKE_SSH = """#!/bin/sh
@@ -185,6 +187,19 @@ def test_remote_vftui_under_the_remote_home_works_as_the_help_shows_it(fleet_roo
 def test_a_command_that_does_not_split_into_words_is_one_sentence(tmp_path, args, env, says):
     done = run_cli(args, tmp_path, timeout=60, **env)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("value", "command"), [("", ["ssh"]), ("   ", ["ssh"]), ("ssh -F c", ["ssh", "-F", "c"]),
+                                                ("'' -F c", None), ('""', None)])
+def test_a_blank_ssh_command_is_ssh_and_one_naming_no_program_a_sentence(monkeypatch, value, command):
+    """VFTUI_SSH of blanks ran '-o' (runs --host: 'cannot run -o') or '-t' (attach) as the ssh program."""
+    monkeypatch.setenv(fleet.SSH_COMMAND, value)
+    if command is not None:
+        assert fleet.ssh() == command
+        return
+    with pytest.raises(UserError, match=f"VFTUI_SSH names no program to run: {re.escape(value)}"):
+        fleet.ssh()
 
 
 # -- the answer's parser, fed anything ----------------------------------------------------------------------------

@@ -140,6 +140,25 @@ def test_a_link_at_the_lock_is_refused_with_one_sentence(tmp_path, victim):
     untouched(victim)
 
 
+@pytest.mark.parametrize("kind", ["a FIFO", "a folder"])
+def test_a_fifo_or_folder_at_the_lock_is_refused_with_one_sentence(tmp_path, kind):
+    """Each was a traceback (ftruncate on the FIFO, open of the folder); prune's note was '[Errno 22] Invalid
+    argument'."""
+    folder = tmp_path / "xdg-data" / "vftui" / "runs" / "20260101-000000-x"  # where --prune deletes an empty run
+    folder.mkdir(parents=True)
+    lock = folder / "groups.lock"
+    os.mkfifo(lock) if kind == "a FIFO" else lock.mkdir()
+    said = f"cannot lock {lock}: it is {kind}, not a regular file; remove it, or choose another --out"
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert said in result.stderr.strip().splitlines()[-1], result.stderr
+    (folder / "groups.jsonl").touch()  # a run that collected nothing, for --prune
+    (folder / "groups.run.json").write_text(json.dumps({"config": {"env": "x", "steps": 1}}))
+    pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
+    assert pruned.returncode == 0 and f"vftui: note: {said}" in pruned.stderr, pruned.stderr
+    assert (folder / "groups.jsonl").exists(), "prune leaves a run it cannot lock"
+
+
 @pytest.mark.unit
 def test_an_atomic_write_never_writes_through_a_planted_temporary(tmp_path, victim):
     path = tmp_path / "state.json"

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import cli_env, read_jsonl, read_until, run_cli, start_cli
 from vftui import paths, pruning, run_records, safe_files
+from vftui.drops import DropLog
+from vftui.events import GroupDropped
 from vftui.pruning import Kind, Place
 from vftui.run_files import CHECKPOINT_SUFFIX, EVAL_SUFFIX, LOCK_SUFFIX, SIDECAR_SUFFIXES, eval_dir, own_files
 from vftui.run_list import all_runs
@@ -65,6 +67,52 @@ def test_prune_deletes_an_empty_runs_own_files_and_keeps_a_folder_that_holds_any
     assert not ours.parent.exists(), "the folder vftui made for the empty run went with it"
     assert "2 empty runs deleted" in pruned.stderr
     assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [str(myexp / "a.jsonl")]
+
+
+def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_rows_is_not_pruned(tmp_path):
+    """An rl run at temperature 0 has every group dropped: its jsonl stays empty while its drops file holds each
+    scored group (what view counts); an eval folder can hold rows its jsonl no longer does. --prune deleted both as
+    runs that collected nothing."""
+    runs = data_dir(tmp_path) / "runs"
+    dropped, evaluated, empty = (runs / f"20260101-00000{i}-x" / "groups.jsonl" for i in range(3))
+    for out in (dropped, evaluated, empty):
+        out.parent.mkdir(parents=True)
+        out.touch()
+        out.with_suffix(".run.json").write_text(json.dumps({"config": {"env": "x", "mode": "rl", "steps": 3}}))
+    DropLog(dropped).add(GroupDropped(0, "identical scores, all high (too easy)", [1.0, 1.0], {}, [1, 1]))
+    eval_dir(evaluated).mkdir()
+    (eval_dir(evaluated) / "results.jsonl").write_text('{"example_id": 0, "reward": 1.0}\n')
+    (eval_dir(evaluated) / "metadata.json").write_text("{}")
+    (eval_dir(empty) / "atropos").mkdir(parents=True)  # an eval stopped before its first example writes these
+    for name in ("results.jsonl", "items.jsonl"):
+        (eval_dir(empty) / name).touch()
+    for name in ("metadata.json", "atropos/metrics.json"):
+        (eval_dir(empty) / name).write_text("{}")
+    kept = everything(dropped.parent) | everything(evaluated.parent)
+
+    pruned = run_cli(["runs", "--prune"], tmp_path)
+
+    assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned.stderr
+    assert kept <= everything(runs), "a run that recorded anything keeps every file"
+    assert not empty.parent.exists(), "a run that recorded nothing goes, its empty eval's files with it"
+    assert "1 empty runs deleted" in pruned.stderr
+
+
+def test_a_run_listed_through_a_link_in_the_runs_folder_is_not_counted_as_forgotten(tmp_path):
+    """A run folder linked into the runs folder is listed from there, not from the index: prune said '1 runs kept
+    elsewhere forgotten', and the next vftui runs listed it all the same."""
+    elsewhere = tmp_path / "scratch" / "run"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "groups.jsonl").write_text('{"scores": [1.0, 0.0]}\n')
+    (elsewhere / "groups.run.json").write_text(json.dumps({"config": {"env": "x", "steps": 1}}))
+    runs = data_dir(tmp_path) / "runs"
+    runs.mkdir(parents=True)
+    (runs / "linked").symlink_to(elsewhere)
+
+    pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
+
+    assert pruned.returncode == 0 and "pruned: 0 runs kept elsewhere forgotten" in pruned.stderr, pruned.stderr
+    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [str(elsewhere / "groups.jsonl")]
 
 
 def test_prune_refuses_an_index_entry_through_dot_dot_or_a_link_and_deletes_nothing(tmp_path):
@@ -244,9 +292,15 @@ def everything(root: Path) -> set[Path]:
 
 def prunable(folder: str, empty: bool, own: list[tuple[str, str]]) -> bool:
     """Whether a run of ``make_tree`` is to be deleted: empty, truly in the runs folder, not damaged (any checkpoint
-    it has reads as damaged), its lock takeable (no link or folder at its name)."""
+    it has reads as damaged), its lock takeable (no link or folder at its name), no file in its eval folder."""
     kinds = dict(reversed(own))  # the first of a name is the one made
-    return empty and folder != "linked" and CHECKPOINT_SUFFIX not in kinds and kinds.get(LOCK_SUFFIX, "file") == "file"
+    return (
+        empty
+        and folder != "linked"
+        and CHECKPOINT_SUFFIX not in kinds
+        and kinds.get(LOCK_SUFFIX, "file") == "file"
+        and kinds.get(EVAL_SUFFIX) != "folder"
+    )
 
 
 FOLDERS = st.sampled_from(["20260101-000000-env", "20260101-000001-env-1", "myexp", "linked"])

@@ -5,6 +5,7 @@ server does; the simulated vLLM-style server, which has both, is driven by every
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import free_port, run_cli, serve_app
 from vftui.collector.rl import server_check
+from vftui.errors import UserError
 from vftui.sim.server import TOKENIZER_DIR
 
 ANSWER = {
@@ -157,3 +159,76 @@ def test_any_answer_is_either_what_atroposlib_reads_or_named_as_missing_never_a_
         answer = json.loads(body)
         for sequence in answer["logprobs"]:
             assert [int(next(iter(token[0]))) for token in sequence]
+
+
+VLLM_ANSWER = {"text": ["a"], "logprobs": [[[{"17": -0.5}]]], "finish_reasons": ["length"]}
+
+
+def checked(app: web.Application) -> str:
+    """``check_servers`` against ``app`` on loopback: "accepted", or its refusal; either within 30 s."""
+    with serve_app(app) as base_url:
+        started = time.monotonic()
+        try:
+            server_check.check_servers((base_url,), "", "vllm", lambda _: None)
+            said = "accepted"
+        except UserError as e:
+            said = str(e)
+        took = time.monotonic() - started
+    assert took < 30, f"the check took {took:.0f} s"
+    return said
+
+
+def test_a_server_that_redirects_as_atroposlib_follows_or_answers_500_is_not_refused():
+    """atroposlib's aiohttp follows a 307/308 with the same POST (a proxy's http -> https, a trailing slash): the
+    check read the redirect's empty body as 'answered /generate without a JSON body'. A 5xx (a proxy's 502, a busy
+    engine) is the run's to retry, as a 5xx on /health is atroposlib's to wait for, not a wrong --server-type."""
+
+    async def moved(request):
+        raise web.HTTPPermanentRedirect("/engine/generate")
+
+    async def failing(request):
+        return web.Response(status=502, text="Bad Gateway")
+
+    redirecting = openai_server(health=True, generate=moved)
+    redirecting.router.add_post("/engine/generate", answering(VLLM_ANSWER))
+    assert checked(redirecting) == "accepted"
+    assert checked(openai_server(health=True, generate=failing)) == "accepted"
+
+
+@pytest.mark.serial
+def test_an_answer_that_never_ends_is_refused_or_left_within_seconds():
+    """A /generate that sends a byte every 2 s (a keep-alive stream, a broken proxy) kept the check reading for
+    ever, each byte within the read timeout; a /health whose body never ends is healthy, as atroposlib reads only
+    its status."""
+
+    async def trickling(request):
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for _ in range(60):
+            await response.write(b" ")
+            await asyncio.sleep(2)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/health", trickling)
+    app.router.add_post("/generate", answering(VLLM_ANSWER))
+    assert checked(app) == "accepted"
+    said = checked(openai_server(health=True, generate=trickling))
+    assert "did not end its answer to a one-token /generate" in said and "vLLM or SGLang" in said, said
+
+
+@pytest.mark.serial
+def test_servers_that_do_not_answer_are_waited_for_together_not_one_after_another():
+    """An allocation's servers are checked at once: eight whose /health hangs took 80 s (10 s each, in turn), an
+    allocation of 16 nodes of 8 such servers 21 minutes, before the run's first request."""
+
+    async def hanging(request):
+        await asyncio.sleep(60)
+
+    app = web.Application()
+    app.router.add_get("/health", hanging)
+    with serve_app(app) as base_url:
+        started = time.monotonic()
+        server_check.check_servers((base_url,) * 8, "", "vllm", lambda _: None)
+        took = time.monotonic() - started
+    assert took < 30, f"checked in {took:.0f} s"

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import Trainer, read_jsonl, run_cli, sim_admin, unavailable, until
 from tests.test_health import text_of
+from vftui.bounds import LARGE
 from vftui.collector.child import child_main
 from vftui.collector.rl import slurm
 from vftui.config import RunConfig, load_config
@@ -119,6 +120,28 @@ def test_an_allocation_it_cannot_use_is_one_sentence(tmp_path, monkeypatch, node
     with pytest.raises(UserError) as refused:
         slurm.inference_urls(environ)
     assert str(refused.value).startswith(sentence)
+
+
+@pytest.mark.unit
+def test_thousands_of_nodes_or_a_huge_one_are_named_in_a_sentence_of_a_line(tmp_path, monkeypatch):
+    """scontrol's output was echoed whole: a 100,000-character node name made a 100 KB refusal, 5,000 training nodes
+    a 49 KB one, and their servers a start line as long."""
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "bin", ("trainer-0", "a" * 100_000))))
+    with pytest.raises(UserError) as refused:
+        slurm.inference_urls(SLURM_ENV)
+    assert len(str(refused.value)) < 500 and f"listed '{'a' * 40}" in str(refused.value)
+    nodes = tuple(f"gpu-{i}" for i in range(5000))
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "many", nodes)))
+    with pytest.raises(UserError) as refused:
+        slurm.inference_urls({**SLURM_ENV, "NUM_TRAINING_NODES": "5000"})
+    said = str(refused.value)
+    assert len(said) < 500 and said.startswith("the SLURM allocation's 5000 nodes (gpu-0, gpu-1, "), said
+    line = slurm.described([f"http://gpu-{i}:{port}/v1" for i in range(5000) for port in (9000, 9001)])
+    assert len(line) < 500 and line.startswith("10000 inference servers in the SLURM allocation: gpu-0 (ports 9000, ")
+    nodes = tuple(f"gpu-{i}" for i in range(LARGE + 1))  # a million took minutes and 8 GB in atroposlib's layout
+    monkeypatch.setenv("PATH", on_path(stand_in_scontrol(tmp_path / "more", nodes)))
+    with pytest.raises(UserError, match=f"listed {LARGE + 1:,} nodes, more than the {LARGE:,} an allocation can have"):
+        slurm.inference_urls(SLURM_ENV)
 
 
 @pytest.mark.unit

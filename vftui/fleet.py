@@ -113,8 +113,12 @@ def remote_run(text: str) -> tuple[str, str] | None:
 
 
 def ssh() -> list[str]:
-    """The ssh command: ``VFTUI_SSH``'s words, or ``ssh``."""
-    return _words(os.environ.get(SSH_COMMAND) or "ssh", SSH_COMMAND)
+    """The ssh command: ``VFTUI_SSH``'s words, or ``ssh`` when it has none (unset, blank)."""
+    text = os.environ.get(SSH_COMMAND, "")
+    words = _words(text, SSH_COMMAND) or ["ssh"]
+    if not words[0]:
+        raise UserError(f"{SSH_COMMAND} names no program to run: {printable(text)}")
+    return words
 
 
 def remote_command(remote: str, *args: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import shutil
 import stat
 from collections.abc import Mapping
@@ -20,7 +21,9 @@ from pathlib import Path
 
 from vftui import paths
 from vftui.collector.output.lock import OutputLock
+from vftui.drops import drops_path
 from vftui.errors import UserError
+from vftui.results import METADATA
 from vftui.run_files import eval_dir, own_files
 from vftui.run_index import forget
 from vftui.run_list import DAMAGED, RunLine
@@ -92,22 +95,21 @@ def prune(line: RunLine) -> Pruned:
     where = place(out, resolved, paths.runs_dir().resolve())
     if where is Place.REFUSED:
         return Pruned(note=f"prune leaves the run at {out} as it is: its path {NOT_PLAIN}")
-    if where is Place.ELSEWHERE:
-        forget(out)
-        return Pruned(forgotten=True)
-    if line.state == DAMAGED or line.groups_done or not _empty_file(out):
+    if where is Place.ELSEWHERE:  # found in the index, or through a link in the runs folder (listed all the same)
+        return Pruned(forgotten=forget(out))
+    if line.state == DAMAGED or line.groups_done or not _holds_nothing(out):
         return Pruned()
     return _delete_if_empty(out)
 
 
 def _delete_if_empty(out: Path) -> Pruned:
-    """The run's files as ``to_delete`` says, under its lock, if its jsonl is still an empty file then."""
+    """The run's files as ``to_delete`` says, under its lock, if it still holds nothing then."""
     try:
         lock = OutputLock(out).acquire("prune leaves it")
     except (UserError, OSError) as e:
         return Pruned(note=str(e))
     try:
-        if not _empty_file(out):
+        if not _holds_nothing(out):
             return Pruned()
         plan = to_delete(out, _entries(out.parent), paths.is_run_dir_name(out.parent.name))
         for tree in plan.trees:
@@ -126,12 +128,43 @@ def _delete_if_empty(out: Path) -> Pruned:
     return Pruned(deleted=True)
 
 
-def _empty_file(path: Path) -> bool:
+EVAL_SUMMARIES = (METADATA, "atropos/metrics.json")  # an eval's figures, written even over no example
+
+
+def _holds_nothing(out: Path) -> bool:
+    """Whether a run recorded nothing: its jsonl an empty file, no dropped group (an rl run at temperature 0 drops
+    every group, and its drops are all that view counts), and no rows in its eval folder."""
+    try:
+        jsonl = out.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(jsonl.st_mode) and not jsonl.st_size and not _size(drops_path(out)) and not _rows(eval_dir(out))
+
+
+def _rows(folder: Path) -> bool:
+    """Whether an eval folder holds a file that is not empty but the summaries an eval writes however few examples it
+    did; one that cannot be read holds something, and so does a file of data at its name."""
+    try:
+        found = folder.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if not stat.S_ISDIR(found.st_mode):
+        return _size(folder) > 0
+    unread: list[OSError] = []
+    walked = os.walk(folder, onerror=unread.append)  # links not followed: a link holds nothing of the run's
+    files = (Path(root, name) for root, _, names in walked for name in names)
+    return any(_size(f) and f.relative_to(folder).as_posix() not in EVAL_SUMMARIES for f in files) or bool(unread)
+
+
+def _size(path: Path) -> int:
+    """The size of the regular file at ``path`` (a link, a FIFO, a device or nothing: 0)."""
     try:
         found = path.lstat()
     except OSError:
-        return False
-    return stat.S_ISREG(found.st_mode) and found.st_size == 0
+        return 0
+    return found.st_size if stat.S_ISREG(found.st_mode) else 0
 
 
 def _entries(folder: Path) -> dict[str, Kind]:

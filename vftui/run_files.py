@@ -24,6 +24,15 @@ def own_files(out_path: Path) -> set[Path]:
     return {out_path, *(out_path.with_suffix(suffix) for suffix in SIDECAR_SUFFIXES)}
 
 
+def jsonl_named(out: Path) -> Path:
+    """``out`` (``--out``) if it ends in .jsonl: its side files take its name less its suffix, so ``a.v1`` and ``a.v2``
+    would share ``a.run.json`` and ``a.checkpoint.json``, and ``--resume`` finds a run by its .jsonl."""
+    if out.suffix != ".jsonl":
+        raise UserError(f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl): its side files take "
+                        f"its name less its suffix ({out.with_suffix(RUN_SUFFIX).name}, ...), as another run's could")
+    return out
+
+
 def lock_holder(out_path: Path) -> int | None:
     """The pid written in the run's lock file by the process holding it (``collector.output.lock``)."""
     try:

@@ -42,10 +42,13 @@ def resolve_id(text: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def forget(out_path: Path) -> None:
-    """Take a run out of the index (its files stay)."""
-    with contextlib.suppress(OSError):
+def forget(out_path: Path) -> bool:
+    """Take a run out of the index (its files stay); whether it was in it."""
+    try:
         (index_dir() / f"{_digest(out_path)}.json").unlink()
+    except OSError:
+        return False
+    return True
 
 
 def remember(out_path: Path) -> None:

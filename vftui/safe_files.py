@@ -54,13 +54,27 @@ def open_to_read(path: Path) -> BinaryIO:
     """A run file to read back (settings, checkpoint, index entry, lock, drops): a FIFO or a device there would
     block its reader for ever, so it is opened without blocking and refused (an ``OSError`` saying what it is)
     unless it is a regular file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    return os.fdopen(_only_regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path), "rb")
+
+
+def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
+    """``open_fd`` of a regular file only (a lock): a FIFO or a device there is opened without blocking and
+    refused, and so is a folder, each an ``OSError`` saying what it is."""
+    try:
+        fd = open_fd(path, flags | os.O_NONBLOCK, mode)
+    except IsADirectoryError:
+        raise OSError(errno.EISDIR, f"it is {_kind(stat.S_IFDIR)}, not a regular file", str(path)) from None
+    return _only_regular(fd, path)
+
+
+def _only_regular(fd: int, path: Path) -> int:
+    """``fd``, blocking again, if it is a regular file; else closed, and an ``OSError`` saying what it is."""
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise OSError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file", str(path))
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd
     except BaseException:
         os.close(fd)
         raise

@@ -74,19 +74,27 @@ def parse(value: Any) -> Shard:
         except ValueError:
             parts = []
         if not parts:
-            raise ValueError(f"cannot read '{value}': write I/N, this run's shard I of N (0-based), e.g. 0/4")
+            raise ValueError(f"cannot read '{_shown(value)}': write I/N, this run's shard I of N (0-based), e.g. 0/4")
     elif isinstance(value, (list, tuple)) and len(value) == 2 and all(type(v) is int for v in value):
         parts = list(value)
     else:
         raise ValueError("write I/N, this run's shard I of N (0-based), e.g. 0/4")
     index, count = parts
+    given = _shown(f"{index}/{count}")
     if count < 1:
-        raise ValueError(f"{index}/{count}: N, the number of shards, must be 1 or more")
+        raise ValueError(f"{given}: N, the number of shards, must be 1 or more")
     if count > MAX_COUNT:
-        raise ValueError(f"{index}/{count}: N, the number of shards, must be at most {MAX_COUNT:,}")
+        raise ValueError(f"{given}: N, the number of shards, must be at most {MAX_COUNT:,}")
     if not 0 <= index < count:
-        raise ValueError(f"{index}/{count}: shards are numbered from 0, so I must be 0 to {count - 1}")
+        raise ValueError(f"{given}: shards are numbered from 0, so I must be 0 to {count - 1}")
     return Shard(index, count)
+
+
+SHOWN = 40  # characters of a shard as given that a sentence shows (a damaged file's may be megabytes)
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}…"
 
 
 def from_slurm(environ: Mapping[str, str]) -> tuple[str, str] | None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import ssl
+import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -63,14 +66,15 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
     url = f"{base_url}/models"
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
     try:
-        with httpx.stream("GET", url, headers=headers, timeout=timeout) as response:
+        # redirects followed, as the OpenAI client follows them
+        with httpx.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
             if response.status_code in (401, 403):
                 raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})")
             if response.status_code >= 400:
                 return Probe(models=[])
-            body = _capped(response)
+            body = _capped(response, time.monotonic() + timeout)
     except httpx.ConnectError as e:
-        raise UserError(f"cannot reach the endpoint at {base_url} (connection refused or no route)") from e
+        raise UserError(f"cannot reach the endpoint at {base_url}: {_unreachable(e)}") from e
     except httpx.TimeoutException as e:
         raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
     except httpx.HTTPError as e:
@@ -85,15 +89,30 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
         raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)") from e
 
 
-def _capped(response: httpx.Response) -> bytes | None:
-    """The body, or None past ``MAX_MODEL_LIST_BYTES``."""
+def _capped(response: httpx.Response, deadline: float) -> bytes | None:
+    """The body, or None past ``MAX_MODEL_LIST_BYTES``; a body still coming at ``deadline`` (a byte at a time, each
+    within the read timeout) is a timeout."""
     chunks, size = [], 0
     for chunk in response.iter_bytes():
         size += len(chunk)
         if size > MAX_MODEL_LIST_BYTES:
             return None
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout("the answer did not end in time")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _unreachable(error: httpx.ConnectError) -> str:
+    """Why a connection failed, from the error under httpx's: a refusal, a name that does not resolve, TLS."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, (ssl.SSLError, socket.gaierror, ConnectionRefusedError)):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ssl.SSLError):
+        return f"the TLS handshake failed ({error}); for a server that speaks plain HTTP, give http://"
+    if isinstance(cause, socket.gaierror):
+        return f"its host name does not resolve ({error})"
+    return "connection refused or no route"
 
 
 def choose_model(requested: str | None, probed: Probe, base_url: str) -> str:

@@ -21,7 +21,7 @@ from vftui.live.client import ask_status
 from vftui.live.server import RunInfo, socket_path
 from vftui.printable import say
 from vftui.relaunch import vftui_command
-from vftui.run_files import LOG_SUFFIX, find_resumable
+from vftui.run_files import LOG_SUFFIX, find_resumable, jsonl_named
 
 POLL_S = 0.2
 
@@ -32,7 +32,7 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     if config.resume is not None:
         out = safe_files.given_file(find_resumable(config.resume), "--resume")
     elif config.out is not None:
-        out = safe_files.given_file(config.out, "--out")
+        out = jsonl_named(safe_files.given_file(config.out, "--out"))
         if out.exists():
             raise UserError(f"--out {out} exists; a background run needs a new path "
                             f"(or --resume {shlex.quote(str(out))})")

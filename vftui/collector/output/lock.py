@@ -30,9 +30,9 @@ class OutputLock:
     def acquire(self, hint: str) -> OutputLock:
         """Take the lock, or a UserError naming the process that holds it (``hint``: what to do)."""
         while True:
-            try:
-                fd = safe_files.open_fd(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            except safe_files.LinkRefused as e:
+            try:  # a link, a FIFO, a folder there: one sentence
+                fd = safe_files.open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as e:
                 raise UserError(f"cannot lock {self.path}: {e.strerror}; remove it, or choose another --out") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

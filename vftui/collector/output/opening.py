@@ -19,7 +19,7 @@ from vftui.drops import read_drops
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
 from vftui.groupfile import group_event
-from vftui.run_files import find_resumable, sidecars
+from vftui.run_files import find_resumable, jsonl_named, sidecars
 from vftui.run_records import Checkpoint
 from vftui.shards import Shard
 
@@ -53,6 +53,7 @@ def open_new(out: Path | None, env_id: str) -> Output:
     if out.exists() and not out.is_file():
         what = "a folder" if out.is_dir() else "not a regular file"
         raise UserError(f"--out {out} is {what}; give a .jsonl file path")
+    jsonl_named(out)
     if not paths.writable_dir(out.parent):
         raise UserError(f"cannot write to the output folder {out.parent}")
     free = out

@@ -12,7 +12,9 @@ a server that does not answer yet (vLLM loading a model) is left to atroposlib's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -22,6 +24,7 @@ from vftui.errors import UserError
 from vftui.printable import printable
 
 TIMEOUT_S = 10.0
+ASKED_AT_ONCE = 64  # servers checked at a time: an allocation's 8 a node, of a few nodes
 MAX_ANSWER_BYTES = 1024**2  # one token's answer is a few hundred bytes
 DRIVABLE = "rl drives vLLM or SGLang servers (a /health route and a token-level /generate with token ids and logprobs)"
 ELSEWHERE = "for any other OpenAI-compatible server (llama.cpp, Ollama, a hosted API) use --mode sft or --mode eval"
@@ -29,17 +32,23 @@ PROBE_TOKEN = 1  # a token id every vocabulary has
 
 
 def check_servers(base_urls: tuple[str, ...], api_key: str, server_type: str, step: Callable[[str], None]) -> None:
-    """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs."""
+    """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs.
+    They are asked at once (an allocation's dozens of servers that do not answer yet cost ``TIMEOUT_S`` or so, not
+    that each); redirects are followed as atroposlib's aiohttp follows them (a 307 or 308 with the same POST)."""
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"} if api_key else {}
-    with httpx.Client(timeout=TIMEOUT_S, headers=headers) as client:
-        for url in base_urls:
-            step(f"checking that {url} serves /health and token logprobs")
-            check_server(client, url, server_type)
+    servers = base_urls[0] if len(base_urls) == 1 else f"the {len(base_urls)} inference servers"
+    step(f"checking that {servers} serve{'s' if len(base_urls) == 1 else ''} /health and token logprobs")
+    at_once = min(len(base_urls), ASKED_AT_ONCE)
+    limits = httpx.Limits(max_connections=at_once)
+    with httpx.Client(timeout=TIMEOUT_S, headers=headers, follow_redirects=True, limits=limits) as client, \
+            ThreadPoolExecutor(max_workers=at_once) as pool:
+        for _ in pool.map(lambda url: check_server(client, url, server_type), base_urls):
+            pass  # the first refusal, in the servers' order
 
 
 def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
     root = base_url.rstrip("/").removesuffix("/v1")
-    health = _ask(client, "GET", f"{root}/health")
+    health = _ask(client, "GET", f"{root}/health", read=False)  # atroposlib reads its status alone
     if health is None:
         return  # not up yet: atroposlib waits for it, and the run shows that it waits
     status, _ = health
@@ -49,16 +58,19 @@ def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
     if status >= 500:
         return  # up but not ready (vLLM answers 503 while it loads): atroposlib waits for it
     answer = _ask(client, "POST", f"{root}/generate", json=_one_token(server_type))
-    if answer is None:
-        return  # busy (other workers share it) or gone since: the run's own timeouts say which
+    if answer is None or answer[0] >= 500 or answer[0] in (408, 429):
+        return  # busy (other workers share it), failing for now (a proxy's 502) or gone since: the run retries
     status, body = answer
     _refuse_rejections(base_url, status)
     if status in (404, 405):
         raise UserError(
             f"the inference server at {base_url} has no token-level /generate (HTTP {status}): {DRIVABLE}; {ELSEWHERE}"
         )
-    if status >= 500 or status in (408, 429):
-        return  # a failure that may pass (overloaded, restarting): the run's retries and timeouts deal with it
+    if body is None:
+        raise UserError(
+            f"the inference server at {base_url} did not end its answer to a one-token /generate within "
+            f"{TIMEOUT_S:g} s and {MAX_ANSWER_BYTES // 1024**2} MB: {DRIVABLE}"
+        )
     if status >= 400:
         said = printable(body[:200].decode("utf-8", errors="replace"))
         raise UserError(
@@ -125,16 +137,21 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _ask(client: httpx.Client, method: str, url: str, **kwargs: Any) -> tuple[int, bytes] | None:
-    """The status and (capped) body, or None when the server does not answer."""
+def _ask(
+    client: httpx.Client, method: str, url: str, read: bool = True, **kwargs: Any
+) -> tuple[int, bytes | None] | None:
+    """The status and body (``read``: else none), or None when the server does not answer; a body still coming
+    after ``TIMEOUT_S`` in all (each piece within the read timeout: a trickle) or past ``MAX_ANSWER_BYTES`` is
+    None."""
+    deadline = time.monotonic() + TIMEOUT_S
     try:
         with client.stream(method, url, **kwargs) as response:
-            body = b""
-            for chunk in response.iter_bytes():
+            body = bytearray()
+            for chunk in response.iter_bytes() if read else ():
                 body += chunk
-                if len(body) > MAX_ANSWER_BYTES:
-                    break
-            return response.status_code, body
+                if len(body) > MAX_ANSWER_BYTES or time.monotonic() > deadline:
+                    return response.status_code, None
+            return response.status_code, bytes(body)
     except httpx.HTTPError:
         return None
 

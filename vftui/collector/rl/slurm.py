@@ -37,12 +37,16 @@ from urllib.parse import urlparse
 from atroposlib.envs.server_handling import server_manager
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 
+from vftui.bounds import LARGE
 from vftui.errors import UserError
 from vftui.printable import printable
 
 # A host name as RFC 1123 has it: what a node's URL can hold, and never an option, a user@ or a path.
 HOST_NAME = re.compile(r"(?=.{1,253}\Z)(?:(?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
 GPUS_PER_NODE = 8  # atroposlib's ``8 // INFER_TP``
+NAMED = 10  # nodes a sentence names (an allocation may have thousands); the others it counts
+SHOWN_NAME = 80  # characters of a node name that is no host name a sentence shows
+MAX_NODES = LARGE  # far more than any cluster has
 SCONTROL_TIMEOUT_S = 30.0
 
 
@@ -63,7 +67,7 @@ def inference_urls(environ: Mapping[str, str] | None = None) -> list[str]:
                         "node, give each inference server with --base-url")
     urls = _atroposlib_layout(nodes, environ, training, tensor_parallel)
     if not urls:
-        raise UserError(f"the SLURM allocation's {len(nodes)} nodes ({', '.join(nodes)}) are all training nodes "
+        raise UserError(f"the SLURM allocation's {len(nodes)} nodes ({_some(nodes, ', ')}) are all training nodes "
                         f"(NUM_TRAINING_NODES={training}), so none is left for inference servers")
     return urls
 
@@ -86,8 +90,12 @@ def hostnames(nodelist: str) -> list[str]:
     nodes = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if not nodes:
         raise UserError(f"{' '.join(command)} listed no nodes")
+    if len(nodes) > MAX_NODES:  # atroposlib lays out 8 servers a node: a million nodes took minutes and 8 GB
+        raise UserError(f"{' '.join(command)} listed {len(nodes):,} nodes, more than the {MAX_NODES:,} an allocation "
+                        "can have: give each inference server with --base-url")
     if (bad := next((node for node in nodes if not HOST_NAME.fullmatch(node)), None)) is not None:
-        raise UserError(f"{' '.join(command)} listed {printable(bad)!r}, which is not a host name (dot-separated "
+        shown = printable(bad[:SHOWN_NAME]) + ("…" if len(bad) > SHOWN_NAME else "")
+        raise UserError(f"{' '.join(command)} listed {shown!r}, which is not a host name (dot-separated "
                         "labels of letters, digits and inner hyphens, 63 characters at most each): vftui reaches "
                         "no server there; give each inference server with --base-url")
     return nodes
@@ -100,8 +108,14 @@ def described(urls: Sequence[str]) -> str:
     for url in urls:
         parsed = urlparse(url)
         ports.setdefault(parsed.hostname or url, []).append(str(parsed.port))
-    nodes = "; ".join(f"{node} (port{'s' if len(p) > 1 else ''} {', '.join(p)})" for node, p in ports.items())
-    return f"{len(urls)} inference server{'s' if len(urls) > 1 else ''} in the SLURM allocation: {nodes}"
+    nodes = [f"{node} (port{'s' if len(p) > 1 else ''} {', '.join(p)})" for node, p in ports.items()]
+    return f"{len(urls)} inference server{'s' if len(urls) > 1 else ''} in the SLURM allocation: {_some(nodes, '; ')}"
+
+
+def _some(items: Sequence[str], between: str) -> str:
+    """The first ``NAMED`` of ``items``, joined, and how many more there are."""
+    more = f"{between}… ({len(items) - NAMED:,} more)" if len(items) > NAMED else ""
+    return between.join(items[:NAMED]) + more
 
 
 def _atroposlib_layout(nodes: list[str], environ: Mapping[str, str], training: int, tensor_parallel: int | None
