@@ -389,3 +389,13 @@ def test_wandb_without_a_login_is_refused_before_any_work(tmp_path):
         "vftui: error: --wandb needs a W&B login: run `wandb login` (or set WANDB_API_KEY), "
         "or set WANDB_MODE=offline to log to local files")
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_true_or_false_is_no_number_in_a_config_file_or_theme(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text("group-size = true\n")  # pydantic would read it as 1
+    said = fails_with(["--config", str(config)], capsys, "true or false is not a value of this setting")
+    assert "group-size" in said or "group_size" in said, said
+    (tmp_path / "theme.toml").write_text('primary = "#ff0000"\ndark = "false"\n')  # a non-empty string is true
+    with pytest.raises(UserError, match="dark must be true or false"):
+        load_theme(tmp_path / "theme.toml")

@@ -240,3 +240,8 @@ def test_an_answer_of_random_or_mutated_bytes_is_rows_and_a_count_of_lines_left_
     assert len(result.runs) + answer.left_out == len(lines)
     assert all(run.host == "h" for run in result.runs)
     assert bool(result.problem) == (answer.left_out > 0)
+
+
+@pytest.mark.unit
+def test_a_host_named_twice_is_asked_once():
+    assert fleet.hosts("a, b,a,,user@c,b") == ["a", "b", "user@c"]

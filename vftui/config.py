@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
@@ -176,6 +176,14 @@ class RunConfig(BaseModel):
                              "--rollouts-per-example alone")
         return {**data, "group_size": data.get("group_size") or k or 1}
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _yes_or_no_only_where_asked(cls, value: Any, info: ValidationInfo) -> Any:
+        """A config file's true or false is a yes or no, never 1 or 0 (``steps = true`` ran one step)."""
+        if isinstance(value, bool) and info.field_name not in YES_OR_NO:
+            raise ValueError("true or false is not a value of this setting")
+        return value
+
     @field_validator("mode", mode="before")
     @classmethod
     def _mode_alias(cls, value: Any) -> Any:
@@ -298,6 +306,9 @@ class RunConfig(BaseModel):
             value = data[key]
             data[key] = [scrub(url) for url in value] if isinstance(value, list) else value and scrub(value)
         return data
+
+
+YES_OR_NO = {name for name, field in RunConfig.model_fields.items() if field.annotation in (bool, bool | None)}
 
 
 def _flag(name: str) -> str | None:

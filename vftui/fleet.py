@@ -95,8 +95,8 @@ class Answer:
 
 
 def hosts(text: str) -> list[str]:
-    """``h1,h2`` as a list; a name ssh could read as an option is refused."""
-    names = [h.strip() for h in text.split(",") if h.strip()]
+    """``h1,h2`` as a list, each once; a name ssh could read as an option is refused."""
+    names = list(dict.fromkeys(h.strip() for h in text.split(",") if h.strip()))
     bad = next((h for h in names if not HOST.match(h) or h.startswith("-")), None)
     if not names or bad is not None:
         raise UserError(f"--host {printable(text)}: name hosts as ssh does, comma-separated (user@host or a name "

@@ -32,13 +32,15 @@ def load_theme(path: Path) -> Theme:
         raise UserError(f"theme file {path} cannot be read: {e.strerror}") from e
     except ValueError as e:
         raise UserError(f"theme file {path} {e}") from e
+    if not isinstance(data.get("dark", True), bool):
+        raise UserError(f"theme file {path} is malformed: dark must be true or false")
     unknown = set(data) - {"name", "dark", *COLOUR_KEYS}
     if unknown or "primary" not in data:
         problem = f"unknown keys {sorted(unknown)}" if unknown else "no 'primary' colour"
         raise UserError(f"theme file {path} is malformed: {problem}")
     theme = Theme(
         name=str(data.get("name", path.stem)),
-        dark=bool(data.get("dark", True)),
+        dark=data.get("dark", True),
         **{key: str(data[key]) for key in COLOUR_KEYS if key in data},
     )
     try:
