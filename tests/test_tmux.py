@@ -69,6 +69,32 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
+def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
+    """Ctrl-C in ``less`` goes to the terminal's whole foreground group, the dashboard included: a pager that
+    sends it so (``kill -INT 0``) must leave the dashboard and its run as they were."""
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    paged, out = tmp_path / "paged.txt", tmp_path / "groups.jsonl"
+    pager = shlex.quote(f"sh -c 'cat > {paged}; kill -INT 0'")
+    run = tmux_cli_command(tmp_path, f"run --steps 1000 --sim-latency 0.2 --out {shlex.quote(str(out))}")
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+         f"export PAGER={pager} && {run}; echo EXIT=$?; sleep 60")
+    try:
+        wait_until(lambda: out.exists() and out.read_bytes().count(b"\n") >= 2, "the run collected", timeout=120)
+        wait_for_screen(session, "assistant")
+        tmux("send-keys", "-t", session, "v")
+        wait_until(paged.exists, "the pager ran")
+        wait_for_screen(session, "running")  # the dashboard is back, its run going
+        before = out.read_bytes().count(b"\n")
+        wait_until(lambda: out.read_bytes().count(b"\n") > before + 2, "the run went on after the pager")
+        assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "Stop it and quit?")
+        tmux("send-keys", "-t", session, "y")
+        assert "EXIT=130" in wait_for_screen(session, "EXIT=")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
 def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
     """A live run as a person sees it: the header keeps its counters and the run's path, the footer its keys,

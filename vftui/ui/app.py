@@ -362,11 +362,16 @@ class VftuiApp(App[RunSummary | None]):
         except ValueError as e:  # an unbalanced quote
             self.notify(f"$PAGER does not split into words ({e}): fix it or unset it", severity="error", markup=False)
             return
+        # Ctrl-C in the pager reaches this process too: it is the pager's, not a stop of the run. A handler that
+        # does nothing (not SIG_IGN, which the pager would inherit) keeps it from ending the dashboard.
+        previous = signal.signal(signal.SIGINT, lambda *_: None)
         try:
             with self.suspend():
                 subprocess.run(pager, input=text, text=True, check=False)
         except (SuspendNotSupported, OSError) as e:
             self.notify(f"cannot open the pager {pager[0]!r}: {e}", severity="error", markup=False)
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def action_filter(self) -> None:
         def apply(text: str | None) -> None:
