@@ -15,7 +15,7 @@ from vftui import paths, run_records, safe_files, store
 from vftui.bounds import LARGE
 from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.output.lock import OutputLock
-from vftui.drops import read_drops
+from vftui.drops import drops_path, read_drops
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
 from vftui.groupfile import group_event
@@ -82,9 +82,9 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
     try:
-        cut = store.repair_tail(out)
-        if cut:
-            logger.warning("cut a torn last line (%d bytes) from %s", cut, out)
+        for path in (out, drops_path(out)):  # a drop appended after a torn one would be lost with it
+            if cut := store.repair_tail(path):
+                logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
         saved = read_checkpoint(sidecars(out)[1])
         written = groups_written(out)
         dropped = read_drops(out)[0]
