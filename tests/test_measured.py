@@ -132,6 +132,42 @@ def test_an_eval_resume_collects_exactly_the_missing_examples_of_its_range(tmp_p
     assert final_report(result.stdout)["items"] == 30
 
 
+@pytest.mark.classic
+def test_a_torn_last_drop_is_cut_before_a_resume_appends_to_the_drop_log(tmp_path, judged_env):
+    out = tmp_path / "eval.jsonl"
+    assert run_eval(tmp_path, judged_env, out, "--num-examples", "6").returncode == 0
+    drops = out.with_suffix(".dropped.jsonl")
+    lines = drops.read_text().splitlines(True)
+    drops.write_text("".join(lines[:-1]) + lines[-1][:30])  # killed while its last drop was being written
+    resumed = run_cli(["run", "--no-ui", "--json", "--resume", str(out)], tmp_path, PYTHONPATH=judged_env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "cut a torn last line (30 bytes) from" in resumed.stderr and "eval.dropped.jsonl" in resumed.stderr
+    assert sorted(strict(line)["item"] for line in drops.read_text().splitlines()) == [1, 3, 5], "every line whole"
+    again = run_cli(["run", "--no-ui", "--json", "--resume", str(out)], tmp_path, PYTHONPATH=judged_env)
+    assert again.returncode == 0, again.stderr
+    assert "group of item" not in again.stderr, "each error recorded once: none collected again"
+    assert final_report(again.stdout)["errors"] == 3 and items_of(out) == [0, 2, 4]
+
+
+def test_an_eval_resumed_with_fewer_examples_than_it_holds_covers_all_it_holds(tmp_path):
+    out = tmp_path / "eval.jsonl"
+    first = run_cli(["run", "--mode", "eval", "--no-ui", "--out", str(out), "--env-args", '{"split": "eval"}',
+                     "--num-examples", "4"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    wider = run_cli(["run", "--no-ui", "--resume", str(out), "--num-examples", "7"], tmp_path)
+    assert wider.returncode == 0 and "run finished: 7/7 groups" in wider.stderr, wider.stderr
+    for fewer in ([], ["--num-examples", "3"]):  # the run's own 4, or fewer still
+        again = run_cli(["run", "--no-ui", "--json", "--resume", str(out), *fewer], tmp_path)
+        assert again.returncode == 0, again.stderr
+        report = final_report(again.stdout)
+        assert (report["items"], report["items_total"], report["errors"]) == (7, 7, 0), report
+        assert "this eval holds 7 examples, more than the" in again.stderr, again.stderr
+        assert "run finished: 7/7 groups" in again.stderr and "eval: 7/7 items" in again.stderr
+        meta = strict((out.with_suffix(".eval") / "metadata.json").read_text())
+        assert (meta["num_examples"], meta["complete"]) == (7, True)
+    assert items_of(out) == list(range(7))
+
+
 @pytest.mark.parametrize(("claim", "said"), [
     ({"done_below": 400_000_000}, "counts 399,999,996 items done that neither groups.jsonl nor its drop log holds"),
     ({"iter": 400_000_000}, "says items up to 400,000,000 were handed out, far past the 4 that groups.jsonl "
