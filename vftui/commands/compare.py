@@ -60,6 +60,8 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
     summaries = [summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
                  for s in sources]
     changes = [compare(sources[0], s) for s in sources[1:]]
+    if fail_if_worse is not None:
+        refuse_unjudged(sources, changes)
     worse = [s.path for s, c in zip(sources[1:], changes, strict=True)
              if fail_if_worse is not None and worse_beyond(c, fail_if_worse)]
     if as_json:
@@ -78,6 +80,17 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
         print(f"vftui: {one_line(str(path))} is worse than {one_line(str(sources[0].path))} by more than "
               f"{fail_if_worse:g} beyond the 95% interval", file=sys.stderr)
     return EXIT_GATE if worse else 0
+
+
+def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
+    """The gate never passes a change it has no interval for (one item in common, or one in a source): a sentence."""
+    for source, change in zip(sources[1:], changes, strict=True):
+        if change.reward.high is None:
+            held = (f"only {change.paired} item in common" if change.paired
+                    else f"no item in common and only {min(len(sources[0].items), len(source.items))} in one of them")
+            raise UserError(f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
+                            f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
+                            "(it needs 2 or more); compare more examples")
 
 
 def as_dict(summaries: list[Summary], changes: list[Change], margin: float | None, worse: list[Path]) -> dict[str, Any]:
