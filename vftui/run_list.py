@@ -107,7 +107,8 @@ def describe(out: Path) -> RunLine:
         return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
                        created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
                        mean_reward=info.mean_reward, **about)
-    done, elapsed = saved.groups, saved.elapsed_s
+    done, elapsed = saved.groups if saved.groups_done is None else saved.groups_done, saved.elapsed_s
+    total = saved.groups_total or total  # what the run knew at its end (an eval's examples): the config may not say
     state = saved.state.value if saved.state is not None else KILLED
     if state == "finished" and total and done < total:
         state = "stopped"

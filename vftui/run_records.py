@@ -73,6 +73,8 @@ class Checkpoint(BaseModel):
     done_above: list[Count] = []
     iter: Count = 0
     groups: Count = 0
+    groups_done: Count | None = None  # at its end, the groups it counts done (an eval's errors too) of its total
+    groups_total: Count | None = None
     elapsed_s: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
     state: RunState | None = None
     mean_reward: Number | None = None

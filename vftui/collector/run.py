@@ -445,7 +445,9 @@ class Run:
         try:
             env.jsonl_writer.close()
             env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3),
-                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD)})
+                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
+                                                "groups_done": self.controls.groups_done,
+                                                "groups_total": self.plan.groups_total})
         except store.WriteFailed as e:
             return RunState.FAILED, error or str(e)
         return state, error
