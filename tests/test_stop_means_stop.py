@@ -203,3 +203,21 @@ def test_a_dashboard_whose_terminal_goes_ends_its_blocked_collector_within_the_s
     print(f"the dashboard and its collector ended {took:.2f} s after their terminal went (--score-timeout 3)")
     assert took < 3 + MEASURED_BOUND_S, f"they took {took:.1f} s"
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 6, cancelled=False)
+
+
+def test_a_stop_signal_after_the_run_ended_leaves_its_exit_code_and_says_nothing(tmp_path):
+    """Ctrl-C while a finished run's process ends (its summary printed): nothing is left to stop."""
+    process = start_cli(["run", "--no-ui", "--json", "--steps", "3", "--group-size", "2", "--out",
+                         str(tmp_path / "g.jsonl")], tmp_path)
+    try:
+        for line in process.stdout:
+            if json.loads(line)["event"] == "RunSummary":
+                break
+        while process.poll() is None:  # Ctrl-C over and over, until the process has ended
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.002)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "interrupted" not in err and "stopping" not in err, err
