@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import math
 import os
 import shlex
 import signal
@@ -327,8 +328,13 @@ class VftuiApp(App[RunSummary | None]):
             if value is not None:
                 self._steer(lambda: self._show_temperature(self.controls.set_temperature(value)))
 
+        if self.model.summary is not None:  # an ended run refuses any temperature, saying why: no prompt first
+            self._steer(lambda: self.controls.nudge_temperature(0.0))
+            return
         question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
-        self.push_screen(PromptScreen(question, f"{self.controls.temperature:.2f}", read_temperature), apply)
+        known = self.model.temperature if self.model.temperature is not None else self.controls.temperature
+        self.push_screen(PromptScreen(question, f"{known:.2f}" if math.isfinite(known) else "", read_temperature),
+                         apply)
 
     def action_dump(self) -> None:
         try:
