@@ -244,3 +244,19 @@ async def test_the_compare_screen_shows_names_from_files_as_signs(tmp_path):
         assert "\x1b" not in screen and "\x07" not in screen
         assert "␛]0;PWNTITLE␇␛]52;c;UFdO␇␛[2J[red]judge" in screen, "the name as signs, its brackets as text"
         await pilot.press("q")
+
+
+def test_a_resume_refuses_a_file_that_holds_an_item_twice(tmp_path):
+    """A run writes each item once: a repeated line (two files joined by hand) would be counted twice in the
+    eval's results.jsonl and once in its metadata."""
+    out = tmp_path / "eval.jsonl"
+    first = run_cli(["run", "--mode", "eval", "--no-ui", "--out", str(out), "--env-args", '{"split": "eval"}',
+                     "--num-examples", "3"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    lines = out.read_text().splitlines(True)
+    with out.open("a") as f:
+        f.write(lines[0])
+    repeated = json.loads(lines[0])["vftui"]["item"]
+    result = run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"--resume: line 4 of {out} is a repeat of item {repeated} of line 1" in result.stderr, result.stderr

@@ -127,18 +127,24 @@ def read_checkpoint(path: Path) -> Checkpoint:
 
 
 def groups_written(out: Path) -> list[GroupCollected]:
-    """Every group line; any other line but a torn last one (cut before) refuses the resume."""
+    """Every group line; any other line but a torn last one (cut before), or a line that repeats an item (a run
+    writes each once: two files joined by hand), refuses the resume."""
     groups = []
+    line_of: dict[int, int] = {}  # each item's line
     for entry in store.read_groups(out):
         if isinstance(entry, store.BadLine):
             number, reason = entry.number, entry.reason
         else:
             number, raw = entry
             try:
-                groups.append(group_event(len(groups) + 1, raw))
-                continue
+                group = group_event(len(groups) + 1, raw)
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 reason = f"not a group vftui can read ({type(e).__name__}: {e})"
+            else:
+                if (first := line_of.setdefault(group.item, number)) == number:
+                    groups.append(group)
+                    continue
+                reason = f"a repeat of item {group.item} of line {first}"
         raise UserError(f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
                         "so mend or remove that line first")
     return groups
