@@ -144,6 +144,7 @@ class VftuiApp(App[RunSummary | None]):
         self.decoder = TokenDecoder(loading=True)  # until the run says which tokenizer, and it is loaded
         self.result: RunSummary | None = None
         self._quitting = False
+        self._quit_question: ConfirmScreen | None = None  # while q's question is on screen
         self._shown_version = -1
         self._previewed: int | None = None  # the number of the group in the preview
         self._picked = False  # the user chose it: it stays until the user moves
@@ -434,15 +435,21 @@ class VftuiApp(App[RunSummary | None]):
         if self._quitting:
             self.stop_and_exit()  # a second quit cancels the groups in flight
             return
+        if self.screen is self._quit_question:  # asked again: this dashboard's own run stops, as y would say
+            if not self.source.leaves_run:
+                self.screen.dismiss("stop")
+            return
 
         def answer(choice: str | None) -> None:
+            self._quit_question = None
             if choice == "leave":
                 self.leave_running()
             elif choice == "stop":
                 self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
-        self.push_screen(ConfirmScreen(*self.source.quit_question), answer)
+        self._quit_question = ConfirmScreen(*self.source.quit_question)
+        self.push_screen(self._quit_question, answer)
 
     def leave_running(self) -> None:
         """Close this dashboard; the run goes on (``vftui attach`` opens another)."""
