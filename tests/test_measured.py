@@ -114,6 +114,24 @@ def test_a_reward_that_is_no_finite_number_is_an_error_and_huge_ones_never_crash
         assert strict(line)["reward"] == 1.0
 
 
+@pytest.mark.classic
+def test_an_eval_gate_never_passes_an_eval_that_scored_no_example(tmp_path, judged_env):
+    out = tmp_path / "eval.jsonl"
+    result = run_eval(tmp_path, judged_env, out, "--num-examples", "3", "--env-args", '{"kinds": "raise raise raise"}',
+                      "--fail-on", "pass@1<0.5")
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    assert "gate pass@1<0.5 tripped: no example was scored (3 errors), so pass@1 has no value" in result.stderr
+    assert final_report(result.stdout)["errors"] == 3
+
+
+def test_a_gate_on_a_pass_at_k_the_eval_does_not_report_is_refused(tmp_path):
+    """pass@k is reported for the powers of two up to k and k itself: a gate on another k was never checked."""
+    result = run_cli(["run", "--no-ui", "--mode", "eval", "--rollouts-per-example", "4", "--fail-on", "pass@3<2"],
+                     tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--fail-on pass@3: an eval of 4 rollouts per example reports pass@1, pass@2, pass@4" in result.stderr
+
+
 def test_an_eval_resume_collects_exactly_the_missing_examples_of_its_range(tmp_path):
     out = tmp_path / "eval.jsonl"
     args = ["--env-args", '{"split": "eval"}', "--num-examples", "30"]
