@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,21 @@ def test_a_gate_on_a_pass_at_k_the_eval_does_not_report_is_refused(tmp_path):
                      tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--fail-on pass@3: an eval of 4 rollouts per example reports pass@1, pass@2, pass@4" in result.stderr
+
+
+@pytest.mark.classic
+def test_compare_counts_an_evals_errors_that_are_in_none_of_its_figures(tmp_path, judged_env):
+    clean, failing = tmp_path / "clean.jsonl", tmp_path / "failing.jsonl"
+    assert run_eval(tmp_path, judged_env, clean, "--num-examples", "6", "--env-args",
+                    '{"kinds": "ok ok ok ok ok ok"}').returncode == 0
+    assert run_eval(tmp_path, judged_env, failing, "--num-examples", "6").returncode == 0  # 1, 3, 5 raise
+    for source in (failing, failing.with_suffix(".eval")):  # the run's groups and its vf-eval files alike
+        result = run_cli(["compare", "--json", str(clean), str(source)], tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert [s["errors"] for s in strict(result.stdout)["sources"]] == [0, 3]
+        assert "3 examples failed to score (errors): they are in none of its figures" in result.stderr
+        text = run_cli(["compare", "--no-ui", str(clean), str(source)], tmp_path).stdout
+        assert re.search(r"errors +0 +3", text), text
 
 
 def test_an_eval_resume_collects_exactly_the_missing_examples_of_its_range(tmp_path):

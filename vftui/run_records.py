@@ -102,6 +102,7 @@ class EvalMetadata(BaseModel):
     base_url: str = ""
     pass_threshold: Number | None = None
     sampling_args: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []  # ours: the examples that failed to score, in no figure
 
 
 Record = TypeVar("Record", bound=BaseModel)

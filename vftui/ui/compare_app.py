@@ -65,6 +65,7 @@ class CompareApp(App[None]):
         figures = self.query_one("#figures", DataTable)
         figures.add_columns("", *self.letters)
         rows = [("items", [str(len(s.source.items)) for s in self.summaries]),
+                ("errors", [str(s.source.errors) for s in self.summaries]),
                 ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
                 ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
                 ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),
