@@ -225,3 +225,36 @@ def test_a_stop_signal_after_the_run_ended_leaves_its_exit_code_and_says_nothing
         process.kill()
     assert process.returncode == 0, err
     assert "interrupted" not in err and "stopping" not in err, err
+
+
+SLOW_LOADING_ENV = '''
+import time
+
+import verifiers as vf
+from datasets import Dataset
+
+
+def load_environment():
+    print("loading for a while", flush=True)
+    time.sleep(120)
+    rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": ""}]
+    return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[]))
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_no_run_folder(tmp_path, sig):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
+    env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
+    process = start_cli(["run", "--no-ui", "--env", "slow-loading", "--steps", "2"], tmp_path, PYTHONPATH=env)
+    runs = tmp_path / "xdg-data" / "vftui" / "runs"
+    try:
+        wait_until(lambda: runs.exists() and any(runs.glob("*/groups.jsonl")), "no run folder was made", timeout=60)
+        time.sleep(1)  # in load_environment's sleep
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "vftui: interrupted" in err and "Traceback" not in err, err
+    assert not list(runs.glob("*/*")), "the run folder it made for nothing is gone"

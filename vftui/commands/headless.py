@@ -219,6 +219,14 @@ def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
         os.close(read_end)
 
 
+def _stops_interrupt_the_preparation() -> None:
+    """Until the run answers ``STOP_SIGNALS`` itself, SIGTERM and SIGHUP interrupt as Ctrl-C does, so what was
+    prepared (a new run folder) is undone and the exit is 130: they killed the process, leaving the folder."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
+            signal.signal(sig, signal.default_int_handler)
+
+
 def _answered_by_the_thread(signum: int, frame: object) -> None:
     """The Python-level handler: nothing (Ctrl-C raises no KeyboardInterrupt); ``_answer`` acts on it."""
 
@@ -233,6 +241,7 @@ def _answer(read_end: int, on_signal: Callable[[], None]) -> None:
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     """The run in this process; what its environment and libraries write goes to its log file (``captured``),
     so stdout holds vftui's lines alone (``--json``) and stderr only what vftui made safe to show."""
+    _stops_interrupt_the_preparation()
     terminal = captured.Terminal.keep()
     view = HeadlessView(config.json_events, verbose, err=terminal.err, out=terminal.out)
     view(RunStatus(RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
