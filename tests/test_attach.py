@@ -229,6 +229,18 @@ def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
     assert rows == {str(finished): "finished", str(stopped): "stopped", str(killed): "interrupted"}, rows
 
 
+def test_runs_lists_a_stopped_eval_as_stopped_out_of_its_examples(tmp_path, slow_sim):
+    out = tmp_path / "eval.jsonl"
+    run = start_cli(["run", "--mode", "eval", "--no-ui", "--num-examples", "40", "--concurrency", "2",
+                     "--env-args", '{"split": "eval"}', "--base-url", slow_sim.base_url, "--out", str(out)], tmp_path)
+    wait_for_lines(out, 2, run)
+    run.terminate()
+    assert run.wait(timeout=60) == 130, run.communicate()
+    (listed,) = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
+    assert (listed["state"], listed["groups_total"]) == ("stopped", 40), listed
+    assert listed["groups_done"] == lines_in(out), listed
+
+
 # -- the first frame ----------------------------------------------------------------------
 
 

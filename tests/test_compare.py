@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, json_events, read_jsonl, run_cli, until
+from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
 from vftui.commands.compare import load_all
 from vftui.comparison import compare, summarize
 from vftui.groupfile import GroupFile
@@ -132,3 +132,47 @@ async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rol
         await pilot.press("down")
         assert f"item {change.items[1].key} · rollout 1/4" in str(app.query_one("#side-B").render())
         await pilot.press("q")
+
+
+def results_file(path: Path, rewards: list[float], role: str = "user", functions: int = 1) -> Path:
+    """vf-eval's results.jsonl, one row an example, each with ``functions`` reward functions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"example_id": n, "reward": r, "metrics": {f"function_{f}": r for f in range(functions)},
+             "prompt": [{"role": role, "content": "sort"}],
+             "completion": [{"role": "assistant", "content": f"answer {n}"}]} for n, r in enumerate(rewards)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+async def test_the_compare_screen_shows_a_roles_escapes_as_signs(tmp_path):
+    hostile = "user\x1b]0;PWNTITLE\x07\x1b[2J"
+    paths = [results_file(tmp_path / side / "results.jsonl", [1.0, 0.0], role=hostile) for side in "ab"]
+    sources = load_all(paths)
+    app = CompareApp([summarize(s, 0.5) for s in sources], compare(*sources), "header")
+    async with app.run_test(size=(130, 40)) as pilot:
+        side = str(app.query_one("#side-A").render())
+        assert "\x1b" not in side and "\x07" not in side and "user␛]0;PWNTITLE␇␛[2J: sort" in side
+        await pilot.press("q")
+
+
+async def test_at_80x24_the_compare_screen_shows_the_selected_items_answers(tmp_path):
+    """Three sources of four reward functions: the figures scroll rather than leave the rollouts no room."""
+    paths = [results_file(tmp_path / side / "results.jsonl", [1.0, 0.0, 0.5, 0.25], functions=4) for side in "abc"]
+    sources = load_all(paths)
+    app = CompareApp([summarize(s, 0.5) for s in sources], compare(sources[0], sources[1]), "a\nb\nc\nd")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = "\n".join(screen_lines(app))
+        key = app.change.items[0].key
+        assert screen.count(f"assistant: answer {key}") == 2, screen
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("rewards", [[0.0], [-100.0]])
+def test_the_gate_refuses_a_change_it_has_no_interval_for(tmp_path, rewards):
+    base = results_file(tmp_path / "a" / "results.jsonl", [1.0, 0.0, 1.0, 0.5])
+    one = results_file(tmp_path / "b" / "results.jsonl", rewards)  # one item in common: no interval
+    result = run_cli(["compare", "--json", "--fail-if-worse", "0.02", str(base), str(one)], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--fail-if-worse cannot judge" in result.stderr and "1 item in common" in result.stderr
+    assert result.stdout == ""
+    assert run_cli(["compare", "--json", str(base), str(one)], tmp_path).returncode == 0, "without the gate: shown"

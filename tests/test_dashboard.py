@@ -120,6 +120,21 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim,
     assert checkpoint["iter"] == checkpoint["done_below"] == len(lines)
 
 
+async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(make_app, slow_sim, tmp_path):
+    """Ctrl-C, Ctrl-C: the second answers the question as y would, where it asked the same question again."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
+        await pilot.press("ctrl+c")
+        await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")
+        await pilot.press("ctrl+c")
+        await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
+        assert len(app.screen_stack) == 1, "no question left asked"
+    summary = app.return_value
+    assert summary is not None and summary.groups_done < summary.groups_total, "stopped, not run to its end"
+    assert summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))
+
+
 async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:

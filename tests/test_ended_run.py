@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import until
+from tests.conftest import start_cli, until, wait_until
 from tests.test_collector_process import _toasts
 from vftui.collector.child import child_main
 from vftui.collector.controls import Controls
@@ -17,13 +17,14 @@ from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
 from vftui.events import RunControls, RunState, RunStatus
-from vftui.live.client import control
+from vftui.live.client import AttachedRun, control
 from vftui.live.process import CollectorProcess
 from vftui.live.server import socket_path
 from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import StartedRun
+from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.sources import AttachedTo, StartedRun
 
 STEERING = {
     "pause": lambda c: c.toggle_pause(),
@@ -110,3 +111,43 @@ async def test_keys_on_a_finished_run_say_why_they_do_nothing_and_q_quits_at_onc
     finally:
         run.close()
     assert app.return_value is not None and app.return_value.state is RunState.FINISHED
+
+
+async def test_t_on_a_finished_run_says_why_and_opens_no_prompt(sim, tmp_path):
+    config = RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl")
+    inbox = Inbox()
+    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    app = VftuiApp(StartedRun(inbox, run), window=config.window)
+    try:
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED)
+            await pilot.press("t")
+            await until(pilot=pilot, predicate=lambda: "no group will be sampled" in _toasts(app), timeout=5)
+            assert not isinstance(app.screen, PromptScreen), "no temperature to type for a run that has ended"
+            await pilot.press("q")
+    finally:
+        run.close()
+
+
+async def test_keys_on_an_attached_run_whose_process_ended_say_so_and_keep_its_temperature(sim, tmp_path):
+    out = tmp_path / "g.jsonl"
+    process = start_cli(["run", "--no-ui", "--steps", "40", "--group-size", "2", "--concurrency", "2",
+                         "--sim-latency", "0.05", "--out", str(out)], tmp_path)
+    try:
+        wait_until(lambda: socket_path(out).exists() and out.exists() and out.stat().st_size, "the run began")
+        inbox = Inbox()
+        attached = AttachedRun(socket_path(out), inbox.put).start()
+        app = VftuiApp(AttachedTo(inbox, attached))
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await until(pilot=pilot, predicate=lambda: app.model.temperature == 1.0)
+            assert process.wait(timeout=120) == 0
+            await until(pilot=pilot, predicate=lambda: app.model.summary is not None)
+            for key in ("space", "plus", "t"):
+                await pilot.press(key)
+            await until(pilot=pilot, predicate=lambda: "process has ended" in _toasts(app), timeout=5)
+            assert not isinstance(app.screen, PromptScreen)
+            assert app.model.temperature == 1.0, "the temperature it ran at, never an unknown one"
+            await pilot.press("q")
+        attached.close()
+    finally:
+        process.kill()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,39 @@ def test_a_reward_that_is_no_finite_number_is_an_error_and_huge_ones_never_crash
         assert strict(line)["reward"] == 1.0
 
 
+@pytest.mark.classic
+def test_an_eval_gate_never_passes_an_eval_that_scored_no_example(tmp_path, judged_env):
+    out = tmp_path / "eval.jsonl"
+    result = run_eval(tmp_path, judged_env, out, "--num-examples", "3", "--env-args", '{"kinds": "raise raise raise"}',
+                      "--fail-on", "pass@1<0.5")
+    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
+    assert "gate pass@1<0.5 tripped: no example was scored (3 errors), so pass@1 has no value" in result.stderr
+    assert final_report(result.stdout)["errors"] == 3
+
+
+def test_a_gate_on_a_pass_at_k_the_eval_does_not_report_is_refused(tmp_path):
+    """pass@k is reported for the powers of two up to k and k itself: a gate on another k was never checked."""
+    result = run_cli(["run", "--no-ui", "--mode", "eval", "--rollouts-per-example", "4", "--fail-on", "pass@3<2"],
+                     tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--fail-on pass@3: an eval of 4 rollouts per example reports pass@1, pass@2, pass@4" in result.stderr
+
+
+@pytest.mark.classic
+def test_compare_counts_an_evals_errors_that_are_in_none_of_its_figures(tmp_path, judged_env):
+    clean, failing = tmp_path / "clean.jsonl", tmp_path / "failing.jsonl"
+    assert run_eval(tmp_path, judged_env, clean, "--num-examples", "6", "--env-args",
+                    '{"kinds": "ok ok ok ok ok ok"}').returncode == 0
+    assert run_eval(tmp_path, judged_env, failing, "--num-examples", "6").returncode == 0  # 1, 3, 5 raise
+    for source in (failing, failing.with_suffix(".eval")):  # the run's groups and its vf-eval files alike
+        result = run_cli(["compare", "--json", str(clean), str(source)], tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert [s["errors"] for s in strict(result.stdout)["sources"]] == [0, 3]
+        assert "3 examples failed to score (errors): they are in none of its figures" in result.stderr
+        text = run_cli(["compare", "--no-ui", str(clean), str(source)], tmp_path).stdout
+        assert re.search(r"errors +0 +3", text), text
+
+
 def test_an_eval_resume_collects_exactly_the_missing_examples_of_its_range(tmp_path):
     out = tmp_path / "eval.jsonl"
     args = ["--env-args", '{"split": "eval"}', "--num-examples", "30"]
@@ -130,6 +164,42 @@ def test_an_eval_resume_collects_exactly_the_missing_examples_of_its_range(tmp_p
     assert "counts 1 item done that neither eval.jsonl nor its drop log holds" in result.stderr
     assert items_of(out) == list(range(30)), "item 7 collected again, and nothing past the 30 asked for"
     assert final_report(result.stdout)["items"] == 30
+
+
+@pytest.mark.classic
+def test_a_torn_last_drop_is_cut_before_a_resume_appends_to_the_drop_log(tmp_path, judged_env):
+    out = tmp_path / "eval.jsonl"
+    assert run_eval(tmp_path, judged_env, out, "--num-examples", "6").returncode == 0
+    drops = out.with_suffix(".dropped.jsonl")
+    lines = drops.read_text().splitlines(True)
+    drops.write_text("".join(lines[:-1]) + lines[-1][:30])  # killed while its last drop was being written
+    resumed = run_cli(["run", "--no-ui", "--json", "--resume", str(out)], tmp_path, PYTHONPATH=judged_env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "cut a torn last line (30 bytes) from" in resumed.stderr and "eval.dropped.jsonl" in resumed.stderr
+    assert sorted(strict(line)["item"] for line in drops.read_text().splitlines()) == [1, 3, 5], "every line whole"
+    again = run_cli(["run", "--no-ui", "--json", "--resume", str(out)], tmp_path, PYTHONPATH=judged_env)
+    assert again.returncode == 0, again.stderr
+    assert "group of item" not in again.stderr, "each error recorded once: none collected again"
+    assert final_report(again.stdout)["errors"] == 3 and items_of(out) == [0, 2, 4]
+
+
+def test_an_eval_resumed_with_fewer_examples_than_it_holds_covers_all_it_holds(tmp_path):
+    out = tmp_path / "eval.jsonl"
+    first = run_cli(["run", "--mode", "eval", "--no-ui", "--out", str(out), "--env-args", '{"split": "eval"}',
+                     "--num-examples", "4"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    wider = run_cli(["run", "--no-ui", "--resume", str(out), "--num-examples", "7"], tmp_path)
+    assert wider.returncode == 0 and "run finished: 7/7 groups" in wider.stderr, wider.stderr
+    for fewer in ([], ["--num-examples", "3"]):  # the run's own 4, or fewer still
+        again = run_cli(["run", "--no-ui", "--json", "--resume", str(out), *fewer], tmp_path)
+        assert again.returncode == 0, again.stderr
+        report = final_report(again.stdout)
+        assert (report["items"], report["items_total"], report["errors"]) == (7, 7, 0), report
+        assert "this eval holds 7 examples, more than the" in again.stderr, again.stderr
+        assert "run finished: 7/7 groups" in again.stderr and "eval: 7/7 items" in again.stderr
+        meta = strict((out.with_suffix(".eval") / "metadata.json").read_text())
+        assert (meta["num_examples"], meta["complete"]) == (7, True)
+    assert items_of(out) == list(range(7))
 
 
 @pytest.mark.parametrize(("claim", "said"), [
@@ -208,3 +278,19 @@ async def test_the_compare_screen_shows_names_from_files_as_signs(tmp_path):
         assert "\x1b" not in screen and "\x07" not in screen
         assert "␛]0;PWNTITLE␇␛]52;c;UFdO␇␛[2J[red]judge" in screen, "the name as signs, its brackets as text"
         await pilot.press("q")
+
+
+def test_a_resume_refuses_a_file_that_holds_an_item_twice(tmp_path):
+    """A run writes each item once: a repeated line (two files joined by hand) would be counted twice in the
+    eval's results.jsonl and once in its metadata."""
+    out = tmp_path / "eval.jsonl"
+    first = run_cli(["run", "--mode", "eval", "--no-ui", "--out", str(out), "--env-args", '{"split": "eval"}',
+                     "--num-examples", "3"], tmp_path)
+    assert first.returncode == 0, first.stderr
+    lines = out.read_text().splitlines(True)
+    with out.open("a") as f:
+        f.write(lines[0])
+    repeated = json.loads(lines[0])["vftui"]["item"]
+    result = run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"--resume: line 4 of {out} is a repeat of item {repeated} of line 1" in result.stderr, result.stderr

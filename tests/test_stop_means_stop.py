@@ -169,9 +169,10 @@ def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str
 
 
 @pytest.mark.needs("tmux")
-def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path, sim, blocking_env):
+@pytest.mark.parametrize("kind", ["sleep", "deaf"])  # deaf: its collector process is ended
+def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path, sim, blocking_env, kind):
     out = tmp_path / "g.jsonl"
-    args = blocking_run(out, "ok ok ok sleep", 8, "--score-timeout", "600", "--base-url", sim.base_url)
+    args = blocking_run(out, f"ok ok ok {kind}", 8, "--score-timeout", "600", "--base-url", sim.base_url)
     with blocked_dashboard(tmp_path, blocking_env, args) as session:
         tmux("send-keys", "-t", session, "C-c")
         wait_for_screen(session, "Stop it and quit?")
@@ -179,11 +180,14 @@ def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path
         wait_for_screen(session, "stopping")
         asked = time.monotonic()
         tmux("send-keys", "-t", session, "C-c")
-        screen = wait_for_screen(session, "EXIT=", timeout=60)
+        wait_for_screen(session, "EXIT=", timeout=60)
         took = time.monotonic() - asked
+        time.sleep(2)  # what else comes to the terminal once it has ended
+        screen = tmux("capture-pane", "-p", "-t", session, "-S", "-100")
     print(f"the dashboard's second Ctrl-C ended it after {took:.2f} s")
     assert took < MEASURED_BOUND_S, f"the second Ctrl-C took {took:.1f} s"
     assert "EXIT=130" in screen and "Traceback" not in screen, screen
+    assert "leaked semaphore" not in screen, "the forced end leaves Python's resource tracker nothing to warn of"
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 8)
 
 
@@ -205,3 +209,54 @@ def test_a_dashboard_whose_terminal_goes_ends_its_blocked_collector_within_the_s
     print(f"the dashboard and its collector ended {took:.2f} s after their terminal went (--score-timeout 3)")
     assert took < 3 + MEASURED_BOUND_S, f"they took {took:.1f} s"
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 6, cancelled=False)
+
+
+def test_a_stop_signal_after_the_run_ended_leaves_its_exit_code_and_says_nothing(tmp_path):
+    """Ctrl-C while a finished run's process ends (its summary printed): nothing is left to stop."""
+    process = start_cli(["run", "--no-ui", "--json", "--steps", "3", "--group-size", "2", "--out",
+                         str(tmp_path / "g.jsonl")], tmp_path)
+    try:
+        for line in process.stdout:
+            if json.loads(line)["event"] == "RunSummary":
+                break
+        while process.poll() is None:  # Ctrl-C over and over, until the process has ended
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.002)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "interrupted" not in err and "stopping" not in err, err
+
+
+SLOW_LOADING_ENV = '''
+import time
+
+import verifiers as vf
+from datasets import Dataset
+
+
+def load_environment():
+    print("loading for a while", flush=True)
+    time.sleep(120)
+    rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": ""}]
+    return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[]))
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_no_run_folder(tmp_path, sig):
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
+    env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
+    process = start_cli(["run", "--no-ui", "--env", "slow-loading", "--steps", "2"], tmp_path, PYTHONPATH=env)
+    runs = tmp_path / "xdg-data" / "vftui" / "runs"
+    try:
+        wait_until(lambda: runs.exists() and any(runs.glob("*/groups.jsonl")), "no run folder was made", timeout=60)
+        time.sleep(1)  # in load_environment's sleep
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "vftui: interrupted" in err and "Traceback" not in err, err
+    assert not list(runs.glob("*/*")), "the run folder it made for nothing is gone"

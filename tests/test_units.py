@@ -16,7 +16,7 @@ from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
-from vftui.events import GroupDropped, Health, Mode, RequestStats, RunStarted, RunState, RunStatus
+from vftui.events import GroupDropped, Health, Mode, RequestStats, RunStarted, RunState, RunStatus, RunSummary
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
@@ -190,6 +190,15 @@ def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_fi
     assert line.count("tok/s") == 1, "one tokens/s figure, the endpoint's"
     model.apply([RunStatus(RunState.PAUSED, 6, 10)])
     assert render_status(model).plain.splitlines()[1].startswith("paused  0/10 groups")
+
+
+def test_the_header_names_a_run_that_ended_short_of_its_groups_stopped():
+    """As its summary, its controls and vftui runs do: a gate or a stop ended it, it did not finish."""
+    for done, said in ((11, "stopped"), (300, "finished")):
+        model = DashboardModel()
+        model.apply([RunStatus(RunState.FINISHED, done, 300),
+                     RunSummary(RunState.FINISHED, done, 300, "g.jsonl", 2.0, {}, gate="identical")])
+        assert render_status(model).plain.splitlines()[1].startswith(f"{said}  {done}/300 groups")
 
 
 def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():

@@ -19,6 +19,7 @@ from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
+from vftui.eval_stats import k_values
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
 from vftui.redact import has_hidden_password, scrub
 from vftui.run_records import saved_config
@@ -219,10 +220,15 @@ class RunConfig(BaseModel):
         if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):
             raise ValueError(f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
                              "use it with --mode eval")
+        reported = k_values(self.group_size)
         for gate in eval_gates(self.fail_on):
-            if gate.name.startswith("pass@") and int(gate.name.removeprefix("pass@")) > self.group_size:
+            if not gate.name.startswith("pass@") or int(gate.name.removeprefix("pass@")) in reported:
+                continue
+            if int(gate.name.removeprefix("pass@")) > self.group_size:
                 raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
                                  "pass@k for k up to that; raise --rollouts-per-example")
+            raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollouts per example reports "
+                             f"{', '.join(f'pass@{k}' for k in reported)}; gate one of those")
         if self.slurm and self.mode is not Mode.RL:
             raise ValueError(f"--slurm finds rl's inference servers in a SLURM allocation; {self.mode} mode takes "
                              "one --base-url")

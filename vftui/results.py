@@ -17,6 +17,7 @@ from typing import Any
 
 from vftui import bounds, paths, run_records, shard_folder, store
 from vftui.bounds import LongLine
+from vftui.drops import read_drops
 from vftui.errors import UserError
 from vftui.events import META
 from vftui.run_files import RUN_SUFFIX
@@ -64,6 +65,7 @@ class Source:
     items: dict[str, Item]
     skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
     threshold: float | None = None  # the pass threshold the eval recorded, if it did
+    errors: int = 0  # an eval's examples that failed to score: in none of its items, nor any figure
     warnings: list[str] = field(default_factory=list)  # a folder of shards: shards missing, items missing
 
 
@@ -91,13 +93,16 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     if "scores" in first:
         items, skipped, indices = _from_groups(rows)
         settings = _settings(path)
+        evaluated = settings.mode == "eval"
+        errors = len({drop.item for drop in read_drops(path)[0]} - set(indices)) if evaluated else 0
         return Source(path, "groups", settings.env, items, lines.skipped + skipped,
-                      settings.pass_threshold if settings.mode == "eval" else None), indices
+                      settings.pass_threshold if evaluated else None, errors=errors), indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
-        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold), []
+        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold,
+                      errors=len(metadata.errors)), []
     raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
                     "'reward' a line)")
 
@@ -114,6 +119,7 @@ def _load_shards(sharded: ShardedRun) -> Source:
             raise UserError(overlap)
         counts[run.shard], top = len(indices), max(top, max(indices, default=-1))
         merged.skipped += source.skipped
+        merged.errors += source.errors
         merged.threshold = source.threshold if merged.threshold is None else merged.threshold
         for key, item in source.items.items():
             merged.items.setdefault(key, Item(key)).extend(item)

@@ -26,7 +26,7 @@ from vftui.printable import printable
 from vftui.run_files import find_resumable, lock_holder, sidecars
 from vftui.run_index import known_runs, run_id
 from vftui.run_records import Checkpoint, RunRecord, Settings
-from vftui.wording import clock
+from vftui.wording import clock, ended_as
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
 NOT_ANSWERING = "not answering"  # its process listens on its socket but says nothing: stopped (Ctrl-Z), stuck
@@ -107,10 +107,9 @@ def describe(out: Path) -> RunLine:
         return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
                        created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
                        mean_reward=info.mean_reward, **about)
-    done, elapsed = saved.groups, saved.elapsed_s
-    state = saved.state.value if saved.state is not None else KILLED
-    if state == "finished" and total and done < total:
-        state = "stopped"
+    done, elapsed = saved.groups if saved.groups_done is None else saved.groups_done, saved.elapsed_s
+    total = saved.groups_total or total  # what the run knew at its end (an eval's examples): the config may not say
+    state = ended_as(saved.state, done, total) if saved.state is not None else KILLED
     rate, pid = done / elapsed if elapsed > 0 else 0.0, None
     if isinstance(info, NotAnswering):  # alive: its figures as last saved, its pid as its lock names it
         state, rate, pid = NOT_ANSWERING, 0.0, lock_holder(out)

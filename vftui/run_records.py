@@ -73,6 +73,8 @@ class Checkpoint(BaseModel):
     done_above: list[Count] = []
     iter: Count = 0
     groups: Count = 0
+    groups_done: Count | None = None  # at its end, the groups it counts done (an eval's errors too) of its total
+    groups_total: Count | None = None
     elapsed_s: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
     state: RunState | None = None
     mean_reward: Number | None = None
@@ -100,6 +102,7 @@ class EvalMetadata(BaseModel):
     base_url: str = ""
     pass_threshold: Number | None = None
     sampling_args: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []  # ours: the examples that failed to score, in no figure
 
 
 Record = TypeVar("Record", bound=BaseModel)

@@ -109,9 +109,13 @@ class Tripped:
     threshold: float
     missing: str = "group"  # what a --stall-timeout waited for: a group, or (rl) a trainer step
     op: str = ">"
+    unmeasured: str = ""  # why an eval's figure has no value: a gate never passes on nothing
 
     @property
     def sentence(self) -> str:
         if self.name == STALL_TIMEOUT:
             return f"--stall-timeout {self.threshold:g}: no {self.missing} for {self.value:.0f} s"
+        if self.unmeasured:
+            gate = f"gate {self.name}{self.op}{self.threshold:g}"
+            return f"{gate} tripped: {self.unmeasured}, so {self.name} has no value"
         return f"gate {self.name}{self.op}{self.threshold:g} tripped: {self.name} is {self.value:.4g}"

@@ -98,6 +98,11 @@ def eval_report(report: EvalReport) -> list[str]:
     return lines
 
 
+def ended_as(state: RunState, done: int, total: int) -> str:
+    """What a run that has ended is called: one that finished short of its groups was stopped (a stop, a gate)."""
+    return "stopped" if state is RunState.FINISHED and done < total else state.value
+
+
 def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 

@@ -10,6 +10,7 @@ imports it only to name it as the child's target.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import tempfile
@@ -30,6 +31,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     import asyncio
 
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
+    _no_process_locks()
     outbox = Outbox(events)
     outbox.put(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
     from vftui.collector import scoring_limit
@@ -68,3 +70,13 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
 
 def _into_the_log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)  # the log file beside the run's jsonl, where the child's output goes
+
+
+def _no_process_locks() -> None:
+    """tqdm (datasets' progress bars) locks with a multiprocessing semaphore by default; a collector ended by a
+    second stop leaves it, and the dashboard's resource tracker then warns of it on the terminal. This process
+    shares its bars with no other: a thread lock does."""
+    with contextlib.suppress(ImportError):
+        import tqdm
+
+        tqdm.tqdm.set_lock(threading.RLock())

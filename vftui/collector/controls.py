@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from vftui import wording
 from vftui.errors import RunEnded
 from vftui.events import (
     MAX_TEMPERATURE,
@@ -179,8 +180,7 @@ class Controls:
     def end(self, state: RunState) -> None:
         """The run has ended in ``state``: from now on pause, temperature and stop are refused."""
         with self._lock:
-            stopped = state is RunState.FINISHED and self.groups_done < self.groups_total
-            self._ended = "stopped" if stopped else state.value
+            self._ended = wording.ended_as(state, self.groups_done, self.groups_total)
             if self._grace is not None:
                 self._grace.cancel()
 

@@ -445,7 +445,9 @@ class Run:
         try:
             env.jsonl_writer.close()
             env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3),
-                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD)})
+                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
+                                                "groups_done": self.controls.groups_done,
+                                                "groups_total": self.plan.groups_total})
         except store.WriteFailed as e:
             return RunState.FAILED, error or str(e)
         return state, error
@@ -512,10 +514,14 @@ class Run:
 
 
 def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped | None:
-    """The first of an eval's gates its final figures pass (``pass@1<0.6`` with pass@1 at 0.55)."""
+    """The first of an eval's gates its final figures pass (``pass@1<0.6`` with pass@1 at 0.55), or have no value for
+    (no example scored)."""
     for gate in gates if report is not None else []:
         value = report.figures.get(gate.name, {}).get("mean")
-        if value is not None and math.isfinite(value) and gate.passed(value):
+        if value is None:
+            return Tripped(gate.name, math.nan, gate.threshold, op=gate.op,
+                           unmeasured=f"no example was scored ({report.errors} errors)")
+        if math.isfinite(value) and gate.passed(value):
             return Tripped(gate.name, value, gate.threshold, op=gate.op)
     return None
 

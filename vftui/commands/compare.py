@@ -54,12 +54,17 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
         if source.skipped:
             print(f"vftui: {one_line(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
                   "foreign, or a reward that is not a number)", file=sys.stderr)
+        if source.errors:
+            print(f"vftui: {one_line(str(source.path))}: {source.errors} examples failed to score (errors): they are "
+                  "in none of its figures, nor paired", file=sys.stderr)
         for warning in source.warnings:
             print(f"vftui: warning: {one_line(str(source.path))}: {warning}", file=sys.stderr)
     # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
     summaries = [summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
                  for s in sources]
     changes = [compare(sources[0], s) for s in sources[1:]]
+    if fail_if_worse is not None:
+        refuse_unjudged(sources, changes)
     worse = [s.path for s, c in zip(sources[1:], changes, strict=True)
              if fail_if_worse is not None and worse_beyond(c, fail_if_worse)]
     if as_json:
@@ -80,6 +85,17 @@ def run_compare(paths: list[Path], as_json: bool, fail_if_worse: float | None, t
     return EXIT_GATE if worse else 0
 
 
+def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
+    """The gate never passes a change it has no interval for (one item in common, or one in a source): a sentence."""
+    for source, change in zip(sources[1:], changes, strict=True):
+        if change.reward.high is None:
+            held = (f"only {change.paired} item in common" if change.paired
+                    else f"no item in common and only {min(len(sources[0].items), len(source.items))} in one of them")
+            raise UserError(f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
+                            f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
+                            "(it needs 2 or more); compare more examples")
+
+
 def as_dict(summaries: list[Summary], changes: list[Change], margin: float | None, worse: list[Path]) -> dict[str, Any]:
     low, high, counts = histograms(summaries)
     return {
@@ -97,7 +113,8 @@ def as_dict(summaries: list[Summary], changes: list[Change], margin: float | Non
 
 def _summary_dict(s: Summary) -> dict[str, Any]:
     return {"path": str(s.source.path), "kind": s.source.kind, "env_id": s.source.env_id,
-            "items": len(s.source.items), "rollouts": s.rollouts, "reward": s.reward.as_dict(),
+            "items": len(s.source.items), "errors": s.source.errors, "rollouts": s.rollouts,
+            "reward": s.reward.as_dict(),
             "pass@1": s.pass1.as_dict(), "pass_threshold": s.threshold, "skipped_lines": s.source.skipped,
             "functions": {n: e.as_dict() for n, e in s.functions.items()},
             "truncated": s.truncated, "identical": s.identical, "completion_chars": s.completion_chars,
@@ -111,6 +128,7 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
     lines = [f"compare: {len(summaries)} sources of {env} (± is a 95% interval over items)"]
     lines += [f"  {letter}  {s.source.path} ({s.source.kind})" for letter, s in zip(letters, summaries, strict=True)]
     rows = [("items", [str(len(s.source.items)) for s in summaries]),
+            ("errors", [str(s.source.errors) for s in summaries]),
             ("rollouts/item", [str(s.rollouts) for s in summaries]),
             ("reward", [_figure(s.reward) for s in summaries]),
             ("pass@1", [_figure(s.pass1) for s in summaries]),

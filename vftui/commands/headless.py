@@ -178,9 +178,13 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
     assert controls is not None
 
     def on_signal() -> None:
-        if not controls.stop_requested:
+        first = not controls.stop_requested
+        try:
+            controls.stop()
+        except RunEnded:
+            return  # its summary is out: nothing to stop, nothing to say
+        if first:
             view.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
-        _stop(controls)
 
     with _signals_on_a_thread(on_signal):
         return await run.execute()
@@ -194,7 +198,9 @@ def _stop(controls: Controls) -> None:
 @contextlib.contextmanager
 def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
     """``STOP_SIGNALS`` answered by a thread: the interpreter's C-level handler writes each signal's number to
-    the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop."""
+    the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop. After
+    the run they are ignored: its outcome is decided and its files closed, and a stop while the process ends
+    made a finished run exit 130, or die of the signal."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     previous = {sig: signal.signal(sig, _answered_by_the_thread) for sig in STOP_SIGNALS
@@ -205,12 +211,20 @@ def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
     try:
         yield
     finally:
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(previous_fd)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         os.close(write_end)  # the thread reads the end of the pipe and returns
         thread.join()
         os.close(read_end)
+
+
+def _stops_interrupt_the_preparation() -> None:
+    """Until the run answers ``STOP_SIGNALS`` itself, SIGTERM and SIGHUP interrupt as Ctrl-C does, so what was
+    prepared (a new run folder) is undone and the exit is 130: they killed the process, leaving the folder."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
+            signal.signal(sig, signal.default_int_handler)
 
 
 def _answered_by_the_thread(signum: int, frame: object) -> None:
@@ -227,6 +241,7 @@ def _answer(read_end: int, on_signal: Callable[[], None]) -> None:
 def run_headless(config: RunConfig, verbose: bool = False) -> int:
     """The run in this process; what its environment and libraries write goes to its log file (``captured``),
     so stdout holds vftui's lines alone (``--json``) and stderr only what vftui made safe to show."""
+    _stops_interrupt_the_preparation()
     terminal = captured.Terminal.keep()
     view = HeadlessView(config.json_events, verbose, err=terminal.err, out=terminal.out)
     view(RunStatus(RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))

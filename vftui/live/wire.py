@@ -42,8 +42,9 @@ class CollectorGone(ConnectionError):
 class RemoteControls(RunControls):
     """The run's controls, one round trip per call.
 
-    Once the run has gone, ``stop`` and ``toggle_pause`` do nothing, temperature calls
-    return the last known value and ``dump`` raises ``CollectorGone``.
+    Once the run's process has gone (the run ended, or its collector died), pause and temperature
+    calls are refused with ``RunEnded``, as an ended run's own controls refuse them, ``stop`` does
+    nothing, the ``temperature`` is the last known value and ``dump`` raises ``CollectorGone``.
     """
 
     def __init__(self, conn: Connection, temperature: float) -> None:
@@ -73,24 +74,28 @@ class RemoteControls(RunControls):
             raise value
         return value
 
-    def _temperature_call(self, name: str, *args: Any) -> float:
-        with contextlib.suppress(CollectorGone):
-            self._temperature = self._call(name, *args)
-        return self._temperature
+    def _steer(self, name: str, *args: Any) -> Any:
+        try:
+            return self._call(name, *args)
+        except CollectorGone as e:  # the key did nothing, and the view says why
+            raise RunEnded("the run's process has ended: there is nothing left to steer") from e
 
     @property
     def temperature(self) -> float:
-        return self._temperature_call("temperature")
+        with contextlib.suppress(CollectorGone):
+            self._temperature = self._call("temperature")
+        return self._temperature
 
     def toggle_pause(self) -> None:
-        with contextlib.suppress(CollectorGone):
-            self._call("toggle_pause")
+        self._steer("toggle_pause")
 
     def set_temperature(self, value: float) -> float:
-        return self._temperature_call("set_temperature", value)
+        self._temperature = self._steer("set_temperature", value)
+        return self._temperature
 
     def nudge_temperature(self, delta: float) -> float:
-        return self._temperature_call("nudge_temperature", delta)
+        self._temperature = self._steer("nudge_temperature", delta)
+        return self._temperature
 
     def dump(self, path: Path | None = None) -> Path:
         return self._call("dump", path)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import math
 import os
 import shlex
 import signal
@@ -143,6 +144,7 @@ class VftuiApp(App[RunSummary | None]):
         self.decoder = TokenDecoder(loading=True)  # until the run says which tokenizer, and it is loaded
         self.result: RunSummary | None = None
         self._quitting = False
+        self._quit_question: ConfirmScreen | None = None  # while q's question is on screen
         self._shown_version = -1
         self._previewed: int | None = None  # the number of the group in the preview
         self._picked = False  # the user chose it: it stays until the user moves
@@ -327,8 +329,13 @@ class VftuiApp(App[RunSummary | None]):
             if value is not None:
                 self._steer(lambda: self._show_temperature(self.controls.set_temperature(value)))
 
+        if self.model.summary is not None:  # an ended run refuses any temperature, saying why: no prompt first
+            self._steer(lambda: self.controls.nudge_temperature(0.0))
+            return
         question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
-        self.push_screen(PromptScreen(question, f"{self.controls.temperature:.2f}", read_temperature), apply)
+        known = self.model.temperature if self.model.temperature is not None else self.controls.temperature
+        self.push_screen(PromptScreen(question, f"{known:.2f}" if math.isfinite(known) else "", read_temperature),
+                         apply)
 
     def action_dump(self) -> None:
         try:
@@ -433,15 +440,21 @@ class VftuiApp(App[RunSummary | None]):
         if self._quitting:
             self.stop_and_exit()  # a second quit cancels the groups in flight
             return
+        if self.screen is self._quit_question:  # asked again: this dashboard's own run stops, as y would say
+            if not self.source.leaves_run:
+                self.screen.dismiss("stop")
+            return
 
         def answer(choice: str | None) -> None:
+            self._quit_question = None
             if choice == "leave":
                 self.leave_running()
             elif choice == "stop":
                 self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
-        self.push_screen(ConfirmScreen(*self.source.quit_question), answer)
+        self._quit_question = ConfirmScreen(*self.source.quit_question)
+        self.push_screen(self._quit_question, answer)
 
     def leave_running(self) -> None:
         """Close this dashboard; the run goes on (``vftui attach`` opens another)."""

@@ -16,6 +16,7 @@ from vftui.comparison import Change, Summary
 from vftui.printable import printable
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.widgets.token_preview import message_pieces
 from vftui.wording import figure, number
 
 
@@ -25,13 +26,10 @@ def shown(text: str) -> Text:
 
 
 def rollout_text(messages: list[dict], title: str) -> Text:
-    """One rollout as text: the model's words bright, the rest dim."""
+    """One rollout as text, as the dashboard's preview shows messages: the model's words bright, the rest dim."""
     text = Text(title + "\n", style="bold")
-    for message in messages:
-        role = str(message.get("role", "?"))
-        text.append(f"{role}: ", style="bold")
-        text.append(printable(str(message.get("content") or "")) + "\n",
-                    style="cyan" if role == "assistant" else "dim")
+    for piece, style in message_pieces(messages):
+        text.append(piece, style=style)
     return text
 
 
@@ -67,6 +65,7 @@ class CompareApp(App[None]):
         figures = self.query_one("#figures", DataTable)
         figures.add_columns("", *self.letters)
         rows = [("items", [str(len(s.source.items)) for s in self.summaries]),
+                ("errors", [str(s.source.errors) for s in self.summaries]),
                 ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
                 ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
                 ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),

@@ -56,6 +56,11 @@ class EvalCollection(SftCollection):
         examples = min(n for n in (self.config.num_examples, size) if n is not None)
         shard = self.config.own_shard  # --num-examples counts over all the shards
         self._examples = share_of(shard, examples, "examples")
+        held = max((shard.position(item) + 1 for item in [*self.tally.items, *self.tally.errors]), default=0)
+        if held > self._examples:  # a resume never leaves out of the figures what its file holds
+            logger.warning("this eval holds %d examples, more than the %d asked for: its figures and files cover "
+                           "all %d", held, self._examples, held)
+            self._examples = held
         logger.info("evaluating %d examples of %s from %s%s", self._examples, environment.env_id, split,
                     f" (shard {shard} of the first {examples})" if self.config.shard is not None else "")
 

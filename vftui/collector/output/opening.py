@@ -15,7 +15,7 @@ from vftui import paths, run_records, safe_files, store
 from vftui.bounds import LARGE
 from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.output.lock import OutputLock
-from vftui.drops import read_drops
+from vftui.drops import drops_path, read_drops
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
 from vftui.groupfile import group_event
@@ -83,9 +83,9 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
     try:
-        cut = store.repair_tail(out)
-        if cut:
-            logger.warning("cut a torn last line (%d bytes) from %s", cut, out)
+        for path in (out, drops_path(out)):  # a drop appended after a torn one would be lost with it
+            if cut := store.repair_tail(path):
+                logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
         saved = read_checkpoint(sidecars(out)[1])
         written = groups_written(out)
         dropped = read_drops(out)[0]
@@ -128,18 +128,24 @@ def read_checkpoint(path: Path) -> Checkpoint:
 
 
 def groups_written(out: Path) -> list[GroupCollected]:
-    """Every group line; any other line but a torn last one (cut before) refuses the resume."""
+    """Every group line; any other line but a torn last one (cut before), or a line that repeats an item (a run
+    writes each once: two files joined by hand), refuses the resume."""
     groups = []
+    line_of: dict[int, int] = {}  # each item's line
     for entry in store.read_groups(out):
         if isinstance(entry, store.BadLine):
             number, reason = entry.number, entry.reason
         else:
             number, raw = entry
             try:
-                groups.append(group_event(len(groups) + 1, raw))
-                continue
+                group = group_event(len(groups) + 1, raw)
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 reason = f"not a group vftui can read ({type(e).__name__}: {e})"
+            else:
+                if (first := line_of.setdefault(group.item, number)) == number:
+                    groups.append(group)
+                    continue
+                reason = f"a repeat of item {group.item} of line {first}"
         raise UserError(f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
                         "so mend or remove that line first")
     return groups

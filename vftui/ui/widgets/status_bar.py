@@ -9,7 +9,7 @@ from rich.text import Text
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
-from vftui.wording import SIMULATION, clock
+from vftui.wording import SIMULATION, clock, ended_as
 
 STATE_STYLE = {
     RunState.STARTING: "bold",
@@ -66,6 +66,8 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
     line2 = Text()
     viewing = model.rows is not None  # a file: no speed, and its own detail
     label = STATE_LABEL.get(model.state, model.state.value)
+    if model.summary is not None:  # how it ended, as its summary and its controls say
+        label = ended_as(model.summary.state, model.summary.groups_done, model.summary.groups_total)
     trouble = model.trajectory_trouble or model.endpoint_trouble
     if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):
         line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
