@@ -116,9 +116,11 @@ def test_step_count_is_named_in_the_message(capsys):
     assert "greater than or equal to 1" in line
 
 
-def test_unreachable_endpoint(capsys):
+def test_unreachable_endpoint(capsys, tmp_path):
     nobody = free_port()  # free: nothing listens there
     fails_with(["--base-url", f"http://127.0.0.1:{nobody}/v1"], capsys, "cannot reach the endpoint")
+    runs = tmp_path / "data" / "vftui" / "runs"
+    assert not list(runs.glob("*")), "a refused run leaves no run folder (it had left an empty one)"
 
 
 def test_an_https_url_of_a_plain_http_server_says_so(capsys, monkeypatch):

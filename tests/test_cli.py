@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -12,8 +13,9 @@ import pytest
 from openai import OpenAI
 
 from tests.conftest import REPO, cli_env, free_port, read_jsonl, run_cli, wait_until
-from vftui.cli import build_parser
+from vftui.cli import build_parser, main
 from vftui.config import FLAG_OF_FIELD, RunConfig
+from vftui.errors import STOP_SIGNALS
 from vftui.sim.server import BackgroundSimServer
 
 
@@ -142,3 +144,11 @@ def test_output_whose_reader_went_away_ends_quietly_as_a_pipe_writer_should(tmp_
     process.stdout.close()  # before it writes a byte (its imports take a second)
     said = process.stderr.read()
     assert process.wait(timeout=120) == code and said == "", said
+
+
+def test_a_run_in_a_callers_own_process_gives_the_stop_signals_back(tmp_path, monkeypatch, capsys):
+    """The CLI's own process ignores them as it ends; a caller's would have passed SIG_IGN to what it starts next."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    found = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0
+    assert {sig: signal.getsignal(sig) for sig in STOP_SIGNALS} == found

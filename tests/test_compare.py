@@ -176,3 +176,11 @@ def test_the_gate_refuses_a_change_it_has_no_interval_for(tmp_path, rewards):
     assert "--fail-if-worse cannot judge" in result.stderr and "1 item in common" in result.stderr
     assert result.stdout == ""
     assert run_cli(["compare", "--json", str(base), str(one)], tmp_path).returncode == 0, "without the gate: shown"
+
+
+def test_another_tools_errors_field_in_metadata_counts_no_errors(tmp_path):
+    paths = [results_file(tmp_path / side / "results.jsonl", [1.0, 0.0, 0.5]) for side in "ab"]
+    (tmp_path / "b" / "metadata.json").write_text(json.dumps({"env_id": "x", "errors": 3}))
+    result = run_cli(["compare", "--json", *map(str, paths)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [s["errors"] for s in json.loads(result.stdout)["sources"]] == [0, 0]

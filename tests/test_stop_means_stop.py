@@ -259,4 +259,37 @@ def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_
     finally:
         process.kill()
     assert process.returncode == 130 and "vftui: interrupted" in err and "Traceback" not in err, err
-    assert not list(runs.glob("*/*")), "the run folder it made for nothing is gone"
+    assert not list(runs.glob("*")), "the run folder it made for nothing is gone"
+
+
+@pytest.mark.parametrize("how", ["keys", "sigterm"])
+def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_folder(tmp_path, how):
+    """An environment that takes minutes to load: Ctrl-C, y (or SIGTERM) ends the dashboard within seconds."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
+    env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    cli = tmux_cli_command(tmp_path, "run --env slow-loading --steps 2")
+    tmux("new-session", "-d", "-s", session, "-x", "110", "-y", "32",
+         f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} && {cli}; echo EXIT=$?; sleep 120")
+    runs = tmp_path / "xdg-data" / "vftui" / "runs"
+    try:
+        wait_for_screen(session, "loading the environment slow-loading")
+        time.sleep(1)
+        asked = time.monotonic()
+        if how == "keys":
+            tmux("send-keys", "-t", session, "C-c")
+            wait_for_screen(session, "Stop it and quit?", timeout=10)
+            tmux("send-keys", "-t", session, "y")
+        else:
+            pane = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+            dashboard = int(subprocess.run(["pgrep", "-P", str(pane), "-f", "vftui run"], capture_output=True,
+                                           text=True, check=True).stdout.split()[0])
+            os.kill(dashboard, signal.SIGTERM)
+        screen = wait_for_screen(session, "EXIT=", timeout=60)
+        took = time.monotonic() - asked
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+    assert took < MEASURED_BOUND_S, f"it took {took:.1f} s"
+    assert "EXIT=130" in screen and "vftui: interrupted" in screen and "Traceback" not in screen, screen
+    assert not list(runs.glob("*")), "the run folder it made for nothing is gone"

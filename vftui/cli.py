@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vftui import __version__, paths
 from vftui.defaults import SHARED_FLAGS
-from vftui.errors import RunFailed, UserError
+from vftui.errors import STOP_SIGNALS, RunFailed, UserError
 from vftui.groupfile import ORDERS
 from vftui.printable import one_line
 from vftui.quiet import quiet_libraries
@@ -379,7 +379,22 @@ def _sim_trainer(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command ``argv`` names (None: this process's own command line). As the process's own command ends,
+    the stop signals are ignored: a Ctrl-C while the interpreter exits made a finished run die of the signal
+    (the exit restores Python's handlers, so only SIG_IGN holds). A caller in its own process gets its handlers
+    back instead (SIG_IGN would pass on to every process it starts)."""
+    found = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    try:
+        return _command(sys.argv[1:] if argv is None else argv)
+    finally:
+        for sig, handler in found.items():
+            if argv is None:
+                signal.signal(sig, signal.SIG_IGN)
+            elif handler is not None:
+                signal.signal(sig, handler)
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["eval"]:  # one way in, so flags and help live in one place
         print(f"vftui: an eval is a run: vftui run --mode eval {shlex.join(argv[1:])}".rstrip(), file=sys.stderr)
         return 2

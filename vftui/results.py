@@ -102,7 +102,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
         return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold,
-                      errors=len(metadata.errors)), []
+                      errors=len(metadata.errors) if isinstance(metadata.errors, list) else 0), []
     raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
                     "'reward' a line)")
 

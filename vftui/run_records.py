@@ -102,7 +102,7 @@ class EvalMetadata(BaseModel):
     base_url: str = ""
     pass_threshold: Number | None = None
     sampling_args: dict[str, Any] = {}
-    errors: list[dict[str, Any]] = []  # ours: the examples that failed to score, in no figure
+    errors: Any = None  # ours: a list of the examples that failed to score (in no figure); another tool's may differ
 
 
 Record = TypeVar("Record", bound=BaseModel)

@@ -115,7 +115,7 @@ class Tripped:
     def sentence(self) -> str:
         if self.name == STALL_TIMEOUT:
             return f"--stall-timeout {self.threshold:g}: no {self.missing} for {self.value:.0f} s"
+        tripped = f"gate {self.name}{self.op}{self.threshold:g} tripped"
         if self.unmeasured:
-            gate = f"gate {self.name}{self.op}{self.threshold:g}"
-            return f"{gate} tripped: {self.unmeasured}, so {self.name} has no value"
-        return f"gate {self.name}{self.op}{self.threshold:g} tripped: {self.name} is {self.value:.4g}"
+            return f"{tripped}: {self.unmeasured}, so {self.name} has no value"
+        return f"{tripped}: {self.name} is {self.value:.4g}"

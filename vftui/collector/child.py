@@ -20,8 +20,9 @@ from multiprocessing.connection import Connection
 
 from vftui import captured
 from vftui.config import RunConfig
-from vftui.events import RunState, RunStatus
-from vftui.live.process import Crashed, Prepared, Refused
+from vftui.errors import RunEnded
+from vftui.events import RunControls, RunState, RunStatus
+from vftui.live.process import STOP_SIGNAL, Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.wording import LOADING_LIBRARIES
 
@@ -30,6 +31,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     """Prepare, report, collect, answer controls until hung up."""
     import asyncio
 
+    stop = _ParentsStop()
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     _no_process_locks()
     outbox = Outbox(events)
@@ -41,7 +43,9 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
     try:
         try:
             plan = run.prepare()
-        except KeyboardInterrupt:
+            stop.prepared.set()  # within the try: a stop that came as prepare returned is still caught
+        except KeyboardInterrupt:  # the parent's stop, or Ctrl-C before the dashboard took the terminal
+            outbox.put(Refused(KeyboardInterrupt()))
             return
         except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
             outbox.put(Refused(e) if picklable(e) else Crashed(traceback.format_exc()))
@@ -54,6 +58,7 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
         server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
         server.start()
+        stop.then_stop(run.controls)  # one the parent sent before it knew the run was prepared
         try:
             with scoring_limit.limit.may_end_process(_into_the_log):  # the parent says why, by the exit code
                 asyncio.run(run.execute())
@@ -80,3 +85,27 @@ def _no_process_locks() -> None:
         import tqdm
 
         tqdm.tqdm.set_lock(threading.RLock())
+
+
+class _ParentsStop:
+    """The parent's stop before this process answers its calls (``live.process.STOP_SIGNAL``): while the run is
+    prepared it interrupts the preparation (KeyboardInterrupt, which undoes what was made); after, it stops the
+    run from a thread of its own, as the parent's call would."""
+
+    def __init__(self) -> None:
+        self.prepared = threading.Event()
+        self._asked = threading.Event()
+        signal.signal(STOP_SIGNAL, self._signalled)
+
+    def _signalled(self, signum: int, frame: object) -> None:
+        self._asked.set()
+        if not self.prepared.is_set():
+            raise KeyboardInterrupt
+
+    def then_stop(self, controls: RunControls) -> None:
+        def stop_when_asked() -> None:
+            self._asked.wait()
+            with contextlib.suppress(RunEnded):  # it ended meanwhile
+                controls.stop()
+
+        threading.Thread(target=stop_when_asked, name="parents-stop", daemon=True).start()

@@ -170,7 +170,7 @@ class Run:
             try:
                 return self._prepare(self._output)
             except BaseException:
-                self._forget_output(self._output.path)
+                self._forget_output(self._output)
                 raise
         finally:
             ours.removeHandler(handler)
@@ -195,10 +195,13 @@ class Run:
             self.window.add(line)
         return output
 
-    def _forget_output(self, out_path: Path) -> None:
-        """A run refused before its first group leaves no empty file or run folder behind."""
+    def _forget_output(self, output: Output) -> None:
+        """A run refused before its first group leaves no empty file or run folder behind (its lock file goes
+        first, or the folder would not be empty)."""
+        out_path = output.path
         if self.config.resume is None and out_path.exists() and out_path.stat().st_size == 0:
             out_path.unlink()
+            output.lock.release()
             if out_path.parent.parent == paths.runs_dir():
                 with contextlib.suppress(OSError):
                     out_path.parent.rmdir()  # ours, made by new_run_dir, if nothing else is in it

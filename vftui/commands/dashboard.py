@@ -40,6 +40,8 @@ def run_dashboard(config: RunConfig) -> int:
         summary = app.run()
     finally:
         collector.close()
+    if collector.interrupted:  # stopped while it was prepared: as Ctrl-C before any run (the CLI says so, 130)
+        raise KeyboardInterrupt
     if collector.refusal is not None:
         raise collector.refusal
     if summary is None and collector.stopped_hard:

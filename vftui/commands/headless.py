@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO, assert_never
 
 from vftui import captured, stats, wording
 from vftui.config import RunConfig
-from vftui.errors import RunEnded, exit_code
+from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
 from vftui.events import (
     Alert,
     ApiStatus,
@@ -52,8 +52,6 @@ if TYPE_CHECKING:  # run_headless imports the collector after its first line: it
     from vftui.collector.controls import Controls
     from vftui.collector.run import Run
 
-# Each stops a run as Ctrl-C does: the groups in flight are finished and saved; twice cancels them.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _worth_saying(record: LogRecord) -> bool:
@@ -198,21 +196,20 @@ def _stop(controls: Controls) -> None:
 @contextlib.contextmanager
 def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
     """``STOP_SIGNALS`` answered by a thread: the interpreter's C-level handler writes each signal's number to
-    the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop. After
-    the run they are ignored: its outcome is decided and its files closed, and a stop while the process ends
-    made a finished run exit 130, or die of the signal."""
+    the wakeup fd whatever the main thread is doing, where a handler on the loop would wait for the loop; the
+    groups in flight are finished and saved, twice cancels them. After the run their handler stays and does
+    nothing (its outcome is decided, its files closed) until the CLI's ``main`` returns."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    previous = {sig: signal.signal(sig, _answered_by_the_thread) for sig in STOP_SIGNALS
-                if signal.getsignal(sig) is not signal.SIG_IGN}  # one ignored from the start (nohup) stays so
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
+            signal.signal(sig, _answered_by_the_thread)
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     thread = threading.Thread(target=_answer, args=(read_end, on_signal), name="stop-signals", daemon=True)
     thread.start()
     try:
         yield
     finally:
-        for sig in previous:
-            signal.signal(sig, signal.SIG_IGN)
         signal.set_wakeup_fd(previous_fd)
         os.close(write_end)  # the thread reads the end of the pipe and returns
         thread.join()
@@ -220,9 +217,9 @@ def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
 
 
 def _stops_interrupt_the_preparation() -> None:
-    """Until the run answers ``STOP_SIGNALS`` itself, SIGTERM and SIGHUP interrupt as Ctrl-C does, so what was
-    prepared (a new run folder) is undone and the exit is 130: they killed the process, leaving the folder."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    """Until the run answers ``STOP_SIGNALS`` itself, each interrupts as Ctrl-C does, so what was prepared (a new
+    run folder) is undone and the exit is 130: SIGTERM and SIGHUP killed the process, leaving the folder."""
+    for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
             signal.signal(sig, signal.default_int_handler)
 

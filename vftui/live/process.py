@@ -7,7 +7,9 @@ dashboard spawns the run (``collector.child.child_main`` is the child's side):
 - the child prepares the run on its own main thread and reports ``Prepared`` or the error
   it refused with (``Refused``), or a crash;
 - its events come back in batches over one pipe (``wire.Outbox``), read here by a thread;
-- ``RemoteControls`` forwards each control call over a second pipe;
+- ``RemoteControls`` forwards each control call over a second pipe, which the child answers
+  once it has prepared the run; a stop before that interrupts the preparation (``STOP_SIGNAL``:
+  an environment can take minutes to load, and a stop must not wait for it);
 - the child stays until the parent hangs up (a dump after the end still works); a parent
   that dies is a hang-up too, and the child then stops the run gracefully and flushes.
 
@@ -17,6 +19,8 @@ Nothing here imports the collector: the child imports it, by the target it is gi
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ from vftui.run_files import LOG_SUFFIX
 STOPPED_HARD = ("run stopped: reward code held it past the second stop, so its process was ended "
                 "(its file holds whole lines: --resume it)")
 
+STOP_SIGNAL = signal.SIGUSR2  # the parent's stop, before the child answers calls: no terminal sends it
 ChildMain = Callable[[Any, Connection, Connection], None]
 """The child's entry point: (the run's config, the events pipe, the commands pipe)."""
 
@@ -76,7 +81,7 @@ class CollectorProcess:
         self._process = context.Process(target=target, args=(config, child_events, child_commands),
                                         name="vftui-collector")
         self._emit = emit
-        self.controls = RemoteControls(self._commands, config.start_temperature)
+        self.controls = ChildControls(self, config.start_temperature)
         self._summary: RunSummary | None = None
         self.prepared: Prepared | None = None
         self.refusal: BaseException | None = None
@@ -124,11 +129,27 @@ class CollectorProcess:
         finally:
             self._ended.set()
 
-    def wait_summary(self) -> RunSummary:
-        """The run's summary; raises if the child ended without one."""
+    @property
+    def interrupted(self) -> bool:
+        """A stop (or Ctrl-C) interrupted the run's preparation, or came before the child could hear it: the run
+        never began."""
+        return isinstance(self.refusal, KeyboardInterrupt) or self._process.exitcode == -STOP_SIGNAL
+
+    def interrupt_preparation(self) -> bool:
+        """A stop before the child has said it prepared the run: it is told by ``STOP_SIGNAL`` (it answers no call
+        yet), and stops its preparation, or the run if the preparation was over. False once it has prepared."""
+        if self.prepared is not None or self._ended.is_set() or self._process.pid is None:
+            return False
+        os.kill(self._process.pid, STOP_SIGNAL)
+        return True
+
+    def wait_summary(self) -> RunSummary | None:
+        """The run's summary; None when its preparation was interrupted; raises if the child ended without one."""
         self._ended.wait()
         if self._summary is not None:
             return self._summary
+        if self.interrupted:
+            return None
         raise self._why_it_ended()
 
     def _why_it_ended(self) -> BaseException:
@@ -154,3 +175,16 @@ class CollectorProcess:
                 self._process.terminate()
                 self._process.join(5)
         self._events.close()
+
+
+class ChildControls(RemoteControls):
+    """The dashboard's controls of its own child: a stop before the child answers calls interrupts its
+    preparation, where the call would wait for an answer that comes only once the preparation is over."""
+
+    def __init__(self, process: CollectorProcess, temperature: float) -> None:
+        super().__init__(process._commands, temperature)
+        self._process = process
+
+    def stop(self) -> None:
+        if not self._process.interrupt_preparation():
+            super().stop()

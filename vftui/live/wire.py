@@ -39,12 +39,18 @@ class CollectorGone(ConnectionError):
     """The run has ended (or hung up) and answers no more calls."""
 
 
+class NoAnswer(CollectorGone):
+    """No answer in time: the process is there but busy (still preparing the run, or stuck); the call may
+    still be carried out when it answers."""
+
+
 class RemoteControls(RunControls):
     """The run's controls, one round trip per call.
 
     Once the run's process has gone (the run ended, or its collector died), pause and temperature
     calls are refused with ``RunEnded``, as an ended run's own controls refuse them, ``stop`` does
-    nothing, the ``temperature`` is the last known value and ``dump`` raises ``CollectorGone``.
+    nothing, the ``temperature`` is the last known value and ``dump`` raises ``CollectorGone``. A call
+    not answered in time (``NoAnswer``) does nothing here, and a temperature call returns the last known value.
     """
 
     def __init__(self, conn: Connection, temperature: float) -> None:
@@ -62,7 +68,7 @@ class RemoteControls(RunControls):
                 self._conn.send((call, name, args))
                 while True:
                     if not self._conn.poll(max(0.0, deadline - time.monotonic())):
-                        raise CollectorGone(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
+                        raise NoAnswer(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
                     answered, ok, value = self._conn.recv()
                     if answered == call:
                         break
@@ -77,6 +83,8 @@ class RemoteControls(RunControls):
     def _steer(self, name: str, *args: Any) -> Any:
         try:
             return self._call(name, *args)
+        except NoAnswer:
+            return None
         except CollectorGone as e:  # the key did nothing, and the view says why
             raise RunEnded("the run's process has ended: there is nothing left to steer") from e
 
@@ -90,11 +98,14 @@ class RemoteControls(RunControls):
         self._steer("toggle_pause")
 
     def set_temperature(self, value: float) -> float:
-        self._temperature = self._steer("set_temperature", value)
-        return self._temperature
+        return self._temperature_call("set_temperature", value)
 
     def nudge_temperature(self, delta: float) -> float:
-        self._temperature = self._steer("nudge_temperature", delta)
+        return self._temperature_call("nudge_temperature", delta)
+
+    def _temperature_call(self, name: str, *args: Any) -> float:
+        answer = self._steer(name, *args)
+        self._temperature = self._temperature if answer is None else answer
         return self._temperature
 
     def dump(self, path: Path | None = None) -> Path:

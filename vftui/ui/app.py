@@ -485,5 +485,6 @@ class VftuiApp(App[RunSummary | None]):
         else:
             self.result = worker.result
         self.tick()
-        if self._quitting:
+        interrupted = worker.error is None and worker.result is None and not self.source.leaves_run
+        if self._quitting or interrupted:  # interrupted: its own run stopped while it was prepared, never begun
             self.exit(self.result)

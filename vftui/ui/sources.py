@@ -65,8 +65,8 @@ class StartedRun(Source):
         self.process = process
         self.controls = process.controls
 
-    def execute(self, closed: threading.Event) -> RunSummary:
-        return self.process.wait_summary()
+    def execute(self, closed: threading.Event) -> RunSummary | None:
+        return self.process.wait_summary()  # None: stopped while it was prepared
 
 
 class AttachedTo(Source):
