@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
 from vftui.sim.server import BackgroundSimServer
+from vftui.wording import counted
 
 
 def run_args(server, out, steps=40) -> list[str]:
@@ -53,7 +54,8 @@ def assert_resume_completes(out, tmp_path, before: list[dict], steps: int) -> No
     result = run_cli(["run", "--no-ui", "--resume", str(out.parent)], tmp_path)
     assert result.returncode == 0, result.stderr
     if lost:
-        assert f"{len(lost)} items were in flight when the run stopped; collecting them again first" in result.stderr
+        said = f"{counted(len(lost), 'item')} in flight when the run stopped: collecting them again first"
+        assert said in result.stderr
     groups = read_jsonl(out)
     assert groups[: len(before)] == before, "resume only appends"
     items = [g["vftui"]["item"] for g in groups]

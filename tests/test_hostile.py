@@ -200,7 +200,7 @@ def test_a_non_finite_reward_drops_its_group_naming_the_function_and_json_stays_
         3: "reward function 'exact' failed: ValueError: returned -inf, not a finite number",
         4: "the rubric's total reward failed: nan, not a finite number",
     }
-    assert "group of item 1 not sent: reward function 'exact' failed" in result.stderr
+    assert "group of item 1 left out: reward function 'exact' failed" in result.stderr
     groups = [strict_json(line) for line in out.read_text().splitlines()]
     assert {g["vftui"]["item"] for g in groups} == {0, 2, 5} and all(s == 1.0 for g in groups for s in g["scores"])
 

@@ -49,7 +49,7 @@ def test_dropped_groups_count_in_the_figures_and_the_log():
     model.apply([started(), group(1, [1.0, 0.0]), GroupDropped(7, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1])])
     assert model.dropped == {stats.TOO_EASY: 1}
     assert model.run_metrics()["metrics/groups_total"] == 2 and model.run_metrics()["metrics/mean_reward_kept"] == 0.5
-    assert model.logs[-1].message == f"group of item 7 not sent: {stats.TOO_EASY}"
+    assert model.logs[-1].message == f"group of item 7 left out: {stats.TOO_EASY}"
 
 
 def test_texts_from_outside_are_made_printable_as_they_are_folded():

@@ -213,7 +213,7 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     process = start_cli([*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0", "--json"],
                         tmp_path)
     Trainer(api.api_url, batches=1)
-    read_until(process.stderr, "not sent: identical scores", "no group was reported as dropped")
+    read_until(process.stderr, "left out: identical scores", "no group was reported as dropped")
     process.send_signal(signal.SIGINT)
     code, err = finish(process)
     assert code == 130, err
@@ -249,7 +249,7 @@ def test_a_template_that_rewrites_earlier_turns_drops_groups_then_fails_the_run(
     args = [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--tokenizer", str(tokenizer), "--retries", "2"]
     code, err = finish(start_cli(args, tmp_path))
     assert code == 1, err
-    assert "not sent: building the token sequence failed: the chat template renders earlier turns" in err
+    assert "left out: building the token sequence failed: the chat template renders earlier turns" in err
     assert "building the token sequence failed in 3 groups in a row" in err
     assert read_jsonl(tmp_path / "groups.jsonl") == [], "nothing that does not match its generation is kept"
 

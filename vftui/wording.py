@@ -64,7 +64,13 @@ def trouble(event: EndpointTrouble) -> str:
 
 
 def dropped(event: GroupDropped) -> str:
-    return f"group of item {event.item} not sent: {event.reason}"
+    """A group that is no data: rl does not send it, sft and eval do not save it (an eval counts it an error)."""
+    return f"group of item {event.item} left out: {event.reason}"
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 group``, ``2 groups``: a count and its noun, which takes an s for any count but one."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def dumped(event: GroupsDumped) -> str:
@@ -120,7 +126,9 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
         lines.append(f"  reason: {s.error}")
     if s.dropped:
         reasons = "; ".join(f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1]))
-        lines.append(f"  {sum(s.dropped.values())} groups were left out (not sent, not saved as data): {reasons}")
+        left_out = sum(s.dropped.values())
+        lines.append(f"  {counted(left_out, 'group')} {'was' if left_out == 1 else 'were'} left out (not sent, not "
+                     f"saved as data): {reasons}")
     if m:
         kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
                 if s.dropped and "metrics/mean_reward_kept" in m else "")

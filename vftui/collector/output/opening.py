@@ -22,6 +22,7 @@ from vftui.groupfile import group_event
 from vftui.run_files import find_resumable, jsonl_named, sidecars
 from vftui.run_records import Checkpoint
 from vftui.shards import Shard
+from vftui.wording import counted
 
 logger = logging.getLogger(__name__)
 IN_FLIGHT_AT_MOST = 2 * LARGE  # groups a run has in flight at most: --concurrency's bound, and a quarter more spares
@@ -95,7 +96,7 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     done = {shard.position(group.item) for group in [*written, *dropped]}
     ledger = ItemLedger(0, done, handed_out(saved, done, sidecars(out)[1].name, out.name))
     if ledger.lost:
-        logger.warning("%d items were in flight when the run stopped; collecting them again first", ledger.lost)
+        logger.warning("%s in flight when the run stopped: collecting them again first", counted(ledger.lost, "item"))
     return Output(out, lock, len(written), ledger, written, dropped, _tail_lines(out, window))
 
 
