@@ -116,13 +116,17 @@ def test_a_reward_that_is_no_finite_number_is_an_error_and_huge_ones_never_crash
 
 
 @pytest.mark.classic
-def test_an_eval_gate_never_passes_an_eval_that_scored_no_example(tmp_path, judged_env):
+@pytest.mark.parametrize("gate", [[], ["--fail-on", "pass@1<0.5"]], ids=["no-gate", "gate"])
+def test_an_eval_that_scored_no_example_fails(tmp_path, judged_env, gate):
+    """It measured nothing: CI must not read exit 0 (or a gate's verdict) as a result; its files hold each error."""
     out = tmp_path / "eval.jsonl"
     result = run_eval(tmp_path, judged_env, out, "--num-examples", "3", "--env-args", '{"kinds": "raise raise raise"}',
-                      "--fail-on", "pass@1<0.5")
-    assert result.returncode == 3 and "Traceback" not in result.stderr, result.stderr
-    assert "gate pass@1<0.5 tripped: no example was scored (3 errors), so pass@1 has no value" in result.stderr
+                      *gate)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "no example was scored: all 3 failed to score" in result.stderr
     assert final_report(result.stdout)["errors"] == 3
+    meta = strict((out.with_suffix(".eval") / "metadata.json").read_text())
+    assert [e["item"] for e in meta["errors"]] == [0, 1, 2] and meta["complete"] is False
 
 
 def test_a_gate_on_a_pass_at_k_the_eval_does_not_report_is_refused(tmp_path):

@@ -21,7 +21,7 @@ from vftui.collector.envs.base import Environment
 from vftui.collector.eval import files
 from vftui.collector.sft.collection import STATS_EVERY_S, SftCollection
 from vftui.config import RunConfig
-from vftui.errors import UserError
+from vftui.errors import RunFailed, UserError
 from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
 from vftui.run_files import eval_dir
@@ -86,12 +86,16 @@ class EvalCollection(SftCollection):
         return self.tally.report(self._examples, final)
 
     async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
-        """sft's collection with the report once a second."""
+        """sft's collection with the report once a second; an eval that scored none of its examples measured
+        nothing, so it fails (its files still say why, example by example)."""
         ticker = asyncio.ensure_future(self._report_every_second())
         try:
             await super().collect(env, controls)
         finally:
             ticker.cancel()
+        if self.tally.errors and not self.tally.items:
+            raise RunFailed(f"no example was scored: all {len(self.tally.errors)} failed to score (each one's error "
+                            "is in the eval's metadata.json)")
 
     async def finish(self, env: VerifiersEnv) -> None:
         """The final figures and the results files, from everything the jsonl holds: after a stop, a failure,
