@@ -158,8 +158,8 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
         finally:
             watcher.close()
         assert lines_in(out) == held < steps
-        tmux("send-keys", "-t", session, "space")
-        wait_for_screen(session, "running")
+        tmux("send-keys", "-t", session, "space")  # the screen's log already says "running": the jsonl tells
+        wait_until(lambda: lines_in(out) > held, "the resumed run collecting again")
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "leave it running")
         tmux("send-keys", "-t", session, "l")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from multiprocessing import Pipe
 
 import pytest
 
@@ -11,7 +13,7 @@ from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.controls import Controls
 from vftui.collector.run import Run
 from vftui.config import RunConfig
-from vftui.errors import RunEnded
+from vftui.errors import RunEnded, Unanswered
 from vftui.events import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
@@ -22,6 +24,7 @@ from vftui.events import (
     RunStatus,
     TemperatureChanged,
 )
+from vftui.live.wire import RemoteControls, serve_commands
 from vftui.sim.server import BackgroundSimServer
 from vftui.store import GroupWindow
 
@@ -170,3 +173,25 @@ async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_s
     run.controls.stop()
     assert (await task).state is RunState.FINISHED
     run.close()
+
+
+def test_a_key_the_run_answers_late_says_so_and_is_still_carried_out(tmp_path):
+    """A busy collector (still loading, or stuck): the key says it was not answered, never seems to do nothing."""
+    dashboard_end, collector_end = Pipe()
+    controls = Controls(1.0, GroupWindow(10), tmp_path, lambda event: None, groups_total=4)
+    remote = RemoteControls(dashboard_end, temperature=1.0, reply_timeout_s=0.2)
+
+    def busy_then_serving() -> None:
+        time.sleep(0.6)  # past the reply timeout
+        serve_commands(collector_end, controls)
+
+    collector = threading.Thread(target=busy_then_serving, daemon=True)
+    collector.start()
+    with pytest.raises(Unanswered, match=r"the run did not answer within 0\.2 s; it may still pause or resume"):
+        remote.toggle_pause()
+    with pytest.raises(Unanswered, match="it may still change the temperature"):
+        remote.set_temperature(0.5)
+    assert remote.temperature == 0.5 and controls.paused, "both were carried out once the run answered"
+    dashboard_end.close()
+    collector.join(timeout=10)
+    assert not collector.is_alive()

@@ -23,6 +23,10 @@ class RunEnded(UserError):
     """A control call (pause, temperature, stop) on a run that has ended: nothing was done; the sentence says why."""
 
 
+class Unanswered(UserError):
+    """A control call the run did not answer in time: it may still be carried out; the sentence says so."""
+
+
 class RunFailed(Exception):
     """A run that started but could not go on (e.g. the endpoint kept failing)."""
 

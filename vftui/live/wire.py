@@ -25,7 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from vftui.errors import RunEnded
+from vftui.errors import RunEnded, Unanswered
 from vftui.events import GroupCollected, LogRecord, RunControls
 
 REPLY_TIMEOUT_S = 10.0
@@ -33,6 +33,8 @@ EXIT_TIMEOUT_S = 30.0
 BATCH = 1000  # events per send at most
 COMMANDS = frozenset(name for name in vars(RunControls) if not name.startswith("_"))
 """The control calls a peer may make: what a key can do, and no more."""
+WHAT = {"toggle_pause": "pause or resume", "set_temperature": "change the temperature",
+        "nudge_temperature": "change the temperature"}
 
 
 class CollectorGone(ConnectionError):
@@ -50,11 +52,11 @@ class RemoteControls(RunControls):
     Once the run's process has gone (the run ended, or its collector died), pause and temperature
     calls are refused with ``RunEnded``, as an ended run's own controls refuse them, ``stop`` does
     nothing, the ``temperature`` is the last known value and ``dump`` raises ``CollectorGone``. A call
-    not answered in time (``NoAnswer``) does nothing here, and a temperature call returns the last known value.
+    not answered within ``reply_timeout_s`` raises ``Unanswered``: the run may still carry it out, late.
     """
 
-    def __init__(self, conn: Connection, temperature: float) -> None:
-        self._conn = conn
+    def __init__(self, conn: Connection, temperature: float, reply_timeout_s: float = REPLY_TIMEOUT_S) -> None:
+        self._conn, self._reply_timeout_s = conn, reply_timeout_s
         self._lock = threading.Lock()
         self._temperature = temperature
         self._calls = itertools.count()
@@ -63,12 +65,12 @@ class RemoteControls(RunControls):
         """Send a call and wait for its answer; a late answer to an earlier call is skipped."""
         with self._lock:
             call = next(self._calls)
-            deadline = time.monotonic() + REPLY_TIMEOUT_S
+            deadline = time.monotonic() + self._reply_timeout_s
             try:
                 self._conn.send((call, name, args))
                 while True:
                     if not self._conn.poll(max(0.0, deadline - time.monotonic())):
-                        raise NoAnswer(f"the collector did not answer {name} within {REPLY_TIMEOUT_S:g} s")
+                        raise NoAnswer(f"the collector did not answer {name} within {self._reply_timeout_s:g} s")
                     answered, ok, value = self._conn.recv()
                     if answered == call:
                         break
@@ -83,8 +85,9 @@ class RemoteControls(RunControls):
     def _steer(self, name: str, *args: Any) -> Any:
         try:
             return self._call(name, *args)
-        except NoAnswer:
-            return None
+        except NoAnswer as e:  # a key that seemed to do nothing says so: it may still act, late
+            raise Unanswered(f"the run did not answer within {self._reply_timeout_s:g} s; it may still {WHAT[name]} "
+                             "when it does") from e
         except CollectorGone as e:  # the key did nothing, and the view says why
             raise RunEnded("the run's process has ended: there is nothing left to steer") from e
 
@@ -104,8 +107,7 @@ class RemoteControls(RunControls):
         return self._temperature_call("nudge_temperature", delta)
 
     def _temperature_call(self, name: str, *args: Any) -> float:
-        answer = self._steer(name, *args)
-        self._temperature = self._temperature if answer is None else answer
+        self._temperature = self._steer(name, *args)
         return self._temperature
 
     def dump(self, path: Path | None = None) -> Path:

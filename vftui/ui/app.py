@@ -31,7 +31,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from vftui.errors import RunEnded, UserError
+from vftui.errors import RunEnded, Unanswered, UserError
 from vftui.events import (
     MAX_TEMPERATURE,
     MIN_TEMPERATURE,
@@ -229,12 +229,13 @@ class VftuiApp(App[RunSummary | None]):
             self.exit(self.result)
 
     def _steer(self, call: Callable[[], object]) -> bool:
-        """Make a call on the run's controls; False when the run refuses it (it has ended), which is said."""
+        """Make a call on the run's controls; False when the run refuses it (it has ended). Either that or a
+        late answer is said."""
         try:
             call()
-        except RunEnded as e:
+        except (RunEnded, Unanswered) as e:  # ended: nothing was done; unanswered: it may still act, late
             self.notify(printable(str(e)), severity="warning", markup=False)
-            return False
+            return not isinstance(e, RunEnded)
         return True
 
     # -- attributes down ----------------------------------------------------------------
