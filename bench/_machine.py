@@ -10,6 +10,10 @@ from importlib.metadata import version
 
 def described() -> str:
     one, five, _ = os.getloadavg()
-    libraries = ", ".join(f"{name} {version(name)}" for name in ("verifiers", "atroposlib", "textual"))
-    return (f"machine: {os.cpu_count()} cores, load {one:.2f} (1 min) {five:.2f} (5 min) at the start; "
-            f"Python {platform.python_version()}, {libraries}")
+    libraries = ", ".join(
+        f"{name} {version(name)}" for name in ("verifiers", "atroposlib", "textual")
+    )
+    return (
+        f"machine: {os.cpu_count()} cores, load {one:.2f} (1 min) {five:.2f} (5 min) at the start; "
+        f"Python {platform.python_version()}, {libraries}"
+    )

@@ -33,16 +33,20 @@ def tmux(*args: str) -> str:
 
 
 FIRST_GROUP = re.compile(r"running .*\b[1-9]\d*/\d+ groups")
-IMPORTS = {"atroposlib.envs.base (the collector's core)": "import atroposlib.envs.base",
-           "the built-in v1 environment (verifiers.v1)": "import vftui.sim.envs.alphabet_sort"}
+IMPORTS = {
+    "atroposlib.envs.base (the collector's core)": "import atroposlib.envs.base",
+    "the built-in v1 environment (verifiers.v1)": "import vftui.sim.envs.alphabet_sort",
+}
 
 
 def import_s(statement: str) -> float:
     """Seconds a fresh interpreter takes to run ``statement``, less its own start."""
+
     def timed(code: str) -> float:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
         return time.perf_counter() - start
+
     return timed(statement) - timed("pass")
 
 
@@ -50,10 +54,14 @@ def one_start(width: int, height: int) -> tuple[float, float, float]:
     session = f"vftui-first-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         t0_file = Path(tmp) / "t0"
-        env = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled XDG_DATA_HOME={tmp}/data XDG_CONFIG_HOME={tmp}/config "
-               f"PATH={os.environ['PATH']} PYTHONPATH={os.environ.get('PYTHONPATH', '')}")
-        command = (f"date +%s.%N > {t0_file}; {env} {sys.executable} -m vftui run --steps 100000 "
-                   f"--out {tmp}/groups.jsonl")
+        env = (
+            f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled XDG_DATA_HOME={tmp}/data XDG_CONFIG_HOME={tmp}/config "
+            f"PATH={os.environ['PATH']} PYTHONPATH={os.environ.get('PYTHONPATH', '')}"
+        )
+        command = (
+            f"date +%s.%N > {t0_file}; {env} {sys.executable} -m vftui run --steps 100000 "
+            f"--out {tmp}/groups.jsonl"
+        )
         tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
         first = running = grouped = None
         try:
@@ -81,10 +89,14 @@ def one_start(width: int, height: int) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--size", default="100x30")
-    parser.add_argument("--quick", action="store_true", help="one start: checks that it runs, not its figures")
+    parser.add_argument(
+        "--quick", action="store_true", help="one start: checks that it runs, not its figures"
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:
@@ -94,14 +106,21 @@ def main() -> None:
     first = statistics.median(s[0] for s in starts)
     ready = statistics.median(s[1] for s in starts)
     grouped = statistics.median(s[2] for s in starts)
-    print(f"{args.size}, median of {args.runs} starts: first frame {first:.2f} s, running {ready:.2f} s, "
-          f"first group {grouped:.2f} s (first frame at {first / grouped:.2f} of the time to the first group)")
-    print("  each start (first frame, running, first group):",
-          ", ".join(f"({a:.2f}, {b:.2f}, {c:.2f})" for a, b, c in starts))
+    print(
+        f"{args.size}, median of {args.runs} starts: first frame {first:.2f} s, running {ready:.2f} s, "
+        f"first group {grouped:.2f} s (first frame at {first / grouped:.2f} of the time to the first group)"
+    )
+    print(
+        "  each start (first frame, running, first group):",
+        ", ".join(f"({a:.2f}, {b:.2f}, {c:.2f})" for a, b, c in starts),
+    )
     imports = {what: import_s(statement) for what, statement in IMPORTS.items()}
     floor = import_s("; ".join(IMPORTS.values()))  # shared dependencies (openai, pydantic) once
-    print("  imports, each alone in a fresh interpreter: " + ", ".join(f"{w} {s:.2f} s" for w, s in imports.items())
-          + f"; both {floor:.2f} s = {floor / grouped:.2f} of the time to the first group")
+    print(
+        "  imports, each alone in a fresh interpreter: "
+        + ", ".join(f"{w} {s:.2f} s" for w, s in imports.items())
+        + f"; both {floor:.2f} s = {floor / grouped:.2f} of the time to the first group"
+    )
 
 
 if __name__ == "__main__":

@@ -31,9 +31,13 @@ def tmux(*args: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--presses", type=int, default=40)
-    parser.add_argument("--quick", action="store_true", help="three presses: checks that it runs, not its figures")
+    parser.add_argument(
+        "--quick", action="store_true", help="three presses: checks that it runs, not its figures"
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:
@@ -42,9 +46,11 @@ def main() -> None:
     sim = BackgroundSimServer().start()
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
-                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui run "
-                   f"--steps 1000000 --base-url {sim.base_url} --out {tmp}/groups.jsonl")
+        command = (
+            f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+            f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui run "
+            f"--steps 1000000 --base-url {sim.base_url} --out {tmp}/groups.jsonl"
+        )
         tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
         try:
             deadline = time.monotonic() + 120
@@ -68,7 +74,12 @@ def main() -> None:
             time.sleep(0.5)
             tmux("send-keys", "-t", session, "y")
             deadline = time.monotonic() + 60  # the run stops and flushes before the endpoint goes
-            while subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode == 0:
+            while (
+                subprocess.run(
+                    ["tmux", "has-session", "-t", session], capture_output=True
+                ).returncode
+                == 0
+            ):
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
@@ -77,8 +88,10 @@ def main() -> None:
             sim.stop()
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print(f"key-to-screen in tmux over {len(latencies)} presses: p50 {statistics.median(latencies):.1f} ms, "
-          f"p99 {p99:.1f} ms; slowest {', '.join(f'{x:.0f}' for x in latencies[-5:])} ms")
+    print(
+        f"key-to-screen in tmux over {len(latencies)} presses: p50 {statistics.median(latencies):.1f} ms, "
+        f"p99 {p99:.1f} ms; slowest {', '.join(f'{x:.0f}' for x in latencies[-5:])} ms"
+    )
     print(f"while: {status[:100]}")
 
 

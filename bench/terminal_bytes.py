@@ -48,9 +48,11 @@ def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]
     session = f"vftui-bytes-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as tmp:
         # tmux gives the pane its server's environment, not ours: pass what matters on
-        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
-                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui "
-                   f"run --steps 1000000 --group-size 4 --out {tmp}/groups.jsonl")
+        command = (
+            f"{PANE_ENV} HF_HUB_OFFLINE=1 WANDB_MODE=disabled PATH={os.environ['PATH']} "
+            f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui "
+            f"run --steps 1000000 --group-size 4 --out {tmp}/groups.jsonl"
+        )
         tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
         try:
             wait_for(session, "running")
@@ -71,18 +73,25 @@ def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--quick", action="store_true", help="one size, 1 s windows: checks that it runs, not its "
-                        "figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one size, 1 s windows: checks that it runs, not its figures",
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:
         args.seconds = 1.0
     for width, height in ((80, 24),) if args.quick else ((80, 24), (120, 40)):
         collecting, paused, status = measure(width, height, args.seconds)
-        print(f"{width}x{height}: {collecting:.1f} KB/s collecting, {paused:.2f} KB/s paused "
-              f"(over {args.seconds:g} s each)")
+        print(
+            f"{width}x{height}: {collecting:.1f} KB/s collecting, {paused:.2f} KB/s paused "
+            f"(over {args.seconds:g} s each)"
+        )
         print(f"  while: {status[:110]}")
 
 

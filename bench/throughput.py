@@ -58,7 +58,9 @@ import httpx
 from _machine import described
 from _pane import PANE_ENV
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' reference eval, run by hand too
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1])
+)  # the tests' reference eval, run by hand too
 from tests.verifiers_reference import episodes, eval_command, pinned
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.defaults import DEFAULT_ENV
@@ -77,26 +79,64 @@ def groups_per_second(path: Path) -> float:
 def run(cmd: list[str], env: dict[str, str]) -> str:
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        sys.exit(f"benchmark command failed ({result.returncode}): {' '.join(cmd)}\n{result.stderr[-2000:]}")
+        sys.exit(
+            f"benchmark command failed ({result.returncode}): {' '.join(cmd)}\n{result.stderr[-2000:]}"
+        )
     return result.stderr
 
 
-def bare(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "") -> list[str]:
+def bare(
+    base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = ""
+) -> list[str]:
     extra = ["--env.env_args", env_args] if env_args else []
     return [
-        sys.executable, "-m", "vftui.collector.verifiers_env", "process",
-        "--env.vf_env_name", ENV, "--env.tokenizer_name", str(TOKENIZER_DIR),
-        "--env.group_size", str(group_size), "--env.total_steps", str(groups),
-        "--env.data_path_to_save_groups", str(out),
-        "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x", *extra,
+        sys.executable,
+        "-m",
+        "vftui.collector.verifiers_env",
+        "process",
+        "--env.vf_env_name",
+        ENV,
+        "--env.tokenizer_name",
+        str(TOKENIZER_DIR),
+        "--env.group_size",
+        str(group_size),
+        "--env.total_steps",
+        str(groups),
+        "--env.data_path_to_save_groups",
+        str(out),
+        "--openai.base_url",
+        base_url,
+        "--openai.model_name",
+        MODEL,
+        "--openai.api_key",
+        "x",
+        *extra,
     ]
 
 
-def vftui(base_url: str, out: Path, groups: int, group_size: int, *, env_args: str = "",
-          concurrency: int = 0) -> list[str]:
+def vftui(
+    base_url: str,
+    out: Path,
+    groups: int,
+    group_size: int,
+    *,
+    env_args: str = "",
+    concurrency: int = 0,
+) -> list[str]:
     cmd = [
-        sys.executable, "-m", "vftui", "run", "--no-ui", "--steps", str(groups), "--group-size", str(group_size),
-        "--base-url", base_url, "--out", str(out),
+        sys.executable,
+        "-m",
+        "vftui",
+        "run",
+        "--no-ui",
+        "--steps",
+        str(groups),
+        "--group-size",
+        str(group_size),
+        "--base-url",
+        base_url,
+        "--out",
+        str(out),
     ]
     if env_args:
         cmd += ["--env-args", env_args]
@@ -118,12 +158,18 @@ def free_port() -> int:
 def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> None:
     """The dashboard in a real (detached) terminal, quit once every group is on disk."""
     session = f"vftui-bench-{uuid.uuid4().hex[:8]}"
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ENV_OVERRIDES or k == "PATH")
+    exports = " ".join(
+        f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ENV_OVERRIDES or k == "PATH"
+    )
     command = f"{PANE_ENV} {exports} {shlex.join(cmd)}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True
+    )
     try:
         deadline, lines, read = time.monotonic() + 900, 0, 0
-        while lines < groups:  # counted from the new bytes only: this process also hosts the endpoint
+        while (
+            lines < groups
+        ):  # counted from the new bytes only: this process also hosts the endpoint
             if time.monotonic() > deadline:
                 sys.exit(f"the dashboard run did not write {groups} groups in time")
             time.sleep(0.5)
@@ -139,8 +185,16 @@ def run_in_tmux(cmd: list[str], env: dict[str, str], out: Path, groups: int) -> 
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
-def collect(name: str, build, server: BackgroundSimServer, env: dict[str, str], out: Path, groups: int,
-            group_size: int, **options) -> float:
+def collect(
+    name: str,
+    build,
+    server: BackgroundSimServer,
+    env: dict[str, str],
+    out: Path,
+    groups: int,
+    group_size: int,
+    **options,
+) -> float:
     cmd = build(server.base_url, out, groups, group_size, **options)
     run_in_tmux(cmd, env, out, groups) if name == "tui" else run(cmd, env)
     return groups_per_second(out)
@@ -149,29 +203,77 @@ def collect(name: str, build, server: BackgroundSimServer, env: dict[str, str], 
 def bare_serve(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
     tokenizer = str(TOKENIZER_DIR)
     return [
-        sys.executable, "-m", "vftui.collector.verifiers_env", "serve",
-        "--env.vf_env_name", ENV, "--env.tokenizer_name", tokenizer, "--env.group_size", str(group_size),
-        "--env.rollout_server_url", api_url, "--env.use_wandb", "False", "--env.total_steps", "1000000",
-        "--openai.base_url", base_url, "--openai.model_name", MODEL, "--openai.api_key", "x",
-        "--openai.server_type", "vllm", "--openai.tokenizer_name", tokenizer,
-        "--env.data_path_to_save_groups", str(out),  # both keep a local copy of what they send
+        sys.executable,
+        "-m",
+        "vftui.collector.verifiers_env",
+        "serve",
+        "--env.vf_env_name",
+        ENV,
+        "--env.tokenizer_name",
+        tokenizer,
+        "--env.group_size",
+        str(group_size),
+        "--env.rollout_server_url",
+        api_url,
+        "--env.use_wandb",
+        "False",
+        "--env.total_steps",
+        "1000000",
+        "--openai.base_url",
+        base_url,
+        "--openai.model_name",
+        MODEL,
+        "--openai.api_key",
+        "x",
+        "--openai.server_type",
+        "vllm",
+        "--openai.tokenizer_name",
+        tokenizer,
+        "--env.data_path_to_save_groups",
+        str(out),  # both keep a local copy of what they send
     ]
 
 
 def vftui_rl(base_url: str, api_url: str, group_size: int, out: Path) -> list[str]:
-    return [sys.executable, "-m", "vftui", "run", "--mode", "rl", "--no-ui", "--steps", "1000000",
-            "--group-size", str(group_size), "--base-url", base_url, "--api-url", api_url, "--out", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "vftui",
+        "run",
+        "--mode",
+        "rl",
+        "--no-ui",
+        "--steps",
+        "1000000",
+        "--group-size",
+        str(group_size),
+        "--base-url",
+        base_url,
+        "--api-url",
+        api_url,
+        "--out",
+        str(out),
+    ]
 
 
-def serve_rate(cmd: list[str], env: dict[str, str], api_url: str, groups: int, group_size: int) -> float:
+def serve_rate(
+    cmd: list[str], env: dict[str, str], api_url: str, groups: int, group_size: int
+) -> float:
     """Groups/s reaching a trainer that pulls one group per batch, first to last arrival."""
     arrivals: list[float] = []
     trainer = threading.Thread(
-        target=run_trainer, args=(api_url, group_size, groups + 1),
-        kwargs={"say": lambda line: None, "on_batch": lambda batch: arrivals.append(time.monotonic())}, daemon=True,
+        target=run_trainer,
+        args=(api_url, group_size, groups + 1),
+        kwargs={
+            "say": lambda line: None,
+            "on_batch": lambda batch: arrivals.append(time.monotonic()),
+        },
+        daemon=True,
     )
     trainer.start()
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         trainer.join(timeout=900)
         if trainer.is_alive():
@@ -184,23 +286,38 @@ def serve_rate(cmd: list[str], env: dict[str, str], api_url: str, groups: int, g
 
 def peak_rss_mb(cmd: list[str], env: dict[str, str]) -> float:
     """The highest resident set size of ``cmd`` (read from /proc every 50 ms) until it exits."""
-    process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     status, peak = Path(f"/proc/{process.pid}/status"), 0
     while process.poll() is None:
         try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            fields = dict(
+                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+            )
             peak = max(peak, int(fields["VmRSS"].split()[0]))
         except (OSError, KeyError, ValueError):
             pass
         time.sleep(0.05)
     if process.returncode != 0:
-        sys.exit(f"benchmark command failed ({process.returncode}): {' '.join(cmd)}\n{process.stderr.read()[-2000:]}")
+        sys.exit(
+            f"benchmark command failed ({process.returncode}): {' '.join(cmd)}\n{process.stderr.read()[-2000:]}"
+        )
     return peak / 1024
 
 
-ENV_OVERRIDES = {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
-LABELS = {"bare": "atroposlib process (bare)", "vftui": "vftui run --no-ui", "tui": "vftui run (dashboard)",
-          "serve": "atroposlib serve (bare)", "rl": "vftui run --mode rl"}
+ENV_OVERRIDES = {
+    "WANDB_MODE": "disabled",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+}
+LABELS = {
+    "bare": "atroposlib process (bare)",
+    "vftui": "vftui run --no-ui",
+    "tui": "vftui run (dashboard)",
+    "serve": "atroposlib serve (bare)",
+    "rl": "vftui run --mode rl",
+}
 IN_FLIGHT = 64  # the latency columns' --concurrency
 ENV = DEFAULT_ENV  # every column collects the embedded default's environment (a v1 taskset)
 
@@ -211,13 +328,24 @@ def cpu_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
     try:
         for i in range(args.repeats):
             for name, build in kinds:
-                rates[name].append(collect(name, build, server, env, tmp / f"cpu-{name}-{i}.jsonl", args.groups,
-                                           args.group_size))
+                rates[name].append(
+                    collect(
+                        name,
+                        build,
+                        server,
+                        env,
+                        tmp / f"cpu-{name}-{i}.jsonl",
+                        args.groups,
+                        args.group_size,
+                    )
+                )
                 print(f"  run {i + 1} {name:>5}: {rates[name][-1]:8.2f} groups/s", flush=True)
     finally:
         server.stop()
     median = {name: statistics.median(values) for name, values in rates.items()}
-    print(f"\n## no added latency: groups={args.groups} group_size={args.group_size} repeats={args.repeats}")
+    print(
+        f"\n## no added latency: groups={args.groups} group_size={args.group_size} repeats={args.repeats}"
+    )
     print(f"{'collector':<28}{'groups/s (median)':>18}{'ratio to bare':>15}")
     for name, rate in median.items():
         print(f"{LABELS[name]:<28}{rate:>18.2f}{rate / median['bare']:>15.3f}")
@@ -233,22 +361,45 @@ def latency_section(args, env: dict[str, str], kinds, tmp: Path) -> None:
                 limit = IN_FLIGHT / latency_s / args.group_size / turns
                 env_args = json.dumps({"max_turns": turns}) if turns > 1 else ""
                 # as many groups as keep every request slot busy for ~20 s; bare goes one group at a time
-                groups = args.groups if args.quick else max(2 * IN_FLIGHT // args.group_size, round(20 * limit))
+                groups = (
+                    args.groups
+                    if args.quick
+                    else max(2 * IN_FLIGHT // args.group_size, round(20 * limit))
+                )
                 row = {"latency": latency_s, "turns": turns, "limit": limit}
-                for name, build in kinds[:2] if args.quick else kinds:  # quick: the dashboard's column once (cpu)
+                for name, build in (
+                    kinds[:2] if args.quick else kinds
+                ):  # quick: the dashboard's column once (cpu)
                     options = {"env_args": env_args}
                     if name != "bare":
                         options["concurrency"] = IN_FLIGHT
-                    count = min(groups, max(4, round(8 / (latency_s * turns)))) if name == "bare" else groups
-                    row[name] = collect(name, build, server, env, tmp / f"lat-{latency_s}-{turns}-{name}.jsonl",
-                                        count, args.group_size, **options)
-                    print(f"  {latency_s:g} s x {turns} turns {name:>5}: {row[name]:8.2f} groups/s "
-                          f"({row[name] / limit:.2f} x limit {limit:.2f})", flush=True)
+                    count = (
+                        min(groups, max(4, round(8 / (latency_s * turns))))
+                        if name == "bare"
+                        else groups
+                    )
+                    row[name] = collect(
+                        name,
+                        build,
+                        server,
+                        env,
+                        tmp / f"lat-{latency_s}-{turns}-{name}.jsonl",
+                        count,
+                        args.group_size,
+                        **options,
+                    )
+                    print(
+                        f"  {latency_s:g} s x {turns} turns {name:>5}: {row[name]:8.2f} groups/s "
+                        f"({row[name] / limit:.2f} x limit {limit:.2f})",
+                        flush=True,
+                    )
                 rows.append(row)
         finally:
             server.stop()
     names = [name for name, _ in kinds if name in rows[0]]
-    print(f"\n## with latency: --concurrency {IN_FLIGHT}, group_size={args.group_size}; groups/s (ratio to the limit)")
+    print(
+        f"\n## with latency: --concurrency {IN_FLIGHT}, group_size={args.group_size}; groups/s (ratio to the limit)"
+    )
     print(f"{'latency':>8}{'turns':>6}{'limit':>8}" + "".join(f"{LABELS[n]:>30}" for n in names))
     for row in rows:
         cells = "".join(f"{row[n]:>22.2f} ({row[n] / row['limit']:.2f}x)" for n in names)
@@ -262,18 +413,25 @@ def rate_section(args, env: dict[str, str], tmp: Path) -> None:
     try:
         out = tmp / "rate.jsonl"
         started = time.monotonic()
-        stderr = run(vftui(server.base_url, out, groups, args.group_size, concurrency=IN_FLIGHT), env)
+        stderr = run(
+            vftui(server.base_url, out, groups, args.group_size, concurrency=IN_FLIGHT), env
+        )
         seen = httpx.get(server.base_url.removesuffix("/v1") + "/sim/requests", timeout=10).json()
     finally:
         server.stop()
     answered = groups * args.group_size
     span = groups / groups_per_second(out) if out.exists() else time.monotonic() - started
     steps = stderr.count("the endpoint is rate-limiting")
-    print(f"\n## rate-limited endpoint: at most {rate:g} requests/s, {latency_s:g} s each "
-          f"(room for {rate * latency_s:g} in flight), --concurrency {IN_FLIGHT}, {groups} groups of {args.group_size}")
-    print(f"answered {answered / span:.1f} requests/s ({answered / span / rate:.2f} x the rate); "
-          f"{seen['rate_limited']} rejected (429) for {answered} answered ({seen['rate_limited'] / answered:.1%}); "
-          f"{steps} back-off steps, {seen['rate_limited'] / max(1, steps):.1f} rejections per step\n", flush=True)
+    print(
+        f"\n## rate-limited endpoint: at most {rate:g} requests/s, {latency_s:g} s each "
+        f"(room for {rate * latency_s:g} in flight), --concurrency {IN_FLIGHT}, {groups} groups of {args.group_size}"
+    )
+    print(
+        f"answered {answered / span:.1f} requests/s ({answered / span / rate:.2f} x the rate); "
+        f"{seen['rate_limited']} rejected (429) for {answered} answered ({seen['rate_limited'] / answered:.1%}); "
+        f"{steps} back-off steps, {seen['rate_limited'] / max(1, steps):.1f} rejections per step\n",
+        flush=True,
+    )
 
 
 def memory_section(args, env: dict[str, str], tmp: Path) -> None:
@@ -283,15 +441,23 @@ def memory_section(args, env: dict[str, str], tmp: Path) -> None:
     try:
         for in_flight in (8, IN_FLIGHT):
             out = tmp / f"mem-{in_flight}.jsonl"
-            peaks[in_flight] = peak_rss_mb(vftui(server.base_url, out, groups, args.group_size,
-                                                 concurrency=in_flight), env)
-        tokens = [len(t) for line in out.read_text().splitlines() for t in json.loads(line)["tokens"]]
+            peaks[in_flight] = peak_rss_mb(
+                vftui(server.base_url, out, groups, args.group_size, concurrency=in_flight), env
+            )
+        tokens = [
+            len(t) for line in out.read_text().splitlines() for t in json.loads(line)["tokens"]
+        ]
     finally:
         server.stop()
-    print(f"\n## memory: {groups} groups of {args.group_size}, rollouts of ~{statistics.mean(tokens):.0f} tokens, "
-          "1 s latency")
-    print(f"peak RSS of vftui run --no-ui: {peaks[8]:.0f} MB at 8 requests in flight, {peaks[IN_FLIGHT]:.0f} MB at "
-          f"{IN_FLIGHT}: {peaks[IN_FLIGHT] - peaks[8]:+.0f} MB (target < 50)\n", flush=True)
+    print(
+        f"\n## memory: {groups} groups of {args.group_size}, rollouts of ~{statistics.mean(tokens):.0f} tokens, "
+        "1 s latency"
+    )
+    print(
+        f"peak RSS of vftui run --no-ui: {peaks[8]:.0f} MB at 8 requests in flight, {peaks[IN_FLIGHT]:.0f} MB at "
+        f"{IN_FLIGHT}: {peaks[IN_FLIGHT] - peaks[8]:+.0f} MB (target < 50)\n",
+        flush=True,
+    )
 
 
 def rl_section(args, env: dict[str, str], tmp: Path) -> None:
@@ -302,8 +468,16 @@ def rl_section(args, env: dict[str, str], tmp: Path) -> None:
             for name, build in (("serve", bare_serve), ("rl", vftui_rl)):
                 api = ApiProcess(f"http://127.0.0.1:{free_port()}").start()
                 try:
-                    cmd = build(server.base_url, api.api_url, args.group_size, tmp / f"{name}-{i}.jsonl")
-                    rate = serve_rate(cmd, {**env, "VFTUI_WINDOW": "64"}, api.api_url, args.rl_groups, args.group_size)
+                    cmd = build(
+                        server.base_url, api.api_url, args.group_size, tmp / f"{name}-{i}.jsonl"
+                    )
+                    rate = serve_rate(
+                        cmd,
+                        {**env, "VFTUI_WINDOW": "64"},
+                        api.api_url,
+                        args.rl_groups,
+                        args.group_size,
+                    )
                 finally:
                     api.stop()
                 rates.setdefault(name, []).append(rate)
@@ -317,12 +491,15 @@ def rl_section(args, env: dict[str, str], tmp: Path) -> None:
     print("", flush=True)
 
 
-V1_SHIM = "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n" \
-          "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n"
+V1_SHIM = (
+    "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n"
+    "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n"
+)
 
 
-def verifiers_eval_rate(base_url: str, env: dict[str, str], tmp: Path, tasks: int, group_size: int,
-                        turns: int) -> float:
+def verifiers_eval_rate(
+    base_url: str, env: dict[str, str], tmp: Path, tasks: int, group_size: int, turns: int
+) -> float:
     """Groups/s of verifiers' own v1 eval of the default taskset, from its traces' timings."""
     from verifiers.v1.trace import Trace
 
@@ -330,8 +507,17 @@ def verifiers_eval_rate(base_url: str, env: dict[str, str], tmp: Path, tasks: in
     site.mkdir(exist_ok=True)
     (site / "vftui_bench_sort.py").write_text(V1_SHIM)
     out = tmp / "vf-eval"
-    cmd = eval_command("vftui_bench_sort", base_url, MODEL, "VFTUI_BENCH_KEY", out, tasks, group_size, IN_FLIGHT,
-                       {"max_turns": turns})
+    cmd = eval_command(
+        "vftui_bench_sort",
+        base_url,
+        MODEL,
+        "VFTUI_BENCH_KEY",
+        out,
+        tasks,
+        group_size,
+        IN_FLIGHT,
+        {"max_turns": turns},
+    )
     path = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
     run(cmd, pinned({**env, "PYTHONPATH": path, "VFTUI_BENCH_KEY": "x"}))
     traces = [Trace.model_validate(t) for episode in episodes(out) for t in episode["traces"]]
@@ -347,24 +533,46 @@ def v1_section(args, env: dict[str, str], tmp: Path) -> None:
     env_args = json.dumps({"max_turns": turns})
     server = BackgroundSimServer(seed=0).start()
     try:
-        ours = collect("vftui", vftui, server, env, tmp / "v1-vftui.jsonl", groups, args.group_size, env_args=env_args,
-                       concurrency=IN_FLIGHT)
+        ours = collect(
+            "vftui",
+            vftui,
+            server,
+            env,
+            tmp / "v1-vftui.jsonl",
+            groups,
+            args.group_size,
+            env_args=env_args,
+            concurrency=IN_FLIGHT,
+        )
         theirs = verifiers_eval_rate(server.base_url, env, tmp, tasks, args.group_size, turns)
     finally:
         server.stop()
     server = BackgroundSimServer(seed=0, latency_s=1.0).start()
     limit = IN_FLIGHT / 1.0 / args.group_size / turns
     try:
-        slow = collect("vftui", vftui, server, env, tmp / "v1-slow.jsonl",
-                       args.groups if args.quick else round(20 * limit), args.group_size, env_args=env_args,
-                       concurrency=IN_FLIGHT)
+        slow = collect(
+            "vftui",
+            vftui,
+            server,
+            env,
+            tmp / "v1-slow.jsonl",
+            args.groups if args.quick else round(20 * limit),
+            args.group_size,
+            env_args=env_args,
+            concurrency=IN_FLIGHT,
+        )
     finally:
         server.stop()
     print(f"\n## v1 taskset ({DEFAULT_ENV}, {turns} turns, group_size={args.group_size})")
-    print(f"vftui run --no-ui {ours:>12.2f} groups/s; verifiers' own v1 eval {theirs:.3f} groups/s: "
-          f"{ours / theirs:.0f} x (target >= 10 x)")
-    print(f"at 1 s a request, --concurrency {IN_FLIGHT}: {slow:.2f} groups/s = {slow / limit:.2f} x the limit "
-          f"{limit:.2f} (target >= 0.85)\n", flush=True)
+    print(
+        f"vftui run --no-ui {ours:>12.2f} groups/s; verifiers' own v1 eval {theirs:.3f} groups/s: "
+        f"{ours / theirs:.0f} x (target >= 10 x)"
+    )
+    print(
+        f"at 1 s a request, --concurrency {IN_FLIGHT}: {slow:.2f} groups/s = {slow / limit:.2f} x the limit "
+        f"{limit:.2f} (target >= 0.85)\n",
+        flush=True,
+    )
 
 
 CLASSIC_SHIM = "from vftui.sim.envs.alphabet_sort_classic import load_environment  # noqa: F401\n"
@@ -372,10 +580,31 @@ CLASSIC_ENV = "vftui/alphabet-sort-classic"
 
 
 def vftui_eval(base_url: str, out: Path, examples: int, k: int) -> list[str]:
-    return [sys.executable, "-m", "vftui", "run", "--mode", "eval", "--no-ui", "--env", CLASSIC_ENV,
-            "--env-args", json.dumps({"num_eval_examples": examples}), "--num-examples", str(examples),
-            "--rollouts-per-example", str(k), "--temperature", "1.0", "--base-url", base_url,
-            "--concurrency", str(IN_FLIGHT), "--out", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "vftui",
+        "run",
+        "--mode",
+        "eval",
+        "--no-ui",
+        "--env",
+        CLASSIC_ENV,
+        "--env-args",
+        json.dumps({"num_eval_examples": examples}),
+        "--num-examples",
+        str(examples),
+        "--rollouts-per-example",
+        str(k),
+        "--temperature",
+        "1.0",
+        "--base-url",
+        base_url,
+        "--concurrency",
+        str(IN_FLIGHT),
+        "--out",
+        str(out),
+    ]
 
 
 def vf_eval_rate(base_url: str, env: dict[str, str], tmp: Path, examples: int, k: int) -> float:
@@ -383,13 +612,43 @@ def vf_eval_rate(base_url: str, env: dict[str, str], tmp: Path, examples: int, k
     site = tmp / "classic-shim"
     site.mkdir(exist_ok=True)
     (site / "alphabet_sort_classic.py").write_text(CLASSIC_SHIM)
-    cmd = [str(Path(sys.executable).parent / "vf-eval"), "alphabet_sort_classic", "-m", MODEL, "-b", base_url,
-           "-k", "VFTUI_BENCH_KEY", "-a", json.dumps({"num_eval_examples": examples}), "-n", str(examples),
-           "-r", str(k), "--temperature", "1.0", "--max-concurrent", str(IN_FLIGHT), "--save-results",
-           "--output-dir", str(tmp / "vf-eval-out"), "--disable-tui", "--disable-env-server"]
-    run(cmd, {**env, "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")]), "VFTUI_BENCH_KEY": "x"})
+    cmd = [
+        str(Path(sys.executable).parent / "vf-eval"),
+        "alphabet_sort_classic",
+        "-m",
+        MODEL,
+        "-b",
+        base_url,
+        "-k",
+        "VFTUI_BENCH_KEY",
+        "-a",
+        json.dumps({"num_eval_examples": examples}),
+        "-n",
+        str(examples),
+        "-r",
+        str(k),
+        "--temperature",
+        "1.0",
+        "--max-concurrent",
+        str(IN_FLIGHT),
+        "--save-results",
+        "--output-dir",
+        str(tmp / "vf-eval-out"),
+        "--disable-tui",
+        "--disable-env-server",
+    ]
+    run(
+        cmd,
+        {
+            **env,
+            "PYTHONPATH": os.pathsep.join([str(site), env.get("PYTHONPATH", "")]),
+            "VFTUI_BENCH_KEY": "x",
+        },
+    )
     (results,) = (tmp / "vf-eval-out").glob("evals/*/*/results.jsonl")
-    timings = [json.loads(line)["timing"] for line in results.read_text().splitlines() if line.strip()]
+    timings = [
+        json.loads(line)["timing"] for line in results.read_text().splitlines() if line.strip()
+    ]
     shutil.rmtree(tmp / "vf-eval-out")
     start = min(t["start_time"] for t in timings)
     end = max(t["scoring"]["end"] for t in timings)
@@ -401,37 +660,65 @@ def eval_section(args, env: dict[str, str], tmp: Path) -> None:
     examples = args.groups if args.quick else 200
     server = BackgroundSimServer(seed=0).start()
     try:
-        ours = collect("vftui", lambda url, out, n, size: vftui_eval(url, out, n, size), server, env,
-                       tmp / "eval.jsonl", examples, k)
+        ours = collect(
+            "vftui",
+            lambda url, out, n, size: vftui_eval(url, out, n, size),
+            server,
+            env,
+            tmp / "eval.jsonl",
+            examples,
+            k,
+        )
         theirs = vf_eval_rate(server.base_url, env, tmp, examples, k)
     finally:
         server.stop()
     limit = IN_FLIGHT / 1.0 / k
     server = BackgroundSimServer(seed=0, latency_s=1.0).start()
     try:
-        slow = collect("vftui", lambda url, out, n, size: vftui_eval(url, out, n, size), server, env,
-                       tmp / "eval-slow.jsonl", args.groups if args.quick else round(20 * limit), k)
+        slow = collect(
+            "vftui",
+            lambda url, out, n, size: vftui_eval(url, out, n, size),
+            server,
+            env,
+            tmp / "eval-slow.jsonl",
+            args.groups if args.quick else round(20 * limit),
+            k,
+        )
     finally:
         server.stop()
     print(f"\n## eval ({CLASSIC_ENV}, {k} rollouts an example, --concurrency {IN_FLIGHT} for both)")
-    print(f"vftui run --mode eval {ours:>8.2f} examples/s; vf-eval {theirs:.2f} examples/s: {ours / theirs:.2f} x "
-          "(target >= 1.5 x)")
-    print(f"at 1 s a request: {slow:.2f} examples/s = {slow / limit:.2f} x the limit {limit:.2f} (target >= 0.85)\n",
-          flush=True)
+    print(
+        f"vftui run --mode eval {ours:>8.2f} examples/s; vf-eval {theirs:.2f} examples/s: {ours / theirs:.2f} x "
+        "(target >= 1.5 x)"
+    )
+    print(
+        f"at 1 s a request: {slow:.2f} examples/s = {slow / limit:.2f} x the limit {limit:.2f} (target >= 0.85)\n",
+        flush=True,
+    )
 
 
 SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "eval", "rl")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated, of {', '.join(SECTIONS)}"
+    )
     parser.add_argument("--groups", type=int, default=200, help="groups per run in the cpu section")
     parser.add_argument("--group-size", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3, help="runs per collector in the cpu and rl sections")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs per collector in the cpu and rl sections"
+    )
     parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes and one repeat, so that a renamed module "
-                        "breaks CI instead of the README's figures: checks that each section runs, not its figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and one repeat, so that a renamed module "
+        "breaks CI instead of the README's figures: checks that each section runs, not its figures",
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:

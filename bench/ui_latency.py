@@ -60,10 +60,19 @@ def synthetic_group(index: int, rng: random.Random) -> GroupCollected:
         tokens.append(ids)
         masks.append([-100] * cut + ids[cut:])
     return GroupCollected(
-        index=index, item=index, example_id=index, scores=[rng.random() for _ in range(8)],
-        metrics={"f": [rng.random() for _ in range(8)]}, turns=[1] * 8, tokens=tokens, masks=masks,
+        index=index,
+        item=index,
+        example_id=index,
+        scores=[rng.random() for _ in range(8)],
+        metrics={"f": [rng.random() for _ in range(8)]},
+        turns=[1] * 8,
+        tokens=tokens,
+        masks=masks,
         messages=[[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]] * 8,
-        finish_reasons=["stop"] * 8, temperature=1.0, started_at=time.time(), elapsed_s=0.01,
+        finish_reasons=["stop"] * 8,
+        temperature=1.0,
+        started_at=time.time(),
+        elapsed_s=0.01,
     )
 
 
@@ -84,22 +93,34 @@ def painted_frames(app: VftuiApp) -> list[tuple[float, float, str]]:
     return frames
 
 
-def first_frame_showing(frames: list[tuple[float, float, str]], after: float, text: str) -> float | None:
+def first_frame_showing(
+    frames: list[tuple[float, float, str]], after: float, text: str
+) -> float | None:
     """End of the first frame since ``after`` that painted ``text`` on the status line."""
     return next((end for start, end, status in frames if start >= after and text in status), None)
 
 
-def synthetic_collector(rate: float, config: RunConfig, event_pipe: Connection, command_pipe: Connection) -> None:
+def synthetic_collector(
+    rate: float, config: RunConfig, event_pipe: Connection, command_pipe: Connection
+) -> None:
     """The child: real Controls over the command pipe, synthetic groups at ``rate`` until hung up."""
     outbox = Outbox(event_pipe)
     with tempfile.TemporaryDirectory() as tmp:
-        controls = Controls(1.0, GroupWindow(config.window), Path(tmp), outbox.put, groups_total=10**9)
+        controls = Controls(
+            1.0, GroupWindow(config.window), Path(tmp), outbox.put, groups_total=10**9
+        )
         outbox.put(Prepared(tmp, simulated=True))
-        outbox.put(RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"]))
+        outbox.put(
+            RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"])
+        )
         hung_up = threading.Event()
-        threading.Thread(target=lambda: (serve_commands(command_pipe, controls), hung_up.set()), daemon=True).start()
+        threading.Thread(
+            target=lambda: (serve_commands(command_pipe, controls), hung_up.set()), daemon=True
+        ).start()
         rng, index = random.Random(0), 1
-        pool = [synthetic_group(i, rng) for i in range(32)]  # building groups is not what we measure
+        pool = [
+            synthetic_group(i, rng) for i in range(32)
+        ]  # building groups is not what we measure
         next_at = time.perf_counter()
         while not hung_up.is_set():
             g = pool[index % len(pool)]
@@ -112,8 +133,11 @@ def synthetic_collector(rate: float, config: RunConfig, event_pipe: Connection, 
 
 async def measure(args: argparse.Namespace) -> None:
     inbox = Inbox()
-    collector = CollectorProcess(RunConfig(window=args.window), inbox.put,
-                                 target=functools.partial(synthetic_collector, args.rate))
+    collector = CollectorProcess(
+        RunConfig(window=args.window),
+        inbox.put,
+        target=functools.partial(synthetic_collector, args.rate),
+    )
     collector.start()
     app = VftuiApp(StartedRun(inbox, collector), window=args.window)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -150,22 +174,33 @@ async def measure(args: argparse.Namespace) -> None:
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print(f"ingest rate ~{ingested / elapsed:.0f} groups/s offered {args.rate:g}/s (group size 8, "
-          f"{TOKENS} tokens/rollout)")
-    print(f"key-to-repaint latency over {len(latencies)} presses: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
-          f"(target p99 < 50); slowest {', '.join(f'{x:.0f}' for x in latencies[-5:])} ms")
-    print(f"RSS before {before:.1f} MB, after {args.groups} more groups {after:.1f} MB: "
-          f"growth {after - before:+.1f} MB (window {args.window}; target < 50)")
+    print(
+        f"ingest rate ~{ingested / elapsed:.0f} groups/s offered {args.rate:g}/s (group size 8, "
+        f"{TOKENS} tokens/rollout)"
+    )
+    print(
+        f"key-to-repaint latency over {len(latencies)} presses: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+        f"(target p99 < 50); slowest {', '.join(f'{x:.0f}' for x in latencies[-5:])} ms"
+    )
+    print(
+        f"RSS before {before:.1f} MB, after {args.groups} more groups {after:.1f} MB: "
+        f"growth {after - before:+.1f} MB (window {args.window}; target < 50)"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rate", type=float, default=120)
     parser.add_argument("--presses", type=int, default=100)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--window", type=int, default=256)
-    parser.add_argument("--quick", action="store_true", help="five presses and 300 groups: checks that it runs, not "
-                        "its figures")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="five presses and 300 groups: checks that it runs, not its figures",
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:

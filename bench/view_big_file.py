@@ -56,9 +56,18 @@ def write_file(path: Path, groups: int) -> int:
                 "tokens": [[rng.randrange(100, 500) for _ in range(12)] for _ in range(2)],
                 "masks": [[-100] * 6 + [1] * 6 for _ in range(2)],
                 "scores": scores,
-                "messages": [[{"role": "user", "content": "sort"}, {"role": "assistant", "content": "a b"}]] * 2,
-                "vftui": {"item": i, "metrics": {"ok": scores}, "turns": [1, 1], "temperature": 1.0,
-                          "started_at": 1.7e9 + i, "elapsed_s": 0.5},
+                "messages": [
+                    [{"role": "user", "content": "sort"}, {"role": "assistant", "content": "a b"}]
+                ]
+                * 2,
+                "vftui": {
+                    "item": i,
+                    "metrics": {"ok": scores},
+                    "turns": [1, 1],
+                    "temperature": 1.0,
+                    "started_at": 1.7e9 + i,
+                    "elapsed_s": 0.5,
+                },
             }
             f.write(json.dumps(line) + "\n")
     return path.stat().st_size
@@ -71,9 +80,13 @@ def rss_mb(pid: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--groups", type=int, default=200_000)
-    parser.add_argument("--quick", action="store_true", help="2,000 groups: checks that it runs, not its figures")
+    parser.add_argument(
+        "--quick", action="store_true", help="2,000 groups: checks that it runs, not its figures"
+    )
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:
@@ -84,8 +97,10 @@ def main() -> None:
         size = write_file(path, args.groups)
         os.sync()  # the file's write-back would otherwise compete with the view for the disk and a core
         time.sleep(2)
-        command = (f"{PANE_ENV} HF_HUB_OFFLINE=1 PATH={os.environ['PATH']} "
-                   f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui view {path}")
+        command = (
+            f"{PANE_ENV} HF_HUB_OFFLINE=1 PATH={os.environ['PATH']} "
+            f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui view {path}"
+        )
         started = time.perf_counter()
         tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
         try:
@@ -95,8 +110,14 @@ def main() -> None:
             first = time.perf_counter() - started
             wait_for(session, rf"{args.groups}/{args.groups} groups", 600)
             read_all = time.perf_counter() - started
-            pid = int(subprocess.run(["pgrep", "-f", f"^{sys.executable} -m vftui view {path}"], capture_output=True,
-                                     text=True, check=True).stdout.split()[0])
+            pid = int(
+                subprocess.run(
+                    ["pgrep", "-f", f"^{sys.executable} -m vftui view {path}"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.split()[0]
+            )
             rss, peak = rss_mb(pid)
             start = time.perf_counter()
             tmux("send-keys", "-t", session, "End")
@@ -114,10 +135,14 @@ def main() -> None:
         finally:
             tmux("kill-session", "-t", session)
     print(f"vftui view of {args.groups:,} groups ({size / 1e6:.0f} MB) in tmux at 120x40:")
-    print(f"  first frame: {frame:.2f} s; with a group row: {first:.2f} s; every line read: {read_all:.2f} s")
+    print(
+        f"  first frame: {frame:.2f} s; with a group row: {first:.2f} s; every line read: {read_all:.2f} s"
+    )
     print(f"  RSS after the read: {rss:.0f} MB (peak {peak:.0f} MB)")
-    print(f"  End to the last group on screen: {end_key * 1000:.0f} ms; j/k to its preview: "
-          f"p50 {statistics.median(moves) * 1000:.0f} ms, max {max(moves) * 1000:.0f} ms")
+    print(
+        f"  End to the last group on screen: {end_key * 1000:.0f} ms; j/k to its preview: "
+        f"p50 {statistics.median(moves) * 1000:.0f} ms, max {max(moves) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

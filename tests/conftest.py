@@ -28,8 +28,12 @@ from vftui.sim.trainer import run_trainer
 REPO = Path(__file__).resolve().parent.parent
 
 
-CLASSIC = importlib.util.find_spec("verifiers.legacy") is not None  # verifiers 0.3 runs classic envs; 0.4 does not
-IN_CI = bool(os.environ.get("CI"))  # .ci/run sets it: there every tool the suite drives must be present
+CLASSIC = (
+    importlib.util.find_spec("verifiers.legacy") is not None
+)  # verifiers 0.3 runs classic envs; 0.4 does not
+IN_CI = bool(
+    os.environ.get("CI")
+)  # .ci/run sets it: there every tool the suite drives must be present
 TOOLS = {  # what ``@pytest.mark.needs(tool)`` looks for, and how to get it
     "tmux": ("tmux", "apt-get install tmux"),
     "sshd": ("sshd", "apt-get install openssh-server openssh-client"),
@@ -45,7 +49,9 @@ def unavailable(what: str) -> None:
 
 def tool_path(name: str) -> str | None:
     """``name`` on PATH, in this environment's bin (uv) or in /usr/sbin (sshd is not on a user's PATH)."""
-    places = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", ""), "/usr/sbin"])
+    places = os.pathsep.join(
+        [os.path.dirname(sys.executable), os.environ.get("PATH", ""), "/usr/sbin"]
+    )
     return shutil.which(name, path=places)
 
 
@@ -99,14 +105,19 @@ def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
 def tmux_cli_command(tmp_path: Path, args: str) -> str:
     """A shell command for a tmux pane: ``vftui <args>`` under ``cli_env`` (tmux does not pass our env on)."""
     env = cli_env(tmp_path)
-    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
-                       if k.startswith(("XDG_", "HF_", "WANDB_", "PATH")))
+    exports = " ".join(
+        f"{k}={shlex.quote(v)}"
+        for k, v in env.items()
+        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH"))
+    )
     # tmux puts COLUMNS/LINES of a terminal-less client (80x24) in a pane's environment, and Textual takes
     # them over the pane's real size
     return f"env -u COLUMNS -u LINES {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 
-def run_cli(args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "vftui", *args],
         cwd=tmp_path,
@@ -128,7 +139,9 @@ def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
     )
 
 
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 60, every: float = 0.05) -> Any:
+def wait_until(
+    predicate: Callable[[], Any], what: str, timeout: float = 60, every: float = 0.05
+) -> Any:
     """Poll ``predicate`` until it returns something true (returned), or fail after ``timeout`` s saying ``what``."""
     deadline = time.monotonic() + timeout
     while not (value := predicate()):
@@ -175,7 +188,10 @@ def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
 
 def screen_lines(app) -> list[str]:
     """What an app under ``run_test`` shows, a line a row, as a terminal would."""
-    return ["".join(segment.text for segment in strip) for strip in app.screen._compositor.render_strips()]
+    return [
+        "".join(segment.text for segment in strip)
+        for strip in app.screen._compositor.render_strips()
+    ]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -218,7 +234,9 @@ def serve_app(app) -> Iterator[str]:
 
 def sim_admin(server: BackgroundSimServer, path: str, body: dict | None = None) -> dict:
     url = server.base_url.removesuffix("/v1") + path
-    response = httpx.post(url, json=body, timeout=10) if body is not None else httpx.get(url, timeout=10)
+    response = (
+        httpx.post(url, json=body, timeout=10) if body is not None else httpx.get(url, timeout=10)
+    )
     response.raise_for_status()
     return response.json()
 
@@ -232,11 +250,15 @@ def free_port() -> int:
 class Trainer:
     """The simulated trainer in a thread, keeping every batch it pulls (``batches`` and it stops pulling)."""
 
-    def __init__(self, api_url: str, batches: int, groups_per_batch: int = 2, group_size: int = 4) -> None:
+    def __init__(
+        self, api_url: str, batches: int, groups_per_batch: int = 2, group_size: int = 4
+    ) -> None:
         self.batches: list[list[dict]] = []
         self.thread = threading.Thread(
-            target=run_trainer, args=(api_url, groups_per_batch * group_size, batches),
-            kwargs={"say": lambda line: None, "on_batch": self.batches.append}, daemon=True,
+            target=run_trainer,
+            args=(api_url, groups_per_batch * group_size, batches),
+            kwargs={"say": lambda line: None, "on_batch": self.batches.append},
+            daemon=True,
         )
         self.thread.start()
 

@@ -45,8 +45,20 @@ needs_tmux = pytest.mark.needs("tmux")
 
 
 def headless(sim, out, steps=2000) -> list[str]:
-    return ["run", "--no-ui", "--steps", str(steps), "--group-size", "2", "--concurrency", "4", "--base-url",
-            sim.base_url, "--out", str(out)]
+    return [
+        "run",
+        "--no-ui",
+        "--steps",
+        str(steps),
+        "--group-size",
+        "2",
+        "--concurrency",
+        "4",
+        "--base-url",
+        sim.base_url,
+        "--out",
+        str(out),
+    ]
 
 
 def lines_in(path) -> int:
@@ -81,7 +93,11 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
     ours.listen(path, controls)
     try:
         info = ask_status(path)
-        assert info is not None and (info.state, info.groups_done, info.groups_total) == (RunState.RUNNING, 3, 10)
+        assert info is not None and (info.state, info.groups_done, info.groups_total) == (
+            RunState.RUNNING,
+            3,
+            10,
+        )
     finally:
         ours.close()
     assert not path.exists(), "removed when the run ends"
@@ -90,7 +106,11 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
 def test_a_socket_path_too_long_for_the_kernel_moves_to_a_private_folder(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60) / "groups.jsonl"
     path = socket_path(deep)
-    assert path == socket_path(deep) and len(os.fsencode(path)) < 108 and path.parent.name == f"vftui-{os.getuid()}"
+    assert (
+        path == socket_path(deep)
+        and len(os.fsencode(path)) < 108
+        and path.parent.name == f"vftui-{os.getuid()}"
+    )
     with socket.socket(socket.AF_UNIX) as sock:  # it binds
         path.parent.mkdir(mode=0o700, exist_ok=True)
         sock.bind(str(path))
@@ -110,14 +130,23 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
         two = AttachedRun(socket_path(out), second.put).start()
         app = VftuiApp(AttachedTo(first, one))
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(lambda: app.model.groups_done >= 4 and app.model.run_started is not None, pilot=pilot)
-            assert app.model.run_metrics()["metrics/groups_total"] >= 4, "the replay counts the groups before"
+            await until(
+                lambda: app.model.groups_done >= 4 and app.model.run_started is not None,
+                pilot=pilot,
+            )
+            assert app.model.run_metrics()["metrics/groups_total"] >= 4, (
+                "the replay counts the groups before"
+            )
             await pilot.press("space")
             await until(lambda: app.model.state is RunState.PAUSED, pilot=pilot)
             held = lines_in(out)
-            wait_until(lambda: any(isinstance(e, RunStatus) and e.state is RunState.PAUSED
-                                   for e in second.drain(10**6)),
-                       "the other dashboard saw the pause")
+            wait_until(
+                lambda: any(
+                    isinstance(e, RunStatus) and e.state is RunState.PAUSED
+                    for e in second.drain(10**6)
+                ),
+                "the other dashboard saw the pause",
+            )
             await pilot.pause(1.5)
             assert lines_in(out) == held, "paused from the dashboard: the jsonl stops growing"
             await pilot.press("p")
@@ -130,7 +159,9 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
         two.close()
         assert app.left_running and proc.poll() is None, "the run goes on"
         growing = lines_in(out)
-        wait_until(lambda: lines_in(out) > growing + 2, "the run kept collecting after the dashboards left")
+        wait_until(
+            lambda: lines_in(out) > growing + 2, "the run kept collecting after the dashboards left"
+        )
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
@@ -140,25 +171,42 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
 def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_own(tmp_path):
     out = tmp_path / "groups.jsonl"
     steps = 150
-    sim = BackgroundSimServer(seed=0, latency_s=0.2).start()  # ~10 groups/s: still running when attached
+    sim = BackgroundSimServer(
+        seed=0, latency_s=0.2
+    ).start()  # ~10 groups/s: still running when attached
     proc = start_cli(headless(sim, out, steps), tmp_path)
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     try:
         wait_for_lines(out, 2, proc)
-        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-             f"{tmux_cli_command(tmp_path, 'attach')}; echo EXIT=$?; sleep 60")  # no RUN: the newest running one
+        tmux(
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            f"{tmux_cli_command(tmp_path, 'attach')}; echo EXIT=$?; sleep 60",
+        )  # no RUN: the newest running one
         wait_for_screen(session, "running")
         tmux("send-keys", "-t", session, "space")
         wait_for_screen(session, "paused")
         held = lines_in(out)
         ticks: list[Health] = []
-        watcher = AttachedRun(socket_path(out), lambda e: ticks.append(e) if isinstance(e, Health) else None).start()
+        watcher = AttachedRun(
+            socket_path(out), lambda e: ticks.append(e) if isinstance(e, Health) else None
+        ).start()
         try:  # two ticks of the run's own clock while paused, time for several groups at this speed: none may come
-            wait_until(lambda: len(ticks) >= 3, "the paused run's health ticks")  # the replay's, then two new ones
+            wait_until(
+                lambda: len(ticks) >= 3, "the paused run's health ticks"
+            )  # the replay's, then two new ones
         finally:
             watcher.close()
         assert lines_in(out) == held < steps
-        tmux("send-keys", "-t", session, "space")  # the screen's log already says "running": the jsonl tells
+        tmux(
+            "send-keys", "-t", session, "space"
+        )  # the screen's log already says "running": the jsonl tells
         wait_until(lambda: lines_in(out) > held, "the resumed run collecting again")
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "leave it running")
@@ -172,7 +220,9 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
             proc.kill()
         sim.stop()
     assert proc.returncode == 0, stderr
-    assert sorted(g["vftui"]["item"] for g in read_jsonl(out)) == list(range(steps)), "finished on its own, whole"
+    assert sorted(g["vftui"]["item"] for g in read_jsonl(out)) == list(range(steps)), (
+        "finished on its own, whole"
+    )
 
 
 def test_attach_says_when_nothing_runs(tmp_path):
@@ -182,18 +232,41 @@ def test_attach_says_when_nothing_runs(tmp_path):
 
 def test_attach_to_a_run_that_ended_names_the_view_command_shell_quoted(tmp_path):
     out = tmp_path / "my runs" / "it's.jsonl"
-    assert run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)], tmp_path).returncode == 0
+    assert (
+        run_cli(
+            ["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)], tmp_path
+        ).returncode
+        == 0
+    )
     result = run_cli(["attach", str(out)], tmp_path)
-    assert result.returncode == 2 and f"; vftui view {shlex.quote(str(out))} shows what it collected" in result.stderr
+    assert (
+        result.returncode == 2
+        and f"; vftui view {shlex.quote(str(out))} shows what it collected" in result.stderr
+    )
 
 
 # -- detach and runs ----------------------------------------------------------------------
 
 
 def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_path, slow_sim):
-    out = tmp_path / "it's my $HOME run" / "groups.jsonl"  # the attach command printed must paste as it is
-    started = run_cli(["run", "--detach", "--steps", "40", "--group-size", "2", "--base-url", slow_sim.base_url,
-                       "--out", str(out)], tmp_path)
+    out = (
+        tmp_path / "it's my $HOME run" / "groups.jsonl"
+    )  # the attach command printed must paste as it is
+    started = run_cli(
+        [
+            "run",
+            "--detach",
+            "--steps",
+            "40",
+            "--group-size",
+            "2",
+            "--base-url",
+            slow_sim.base_url,
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     assert started.returncode == 0, started.stderr
     attach = next(line for line in started.stderr.splitlines() if "vftui attach" in line)
     assert shlex.split(attach)[:3] == ["vftui", "attach", str(out)], attach
@@ -201,7 +274,11 @@ def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_pat
     assert listed.returncode == 0 and str(out) in listed.stdout
     row = next(line for line in listed.stdout.splitlines() if str(out) in line)
     assert row.split()[1] in ("running", "finished"), listed.stdout
-    wait_until(lambda: "finished" in run_cli(["runs"], tmp_path).stdout, "the background run finished", timeout=120)
+    wait_until(
+        lambda: "finished" in run_cli(["runs"], tmp_path).stdout,
+        "the background run finished",
+        timeout=120,
+    )
     assert len(read_jsonl(out)) == 40
     assert not socket_path(out).exists() and not out.with_suffix(".lock").exists()
     saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
@@ -209,15 +286,30 @@ def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_pat
 
 
 def test_a_detached_run_that_is_refused_says_why_here(tmp_path):
-    result = run_cli(["run", "--detach", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "g.jsonl")],
-                     tmp_path)
-    assert result.returncode == 2 and "ended before it was ready" in result.stderr and "127.0.0.1:9" in result.stderr
+    result = run_cli(
+        [
+            "run",
+            "--detach",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            str(tmp_path / "g.jsonl"),
+        ],
+        tmp_path,
+    )
+    assert (
+        result.returncode == 2
+        and "ended before it was ready" in result.stderr
+        and "127.0.0.1:9" in result.stderr
+    )
 
 
 def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
     finished, stopped, killed = (tmp_path / name / "groups.jsonl" for name in "fsk")
-    runs = [start_cli(headless(slow_sim, out, **steps), tmp_path)
-            for out, steps in ((finished, {"steps": 3}), (stopped, {}), (killed, {}))]
+    runs = [
+        start_cli(headless(slow_sim, out, **steps), tmp_path)
+        for out, steps in ((finished, {"steps": 3}), (stopped, {}), (killed, {}))
+    ]
     assert runs[0].wait(timeout=120) == 0, runs[0].communicate()
     wait_for_lines(stopped, 2, runs[1])
     runs[1].terminate()
@@ -225,18 +317,44 @@ def test_runs_tells_finished_stopped_and_killed_runs_apart(tmp_path, slow_sim):
     wait_for_lines(killed, 2, runs[2])
     runs[2].kill()
     runs[2].wait(timeout=30)
-    rows = {line.split()[-1]: line.split()[1] for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]}
-    assert rows == {str(finished): "finished", str(stopped): "stopped", str(killed): "interrupted"}, rows
+    rows = {
+        line.split()[-1]: line.split()[1]
+        for line in run_cli(["runs"], tmp_path).stdout.splitlines()[1:]
+    }
+    assert rows == {
+        str(finished): "finished",
+        str(stopped): "stopped",
+        str(killed): "interrupted",
+    }, rows
 
 
 def test_runs_lists_a_stopped_eval_as_stopped_out_of_its_examples(tmp_path, slow_sim):
     out = tmp_path / "eval.jsonl"
-    run = start_cli(["run", "--mode", "eval", "--no-ui", "--num-examples", "40", "--concurrency", "2",
-                     "--env-args", '{"split": "eval"}', "--base-url", slow_sim.base_url, "--out", str(out)], tmp_path)
+    run = start_cli(
+        [
+            "run",
+            "--mode",
+            "eval",
+            "--no-ui",
+            "--num-examples",
+            "40",
+            "--concurrency",
+            "2",
+            "--env-args",
+            '{"split": "eval"}',
+            "--base-url",
+            slow_sim.base_url,
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     wait_for_lines(out, 2, run)
     run.terminate()
     assert run.wait(timeout=60) == 130, run.communicate()
-    (listed,) = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
+    (listed,) = [
+        json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()
+    ]
     assert (listed["state"], listed["groups_total"]) == ("stopped", 40), listed
     assert listed["groups_done"] == lines_in(out), listed
 
@@ -248,11 +366,22 @@ def test_runs_lists_a_stopped_eval_as_stopped_out_of_its_examples(tmp_path, slow
 def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path):
     out = tmp_path / "groups.jsonl"
     session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
-         f"{tmux_cli_command(tmp_path, f'run --steps 3 --out {shlex.quote(str(out))}')}; echo EXIT=$?; sleep 60")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        f"{tmux_cli_command(tmp_path, f'run --steps 3 --out {shlex.quote(str(out))}')}; echo EXIT=$?; sleep 60",
+    )
     try:
         screen = wait_for_screen(session, "starting")
-        assert "running" not in screen and not socket_path(out).exists(), "on screen before the run is prepared"
+        assert "running" not in screen and not socket_path(out).exists(), (
+            "on screen before the run is prepared"
+        )
         wait_for_screen(session, "loading the")  # its steps are shown as they come
         wait_for_screen(session, "finished")
         tmux("send-keys", "-t", session, "q")
@@ -266,8 +395,17 @@ def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path)
 @needs_tmux
 def test_a_refused_setting_closes_the_dashboard_with_its_sentence(tmp_path):
     session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
-         f"{tmux_cli_command(tmp_path, 'run --base-url http://127.0.0.1:9/v1')}; echo EXIT=$?; sleep 60")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        f"{tmux_cli_command(tmp_path, 'run --base-url http://127.0.0.1:9/v1')}; echo EXIT=$?; sleep 60",
+    )
     try:
         screen = wait_for_screen(session, "EXIT=")
     finally:
@@ -281,52 +419,106 @@ def test_detach_and_the_sim_trainer_start_the_same_from_a_folder_holding_a_vftui
     (decoy / "__init__.py").write_text("raise ImportError('the folder named vftui was imported')\n")
     script = Path(sys.executable).parent / "vftui"  # as a user starts it: the installed command
     out = tmp_path / "bg" / "groups.jsonl"
-    started = subprocess.run([str(script), "run", "--detach", "--steps", "3", "--group-size", "2", "--out", str(out)],
-                             cwd=tmp_path, env=cli_env(tmp_path), capture_output=True, text=True, timeout=240)
+    started = subprocess.run(
+        [str(script), "run", "--detach", "--steps", "3", "--group-size", "2", "--out", str(out)],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert started.returncode == 0 and "Traceback" not in started.stderr, started.stderr
-    wait_until(lambda: out.exists() and len(read_jsonl(out)) == 3, "the detached run's groups", timeout=120)
-    rl = subprocess.run([str(script), "run", "--mode", "rl", "--no-ui", "--start-api", "--api-url",
-                         f"http://127.0.0.1:{free_port()}", "--steps", "2", "--group-size", "2",
-                         "--out", str(tmp_path / "rl.jsonl")], cwd=tmp_path, env=cli_env(tmp_path),
-                        capture_output=True, text=True, timeout=240)
+    wait_until(
+        lambda: out.exists() and len(read_jsonl(out)) == 3, "the detached run's groups", timeout=120
+    )
+    rl = subprocess.run(
+        [
+            str(script),
+            "run",
+            "--mode",
+            "rl",
+            "--no-ui",
+            "--start-api",
+            "--api-url",
+            f"http://127.0.0.1:{free_port()}",
+            "--steps",
+            "2",
+            "--group-size",
+            "2",
+            "--out",
+            str(tmp_path / "rl.jsonl"),
+        ],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert rl.returncode == 0 and len(read_jsonl(tmp_path / "rl.jsonl")) == 2, rl.stderr[-3000:]
 
 
 def test_runs_lists_ids_env_mode_model_reward_and_every_command_takes_an_id(tmp_path):
     elsewhere = tmp_path / "elsewhere.jsonl"
-    assert run_cli(["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(elsewhere)],
-                   tmp_path).returncode == 0
-    assert run_cli(["run", "--mode", "eval", "--no-ui", "--num-examples", "3"], tmp_path).returncode == 0
-    listed = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
+    assert (
+        run_cli(
+            ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(elsewhere)],
+            tmp_path,
+        ).returncode
+        == 0
+    )
+    assert (
+        run_cli(["run", "--mode", "eval", "--no-ui", "--num-examples", "3"], tmp_path).returncode
+        == 0
+    )
+    listed = [
+        json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()
+    ]
     assert [r["mode"] for r in listed] == ["eval", "sft"], "newest first"
     ev, sft = listed
-    assert (sft["env"], sft["model"], sft["groups_done"], sft["state"]) == ("vftui/alphabet-sort", "vftui-sim", 3,
-                                                                           "finished")
+    assert (sft["env"], sft["model"], sft["groups_done"], sft["state"]) == (
+        "vftui/alphabet-sort",
+        "vftui-sim",
+        3,
+        "finished",
+    )
     groups = read_jsonl(elsewhere)
     assert sft["mean_reward"] == pytest.approx(stats.mean([s for g in groups for s in g["scores"]]))
     table = run_cli(["runs"], tmp_path).stdout.splitlines()
-    assert table[0].split()[:4] == ["ID", "STATE", "STARTED", "TIME"] and table[1].startswith(ev["id"])
+    assert table[0].split()[:4] == ["ID", "STATE", "STARTED", "TIME"] and table[1].startswith(
+        ev["id"]
+    )
     compared = run_cli(["compare", ev["id"], sft["id"], "--json"], tmp_path)
-    assert compared.returncode == 0 and json.loads(compared.stdout)["sources"][1]["path"] == str(elsewhere)
+    assert compared.returncode == 0 and json.loads(compared.stdout)["sources"][1]["path"] == str(
+        elsewhere
+    )
     resumed = run_cli(["run", "--no-ui", "--resume", sft["id"], "--steps", "5"], tmp_path)
     assert resumed.returncode == 0 and len(read_jsonl(elsewhere)) == 5, resumed.stderr
     pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
     assert "1 runs kept elsewhere forgotten" in pruned.stderr
-    assert [json.loads(line)["id"] for line in pruned.stdout.splitlines()] == [ev["id"]], "the default folder's stays"
+    assert [json.loads(line)["id"] for line in pruned.stdout.splitlines()] == [ev["id"]], (
+        "the default folder's stays"
+    )
     assert elsewhere.exists(), "forgotten, not deleted"
 
 
 async def test_the_runs_screen_pauses_stops_and_opens_a_run(tmp_path, slow_sim, monkeypatch):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # where the CLI's runs keep their index
+    monkeypatch.setenv(
+        "XDG_DATA_HOME", str(tmp_path / "xdg-data")
+    )  # where the CLI's runs keep their index
     out = tmp_path / "live" / "groups.jsonl"
     process = start_cli(headless(slow_sim, out), tmp_path)
     try:
         wait_for_lines(out, 2, process)
         app = RunsApp()
         async with app.run_test(size=(160, 20)) as pilot:
-            assert app.selected == out.resolve() and "running" in str(app.query_one("#items").get_row_at(0))
+            assert app.selected == out.resolve() and "running" in str(
+                app.query_one("#items").get_row_at(0)
+            )
             await pilot.press("p")
-            await until(pilot=pilot, predicate=lambda: describe(out.resolve()).state in ("paused", "pausing"))
+            await until(
+                pilot=pilot,
+                predicate=lambda: describe(out.resolve()).state in ("paused", "pausing"),
+            )
             await pilot.press("x")
             assert process.wait(timeout=60) == 130, "stopped gracefully before the end"
             await pilot.press("v")

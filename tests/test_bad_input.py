@@ -18,14 +18,24 @@ from vftui.ui.themes import load_theme
 HUB = "it needs a dataset from the Hugging Face Hub, which cannot be reached here"
 FAKE_ENVS = {
     # env id: (imports, body of load_environment); each raises what a real environment hits
-    "fake-hub-offline": ("from huggingface_hub.errors import OfflineModeIsEnabled",
-                         "raise OfflineModeIsEnabled('Cannot reach https://huggingface.co: offline mode is enabled.')"),
-    "fake-hub-not-cached": ("from huggingface_hub import hf_hub_download",
-                            "hf_hub_download('vftui-tests/no-such-data', 'train.parquet', repo_type='dataset', "
-                            "local_files_only=True)"),
+    "fake-hub-offline": (
+        "from huggingface_hub.errors import OfflineModeIsEnabled",
+        "raise OfflineModeIsEnabled('Cannot reach https://huggingface.co: offline mode is enabled.')",
+    ),
+    "fake-hub-not-cached": (
+        "from huggingface_hub import hf_hub_download",
+        "hf_hub_download('vftui-tests/no-such-data', 'train.parquet', repo_type='dataset', "
+        "local_files_only=True)",
+    ),
     # datasets 5's own words when the Hub is offline or unreachable
-    "fake-datasets-unreachable": ("", "raise ConnectionError(\"Couldn't reach 'owner/data' on the Hub (Offline...)\")"),
-    "fake-requests-down": ("import requests", "raise requests.ConnectionError('Max retries exceeded with url: /data')"),
+    "fake-datasets-unreachable": (
+        "",
+        "raise ConnectionError(\"Couldn't reach 'owner/data' on the Hub (Offline...)\")",
+    ),
+    "fake-requests-down": (
+        "import requests",
+        "raise requests.ConnectionError('Max retries exceeded with url: /data')",
+    ),
     "fake-optional-dep": ("", "import vftui_no_such_dep.judge"),
     "fake-dep-at-import": ("import vftui_no_such_dep_either", "pass"),
     "fake-newer-verifiers": ("from verifiers.utils.tool_registry import register_tool", "pass"),
@@ -50,7 +60,9 @@ def fake_envs(tmp_path, monkeypatch):
     folder = tmp_path / "site"
     folder.mkdir()
     for env_id, (imports, body) in FAKE_ENVS.items():
-        source = f"import verifiers as vf\n{imports}\n\n\ndef load_environment(**kwargs):\n    {body}\n"
+        source = (
+            f"import verifiers as vf\n{imports}\n\n\ndef load_environment(**kwargs):\n    {body}\n"
+        )
         (folder / f"{env_loader.module_name(env_id)}.py").write_text(source)
     monkeypatch.syspath_prepend(str(folder))
     yield
@@ -80,31 +92,79 @@ def fails_with(args: list[str], capsys, expected: str) -> str:
         (["--max-tokens", "0"], "invalid --max-tokens"),
         (["--mode", "dpo"], "invalid --mode"),
         (["--base-url", "localhost:8000"], "is not a URL like"),
-        (["--base-url", "https://api.example.invalid/v1"], "no API key for api.example.invalid: set OPENAI_API_KEY"),
+        (
+            ["--base-url", "https://api.example.invalid/v1"],
+            "no API key for api.example.invalid: set OPENAI_API_KEY",
+        ),
         (["--base-url", "https://api.example.invalid/v1", "--api-key-env", "MY_KEY"], "set MY_KEY"),
-        (["--tokenizer", "no-such-owner/no-such-tokenizer"], "cannot load tokenizer 'no-such-owner/no-such-tokenizer'"),
-        (["--env", "no-such-env"], "environment 'no-such-env' is not installed (no module no_such_env); environments "
-         "that can be loaded: vftui/alphabet-sort (built in)"),
-        (["--env-args", '{"max_turns": 0}'],
-         "invalid --env-args for 'vftui/alphabet-sort': max_turns: Input should be greater than or equal to 1"),
-        (["--env-args", '{"no_such_arg": 1}'], "environment 'vftui/alphabet-sort' has no setting 'no_such_arg' "
-         "(--env-args); its settings: num_examples, min_names, max_names, max_turns, seed"),
-        (["--env", "vftui/alphabet-sort-classic", "--env-args", '{"max_turns": 0}'],
-         "environment 'vftui/alphabet-sort-classic' did not load with --env-args '{\"max_turns\": 0}': alphabet-sort "
-         "needs"),
-        (["--env", "fake-hub-offline"], f"environment 'fake-hub-offline' did not load: {HUB} (OfflineModeIsEnabled"),
-        (["--env", "fake-hub-not-cached"], f"environment 'fake-hub-not-cached' did not load: {HUB} (LocalEntry"),
-        (["--env", "fake-datasets-unreachable"], f"did not load: {HUB} (ConnectionError: Couldn't reach 'owner/data'"),
-        (["--env", "fake-requests-down", "--env-args", '{"split": "test"}'],
-         f"'fake-requests-down' did not load with --env-args '{{\"split\": \"test\"}}': {HUB}"),
-        (["--env", "fake-hub-offline"], "point it at a local dataset with --env-args, or download the dataset"),
-        (["--env", "fake-optional-dep"], "environment 'fake-optional-dep' did not load: it needs the Python module "
-         "'vftui_no_such_dep', which is not installed; install it (e.g. pip install vftui_no_such_dep)"),
-        (["--env", "fake-dep-at-import"], "it needs the Python module 'vftui_no_such_dep_either', which is not"),
-        (["--env", "fake-newer-verifiers"], "it needs 'verifiers.utils.tool_registry', which verifiers 0."),
-        (["--env", "fake-key-error"], "environment 'fake-key-error' did not load: KeyError: 'dataset'"),
-        (["--env", "fake-missing-api-key"], "did not load: Missing required environment variable(s): VFTUI_TEST_JUDGE"),
-        (["--env", "fake-file-missing"], "did not load: FileNotFoundError: [Errno 2] No such file or directory"),
+        (
+            ["--tokenizer", "no-such-owner/no-such-tokenizer"],
+            "cannot load tokenizer 'no-such-owner/no-such-tokenizer'",
+        ),
+        (
+            ["--env", "no-such-env"],
+            "environment 'no-such-env' is not installed (no module no_such_env); environments "
+            "that can be loaded: vftui/alphabet-sort (built in)",
+        ),
+        (
+            ["--env-args", '{"max_turns": 0}'],
+            "invalid --env-args for 'vftui/alphabet-sort': max_turns: Input should be greater than or equal to 1",
+        ),
+        (
+            ["--env-args", '{"no_such_arg": 1}'],
+            "environment 'vftui/alphabet-sort' has no setting 'no_such_arg' "
+            "(--env-args); its settings: num_examples, min_names, max_names, max_turns, seed",
+        ),
+        (
+            ["--env", "vftui/alphabet-sort-classic", "--env-args", '{"max_turns": 0}'],
+            "environment 'vftui/alphabet-sort-classic' did not load with "
+            "--env-args '{\"max_turns\": 0}': alphabet-sort needs",
+        ),
+        (
+            ["--env", "fake-hub-offline"],
+            f"environment 'fake-hub-offline' did not load: {HUB} (OfflineModeIsEnabled",
+        ),
+        (
+            ["--env", "fake-hub-not-cached"],
+            f"environment 'fake-hub-not-cached' did not load: {HUB} (LocalEntry",
+        ),
+        (
+            ["--env", "fake-datasets-unreachable"],
+            f"did not load: {HUB} (ConnectionError: Couldn't reach 'owner/data'",
+        ),
+        (
+            ["--env", "fake-requests-down", "--env-args", '{"split": "test"}'],
+            f"'fake-requests-down' did not load with --env-args '{{\"split\": \"test\"}}': {HUB}",
+        ),
+        (
+            ["--env", "fake-hub-offline"],
+            "point it at a local dataset with --env-args, or download the dataset",
+        ),
+        (
+            ["--env", "fake-optional-dep"],
+            "environment 'fake-optional-dep' did not load: it needs the Python module "
+            "'vftui_no_such_dep', which is not installed; install it (e.g. pip install vftui_no_such_dep)",
+        ),
+        (
+            ["--env", "fake-dep-at-import"],
+            "it needs the Python module 'vftui_no_such_dep_either', which is not",
+        ),
+        (
+            ["--env", "fake-newer-verifiers"],
+            "it needs 'verifiers.utils.tool_registry', which verifiers 0.",
+        ),
+        (
+            ["--env", "fake-key-error"],
+            "environment 'fake-key-error' did not load: KeyError: 'dataset'",
+        ),
+        (
+            ["--env", "fake-missing-api-key"],
+            "did not load: Missing required environment variable(s): VFTUI_TEST_JUDGE",
+        ),
+        (
+            ["--env", "fake-file-missing"],
+            "did not load: FileNotFoundError: [Errno 2] No such file or directory",
+        ),
     ],
 )
 def test_bad_flag(args, expected, capsys, fake_envs):
@@ -130,14 +190,24 @@ def test_an_https_url_of_a_plain_http_server_says_so(capsys, monkeypatch):
 
     with serve_app(web.Application()) as base_url:
         https = base_url.replace("http://", "https://")
-        fails_with(["--base-url", https], capsys, f"cannot reach the endpoint at {https}: the TLS handshake failed (")
+        fails_with(
+            ["--base-url", https],
+            capsys,
+            f"cannot reach the endpoint at {https}: the TLS handshake failed (",
+        )
     monkeypatch.setenv("OPENAI_API_KEY", "x")  # a key, as any host but this one needs
-    line = fails_with(["--base-url", "http://no-such-host.invalid/v1"], capsys, "cannot reach the endpoint at http://")
+    line = fails_with(
+        ["--base-url", "http://no-such-host.invalid/v1"],
+        capsys,
+        "cannot reach the endpoint at http://",
+    )
     assert "no-such-host.invalid" in line and "connection refused" not in line
 
 
 @pytest.mark.serial
-def test_an_endpoint_that_redirects_is_followed_and_one_that_never_ends_its_answer_is_refused_within_seconds(capsys):
+def test_an_endpoint_that_redirects_is_followed_and_one_that_never_ends_its_answer_is_refused_within_seconds(
+    capsys,
+):
     """As the OpenAI client follows a redirect, so does the first look at /models (it refused a 308 as 'not an
     OpenAI-compatible API'); a model list that trickles a byte every 2 s kept it reading for ever."""
     import asyncio
@@ -169,7 +239,11 @@ def test_an_endpoint_that_redirects_is_followed_and_one_that_never_ends_its_answ
     app.router.add_get("/v1/models", trickling)
     with serve_app(app) as base_url:
         started = time.monotonic()
-        fails_with(["--base-url", base_url], capsys, f"the endpoint at {base_url} did not answer within 10 s")
+        fails_with(
+            ["--base-url", base_url],
+            capsys,
+            f"the endpoint at {base_url} did not answer within 10 s",
+        )
         assert time.monotonic() - started < 40
 
 
@@ -188,7 +262,11 @@ def test_endpoint_that_is_not_an_openai_api(capsys, tmp_path):
 def test_unwritable_output_folder(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    fails_with(["--out", str(blocker / "sub" / "groups.jsonl")], capsys, "cannot write to the output folder")
+    fails_with(
+        ["--out", str(blocker / "sub" / "groups.jsonl")],
+        capsys,
+        "cannot write to the output folder",
+    )
 
 
 def test_config_file_that_does_not_parse(tmp_path, capsys):
@@ -263,17 +341,33 @@ def test_a_built_in_never_stands_in_for_a_users_environment(tmp_path, monkeypatc
         ours = env_loader.load("vftui/alphabet-sort", {})
         assert sorted(ours.reward_function_names) == ["format_ok", "sorted_correctly"]
     finally:
-        sys.modules.pop("alphabet_sort", None)  # not monkeypatch's delitem: its undo would put the module back
-    assert main(["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(tmp_path / "g.jsonl")]) == 0, (
-        capsys.readouterr().err
-    )
+        sys.modules.pop(
+            "alphabet_sort", None
+        )  # not monkeypatch's delitem: its undo would put the module back
+    assert (
+        main(
+            [
+                "run",
+                "--no-ui",
+                "--steps",
+                "1",
+                "--group-size",
+                "2",
+                "--out",
+                str(tmp_path / "g.jsonl"),
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
 
 
 def test_an_environment_that_is_not_installed_is_named_with_what_can_be_loaded(capsys):
     for env_id in ("alphabet-sort", "primeintellect/alphabet-sort"):
         said = f"environment '{env_id}' is not installed (no module alphabet_sort)"
         line = fails_with(["--env", env_id], capsys, said)
-        assert "vftui/alphabet-sort (built in)" in line and "vftui/alphabet-tools (built in)" in line
+        assert (
+            "vftui/alphabet-sort (built in)" in line and "vftui/alphabet-tools (built in)" in line
+        )
 
 
 @pytest.mark.parametrize(
@@ -300,7 +394,11 @@ def test_config_file_that_is_not_utf8(tmp_path, capsys):
 def test_a_config_file_or_theme_that_is_a_fifo_is_refused_not_waited_on(tmp_path, capsys):
     fifo = tmp_path / "config.toml"
     os.mkfifo(fifo)  # nobody writes to it: a read would wait for ever
-    fails_with(["--config", str(fifo)], capsys, f"cannot read the config file {fifo}: it is a FIFO, not a regular file")
+    fails_with(
+        ["--config", str(fifo)],
+        capsys,
+        f"cannot read the config file {fifo}: it is a FIFO, not a regular file",
+    )
     with pytest.raises(UserError, match="it is a FIFO, not a regular file"):
         load_theme(fifo)
 
@@ -313,7 +411,11 @@ def test_config_file_whose_run_is_not_a_table(tmp_path, capsys):
 
 def test_a_number_too_big_for_any_run(monkeypatch, capsys):
     monkeypatch.setenv("VFTUI_WINDOW", "9" * 20)
-    fails_with([], capsys, "invalid --window (from VFTUI_WINDOW): Input should be less than or equal to 100000")
+    fails_with(
+        [],
+        capsys,
+        "invalid --window (from VFTUI_WINDOW): Input should be less than or equal to 100000",
+    )
 
 
 def test_out_that_is_not_a_regular_file(capsys):
@@ -328,10 +430,17 @@ def test_out_whose_name_does_not_end_in_jsonl_is_refused_before_it_shares_anothe
     .html over those of groups.jsonl's finished run, and neither could be resumed (--resume finds a .jsonl)."""
     side = {p.name: p.read_bytes() for p in finished_run.parent.iterdir()}
     elsewhere = finished_run.parent / "g"
-    for args in (["--out", str(finished_run.with_suffix(".v2"))], ["--detach", "--out", str(elsewhere)]):
+    for args in (
+        ["--out", str(finished_run.with_suffix(".v2"))],
+        ["--detach", "--out", str(elsewhere)],
+    ):
         out = Path(args[-1])
-        fails_with(args, capsys, f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl)")
-    assert {p.name: p.read_bytes() for p in finished_run.parent.iterdir()} == side, "nothing written"
+        fails_with(
+            args, capsys, f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl)"
+        )
+    assert {p.name: p.read_bytes() for p in finished_run.parent.iterdir()} == side, (
+        "nothing written"
+    )
 
 
 def test_view_of_a_folder(tmp_path, capsys):
@@ -351,19 +460,27 @@ def test_resume_with_a_damaged_checkpoint(finished_run, capsys):
     finished_run.with_suffix(".checkpoint.json").write_text('{"done_below": "many"')
     fails_with(["--resume", str(finished_run)], capsys, "the checkpoint")
     finished_run.with_suffix(".checkpoint.json").write_text("[1, 2]")
-    line = fails_with(["--resume", str(finished_run)], capsys, "is damaged (it is not a JSON object); remove it")
+    line = fails_with(
+        ["--resume", str(finished_run)], capsys, "is damaged (it is not a JSON object); remove it"
+    )
     assert "groups dropped before would be collected again" in line
 
 
 @pytest.mark.parametrize(
     ("first_line", "expected"),
     [
-        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "vftui": [1]}\n',
-         "line 1 of {out} is not a group vftui can read (ValueError: its 'vftui' is not an object)"),
-        (b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "note": "\xff\xfe"}\n',
-         "line 1 of {out} is not UTF-8 text"),
-        (b'{"tokens": [[1]], "masks": [[1]], "scores": [NaN]}\n',
-         "line 1 of {out} is not strict JSON (NaN is not JSON)"),
+        (
+            b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "vftui": [1]}\n',
+            "line 1 of {out} is not a group vftui can read (ValueError: its 'vftui' is not an object)",
+        ),
+        (
+            b'{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "note": "\xff\xfe"}\n',
+            "line 1 of {out} is not UTF-8 text",
+        ),
+        (
+            b'{"tokens": [[1]], "masks": [[1]], "scores": [NaN]}\n',
+            "line 1 of {out} is not strict JSON (NaN is not JSON)",
+        ),
     ],
     ids=["meta-not-object", "not-utf8", "nan"],
 )
@@ -380,24 +497,35 @@ def test_resume_still_cuts_a_torn_last_line_that_is_not_utf8(finished_run, capfd
     finished_run.write_bytes(whole + torn)
     assert main(["run", "--no-ui", "--resume", str(finished_run), "--steps", "3"]) == 0
     assert f"cut a torn last line ({len(torn)} bytes)" in capfd.readouterr().err
-    assert finished_run.read_bytes().startswith(whole) and finished_run.read_bytes().count(b"\n") == 3
+    assert (
+        finished_run.read_bytes().startswith(whole) and finished_run.read_bytes().count(b"\n") == 3
+    )
 
 
 def test_wandb_without_a_login_is_refused_before_any_work(tmp_path):
-    result = run_cli(["run", "--no-ui", "--steps", "1", "--wandb", "--out", str(tmp_path / "g.jsonl")], tmp_path,
-                     WANDB_MODE=None, HOME=str(tmp_path))
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--wandb", "--out", str(tmp_path / "g.jsonl")],
+        tmp_path,
+        WANDB_MODE=None,
+        HOME=str(tmp_path),
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "vftui: error: --wandb needs a W&B login: run `wandb login` (or set WANDB_API_KEY), "
-        "or set WANDB_MODE=offline to log to local files")
+        "or set WANDB_MODE=offline to log to local files"
+    )
     assert not (tmp_path / "g.jsonl").exists()
 
 
 def test_true_or_false_is_no_number_in_a_config_file_or_theme(tmp_path, capsys):
     config = tmp_path / "config.toml"
     config.write_text("group-size = true\n")  # pydantic would read it as 1
-    said = fails_with(["--config", str(config)], capsys, "true or false is not a value of this setting")
+    said = fails_with(
+        ["--config", str(config)], capsys, "true or false is not a value of this setting"
+    )
     assert "group-size" in said or "group_size" in said, said
-    (tmp_path / "theme.toml").write_text('primary = "#ff0000"\ndark = "false"\n')  # a non-empty string is true
+    (tmp_path / "theme.toml").write_text(
+        'primary = "#ff0000"\ndark = "false"\n'
+    )  # a non-empty string is true
     with pytest.raises(UserError, match="dark must be true or false"):
         load_theme(tmp_path / "theme.toml")

@@ -17,7 +17,13 @@ from tests.conftest import cli_env, serve_app
 from vftui.bounds import MAX_NESTING, LongLine, check_nesting, load_json, read_lines
 from vftui.cli import main
 from vftui.collector.output.ledger import ItemLedger
-from vftui.collector.sft.answers import BYTES_PER_EVENT, BYTES_PER_LOGPROB, BYTES_PER_TOKEN, ENVELOPE_BYTES, Asked
+from vftui.collector.sft.answers import (
+    BYTES_PER_EVENT,
+    BYTES_PER_LOGPROB,
+    BYTES_PER_TOKEN,
+    ENVELOPE_BYTES,
+    Asked,
+)
 from vftui.sim.server import TOKENIZER_DIR
 
 MB = 1024**2
@@ -28,20 +34,45 @@ RSS_BOUND_MB = 600
 
 def peak_rss(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, float]:
     """``args`` in a process of its own, and its peak RSS in MB (read by the wrapper that waits for it)."""
-    wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)")
-    done = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=tmp_path, env=cli_env(tmp_path),
-                          capture_output=True, text=True, timeout=240)
+    wrapper = (
+        "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(r.returncode)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     *said, rss = done.stderr.strip().splitlines()
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout, "\n".join(said)), int(rss) / 1024
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout, "\n".join(said)
+    ), int(rss) / 1024
 
 
 def completion(content: str, completion_tokens: int) -> bytes:
-    return json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": completion_tokens,
-                                 "total_tokens": 1 + completion_tokens}}).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "hostile",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 1,
+                "completion_tokens": completion_tokens,
+                "total_tokens": 1 + completion_tokens,
+            },
+        }
+    ).encode()
 
 
 def answering(body: bytes, **headers: str) -> web.Application:
@@ -59,10 +90,32 @@ def answering(body: bytes, **headers: str) -> web.Application:
     return app
 
 
-def run_against(base_url: str, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
-    return peak_rss([sys.executable, "-m", "vftui", "run", "--no-ui", "--steps", "1", "--group-size", "2",
-                     "--retries", "1", "--base-url", base_url, "--tokenizer", str(TOKENIZER_DIR),
-                     "--out", str(tmp_path / "g.jsonl"), *extra], tmp_path)
+def run_against(
+    base_url: str, tmp_path: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    return peak_rss(
+        [
+            sys.executable,
+            "-m",
+            "vftui",
+            "run",
+            "--no-ui",
+            "--steps",
+            "1",
+            "--group-size",
+            "2",
+            "--retries",
+            "1",
+            "--base-url",
+            base_url,
+            "--tokenizer",
+            str(TOKENIZER_DIR),
+            "--out",
+            str(tmp_path / "g.jsonl"),
+            *extra,
+        ],
+        tmp_path,
+    )
 
 
 # -- 1. memory that does not grow with the input -------------------------------------------
@@ -80,7 +133,9 @@ def test_a_gzip_body_is_capped_by_what_it_inflates_to(tmp_path):
     assert len(body) < MB / 2
     with serve_app(answering(body, **{"Content-Encoding": "gzip"})) as base_url:
         # --max-tokens so high that --max-response-mb is the bound that binds
-        result, rss = run_against(base_url, tmp_path, "--max-response-mb", "1", "--max-tokens", "100000")
+        result, rss = run_against(
+            base_url, tmp_path, "--max-response-mb", "1", "--max-tokens", "100000"
+        )
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "the response body passed 1,048,576 bytes (--max-response-mb)" in result.stderr
     assert rss < RSS_BOUND_MB, f"peak RSS {rss:.0f} MB"
@@ -88,37 +143,58 @@ def test_a_gzip_body_is_capped_by_what_it_inflates_to(tmp_path):
 
 def test_a_model_list_is_read_up_to_its_bound_as_decoded(isolated, capsys):
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    bomb = b"".join([*(packer.compress(b" " * MB) for _ in range(64)), packer.compress(b'{"data": []}'),
-                     packer.flush()])
+    bomb = b"".join(
+        [
+            *(packer.compress(b" " * MB) for _ in range(64)),
+            packer.compress(b'{"data": []}'),
+            packer.flush(),
+        ]
+    )
 
     async def models(request: web.Request) -> web.Response:
-        return web.Response(body=bomb, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        return web.Response(
+            body=bomb, headers={"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        )
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
     with serve_app(app) as base_url:
-        said = refused(["run", "--no-ui", "--steps", "1", "--base-url", base_url, "--model", "m"], capsys)
-    assert said == (f"vftui: error: {base_url}/models did not answer like an OpenAI-compatible API (a model list "
-                    "over 4 MB)")
+        said = refused(
+            ["run", "--no-ui", "--steps", "1", "--base-url", base_url, "--model", "m"], capsys
+        )
+    assert said == (
+        f"vftui: error: {base_url}/models did not answer like an OpenAI-compatible API (a model list "
+        "over 4 MB)"
+    )
 
 
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (completion("word " * (2 * MB), 2 * MB),  # 10 MB: an endpoint that ignores max_tokens
-         "the response body passed 67,584 bytes, more than 16 tokens can take (--max-tokens): the endpoint ignores "
-         "the token limit"),
-        (completion("word " * 100, 100),  # small enough in bytes, but more tokens than were asked, by its own count
-         "the answer has 100 completion tokens where 16 were asked for (--max-tokens): the endpoint ignores the "
-         "token limit"),
+        (
+            completion("word " * (2 * MB), 2 * MB),  # 10 MB: an endpoint that ignores max_tokens
+            "the response body passed 67,584 bytes, more than 16 tokens can take (--max-tokens): the endpoint ignores "
+            "the token limit",
+        ),
+        (
+            completion(
+                "word " * 100, 100
+            ),  # small enough in bytes, but more tokens than were asked, by its own count
+            "the answer has 100 completion tokens where 16 were asked for (--max-tokens): the endpoint ignores the "
+            "token limit",
+        ),
     ],
     ids=["bytes", "usage"],
 )
-def test_an_answer_past_the_token_limit_is_a_failed_attempt_held_to_what_was_asked(tmp_path, body, expected):
+def test_an_answer_past_the_token_limit_is_a_failed_attempt_held_to_what_was_asked(
+    tmp_path, body, expected
+):
     with serve_app(answering(body)) as base_url:
         result, rss = run_against(base_url, tmp_path, "--max-tokens", "16")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "the endpoint failed 2 times in a row" in result.stderr and expected in result.stderr, result.stderr
+    assert "the endpoint failed 2 times in a row" in result.stderr and expected in result.stderr, (
+        result.stderr
+    )
     assert (tmp_path / "g.jsonl").read_bytes() == b""
     assert rss < RSS_BOUND_MB, f"peak RSS {rss:.0f} MB"
 
@@ -132,11 +208,24 @@ def test_an_answers_cap_follows_what_its_request_asked_for():
     assert asked(max_tokens=100).body_cap(ceiling)[0] == ENVELOPE_BYTES + 100 * BYTES_PER_TOKEN
     assert asked(max_completion_tokens=100, n=4).tokens == 400
     with_logprobs = asked(max_tokens=10, logprobs=True, top_logprobs=5, stream=True)
-    assert with_logprobs.bytes_per_token == BYTES_PER_TOKEN + 6 * BYTES_PER_LOGPROB + BYTES_PER_EVENT
+    assert (
+        with_logprobs.bytes_per_token == BYTES_PER_TOKEN + 6 * BYTES_PER_LOGPROB + BYTES_PER_EVENT
+    )
     cap, said = asked(max_tokens=10**9).body_cap(ceiling)
-    assert cap == ceiling and said == f"the response body passed {ceiling:,} bytes (--max-response-mb)"
-    for unbounded in (Asked.of(b""), Asked.of(b"not json"), asked(), asked(max_tokens="many"), asked(max_tokens=-1)):
-        assert unbounded.body_cap(ceiling)[0] == ceiling and unbounded.overrun(completion("x", 10**6)) is None
+    assert (
+        cap == ceiling and said == f"the response body passed {ceiling:,} bytes (--max-response-mb)"
+    )
+    for unbounded in (
+        Asked.of(b""),
+        Asked.of(b"not json"),
+        asked(),
+        asked(max_tokens="many"),
+        asked(max_tokens=-1),
+    ):
+        assert (
+            unbounded.body_cap(ceiling)[0] == ceiling
+            and unbounded.overrun(completion("x", 10**6)) is None
+        )
     assert asked(max_tokens=5).overrun(completion("x", 5)) is None
     assert asked(max_tokens=5).overrun(b"data: {}\n\n") is None, "a stream's usage is not read"
 
@@ -146,26 +235,41 @@ def test_lines_over_the_bound_are_measured_and_skipped_without_being_held():
     big = b"x" * (3 * MB) + b"\n"
     f = io.BytesIO(b"one\n" + big + b"two\n" + b"y" * (MB + 10) + b"\n" + b"z" * (3 * MB))
     lines = list(read_lines(f, 2 * MB))
-    assert lines == [b"one\n", LongLine(len(big), True), b"two\n", b"y" * (MB + 10) + b"\n", LongLine(3 * MB, False)]
+    assert lines == [
+        b"one\n",
+        LongLine(len(big), True),
+        b"two\n",
+        b"y" * (MB + 10) + b"\n",
+        LongLine(3 * MB, False),
+    ]
     f = io.BytesIO(b"a\npartial")
-    assert list(read_lines(f, 10)) == [b"a\n", b"partial"], "a last line still being written comes as it is"
+    assert list(read_lines(f, 10)) == [b"a\n", b"partial"], (
+        "a last line still being written comes as it is"
+    )
 
 
 def test_view_reports_and_skips_a_line_over_the_bound_without_reading_it_whole(tmp_path):
     path = tmp_path / "groups.jsonl"
     good = json.dumps({"tokens": [[1]], "masks": [[1]], "scores": [1.0]}) + "\n"
     with path.open("w") as f:
-        f.write(good + '{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "messages": [[{"content": "')
+        f.write(
+            good + '{"tokens": [[1]], "masks": [[1]], "scores": [1.0], "messages": [[{"content": "'
+        )
         for _ in range(300):
             f.write("a" * MB)
         f.write('"}]]}\n' + good)
-    code = ("import sys; from pathlib import Path; from vftui.groupfile import GroupFile; events = []; "
-            "g = GroupFile(Path(sys.argv[1])); g.read(events.append, ''); "
-            "print(len(g), *[e.message for e in events if type(e).__name__ == 'LogRecord'], sep='|')")
+    code = (
+        "import sys; from pathlib import Path; from vftui.groupfile import GroupFile; events = []; "
+        "g = GroupFile(Path(sys.argv[1])); g.read(events.append, ''); "
+        "print(len(g), *[e.message for e in events if type(e).__name__ == 'LogRecord'], sep='|')"
+    )
     result, rss = peak_rss([sys.executable, "-c", code, str(path)], tmp_path)
     assert result.returncode == 0, result.stderr
     long = path.stat().st_size - 2 * len(good)
-    assert result.stdout.strip() == f"2|groups.jsonl line 2 skipped: longer than 128 MB ({long:,} bytes)"
+    assert (
+        result.stdout.strip()
+        == f"2|groups.jsonl line 2 skipped: longer than 128 MB ({long:,} bytes)"
+    )
     assert rss < 200, f"peak RSS {rss:.0f} MB viewing a file with a 300 MB line"
 
 
@@ -231,21 +335,33 @@ def deep(levels: int) -> str:
 @pytest.mark.parametrize(
     ("checkpoint", "expected"),
     [
-        ({"done_below": 10**15, "done_above": [], "iter": 0}, "(done_below: Input should be less than or equal to"),
-        ({"done_below": 0, "done_above": [], "iter": 10**15}, "(iter: Input should be less than or equal to"),
-        ({"done_below": 0, "done_above": [], "iter": 0, "groups": "many"}, "(groups: Input should be a valid integer"),
+        (
+            {"done_below": 10**15, "done_above": [], "iter": 0},
+            "(done_below: Input should be less than or equal to",
+        ),
+        (
+            {"done_below": 0, "done_above": [], "iter": 10**15},
+            "(iter: Input should be less than or equal to",
+        ),
+        (
+            {"done_below": 0, "done_above": [], "iter": 0, "groups": "many"},
+            "(groups: Input should be a valid integer",
+        ),
         ({"done_below": 0, "done_above": ["x"]}, "(done_above.0: Input should be a valid integer"),
         (None, f"(it nests deeper than {MAX_NESTING} levels)"),
     ],
     ids=["done-below", "iter", "groups", "done-above", "nested"],
 )
-def test_a_damaged_checkpoint_is_one_sentence_for_resume_and_a_damaged_row_for_runs(two_runs, capsys, checkpoint,
-                                                                                    expected):
+def test_a_damaged_checkpoint_is_one_sentence_for_resume_and_a_damaged_row_for_runs(
+    two_runs, capsys, checkpoint, expected
+):
     out = two_runs[0]
     text = json.dumps(checkpoint) if checkpoint is not None else deep(5000)
     out.with_suffix(".checkpoint.json").write_text(text)
     said = refused(["run", "--no-ui", "--resume", str(out)], capsys)
-    assert said.startswith(f"vftui: error: --resume: the checkpoint {out.with_suffix('.checkpoint.json')} is damaged")
+    assert said.startswith(
+        f"vftui: error: --resume: the checkpoint {out.with_suffix('.checkpoint.json')} is damaged"
+    )
     assert expected in said and "remove it to resume from the groups in the file alone" in said
 
     assert main(["runs", "--no-ui"]) == 0
@@ -267,10 +383,13 @@ def test_a_damaged_checkpoint_is_one_sentence_for_resume_and_a_damaged_row_for_r
     ids=["config-list", "steps", "env", "created", "nested"],
 )
 def test_a_damaged_run_file_is_one_sentence_for_resume_a_row_for_runs_and_a_warning_for_view(
-        two_runs, capsys, run_json, expected):
+    two_runs, capsys, run_json, expected
+):
     out = two_runs[0]
     run_file = out.with_suffix(".run.json")
-    run_file.write_text(json.dumps(run_json) if run_json is not None else '{"config": ' + deep(5000) + "}")
+    run_file.write_text(
+        json.dumps(run_json) if run_json is not None else '{"config": ' + deep(5000) + "}"
+    )
     damaged = f"{run_file} is damaged ({expected}"
     said = refused(["run", "--no-ui", "--resume", str(out)], capsys)
     assert said.startswith(f"vftui: error: --resume {out}: {damaged}"), said
@@ -278,7 +397,7 @@ def test_a_damaged_run_file_is_one_sentence_for_resume_a_row_for_runs_and_a_warn
     assert main(["runs", "--no-ui", "--json"]) == 0
     listed = capsys.readouterr()
     listed_runs = map(json.loads, listed.out.splitlines())
-    states = {r["path"]: (r["state"], r.get("problem", "")[:len(damaged)]) for r in listed_runs}
+    states = {r["path"]: (r["state"], r.get("problem", "")[: len(damaged)]) for r in listed_runs}
     assert states == {str(out): ("damaged", damaged), str(two_runs[1]): ("finished", "")}
 
     from vftui.groupfile import GroupFile
@@ -288,7 +407,9 @@ def test_a_damaged_run_file_is_one_sentence_for_resume_a_row_for_runs_and_a_warn
     rows.read(events.append, str(TOKENIZER_DIR))
     assert len(rows) == 2, "the groups are shown without the run's settings"
     (warning,) = [e.message for e in events if type(e).__name__ == "LogRecord"]
-    assert warning.startswith(damaged) and warning.endswith("): the groups are shown without the run's settings")
+    assert warning.startswith(damaged) and warning.endswith(
+        "): the groups are shown without the run's settings"
+    )
 
 
 def test_a_damaged_run_index_entry_is_skipped_with_a_note(two_runs, capsys):
@@ -302,9 +423,17 @@ def test_a_damaged_run_index_entry_is_skipped_with_a_note(two_runs, capsys):
     listed = capsys.readouterr()
     assert str(two_runs[1]) in listed.out and "Traceback" not in listed.err
     notes = listed.err.strip().splitlines()
-    assert len(notes) == 3 and all(n.startswith("vftui: note: the run index entry ") for n in notes), notes
-    assert f"{index_dir() / 'deep.json'} is damaged (it nests deeper than {MAX_NESTING} levels)" in listed.err
-    assert f"{index_dir() / 'relative.json'} is damaged (out: it is not an absolute path)" in listed.err
+    assert len(notes) == 3 and all(
+        n.startswith("vftui: note: the run index entry ") for n in notes
+    ), notes
+    assert (
+        f"{index_dir() / 'deep.json'} is damaged (it nests deeper than {MAX_NESTING} levels)"
+        in listed.err
+    )
+    assert (
+        f"{index_dir() / 'relative.json'} is damaged (out: it is not an absolute path)"
+        in listed.err
+    )
 
 
 def test_a_resume_weighs_big_checkpoint_claims_without_listing_them(two_runs, capfd):
@@ -312,11 +441,14 @@ def test_a_resume_weighs_big_checkpoint_claims_without_listing_them(two_runs, ca
     file, not the checkpoint, says what is done (issue 29.3), so the claims are repaired down."""
     out = two_runs[0]
     far = 10**11
-    out.with_suffix(".checkpoint.json").write_text(json.dumps({"done_below": far, "done_above": [far + 2],
-                                                               "iter": far + 4, "groups": 2}))
+    out.with_suffix(".checkpoint.json").write_text(
+        json.dumps({"done_below": far, "done_above": [far + 2], "iter": far + 4, "groups": 2})
+    )
     assert main(["run", "--no-ui", "--resume", str(out), "--steps", "5"]) == 0
     said = capfd.readouterr().err  # the run's stderr descriptor
-    assert "counts 99,999,999,999 items done that neither groups.jsonl nor its drop log holds" in said
+    assert (
+        "counts 99,999,999,999 items done that neither groups.jsonl nor its drop log holds" in said
+    )
     assert "says items up to 100,000,000,004 were handed out, far past the 2" in said
     items = [json.loads(line)["vftui"]["item"] for line in out.read_text().splitlines()]
     assert sorted(items[2:]) == [2, 3, 4]
@@ -330,7 +462,9 @@ def test_settings_nested_too_deep_are_one_sentence(isolated, tmp_path, capsys, m
         expected = f"invalid --env-args: it nests deeper than {MAX_NESTING} levels"
     elif where == "variable":
         monkeypatch.setenv("VFTUI_ENV_ARGS", deep(MAX_NESTING + 1))
-        expected = f"invalid --env-args (from VFTUI_ENV_ARGS): it nests deeper than {MAX_NESTING} levels"
+        expected = (
+            f"invalid --env-args (from VFTUI_ENV_ARGS): it nests deeper than {MAX_NESTING} levels"
+        )
     else:
         config = tmp_path / "deep.toml"
         config.write_text("env_args = " + "[" * 5000 + "]" * 5000 + "\n")
@@ -342,14 +476,25 @@ def test_settings_nested_too_deep_are_one_sentence(isolated, tmp_path, capsys, m
 def test_damaged_eval_metadata_is_one_sentence(isolated, tmp_path, capsys):
     folder = tmp_path / "vf"
     folder.mkdir()
-    row = {"example_id": 0, "reward": 1.0, "prompt": [{"role": "user", "content": "hi"}], "completion": "ok"}
+    row = {
+        "example_id": 0,
+        "reward": 1.0,
+        "prompt": [{"role": "user", "content": "hi"}],
+        "completion": "ok",
+    }
     (folder / "results.jsonl").write_text(json.dumps(row) + "\n")
-    for metadata, expected in [({"env_id": ["x"]}, "env_id: Input should be a valid string"),
-                               (None, f"it nests deeper than {MAX_NESTING} levels")]:
-        (folder / "metadata.json").write_text(json.dumps(metadata) if metadata is not None else deep(5000))
+    for metadata, expected in [
+        ({"env_id": ["x"]}, "env_id: Input should be a valid string"),
+        (None, f"it nests deeper than {MAX_NESTING} levels"),
+    ]:
+        (folder / "metadata.json").write_text(
+            json.dumps(metadata) if metadata is not None else deep(5000)
+        )
         for command in (["compare", "--no-ui", str(folder), str(folder)], ["view", str(folder)]):
             said = refused(command, capsys)
-            assert said == f"vftui: error: {folder / 'metadata.json'} is damaged ({expected})", command
+            assert said == f"vftui: error: {folder / 'metadata.json'} is damaged ({expected})", (
+                command
+            )
 
 
 @pytest.mark.unit
@@ -364,4 +509,10 @@ def test_nesting_is_bounded_without_recursion():
 def test_the_ledger_costs_nothing_for_far_items():
     ledger = ItemLedger(10**12 - 5, [10**12 - 3], next_item=10**12)
     assert ledger.lost == 4
-    assert [ledger.take() for _ in range(5)] == [10**12 - 5, 10**12 - 4, 10**12 - 2, 10**12 - 1, 10**12]
+    assert [ledger.take() for _ in range(5)] == [
+        10**12 - 5,
+        10**12 - 4,
+        10**12 - 2,
+        10**12 - 1,
+        10**12,
+    ]

@@ -36,8 +36,11 @@ def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
 async def test_a_killed_collector_shows_as_failed_and_the_app_stays_open(slow_sim, tmp_path):
     out = tmp_path / "groups.jsonl"
     inbox = Inbox()
-    run = CollectorProcess(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=out), inbox.put,
-                           target=child_main)
+    run = CollectorProcess(
+        RunConfig(base_url=slow_sim.base_url, group_size=4, steps=400, out=out),
+        inbox.put,
+        target=child_main,
+    )
     run.start()
     app = VftuiApp(StartedRun(inbox, run))
     try:
@@ -65,17 +68,30 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.05).start()
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
-    command = tmux_cli_command(tmp_path, f"run --steps 100000 --group-size 4 --base-url {sim.base_url} "
-                                         f"--out {shlex.quote(str(out))}")
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
+    command = tmux_cli_command(
+        tmp_path,
+        f"run --steps 100000 --group-size 4 --base-url {sim.base_url} "
+        f"--out {shlex.quote(str(out))}",
+    )
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True
+    )
     try:
-        wait_until(lambda: out.exists() and len(read_jsonl(out)) >= 3, "the run did not start collecting")
-        pane = subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        wait_until(
+            lambda: out.exists() and len(read_jsonl(out)) >= 3, "the run did not start collecting"
+        )
+        pane = subprocess.run(
+            ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         dashboard = int(pane)
         collector = _collector_of(dashboard)
         os.kill(dashboard, signal.SIGKILL)
-        wait_until(lambda: not _alive(collector), "the collector kept running without its dashboard")
+        wait_until(
+            lambda: not _alive(collector), "the collector kept running without its dashboard"
+        )
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
         sim.stop()
@@ -84,8 +100,9 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     assert out.read_bytes().endswith(b"\n")
     assert checkpoint["groups"] == len(groups)
     items = sorted(g["vftui"]["item"] for g in groups)
-    assert items == list(range(len(groups))) and checkpoint["done_below"] == checkpoint["iter"] == len(groups), \
-        "the groups in flight were finished, none lost"
+    assert items == list(range(len(groups))) and checkpoint["done_below"] == checkpoint[
+        "iter"
+    ] == len(groups), "the groups in flight were finished, none lost"
 
 
 def _toasts(app: VftuiApp) -> str:
@@ -94,11 +111,19 @@ def _toasts(app: VftuiApp) -> str:
 
 def _collector_of(dashboard: int) -> int:
     """The dashboard's child running the collector (spawned by multiprocessing)."""
+
     def found() -> list[int]:
-        listing = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(dashboard)], capture_output=True,
-                                 text=True, check=False).stdout
-        return [int(line.split()[0]) for line in listing.splitlines() if "spawn_main" in line
-                and "resource_tracker" not in line]
+        listing = subprocess.run(
+            ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(dashboard)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        return [
+            int(line.split()[0])
+            for line in listing.splitlines()
+            if "spawn_main" in line and "resource_tracker" not in line
+        ]
 
     return wait_until(found, f"no collector process under {dashboard}", 30)[0]
 

@@ -31,21 +31,65 @@ def vf_eval(tmp_path: Path, base_url: str) -> Path:
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "alphabet_sort_classic.py").write_text(
-        "from vftui.sim.envs.alphabet_sort_classic import load_environment  # noqa: F401\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), str(REPO)]), "OPENAI_API_KEY": "EMPTY"}
+        "from vftui.sim.envs.alphabet_sort_classic import load_environment  # noqa: F401\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(shim), str(REPO)]),
+        "OPENAI_API_KEY": "EMPTY",
+    }
     vf = Path(sys.executable).parent / "vf-eval"
-    subprocess.run([str(vf), "alphabet_sort_classic", "-m", "vftui-sim", "-b", base_url, "-k", "OPENAI_API_KEY",
-                    "-n", "10", "-r", "4", "--save-results", "--output-dir", str(tmp_path / "vf"), "--disable-tui",
-                    "--disable-env-server"], env=env, cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(vf),
+            "alphabet_sort_classic",
+            "-m",
+            "vftui-sim",
+            "-b",
+            base_url,
+            "-k",
+            "OPENAI_API_KEY",
+            "-n",
+            "10",
+            "-r",
+            "4",
+            "--save-results",
+            "--output-dir",
+            str(tmp_path / "vf"),
+            "--disable-tui",
+            "--disable-env-server",
+        ],
+        env=env,
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (found,) = (tmp_path / "vf").glob("evals/*/*/metadata.json")
     return found.parent
 
 
 @pytest.fixture
 def both(sim, tmp_path) -> tuple[Path, Path]:
-    result = run_cli(["run", "--mode", "eval", "--no-ui", "--env", ENV, "--base-url", sim.base_url,
-                      "--num-examples", "10", "--rollouts-per-example", "4", "--out", str(tmp_path / "ours.jsonl")],
-                     tmp_path)
+    result = run_cli(
+        [
+            "run",
+            "--mode",
+            "eval",
+            "--no-ui",
+            "--env",
+            ENV,
+            "--base-url",
+            sim.base_url,
+            "--num-examples",
+            "10",
+            "--rollouts-per-example",
+            "4",
+            "--out",
+            str(tmp_path / "ours.jsonl"),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     return tmp_path / "ours.eval", vf_eval(tmp_path, sim.base_url)
 
@@ -60,31 +104,52 @@ def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(bot
     assert (a["items"], b["items"], b["kind"], b["rollouts"]) == (10, 10, "vf-eval", 4)
     assert b["reward"]["mean"] == pytest.approx(meta["avg_reward"]), "vf-eval's own mean"
     assert b["pass@1"]["mean"] == pytest.approx(meta["pass_at_k"]["1"]), "vf-eval's own pass@1"
-    assert a["reward"]["mean"] == pytest.approx(json.loads((ours / "metadata.json").read_text())["avg_reward"])
+    assert a["reward"]["mean"] == pytest.approx(
+        json.loads((ours / "metadata.json").read_text())["avg_reward"]
+    )
     change = report["changes"][0]
     assert change["paired"] == 10, "the same eval split, item by item"
-    assert [i["change"] for i in change["items"]] == sorted(i["change"] for i in change["items"]), "worst first"
+    assert [i["change"] for i in change["items"]] == sorted(i["change"] for i in change["items"]), (
+        "worst first"
+    )
     assert change["reward"]["mean"] == pytest.approx(b["reward"]["mean"] - a["reward"]["mean"])
     text = run_cli(["compare", str(ours), str(theirs)], tmp_path)
-    assert text.returncode == 0 and "B - A (paired over 10 items)" in text.stdout and "histogram" in text.stdout
+    assert (
+        text.returncode == 0
+        and "B - A (paired over 10 items)" in text.stdout
+        and "histogram" in text.stdout
+    )
 
 
 def test_fail_if_worse_exits_3_and_other_environments_are_refused(both, tmp_path):
     ours, _ = both
     worse = tmp_path / "worse.jsonl"
     groups = read_jsonl(tmp_path / "ours.jsonl")
-    worse.write_text("".join(json.dumps({**g, "scores": [0.0] * len(g["scores"])}) + "\n" for g in groups))
+    worse.write_text(
+        "".join(json.dumps({**g, "scores": [0.0] * len(g["scores"])}) + "\n" for g in groups)
+    )
     result = run_cli(["compare", str(ours), str(worse), "--fail-if-worse", "0.05"], tmp_path)
     assert result.returncode == 3, result.stderr
     assert "is worse than" in result.stderr and "beyond the 95% interval" in result.stderr
-    assert run_cli(["compare", str(ours), str(ours / "results.jsonl"), "--fail-if-worse", "0"],
-                   tmp_path).returncode == 0, "no change is not worse"
-    other = run_cli(["run", "--no-ui", "--steps", "2", "--out", str(tmp_path / "v1.jsonl")], tmp_path)
+    assert (
+        run_cli(
+            ["compare", str(ours), str(ours / "results.jsonl"), "--fail-if-worse", "0"], tmp_path
+        ).returncode
+        == 0
+    ), "no change is not worse"
+    other = run_cli(
+        ["run", "--no-ui", "--steps", "2", "--out", str(tmp_path / "v1.jsonl")], tmp_path
+    )
     assert other.returncode == 0, other.stderr
-    for args, said in (([str(ours), str(tmp_path / "v1.jsonl")], "different environments"),
-                       ([str(ours)], "at least two"), ([str(ours), str(tmp_path / "nope")], "no such file")):
+    for args, said in (
+        ([str(ours), str(tmp_path / "v1.jsonl")], "different environments"),
+        ([str(ours)], "at least two"),
+        ([str(ours), str(tmp_path / "nope")], "no such file"),
+    ):
         result = run_cli(["compare", *args], tmp_path)
-        assert result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert (
+            result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr
+        ), result.stderr
 
 
 async def test_view_opens_vf_evals_folder_with_its_figures(both, tmp_path, monkeypatch):
@@ -93,27 +158,53 @@ async def test_view_opens_vf_evals_folder_with_its_figures(both, tmp_path, monke
     meta = json.loads((theirs / "metadata.json").read_text())
     app = VftuiApp(ViewedFile(Inbox(), GroupFile(viewable(theirs)), str(TOKENIZER_DIR)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot=pilot, predicate=lambda: app.model.summary is not None and app.model.eval_report is not None
-                    and app.model.eval_report.final)
+        await until(
+            pilot=pilot,
+            predicate=lambda: (
+                app.model.summary is not None
+                and app.model.eval_report is not None
+                and app.model.eval_report.final
+            ),
+        )
         report = app.model.eval_report
-        assert report.items == 10 and report.figures["pass@1"]["mean"] == pytest.approx(meta["pass_at_k"]["1"])
+        assert report.items == 10 and report.figures["pass@1"]["mean"] == pytest.approx(
+            meta["pass_at_k"]["1"]
+        )
         assert app.has_class("-eval") and "pass@1" in str(app.query_one("#eval-figures").render())
         await pilot.press("o")
         shown = list(app.model.visible_groups())
-        assert [sum(g.scores) for g in shown] == sorted(sum(g.scores) for g in shown), "hardest first"
+        assert [sum(g.scores) for g in shown] == sorted(sum(g.scores) for g in shown), (
+            "hardest first"
+        )
         assert app.table.cursor == 0
         await pilot.press("q")
 
 
 def test_eval_json_events_carry_the_report_live(sim, tmp_path):
-    result = run_cli(["run", "--mode", "eval", "--no-ui", "--json", "--base-url", sim.base_url,
-                      "--num-examples", "3", "--out", str(tmp_path / "e.jsonl")], tmp_path)
+    result = run_cli(
+        [
+            "run",
+            "--mode",
+            "eval",
+            "--no-ui",
+            "--json",
+            "--base-url",
+            sim.base_url,
+            "--num-examples",
+            "3",
+            "--out",
+            str(tmp_path / "e.jsonl"),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     kinds = [e["event"] for e in json_events(result.stdout)]
     assert kinds.index("EvalReport") < kinds.index("RunSummary")
 
 
-async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rollouts(both, tmp_path):
+async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rollouts(
+    both, tmp_path
+):
     ours, theirs = both
     sources = load_all([ours, theirs])
     summaries = [summarize(s, 0.5) for s in sources]
@@ -124,7 +215,10 @@ async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rol
         worst = change.items[0]
         assert items.row_count == 10 and str(items.get_row_at(0)[0]) == worst.key
         side_a, side_b = (str(app.query_one(f"#side-{x}").render()) for x in "AB")
-        assert f"A · item {worst.key} · rollout 1/4" in side_a and f"B · item {worst.key} · rollout 1/4" in side_b
+        assert (
+            f"A · item {worst.key} · rollout 1/4" in side_a
+            and f"B · item {worst.key} · rollout 1/4" in side_b
+        )
         first_answer = sources[1].items[worst.key].rollouts[0][-1]["content"].splitlines()[0]
         assert first_answer in side_b
         await pilot.press("enter")
@@ -137,16 +231,25 @@ async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rol
 def results_file(path: Path, rewards: list[float], role: str = "user", functions: int = 1) -> Path:
     """vf-eval's results.jsonl, one row an example, each with ``functions`` reward functions."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"example_id": n, "reward": r, "metrics": {f"function_{f}": r for f in range(functions)},
-             "prompt": [{"role": role, "content": "sort"}],
-             "completion": [{"role": "assistant", "content": f"answer {n}"}]} for n, r in enumerate(rewards)]
+    rows = [
+        {
+            "example_id": n,
+            "reward": r,
+            "metrics": {f"function_{f}": r for f in range(functions)},
+            "prompt": [{"role": role, "content": "sort"}],
+            "completion": [{"role": "assistant", "content": f"answer {n}"}],
+        }
+        for n, r in enumerate(rewards)
+    ]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
 
 async def test_the_compare_screen_shows_a_roles_escapes_as_signs(tmp_path):
     hostile = "user\x1b]0;PWNTITLE\x07\x1b[2J"
-    paths = [results_file(tmp_path / side / "results.jsonl", [1.0, 0.0], role=hostile) for side in "ab"]
+    paths = [
+        results_file(tmp_path / side / "results.jsonl", [1.0, 0.0], role=hostile) for side in "ab"
+    ]
     sources = load_all(paths)
     app = CompareApp([summarize(s, 0.5) for s in sources], compare(*sources), "header")
     async with app.run_test(size=(130, 40)) as pilot:
@@ -157,9 +260,14 @@ async def test_the_compare_screen_shows_a_roles_escapes_as_signs(tmp_path):
 
 async def test_at_80x24_the_compare_screen_shows_the_selected_items_answers(tmp_path):
     """Three sources of four reward functions: the figures scroll rather than leave the rollouts no room."""
-    paths = [results_file(tmp_path / side / "results.jsonl", [1.0, 0.0, 0.5, 0.25], functions=4) for side in "abc"]
+    paths = [
+        results_file(tmp_path / side / "results.jsonl", [1.0, 0.0, 0.5, 0.25], functions=4)
+        for side in "abc"
+    ]
     sources = load_all(paths)
-    app = CompareApp([summarize(s, 0.5) for s in sources], compare(sources[0], sources[1]), "a\nb\nc\nd")
+    app = CompareApp(
+        [summarize(s, 0.5) for s in sources], compare(sources[0], sources[1]), "a\nb\nc\nd"
+    )
     async with app.run_test(size=(80, 24)) as pilot:
         screen = "\n".join(screen_lines(app))
         key = app.change.items[0].key
@@ -171,11 +279,15 @@ async def test_at_80x24_the_compare_screen_shows_the_selected_items_answers(tmp_
 def test_the_gate_refuses_a_change_it_has_no_interval_for(tmp_path, rewards):
     base = results_file(tmp_path / "a" / "results.jsonl", [1.0, 0.0, 1.0, 0.5])
     one = results_file(tmp_path / "b" / "results.jsonl", rewards)  # one item in common: no interval
-    result = run_cli(["compare", "--json", "--fail-if-worse", "0.02", str(base), str(one)], tmp_path)
+    result = run_cli(
+        ["compare", "--json", "--fail-if-worse", "0.02", str(base), str(one)], tmp_path
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "--fail-if-worse cannot judge" in result.stderr and "1 item in common" in result.stderr
     assert result.stdout == ""
-    assert run_cli(["compare", "--json", str(base), str(one)], tmp_path).returncode == 0, "without the gate: shown"
+    assert run_cli(["compare", "--json", str(base), str(one)], tmp_path).returncode == 0, (
+        "without the gate: shown"
+    )
 
 
 def test_another_tools_errors_field_in_metadata_counts_no_errors(tmp_path):

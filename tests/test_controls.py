@@ -31,7 +31,9 @@ from vftui.store import GroupWindow
 
 def start(sim, tmp_path, **overrides):
     events: list = []
-    config = RunConfig(base_url=sim.base_url, group_size=4, steps=500, out=tmp_path / "groups.jsonl", **overrides)
+    config = RunConfig(
+        base_url=sim.base_url, group_size=4, steps=500, out=tmp_path / "groups.jsonl", **overrides
+    )
     run = Run(config, events.append)
     run.prepare()
     task = asyncio.ensure_future(run.execute())
@@ -51,18 +53,26 @@ async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_pa
     await until(lambda: states(events)[-1] is RunState.PAUSED)
     after = [e for e in events[seen:] if isinstance(e, RunStatus)]
     pausing = after[0]
-    assert pausing.state is RunState.PAUSING, "groups were in flight (ten of four at --concurrency 32)"
+    assert pausing.state is RunState.PAUSING, (
+        "groups were in flight (ten of four at --concurrency 32)"
+    )
     in_flight = int(pausing.detail.split()[1])
     assert in_flight > 1 and pausing.detail == f"finishing {in_flight} groups in flight"
-    assert after[-2].detail == "finishing 1 group in flight", "the status counts down to the last group"
+    assert after[-2].detail == "finishing 1 group in flight", (
+        "the status counts down to the last group"
+    )
     held = controls.groups_done
     assert held == pausing.groups_done + in_flight, "every group in flight finished and was kept"
     requests_before = sim_admin(slow_sim, "/sim/requests")["total"]
     ticks = sum(isinstance(e, Health) for e in events)
-    await until(lambda: sum(isinstance(e, Health) for e in events) >= ticks + 2)  # the run's own clock, twice
+    await until(
+        lambda: sum(isinstance(e, Health) for e in events) >= ticks + 2
+    )  # the run's own clock, twice
     assert controls.groups_done == held
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == held
-    assert sim_admin(slow_sim, "/sim/requests")["total"] == requests_before, "no request while paused"
+    assert sim_admin(slow_sim, "/sim/requests")["total"] == requests_before, (
+        "no request while paused"
+    )
     controls.resume()
     await until(lambda: controls.groups_done >= held + 2)
     assert RunState.RUNNING in states(events)[-3:]
@@ -78,7 +88,11 @@ async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, 
     await until(lambda: controls.groups_done >= 1)
     changed_at = time.time()
     assert controls.set_temperature(0.3) == 0.3
-    await until(lambda: sum(1 for e in events if isinstance(e, GroupCollected) and e.temperature == 0.3) >= 3)
+    await until(
+        lambda: (
+            sum(1 for e in events if isinstance(e, GroupCollected) and e.temperature == 0.3) >= 3
+        )
+    )
     controls.stop()
     await task
     run.close()
@@ -139,18 +153,32 @@ async def test_second_stop_cancels_the_group_in_flight(tmp_path):
 
 
 @pytest.mark.serial  # the peak in flight needs the groups to overlap, which a loaded machine can prevent
-@pytest.mark.parametrize(("extra", "expected"), [
-    (["--concurrency", "2"], 2),
-    (["--concurrency", "12"], 12),  # two groups of six at once
-    ([], 32),  # the default: 32 requests, across the six groups
-], ids=["2", "12", "default"])
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--concurrency", "2"], 2),
+        (["--concurrency", "12"], 12),  # two groups of six at once
+        ([], 32),  # the default: 32 requests, across the six groups
+    ],
+    ids=["2", "12", "default"],
+)
 def test_concurrency_caps_requests_in_flight_across_groups(tmp_path, extra, expected):
     from tests.conftest import run_cli
 
     server = BackgroundSimServer(seed=0, latency_s=0.3).start()
     try:
-        args = ["run", "--no-ui", "--steps", "6", "--group-size", "6", "--base-url", server.base_url,
-                "--out", str(tmp_path / "groups.jsonl")]
+        args = [
+            "run",
+            "--no-ui",
+            "--steps",
+            "6",
+            "--group-size",
+            "6",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(tmp_path / "groups.jsonl"),
+        ]
         assert run_cli([*args, *extra], tmp_path).returncode == 0
         assert sim_admin(server, "/sim/requests")["max_in_flight"] == expected
     finally:
@@ -159,8 +187,12 @@ def test_concurrency_caps_requests_in_flight_across_groups(tmp_path, extra, expe
 
 async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_sim, tmp_path):
     events: list = []
-    run = Run(RunConfig(base_url=slow_sim.base_url, group_size=4, steps=50, out=tmp_path / "groups.jsonl"),
-              events.append)
+    run = Run(
+        RunConfig(
+            base_url=slow_sim.base_url, group_size=4, steps=50, out=tmp_path / "groups.jsonl"
+        ),
+        events.append,
+    )
     run.prepare()
     run.controls.pause()  # as a key pressed while the dashboard said "starting"
     task = asyncio.ensure_future(run.execute())
@@ -187,11 +219,15 @@ def test_a_key_the_run_answers_late_says_so_and_is_still_carried_out(tmp_path):
 
     collector = threading.Thread(target=busy_then_serving, daemon=True)
     collector.start()
-    with pytest.raises(Unanswered, match=r"the run did not answer within 0\.2 s; it may still pause or resume"):
+    with pytest.raises(
+        Unanswered, match=r"the run did not answer within 0\.2 s; it may still pause or resume"
+    ):
         remote.toggle_pause()
     with pytest.raises(Unanswered, match="it may still change the temperature"):
         remote.set_temperature(0.5)
-    assert remote.temperature == 0.5 and controls.paused, "both were carried out once the run answered"
+    assert remote.temperature == 0.5 and controls.paused, (
+        "both were carried out once the run answered"
+    )
     dashboard_end.close()
     collector.join(timeout=10)
     assert not collector.is_alive()

@@ -15,8 +15,18 @@ from vftui.wording import counted
 
 
 def run_args(server, out, steps=40) -> list[str]:
-    return ["run", "--no-ui", "--steps", str(steps), "--group-size", "4", "--base-url", server.base_url,
-            "--out", str(out)]
+    return [
+        "run",
+        "--no-ui",
+        "--steps",
+        str(steps),
+        "--group-size",
+        "4",
+        "--base-url",
+        server.base_url,
+        "--out",
+        str(out),
+    ]
 
 
 @pytest.fixture
@@ -61,7 +71,11 @@ def assert_resume_completes(out, tmp_path, before: list[dict], steps: int) -> No
     items = [g["vftui"]["item"] for g in groups]
     assert sorted(items) == list(range(steps)), "no item skipped or collected twice"
     checkpoint = checkpoint_of(out)
-    assert checkpoint["groups"] == steps and checkpoint["done_below"] == steps and checkpoint["done_above"] == []
+    assert (
+        checkpoint["groups"] == steps
+        and checkpoint["done_below"] == steps
+        and checkpoint["done_above"] == []
+    )
 
 
 def test_kill_9_with_groups_in_flight_loses_only_them(tmp_path, busy_sim):
@@ -95,7 +109,9 @@ def test_ctrl_c_finishes_the_groups_in_flight_and_twice_cancels_them(tmp_path, b
         assert items == list(range(len(items))), "every group in flight was finished and kept"
         assert checkpoint["iter"] == checkpoint["done_below"] == len(items)
     else:
-        assert checkpoint["iter"] > len(items), "the groups in flight were cancelled, not waited for"
+        assert checkpoint["iter"] > len(items), (
+            "the groups in flight were cancelled, not waited for"
+        )
     assert_resume_completes(out, tmp_path, groups, 100)
 
 
@@ -116,8 +132,9 @@ def test_resume_repairs_a_torn_last_line(tmp_path, slow_sim):
     assert result.returncode == 0, result.stderr
     groups = read_jsonl(out)
     assert sorted(g["vftui"]["item"] for g in groups) == [0, 1, 2, 3, 4]
-    assert os.path.getsize(out) == sum(len(json.dumps(g, separators=(",", ":"), ensure_ascii=False)) + 1
-                                       for g in groups)
+    assert os.path.getsize(out) == sum(
+        len(json.dumps(g, separators=(",", ":"), ensure_ascii=False)) + 1 for g in groups
+    )
 
 
 def test_a_run_that_failed_on_endpoint_errors_resumes_without_a_gap(tmp_path, slow_sim):

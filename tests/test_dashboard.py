@@ -25,8 +25,13 @@ def make_app(slow_sim, tmp_path):
     runs: list[CollectorProcess] = []
 
     def make(**overrides) -> VftuiApp:
-        settings = {"base_url": slow_sim.base_url, "group_size": 4, "steps": 400, "out": tmp_path / "groups.jsonl",
-                    **overrides}
+        settings = {
+            "base_url": slow_sim.base_url,
+            "group_size": 4,
+            "steps": 400,
+            "out": tmp_path / "groups.jsonl",
+            **overrides,
+        }
         config = RunConfig(**{k: v for k, v in settings.items() if v is not None})
         inbox = Inbox()
         run = CollectorProcess(config, inbox.put, target=child_main).start()
@@ -40,8 +45,14 @@ def make_app(slow_sim, tmp_path):
 
 async def quit_app(pilot, app) -> None:
     await pilot.press("q")
-    await until(pilot=pilot, predicate=lambda: not app.is_running or app.screen.__class__.__name__ == "ConfirmScreen"
-                or app.result is not None)
+    await until(
+        pilot=pilot,
+        predicate=lambda: (
+            not app.is_running
+            or app.screen.__class__.__name__ == "ConfirmScreen"
+            or app.result is not None
+        ),
+    )
     if app.is_running and app.screen.__class__.__name__ == "ConfirmScreen":
         await pilot.press("y")
     await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
@@ -51,9 +62,13 @@ async def test_pause_key_holds_the_count_and_resumes(make_app, slow_sim, tmp_pat
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
-        await until(pilot=pilot, predicate=lambda: "req/s" in str(app.query_one("#status").render()))
+        await until(
+            pilot=pilot, predicate=lambda: "req/s" in str(app.query_one("#status").render())
+        )
         status = str(app.query_one("#status").render())
-        assert re.search(r"in flight \d+/32 in \d+ groups? · [\d.]+ req/s · p50 [\d.]+ s p95 [\d.]+ s", status), status
+        assert re.search(
+            r"in flight \d+/32 in \d+ groups? · [\d.]+ req/s · p50 [\d.]+ s p95 [\d.]+ s", status
+        ), status
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         assert "paused" in str(app.query_one("#status").render())
@@ -93,7 +108,9 @@ async def test_dump_key_writes_exactly_the_window(make_app, slow_sim, tmp_path):
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         await pilot.press("d")
-        await until(pilot=pilot, predicate=lambda: any("dumped" in r.message for r in app.model.logs))
+        await until(
+            pilot=pilot, predicate=lambda: any("dumped" in r.message for r in app.model.logs)
+        )
         said = next(r.message for r in app.model.logs if "dumped" in r.message)
         await quit_app(pilot, app)
     [dump] = tmp_path.glob("dump-*.jsonl")
@@ -106,7 +123,9 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim,
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 3)
         await pilot.press("q")
-        await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")  # asks first
+        await until(
+            pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen"
+        )  # asks first
         await pilot.press("y")
         await until(pilot=pilot, predicate=lambda: app.result is not None)
     summary = app.return_value
@@ -116,11 +135,15 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim,
     lines = read_jsonl(tmp_path / "groups.jsonl")
     checkpoint = json.loads((tmp_path / "groups.checkpoint.json").read_text())
     assert checkpoint["groups"] == len(lines) == summary.groups_done
-    assert sorted(g["vftui"]["item"] for g in lines) == list(range(len(lines))), "the groups in flight were finished"
+    assert sorted(g["vftui"]["item"] for g in lines) == list(range(len(lines))), (
+        "the groups in flight were finished"
+    )
     assert checkpoint["iter"] == checkpoint["done_below"] == len(lines)
 
 
-async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(make_app, slow_sim, tmp_path):
+async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(
+    make_app, slow_sim, tmp_path
+):
     """Ctrl-C, Ctrl-C: the second answers the question as y would, where it asked the same question again."""
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -131,7 +154,9 @@ async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(make_app
         await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
         assert len(app.screen_stack) == 1, "no question left asked"
     summary = app.return_value
-    assert summary is not None and summary.groups_done < summary.groups_total, "stopped, not run to its end"
+    assert summary is not None and summary.groups_done < summary.groups_total, (
+        "stopped, not run to its end"
+    )
     assert summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))
 
 
@@ -158,15 +183,25 @@ async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path
 
 
 async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app):
-    app = make_app(mode="eval", num_examples=60, rollouts_per_example=4, group_size=None, concurrency=4)
+    app = make_app(
+        mode="eval", num_examples=60, rollouts_per_example=4, group_size=None, concurrency=4
+    )
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot=pilot, predicate=lambda: (report := app.model.eval_report) is not None and report.items >= 5)
-        assert not app.model.eval_report.final, "a report a second while it runs, not only at the end"
+        await until(
+            pilot=pilot,
+            predicate=lambda: (report := app.model.eval_report) is not None and report.items >= 5,
+        )
+        assert not app.model.eval_report.final, (
+            "a report a second while it runs, not only at the end"
+        )
         early = app.model.eval_report.figures["reward"]
         assert app.has_class("-eval") and "pass@4" in str(app.query_one("#eval-figures").render())
         assert str(app.query_one("#status").render()).startswith("eval ")
-        await until(pilot=pilot, predicate=lambda: app.model.eval_report is not None and app.model.eval_report.final,
-                    timeout=120)
+        await until(
+            pilot=pilot,
+            predicate=lambda: app.model.eval_report is not None and app.model.eval_report.final,
+            timeout=120,
+        )
         final = app.model.eval_report
         assert final.items == final.items_total == 60
         width = final.figures["reward"]["ci_high"] - final.figures["reward"]["ci_low"]
@@ -186,7 +221,9 @@ async def test_the_palettes_quit_asks_and_stops_gracefully_as_q_does(make_app, t
         await until(pilot=pilot, predicate=lambda: app.screen.__class__.__name__ == "ConfirmScreen")
         await pilot.press("y")
         await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
-    assert app.model.summary is not None and app.model.summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))
+    assert app.model.summary is not None and app.model.summary.groups_done == len(
+        read_jsonl(tmp_path / "groups.jsonl")
+    )
 
 
 async def test_a_picked_group_stays_in_the_preview_after_it_leaves_the_window(make_app):
@@ -197,7 +234,9 @@ async def test_a_picked_group_stays_in_the_preview_after_it_leaves_the_window(ma
         picked = app.previewed
         assert picked is not None and app.table.previewed == picked.index
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= picked.index + 12)
-        assert picked.index not in [g.index for g in app.model.visible_groups()], "it left the window"
+        assert picked.index not in [g.index for g in app.model.visible_groups()], (
+            "it left the window"
+        )
         assert app.previewed is picked, "no key was pressed: the preview kept it"
         await pilot.press("end")
         await until(pilot=pilot, predicate=lambda: app.previewed is not picked)
@@ -220,9 +259,13 @@ async def test_at_80x24_the_log_has_rows_and_a_panel_says_what_does_not_fit(make
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
         await pilot.pause()
-        assert app.query_one("#log").content_size.height >= 3, "the turns gave their rows to the log"
+        assert app.query_one("#log").content_size.height >= 3, (
+            "the turns gave their rows to the log"
+        )
         panel = app.query_one("#functions")
-        panel.styles.height = 4  # room for the header and two rows: reward and two functions do not fit
+        panel.styles.height = (
+            4  # room for the header and two rows: reward and two functions do not fit
+        )
         await pilot.pause()
         panel.show(app.model)
         await pilot.pause()

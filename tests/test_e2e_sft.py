@@ -24,10 +24,14 @@ def template_len(messages: list[dict], generation_prompt: bool) -> int:
 
 def expected_reward(messages: list[dict], batches: list[list[str]]) -> float:
     """What the env's two reward functions give, recomputed from the saved messages."""
-    return 1.0 * task.sorted_correctly_score(messages, batches) + 0.2 * task.format_ok_score(messages)
+    return 1.0 * task.sorted_correctly_score(messages, batches) + 0.2 * task.format_ok_score(
+        messages
+    )
 
 
-def check_rollout(tokens: list[int], masks: list[int], messages: list[dict], truncated: bool) -> None:
+def check_rollout(
+    tokens: list[int], masks: list[int], messages: list[dict], truncated: bool
+) -> None:
     assert len(tokens) == len(masks)
     trained = set()
     for i, message in enumerate(messages):
@@ -45,15 +49,34 @@ def check_rollout(tokens: list[int], masks: list[int], messages: list[dict], tru
         assert mask == (token if j in trained else -100), f"position {j}"
 
 
-ENVS = pytest.mark.parametrize("env", ["vftui/alphabet-sort",
-                                      pytest.param("vftui/alphabet-sort-classic", marks=pytest.mark.classic)],
-                                ids=["v1", "classic"])
+ENVS = pytest.mark.parametrize(
+    "env",
+    ["vftui/alphabet-sort", pytest.param("vftui/alphabet-sort-classic", marks=pytest.mark.classic)],
+    ids=["v1", "classic"],
+)
 
 
 def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple[list[dict], dict]:
     out = tmp_path / "groups.jsonl"
-    result = run_cli(["run", "--mode", "sft", "--no-ui", "--json", "--steps", "6", "--group-size", "4", "--env", env,
-                      "--out", str(out), *extra], tmp_path)
+    result = run_cli(
+        [
+            "run",
+            "--mode",
+            "sft",
+            "--no-ui",
+            "--json",
+            "--steps",
+            "6",
+            "--group-size",
+            "4",
+            "--env",
+            env,
+            "--out",
+            str(out),
+            *extra,
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "SIMULATION" in result.stderr
@@ -62,7 +85,13 @@ def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple
     rows = task.make_examples(200, 3, 6, max_turns, 0)
     for group in groups:
         meta = group["vftui"]
-        assert len(group["scores"]) == len(group["tokens"]) == len(group["masks"]) == len(group["messages"]) == 4
+        assert (
+            len(group["scores"])
+            == len(group["tokens"])
+            == len(group["masks"])
+            == len(group["messages"])
+            == 4
+        )
         assert group["generation_params"]["temperature"] == 1.0
         assert meta["env"] == env
         batches = rows[meta["example_id"]]["info"]["batches"]
@@ -70,7 +99,12 @@ def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple
             messages = group["messages"][i]
             assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
             assert group["scores"][i] == pytest.approx(expected_reward(messages, batches), abs=1e-9)
-            check_rollout(group["tokens"][i], group["masks"][i], messages, meta["finish_reasons"][i] == "length")
+            check_rollout(
+                group["tokens"][i],
+                group["masks"][i],
+                messages,
+                meta["finish_reasons"][i] == "length",
+            )
     summary = next(e for e in json_events(result.stdout) if e["event"] == "RunSummary")
     return groups, summary
 
@@ -93,7 +127,9 @@ def test_multi_turn_variant_keeps_every_turn(tmp_path, env):
     groups, summary = run_and_check(tmp_path, env, ["--env-args", '{"max_turns": 3}'], max_turns=3)
     assert all(t == 3 for g in groups for t in g["vftui"]["turns"])
     assert summary["metrics"]["metrics/avg_num_turns"] == pytest.approx(3.0)
-    assert all(sum(m["role"] == "assistant" for m in msgs) == 3 for g in groups for msgs in g["messages"])
+    assert all(
+        sum(m["role"] == "assistant" for m in msgs) == 3 for g in groups for msgs in g["messages"]
+    )
 
 
 @ENVS
@@ -102,5 +138,7 @@ def test_truncated_completions_lose_their_end_of_turn(tmp_path, env):
     reasons = [r for g in groups for r in g["vftui"]["finish_reasons"]]
     assert "length" in reasons
     for g in groups:
-        for reason, stripped in zip(g["vftui"]["finish_reasons"], g["vftui"]["stripped_end_of_turn"], strict=True):
+        for reason, stripped in zip(
+            g["vftui"]["finish_reasons"], g["vftui"]["stripped_end_of_turn"], strict=True
+        ):
             assert stripped == (reason == "length")

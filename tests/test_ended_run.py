@@ -39,9 +39,15 @@ STEPS = st.lists(st.sampled_from([*STEERING, "resume"]), max_size=12)
 
 @pytest.mark.unit
 @settings(max_examples=200, deadline=None)
-@given(before=STEPS, after=STEPS, state=st.sampled_from([RunState.FINISHED, RunState.FAILED]),
-       done=st.integers(0, 3))
-def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(before, after, state, done):
+@given(
+    before=STEPS,
+    after=STEPS,
+    state=st.sampled_from([RunState.FINISHED, RunState.FAILED]),
+    done=st.integers(0, 3),
+)
+def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(
+    before, after, state, done
+):
     events: list = []
     controls = Controls(1.0, GroupWindow(4), Path("unused"), events.append, groups_total=3)
     steer = {**STEERING, "resume": lambda c: c.resume()}
@@ -66,7 +72,10 @@ def refuses_every_steer(controls: RunControls) -> None:
 
 async def test_the_controls_of_a_finished_run_refuse_to_steer_it(sim, tmp_path):
     events: list = []
-    run = Run(RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl"), events.append)
+    run = Run(
+        RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl"),
+        events.append,
+    )
     run.prepare()
     try:
         summary = await run.execute()
@@ -75,17 +84,27 @@ async def test_the_controls_of_a_finished_run_refuse_to_steer_it(sim, tmp_path):
     finally:
         run.close()
     assert summary.state is RunState.FINISHED and run.controls.temperature == 1.0
-    assert not [e for e in events[ended:] if isinstance(e, RunStatus)], "the run's state did not change"
+    assert not [e for e in events[ended:] if isinstance(e, RunStatus)], (
+        "the run's state did not change"
+    )
 
 
 def test_a_finished_run_refuses_its_dashboards_pipe_and_its_socket_alike(sim, tmp_path):
     out = tmp_path / "g.jsonl"
-    run = CollectorProcess(RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=out), Inbox().put,
-                           target=child_main).start()
+    run = CollectorProcess(
+        RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=out),
+        Inbox().put,
+        target=child_main,
+    ).start()
     try:
         assert run.wait_summary().state is RunState.FINISHED
-        refuses_every_steer(run.controls)  # the dashboard's pipe: the child lives on until the dashboard closes
-        for steer in [*STEERING.values(), STEERING["stop"]]:  # what an attached dashboard or `vftui runs` sends
+        refuses_every_steer(
+            run.controls
+        )  # the dashboard's pipe: the child lives on until the dashboard closes
+        for steer in [
+            *STEERING.values(),
+            STEERING["stop"],
+        ]:  # what an attached dashboard or `vftui runs` sends
             with pytest.raises(RunEnded, match="the run has finished"):
                 control(socket_path(out), steer)
     finally:
@@ -103,7 +122,9 @@ async def test_keys_on_a_finished_run_say_why_they_do_nothing_and_q_quits_at_onc
             await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED)
             for key in ("space", "plus", "minus"):
                 await pilot.press(key)
-            await until(pilot=pilot, predicate=lambda: "the run has finished" in _toasts(app), timeout=5)
+            await until(
+                pilot=pilot, predicate=lambda: "the run has finished" in _toasts(app), timeout=5
+            )
             await pilot.pause(0.3)
             assert app.model.state is RunState.FINISHED and app.model.temperature == 1.0
             await pilot.press("q")
@@ -122,19 +143,43 @@ async def test_t_on_a_finished_run_says_why_and_opens_no_prompt(sim, tmp_path):
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED)
             await pilot.press("t")
-            await until(pilot=pilot, predicate=lambda: "no group will be sampled" in _toasts(app), timeout=5)
-            assert not isinstance(app.screen, PromptScreen), "no temperature to type for a run that has ended"
+            await until(
+                pilot=pilot, predicate=lambda: "no group will be sampled" in _toasts(app), timeout=5
+            )
+            assert not isinstance(app.screen, PromptScreen), (
+                "no temperature to type for a run that has ended"
+            )
             await pilot.press("q")
     finally:
         run.close()
 
 
-async def test_keys_on_an_attached_run_whose_process_ended_say_so_and_keep_its_temperature(sim, tmp_path):
+async def test_keys_on_an_attached_run_whose_process_ended_say_so_and_keep_its_temperature(
+    sim, tmp_path
+):
     out = tmp_path / "g.jsonl"
-    process = start_cli(["run", "--no-ui", "--steps", "40", "--group-size", "2", "--concurrency", "2",
-                         "--sim-latency", "0.05", "--out", str(out)], tmp_path)
+    process = start_cli(
+        [
+            "run",
+            "--no-ui",
+            "--steps",
+            "40",
+            "--group-size",
+            "2",
+            "--concurrency",
+            "2",
+            "--sim-latency",
+            "0.05",
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     try:
-        wait_until(lambda: socket_path(out).exists() and out.exists() and out.stat().st_size, "the run began")
+        wait_until(
+            lambda: socket_path(out).exists() and out.exists() and out.stat().st_size,
+            "the run began",
+        )
         inbox = Inbox()
         attached = AttachedRun(socket_path(out), inbox.put).start()
         app = VftuiApp(AttachedTo(inbox, attached))
@@ -144,7 +189,9 @@ async def test_keys_on_an_attached_run_whose_process_ended_say_so_and_keep_its_t
             await until(pilot=pilot, predicate=lambda: app.model.summary is not None)
             for key in ("space", "plus", "t"):
                 await pilot.press(key)
-            await until(pilot=pilot, predicate=lambda: "process has ended" in _toasts(app), timeout=5)
+            await until(
+                pilot=pilot, predicate=lambda: "process has ended" in _toasts(app), timeout=5
+            )
             assert not isinstance(app.screen, PromptScreen)
             assert app.model.temperature == 1.0, "the temperature it ran at, never an unknown one"
             await pilot.press("q")

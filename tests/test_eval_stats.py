@@ -36,7 +36,11 @@ def test_pass_at_k_equals_drawing_k_of_n_rollouts_every_way(n):
     for c in range(n + 1):
         outcomes = [True] * c + [False] * (n - c)
         for k in range(1, n + 1):
-            assert pass_at_k(n, c, k) == pytest.approx(brute_pass_at_k(outcomes, k), abs=1e-12), (n, c, k)
+            assert pass_at_k(n, c, k) == pytest.approx(brute_pass_at_k(outcomes, k), abs=1e-12), (
+                n,
+                c,
+                k,
+            )
 
 
 def test_pass_at_k_stays_exact_where_the_binomials_overflow():
@@ -47,8 +51,10 @@ def test_pass_at_k_stays_exact_where_the_binomials_overflow():
         pass_at_k(3, 4, 1)
 
 
-@pytest.mark.parametrize(("df", "quantile"), [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452),
-                                              (120, 1.9799)])
+@pytest.mark.parametrize(
+    ("df", "quantile"),
+    [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452), (120, 1.9799)],
+)
 def test_t_quantiles_are_the_tables(df, quantile):
     assert t_quantile(0.975, df) == pytest.approx(quantile, abs=1e-4)
     assert t_cdf(t_quantile(0.975, df), df) == pytest.approx(0.975, abs=1e-9)
@@ -59,8 +65,11 @@ def test_a_mean_comes_with_its_95_percent_t_interval():
     values = [1.0, 2.0, 3.0, 4.0, 5.0]
     est = estimate(values)
     half = 2.7764 * statistics.stdev(values) / math.sqrt(5)  # t(0.975, 4) * s / sqrt(n)
-    assert est.mean == 3.0 and est.low == pytest.approx(3 - half, abs=1e-3) and est.high == pytest.approx(3 + half,
-                                                                                                          abs=1e-3)
+    assert (
+        est.mean == 3.0
+        and est.low == pytest.approx(3 - half, abs=1e-3)
+        and est.high == pytest.approx(3 + half, abs=1e-3)
+    )
     assert estimate([0.7]).low is None and estimate([]).count == 0
     clipped = estimate([0.0, 1.0, 1.0], bounds=(0.0, 1.0))
     assert clipped.high == 1.0 and clipped.low >= 0.0
@@ -72,14 +81,21 @@ def test_intervals_narrow_as_items_come():
 
 
 def test_pass_at_k_over_items_with_a_threshold():
-    items = [ItemResult(0, (1.0, 0.0, 0.0, 0.0)), ItemResult(1, (1.0, 1.0, 1.0, 1.0)), ItemResult(2, (0.5, 0.2, 0.1,
-                                                                                                        0.0))]
+    items = [
+        ItemResult(0, (1.0, 0.0, 0.0, 0.0)),
+        ItemResult(1, (1.0, 1.0, 1.0, 1.0)),
+        ItemResult(2, (0.5, 0.2, 0.1, 0.0)),
+    ]
     one = pass_at(items, 1, threshold=1.0)
     assert one.mean == pytest.approx((0.25 + 1.0 + 0.0) / 3)
     four = pass_at(items, 4, threshold=1.0)
     assert four.mean == pytest.approx((1.0 + 1.0 + 0.0) / 3)
     assert pass_at(items, 1, threshold=0.5).mean == pytest.approx((0.25 + 1.0 + 0.25) / 3)
-    assert [round(i.std, 4) for i in items] == [0.433, 0.0, 0.1871] and items[2].low == 0.0 and items[2].high == 0.5
+    assert (
+        [round(i.std, 4) for i in items] == [0.433, 0.0, 0.1871]
+        and items[2].low == 0.0
+        and items[2].high == 0.5
+    )
 
 
 @pytest.mark.unit
@@ -101,7 +117,10 @@ def test_the_tally_gives_each_figure_over_items():
 def test_gates_read_both_directions_for_eval_figures_only():
     gates = read_gates("identical>0.8, pass@1<0.6, reward>0.2")
     assert [(g.name, g.op, g.threshold, g.is_eval) for g in gates] == [
-        ("identical", ">", 0.8, False), ("pass@1", "<", 0.6, True), ("reward", ">", 0.2, True)]
+        ("identical", ">", 0.8, False),
+        ("pass@1", "<", 0.6, True),
+        ("reward", ">", 0.2, True),
+    ]
     assert gates[1].passed(0.5) and not gates[1].passed(0.6)
     for bad in ("identical<0.3", "pass@0<1", "pass@x<1", "accuracy<nan"):
         with pytest.raises(ValueError, match="cannot read"):
@@ -114,16 +133,32 @@ def test_saved_results_with_bad_values_are_skipped_and_counted_never_a_crash(tmp
     from vftui.ui.widgets.token_preview import message_pieces
 
     good = {"example_id": 1, "reward": 1.0, "prompt": [], "completion": "ok"}
-    rows = [good, {"example_id": 2, "reward": "abc"}, {"example_id": 3, "reward": None}, {"example_id": 4},
-            {"example_id": 5, "reward": [1]}, {**good, "example_id": 6, "completion": 3}]
-    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"reward": NaN, "ex\n'
-                                            + "not json\n")
+    rows = [
+        good,
+        {"example_id": 2, "reward": "abc"},
+        {"example_id": 3, "reward": None},
+        {"example_id": 4},
+        {"example_id": 5, "reward": [1]},
+        {**good, "example_id": 6, "completion": 3},
+    ]
+    (tmp_path / "results.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + '{"reward": NaN, "ex\n' + "not json\n"
+    )
     source = load(tmp_path)
-    assert sorted(source.items) == ["1", "6"] and source.skipped == 6, "a missing reward is not a zero"
+    assert sorted(source.items) == ["1", "6"] and source.skipped == 6, (
+        "a missing reward is not a zero"
+    )
     groups = tmp_path / "groups.jsonl"
-    bad = [{"scores": s, "tokens": [[]], "masks": [[]]} for s in ([float("nan")], [], None, ["a"], {"a": 1})]
-    groups.write_text("".join(json.dumps(g) + "\n" for g in [*bad, {"scores": [0.5], "messages": "x"}]))
+    bad = [
+        {"scores": s, "tokens": [[]], "masks": [[]]}
+        for s in ([float("nan")], [], None, ["a"], {"a": 1})
+    ]
+    groups.write_text(
+        "".join(json.dumps(g) + "\n" for g in [*bad, {"scores": [0.5], "messages": "x"}])
+    )
     source = load(groups)
     assert len(source.items) == 1 and source.skipped == 5
-    shown = "".join(text for text, _ in message_pieces([{"role": "assistant", "content": "\x1b]0;pwned\x07hi"}]))
+    shown = "".join(
+        text for text, _ in message_pieces([{"role": "assistant", "content": "\x1b]0;pwned\x07hi"}])
+    )
     assert "\x1b" not in shown and "\x07" not in shown and "hi" in shown

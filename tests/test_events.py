@@ -44,11 +44,25 @@ from vftui.ui.model import DashboardModel
 
 pytestmark = pytest.mark.unit
 
-GROUP = GroupCollected(index=1, item=0, example_id=0, scores=[0.0, 1.0], metrics={"f": [0.0, 1.0]}, turns=[1, 2],
-                       tokens=[[1, 2], [3]], masks=[[-100, 2], [3]], messages=[[], []],
-                       finish_reasons=["stop", "length"], temperature=1.0, started_at=1.0, elapsed_s=0.5)
+GROUP = GroupCollected(
+    index=1,
+    item=0,
+    example_id=0,
+    scores=[0.0, 1.0],
+    metrics={"f": [0.0, 1.0]},
+    turns=[1, 2],
+    tokens=[[1, 2], [3]],
+    masks=[[-100, 2], [3]],
+    messages=[[], []],
+    finish_reasons=["stop", "length"],
+    temperature=1.0,
+    started_at=1.0,
+    elapsed_s=0.5,
+)
 SAMPLES: list[Event] = [
-    RunStarted(Mode.SFT, "env", "model", "simulated", True, "/tmp/groups.jsonl", 10, 0, 2, 1.0, ["f"]),
+    RunStarted(
+        Mode.SFT, "env", "model", "simulated", True, "/tmp/groups.jsonl", 10, 0, 2, 1.0, ["f"]
+    ),
     GROUP,
     MetricsWindow(1, {"metrics/mean_reward": 0.5}),
     FileProgress(1, 10, 100, stats.Accumulator(), [0.5], [0.0]),
@@ -61,8 +75,16 @@ SAMPLES: list[Event] = [
     ServerStatus("http://127.0.0.1:9000/v1", True, 3, 0, 0.1, 0.2),
     Health(8, {"stop": 8}, 10.0, 12.0, {}, 0.5, 0.5, 0.1, 0.2, 40.0, {"identical": 0.1}, []),
     Alert("truncated", 0.5, 0.2, True, "half the rollouts were cut"),
-    EvalReport(3, 10, 2, 0.5, {"reward": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 3}},
-               {"format_ok": {"mean": math.nan, "ci_low": None, "ci_high": None, "n": 0}}, final=True, step=4),
+    EvalReport(
+        3,
+        10,
+        2,
+        0.5,
+        {"reward": {"mean": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 3}},
+        {"format_ok": {"mean": math.nan, "ci_low": None, "ci_high": None, "n": 0}},
+        final=True,
+        step=4,
+    ),
     TemperatureChanged(0.7),
     GroupsDumped("/tmp/dump.jsonl", 2),
     LogRecord("WARNING", "vftui", "a line"),
@@ -98,9 +120,15 @@ def test_an_attaching_dashboard_sees_what_one_watching_from_the_start_saw():
         replay.add(event)
     attached.apply(replay.events())
     assert attached.run_metrics() == watched.run_metrics()
-    assert (attached.state, attached.groups_done, attached.temperature) == (watched.state, watched.groups_done,
-                                                                           watched.temperature)
-    assert attached.alerts.keys() == watched.alerts.keys() and attached.servers.keys() == watched.servers.keys()
+    assert (attached.state, attached.groups_done, attached.temperature) == (
+        watched.state,
+        watched.groups_done,
+        watched.temperature,
+    )
+    assert (
+        attached.alerts.keys() == watched.alerts.keys()
+        and attached.servers.keys() == watched.servers.keys()
+    )
 
 
 def test_a_kind_of_event_nobody_named_is_an_error_not_silence():

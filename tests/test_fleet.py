@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, run_cli, tmux, tmux_cli_command, unavailable, wait_for_screen, wait_until
+from tests.conftest import (
+    free_port,
+    run_cli,
+    tmux,
+    tmux_cli_command,
+    unavailable,
+    wait_for_screen,
+    wait_until,
+)
 from vftui.sim.server import BackgroundSimServer
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -32,26 +40,44 @@ def hosts(tmp_path):
     keys = tmp_path / "ssh"
     keys.mkdir(mode=0o700)
     for name in ("host_key", "client_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True
+        )
     (keys / "authorized_keys").write_text((keys / "client_key.pub").read_text())
     port, down = free_port(), free_port()
     (keys / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host_key'}\nPidFile {keys / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {keys / 'authorized_keys'}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
-        "PermitRootLogin prohibit-password\nAcceptEnv XDG_DATA_HOME XDG_CONFIG_HOME\n")
+        "PermitRootLogin prohibit-password\nAcceptEnv XDG_DATA_HOME XDG_CONFIG_HOME\n"
+    )
     data = {h: tmp_path / f"data-{h}" for h in ("fleet-a", "fleet-b")}
-    config = [f"Host {h}\n  SetEnv XDG_DATA_HOME={d} XDG_CONFIG_HOME={d}\n" for h, d in data.items()]
-    config.append(f"Host fleet-*\n  HostName 127.0.0.1\n  Port {port}\n  User {getpass.getuser()}\n"
-                  f"  IdentityFile {keys / 'client_key'}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
-                  "  LogLevel ERROR\n  BatchMode yes\n")
+    config = [
+        f"Host {h}\n  SetEnv XDG_DATA_HOME={d} XDG_CONFIG_HOME={d}\n" for h, d in data.items()
+    ]
+    config.append(
+        f"Host fleet-*\n  HostName 127.0.0.1\n  Port {port}\n  User {getpass.getuser()}\n"
+        f"  IdentityFile {keys / 'client_key'}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
+        "  LogLevel ERROR\n  BatchMode yes\n"
+    )
     config.insert(0, f"Host fleet-down\n  HostName 127.0.0.1\n  Port {down}\n")
     (keys / "ssh_config").write_text("".join(config))
     Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation folder
-    sshd = subprocess.Popen([SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True)
+    sshd = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(keys / "sshd_config")], stderr=subprocess.PIPE, text=True
+    )
     ssh = f"ssh -F {keys / 'ssh_config'}"
     try:
-        wait_until(lambda: subprocess.run([*shlex.split(ssh), "fleet-a", "true"], capture_output=True).returncode
-                   == 0 or sshd.poll() is not None, "sshd answered", timeout=30)
+        wait_until(
+            lambda: (
+                subprocess.run(
+                    [*shlex.split(ssh), "fleet-a", "true"], capture_output=True
+                ).returncode
+                == 0
+                or sshd.poll() is not None
+            ),
+            "sshd answered",
+            timeout=30,
+        )
         if sshd.poll() is not None:
             unavailable(f"sshd did not start here: {sshd.stderr.read()[-300:]}")
         yield ssh, data
@@ -62,18 +88,37 @@ def hosts(tmp_path):
 
 def remote_vftui() -> str:
     """How the hosts run vftui: this interpreter, with this checkout first."""
-    paths = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])
-    return (f"env PYTHONPATH={shlex.quote(paths)} HF_HUB_OFFLINE=1 WANDB_MODE=disabled "
-            f"{shlex.quote(sys.executable)} -m vftui")
+    paths = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    )
+    return (
+        f"env PYTHONPATH={shlex.quote(paths)} HF_HUB_OFFLINE=1 WANDB_MODE=disabled "
+        f"{shlex.quote(sys.executable)} -m vftui"
+    )
 
 
 def a_run_on(data: Path, tmp_path: Path, name: str) -> None:
-    done = run_cli(["run", "--no-ui", "--steps", "2", "--group-size", "2", "--out", str(tmp_path / name / "g.jsonl")],
-                   tmp_path, XDG_DATA_HOME=str(data), XDG_CONFIG_HOME=str(data))
+    done = run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--steps",
+            "2",
+            "--group-size",
+            "2",
+            "--out",
+            str(tmp_path / name / "g.jsonl"),
+        ],
+        tmp_path,
+        XDG_DATA_HOME=str(data),
+        XDG_CONFIG_HOME=str(data),
+    )
     assert done.returncode == 0, done.stderr
 
 
-def test_runs_on_several_hosts_with_the_host_as_a_column_and_one_line_per_host_that_fails(hosts, tmp_path):
+def test_runs_on_several_hosts_with_the_host_as_a_column_and_one_line_per_host_that_fails(
+    hosts, tmp_path
+):
     ssh, data = hosts
     a_run_on(data["fleet-a"], tmp_path, "on-a")
     a_run_on(data["fleet-b"], tmp_path, "on-b")
@@ -81,13 +126,17 @@ def test_runs_on_several_hosts_with_the_host_as_a_column_and_one_line_per_host_t
     listed = run_cli([*args, "--json"], tmp_path, VFTUI_SSH=ssh)
     assert listed.returncode == 1, "a host failed"
     runs = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert {(r["host"], Path(r["path"]).parent.name) for r in runs} == {("fleet-a", "on-a"), ("fleet-b", "on-b")}
+    assert {(r["host"], Path(r["path"]).parent.name) for r in runs} == {
+        ("fleet-a", "on-a"),
+        ("fleet-b", "on-b"),
+    }
     assert all(r["state"] == "finished" and r["groups_done"] == 2 for r in runs)
     failed = [line for line in listed.stderr.splitlines() if line.startswith("vftui: fleet-down:")]
     assert len(failed) == 1 and "refused" in failed[0], listed.stderr
     table = run_cli(args, tmp_path, VFTUI_SSH=ssh).stdout.splitlines()
-    assert table[0].split()[:3] == ["HOST", "ID", "STATE"] and {line.split()[0] for line in table[1:]} == {
-        "fleet-a", "fleet-b"}
+    assert table[0].split()[:3] == ["HOST", "ID", "STATE"] and {
+        line.split()[0] for line in table[1:]
+    } == {"fleet-a", "fleet-b"}
 
 
 def test_a_host_name_ssh_would_read_as_an_option_is_refused(tmp_path):
@@ -100,17 +149,43 @@ def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
     ssh, data = hosts
     sim = BackgroundSimServer(seed=0, latency_s=0.3).start()
     out = tmp_path / "live" / "g.jsonl"
-    run = subprocess.Popen([sys.executable, "-m", "vftui", "run", "--no-ui", "--steps", "2000", "--group-size", "2",
-                            "--base-url", sim.base_url, "--out", str(out)], cwd=tmp_path,
-                           env={**os.environ, "XDG_DATA_HOME": str(data["fleet-a"]), "XDG_CONFIG_HOME": str(
-                               data["fleet-a"]), "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vftui",
+            "run",
+            "--no-ui",
+            "--steps",
+            "2000",
+            "--group-size",
+            "2",
+            "--base-url",
+            sim.base_url,
+            "--out",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "XDG_DATA_HOME": str(data["fleet-a"]),
+            "XDG_CONFIG_HOME": str(data["fleet-a"]),
+            "HF_HUB_OFFLINE": "1",
+            "WANDB_MODE": "disabled",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     try:
         wait_until(lambda: out.with_suffix(".sock").exists(), "the run listens", timeout=90)
-        command = (f"export VFTUI_SSH={shlex.quote(ssh)} && "
-                   + tmux_cli_command(tmp_path, f"attach fleet-a:{out} --remote-vftui {shlex.quote(remote_vftui())}")
-                   + "; echo EXIT=$?; sleep 30")
+        command = (
+            f"export VFTUI_SSH={shlex.quote(ssh)} && "
+            + tmux_cli_command(
+                tmp_path, f"attach fleet-a:{out} --remote-vftui {shlex.quote(remote_vftui())}"
+            )
+            + "; echo EXIT=$?; sleep 30"
+        )
         tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
         wait_for_screen(session, "running")
         tmux("send-keys", "-t", session, "q")

@@ -67,7 +67,16 @@ def fleet_root(tmp_path_factory) -> tuple[Path, str]:
     executable(root / "ssh", FAKE_SSH.format(root=root))
     data = root / "good" / "data"
     done = run_cli(
-        ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--out", str(root / "good/run/g.jsonl")],
+        [
+            "run",
+            "--no-ui",
+            "--steps",
+            "2",
+            "--group-size",
+            "2",
+            "--out",
+            str(root / "good/run/g.jsonl"),
+        ],
         root,
         XDG_DATA_HOME=str(data),
         XDG_CONFIG_HOME=str(data),
@@ -98,8 +107,12 @@ def test_a_host_that_answers_damage_is_one_line_and_the_others_are_listed(fleet_
         "deep": "[" * 200_000 + "]" * 200_000 + "\n",
         "digits": json.dumps({**A_RUN, "groups_done": 10**400}) + "\n",
         "future": json.dumps({**A_RUN, "started": 1e300}) + "\n",
-        "nan": json.dumps({**A_RUN, "groups_per_s": float("nan"), "mean_reward": float("inf")}) + "\n",
-        "mixed": json.dumps(A_RUN) + "\n" + json.dumps({**A_RUN, "id": "x", "duration_s": -5}) + "\n",
+        "nan": json.dumps({**A_RUN, "groups_per_s": float("nan"), "mean_reward": float("inf")})
+        + "\n",
+        "mixed": json.dumps(A_RUN)
+        + "\n"
+        + json.dumps({**A_RUN, "id": "x", "duration_s": -5})
+        + "\n",
         "banner": "Welcome to gpu-9!\n",
     }
     names = [hostile(root, name, answer) for name, answer in bad.items()]
@@ -107,12 +120,19 @@ def test_a_host_that_answers_damage_is_one_line_and_the_others_are_listed(fleet_
         done = ask(fleet_root, ",".join(["good", *names, "down"]), *args)
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
         said = {line.split(":")[1].strip(): line for line in done.stderr.splitlines()}
-        assert sorted(said) == sorted([*names, "down"]) and len(done.stderr.splitlines()) == len(names) + 1, said
-        assert said["deep"].endswith("left out 1 of the 1 lines it answered (line 1: it nests deeper than 64 levels)")
+        assert (
+            sorted(said) == sorted([*names, "down"])
+            and len(done.stderr.splitlines()) == len(names) + 1
+        ), said
+        assert said["deep"].endswith(
+            "left out 1 of the 1 lines it answered (line 1: it nests deeper than 64 levels)"
+        )
         assert "left out 1 of the 1 lines it answered (line 1: groups_done 1000" in said["digits"]
         assert "(line 1: started 1e+300 is not a date" in said["future"]
         assert "(line 1: groups_per_s nan is not a rate" in said["nan"]
-        assert "left out 1 of the 2 lines it answered (line 2: duration_s -5 is not" in said["mixed"]
+        assert (
+            "left out 1 of the 2 lines it answered (line 2: duration_s -5 is not" in said["mixed"]
+        )
         assert said["banner"].endswith("(line 1: not JSON: 'Welcome to gpu-9!')")
         assert "Connection refused" in said["down"]
         listed = done.stdout.splitlines()
@@ -126,14 +146,19 @@ def test_a_host_that_answers_damage_is_one_line_and_the_others_are_listed(fleet_
 
 def test_an_answer_too_long_to_be_vftuis_is_not_read_whole(fleet_root):
     root, _ = fleet_root
-    line = json.dumps({**A_RUN, "env": "x" * 1024**2}) + "\n"  # 100 such lines: 100 MB, past the 64 MB read
+    line = (
+        json.dumps({**A_RUN, "env": "x" * 1024**2}) + "\n"
+    )  # 100 such lines: 100 MB, past the 64 MB read
     host(root, "flood", "")
     (root / "flood/line").write_text(line)
     executable(
-        root / "flood/bin/vftui", '#!/bin/sh\ni=0\nwhile [ $i -lt 100 ]; do cat "$HOME/line"; i=$((i+1)); done\n'
+        root / "flood/bin/vftui",
+        '#!/bin/sh\ni=0\nwhile [ $i -lt 100 ]; do cat "$HOME/line"; i=$((i+1)); done\n',
     )
     host(root, "endless", "")  # and a host that never stops answering runs
-    executable(root / "endless/bin/vftui", f"#!/bin/sh\nexec yes {shlex.quote(json.dumps(A_RUN))}\n")
+    executable(
+        root / "endless/bin/vftui", f"#!/bin/sh\nexec yes {shlex.quote(json.dumps(A_RUN))}\n"
+    )
     done = ask(fleet_root, "good,flood,endless")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.splitlines() == [
@@ -152,10 +177,15 @@ def test_remote_vftui_under_the_remote_home_works_as_the_help_shows_it(fleet_roo
     assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["abc123"]
     assert (root / "venv/asked").read_text() == "runs --json\n"
     attach = run_cli(
-        ["attach", "venv:abc 123", "--remote-vftui", "~/my\\ venv/bin/vftui"], root, timeout=60, VFTUI_SSH=fleet_root[1]
+        ["attach", "venv:abc 123", "--remote-vftui", "~/my\\ venv/bin/vftui"],
+        root,
+        timeout=60,
+        VFTUI_SSH=fleet_root[1],
     )
     assert attach.returncode == 0, attach.stderr
-    assert (root / "venv/asked").read_text() == "attach abc 123\n", "the run's name reaches the remote vftui as one"
+    assert (root / "venv/asked").read_text() == "attach abc 123\n", (
+        "the run's name reaches the remote vftui as one"
+    )
 
 
 @pytest.mark.parametrize(
@@ -181,18 +211,34 @@ def test_remote_vftui_under_the_remote_home_works_as_the_help_shows_it(fleet_roo
             {"VFTUI_SSH": "ssh '"},
             "VFTUI_SSH is not a command a shell can read (No closing quotation): ssh '",
         ),
-        (["runs", "--host", "good", "--remote-vftui", " "], {}, "--remote-vftui is empty: give the command that runs"),
+        (
+            ["runs", "--host", "good", "--remote-vftui", " "],
+            {},
+            "--remote-vftui is empty: give the command that runs",
+        ),
     ],
 )
 def test_a_command_that_does_not_split_into_words_is_one_sentence(tmp_path, args, env, says):
     done = run_cli(args, tmp_path, timeout=60, **env)
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and says in done.stderr, (
+        done.stderr
+    )
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("value", "command"), [("", ["ssh"]), ("   ", ["ssh"]), ("ssh -F c", ["ssh", "-F", "c"]),
-                                                ("'' -F c", None), ('""', None)])
-def test_a_blank_ssh_command_is_ssh_and_one_naming_no_program_a_sentence(monkeypatch, value, command):
+@pytest.mark.parametrize(
+    ("value", "command"),
+    [
+        ("", ["ssh"]),
+        ("   ", ["ssh"]),
+        ("ssh -F c", ["ssh", "-F", "c"]),
+        ("'' -F c", None),
+        ('""', None),
+    ],
+)
+def test_a_blank_ssh_command_is_ssh_and_one_naming_no_program_a_sentence(
+    monkeypatch, value, command
+):
     """VFTUI_SSH of blanks ran '-o' (runs --host: 'cannot run -o') or '-t' (attach) as the ssh program."""
     monkeypatch.setenv(fleet.SSH_COMMAND, value)
     if command is not None:
@@ -206,7 +252,9 @@ def test_a_blank_ssh_command_is_ssh_and_one_naming_no_program_a_sentence(monkeyp
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 FIELDS = st.sampled_from(sorted(A_RUN))

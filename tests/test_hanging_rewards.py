@@ -13,7 +13,7 @@ from tests.conftest import read_until, run_cli, start_cli
 
 pytestmark = pytest.mark.classic
 
-HANGING_ENV = '''
+HANGING_ENV = """
 import asyncio
 import time
 
@@ -40,7 +40,7 @@ def load_environment(kinds="ok sleep spin await ok"):
     rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": "", "info": {"kind": k}}
             for k in kinds.split()]
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[blocking, awaiting]))
-'''
+"""
 
 
 @pytest.fixture
@@ -50,26 +50,72 @@ def hanging_env(tmp_path) -> str:
     return os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
 
 
-def test_a_reward_that_blocks_spins_or_awaits_for_ever_fails_its_group_naming_it(tmp_path, sim, hanging_env):
+def test_a_reward_that_blocks_spins_or_awaits_for_ever_fails_its_group_naming_it(
+    tmp_path, sim, hanging_env
+):
     started = time.monotonic()
-    done = run_cli(["run", "--no-ui", "--json", "--env", "hanging-env", "--group-size", "2", "--steps", "5",
-                    "--score-timeout", "2", "--base-url", sim.base_url, "--out", str(tmp_path / "g.jsonl")],
-                   tmp_path, PYTHONPATH=hanging_env)
+    done = run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--json",
+            "--env",
+            "hanging-env",
+            "--group-size",
+            "2",
+            "--steps",
+            "5",
+            "--score-timeout",
+            "2",
+            "--base-url",
+            sim.base_url,
+            "--out",
+            str(tmp_path / "g.jsonl"),
+        ],
+        tmp_path,
+        PYTHONPATH=hanging_env,
+    )
     assert time.monotonic() - started < 120
     assert done.returncode == 0, done.stderr
     events = map(json.loads, done.stdout.splitlines())
     dropped = {e["item"]: e["reason"] for e in events if e["event"] == "GroupDropped"}
-    assert {item % 5 for item in dropped} == {1, 2, 3}, "the three that hang, each time the dataset comes round"
+    assert {item % 5 for item in dropped} == {1, 2, 3}, (
+        "the three that hang, each time the dataset comes round"
+    )
     assert "reward function 'blocking' failed: ScoringTimeout" in dropped[1]
     assert "reward function 'blocking' failed: ScoringTimeout" in dropped[2]
-    assert "reward function 'awaiting' failed: ScoringTimeout" in dropped[3] and "--score-timeout" in dropped[3]
+    assert (
+        "reward function 'awaiting' failed: ScoringTimeout" in dropped[3]
+        and "--score-timeout" in dropped[3]
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_stop_while_a_reward_blocks_ends_the_run_within_the_limit(tmp_path, sim, hanging_env, sig):
-    process = start_cli(["run", "--no-ui", "--env", "hanging-env", "--env-args", '{"kinds": "sleep sleep sleep"}',
-                         "--group-size", "1", "--steps", "3", "--score-timeout", "5", "--base-url", sim.base_url,
-                         "--out", str(tmp_path / "g.jsonl")], tmp_path, PYTHONPATH=hanging_env)
+def test_a_stop_while_a_reward_blocks_ends_the_run_within_the_limit(
+    tmp_path, sim, hanging_env, sig
+):
+    process = start_cli(
+        [
+            "run",
+            "--no-ui",
+            "--env",
+            "hanging-env",
+            "--env-args",
+            '{"kinds": "sleep sleep sleep"}',
+            "--group-size",
+            "1",
+            "--steps",
+            "3",
+            "--score-timeout",
+            "5",
+            "--base-url",
+            sim.base_url,
+            "--out",
+            str(tmp_path / "g.jsonl"),
+        ],
+        tmp_path,
+        PYTHONPATH=hanging_env,
+    )
     read_until(process.stderr, "groups of 1", "the run never started")
     time.sleep(1)  # its rewards are blocking now
     asked = time.monotonic()

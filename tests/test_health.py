@@ -11,7 +11,16 @@ import pytest
 from aiohttp import web
 from rich.console import Console
 
-from tests.conftest import Trainer, json_events, run_cli, serve_app, sim_admin, start_cli, until, wait_for_lines
+from tests.conftest import (
+    Trainer,
+    json_events,
+    run_cli,
+    serve_app,
+    sim_admin,
+    start_cli,
+    until,
+    wait_for_lines,
+)
 from vftui.collector.child import child_main
 from vftui.collector.health import HealthMonitor
 from vftui.collector.rl.server_watch import ServerWatch, parse_metrics
@@ -44,12 +53,26 @@ class Clock:
         return self.now
 
 
-def group(index, scores=(0.0, 1.0), length=10, finish="stop", correct=None, fmt=1.0) -> GroupCollected:
+def group(
+    index, scores=(0.0, 1.0), length=10, finish="stop", correct=None, fmt=1.0
+) -> GroupCollected:
     n = len(scores)
     correct = list(scores) if correct is None else [correct] * n
-    return GroupCollected(index, index, None, list(scores), {"correct": correct, "format": [fmt] * n}, [1] * n,
-                          [[1] * (length + 5)] * n, [[MASKED] * 5 + [1] * length] * n, [[]] * n, [finish] * n, 1.0,
-                          0.0, 0.1)
+    return GroupCollected(
+        index,
+        index,
+        None,
+        list(scores),
+        {"correct": correct, "format": [fmt] * n},
+        [1] * n,
+        [[1] * (length + 5)] * n,
+        [[MASKED] * 5 + [1] * length] * n,
+        [[]] * n,
+        [finish] * n,
+        1.0,
+        0.0,
+        0.1,
+    )
 
 
 def monitor(**kwargs) -> tuple[HealthMonitor, Clock]:
@@ -79,12 +102,16 @@ def test_truncation_starts_an_alert_and_clears_it():
 @pytest.mark.unit
 def test_completion_length_collapse_and_runaway_towards_the_cap():
     health, _ = monitor()
-    figures, _changes, _ = feed(health, [group(i, length=80) for i in range(16)] + [group(i, length=20)
-                                                                                 for i in range(16, 32)])
+    figures, _changes, _ = feed(
+        health,
+        [group(i, length=80) for i in range(16)] + [group(i, length=20) for i in range(16, 32)],
+    )
     assert figures.signals["collapse"] == pytest.approx(0.75) and "collapse" in figures.active
     health, _ = monitor()
-    figures, _, _ = feed(health, [group(i, length=40) for i in range(16)]
-                         + [group(i, length=98) for i in range(16, 32)])
+    figures, _, _ = feed(
+        health,
+        [group(i, length=40) for i in range(16)] + [group(i, length=98) for i in range(16, 32)],
+    )
     assert figures.signals["runaway"] == pytest.approx(0.98) and "runaway" in figures.active
 
 
@@ -114,7 +141,9 @@ def test_reward_hacking_flags():
     newer = [group(i, scores=(0.8, 0.8 + i % 3 / 10), fmt=0.5) for i in range(16, 32)]
     figures, _, _ = feed(health, older + newer)
     assert figures.signals["divergence"] == pytest.approx(0.5) and "divergence" in figures.active
-    assert figures.signals["jump"] > 10 and "jump" in figures.active, "a sudden change of the mean reward"
+    assert figures.signals["jump"] > 10 and "jump" in figures.active, (
+        "a sudden change of the mean reward"
+    )
     health, _ = monitor()  # reward at its best while completions shrink
     best = [group(i, scores=(1.0, 1.0), length=60) for i in range(16)]
     shorter = [group(i, scores=(1.0, 1.0), length=20) for i in range(16, 32)]
@@ -125,30 +154,56 @@ def test_reward_hacking_flags():
 @pytest.mark.unit
 def test_drops_failed_requests_and_the_reward_a_trainer_learns_from():
     health, clock = monitor()
-    health.observe(RequestStats(0, 8, 8, 0, 0.0, 0.0, None, None, False, requests_total=100, failed_total=0))
+    health.observe(
+        RequestStats(0, 8, 8, 0, 0.0, 0.0, None, None, False, requests_total=100, failed_total=0)
+    )
     clock.now += 5
-    health.observe(RequestStats(0, 8, 8, 0, 0.0, 0.0, 0.2, 0.5, False, requests_total=200, failed_total=30))
-    drops = [GroupDropped(i, "identical scores, all low (too hard)", [0.0, 0.0], {}, [1, 1]) for i in range(4)]
+    health.observe(
+        RequestStats(0, 8, 8, 0, 0.0, 0.0, 0.2, 0.5, False, requests_total=200, failed_total=30)
+    )
+    drops = [
+        GroupDropped(i, "identical scores, all low (too hard)", [0.0, 0.0], {}, [1, 1])
+        for i in range(4)
+    ]
     figures, _, _ = feed(health, [group(i, scores=(0.5, 1.0)) for i in range(6)] + drops)
     assert figures.signals["errors"] == pytest.approx(0.3) and "errors" in figures.active
     assert figures.dropped == {"identical scores, all low (too hard)": 4}
-    assert figures.reward_all == pytest.approx(0.45) and figures.reward_trainable == pytest.approx(0.75)
+    assert figures.reward_all == pytest.approx(0.45) and figures.reward_trainable == pytest.approx(
+        0.75
+    )
 
 
 @pytest.mark.unit
 def test_gates_trip_on_their_own_thresholds():
     health, _ = monitor(gates=parse_gates("identical>0.8, truncated>0.3"))
     _, _, tripped = feed(health, [group(i, scores=(1.0, 1.0)) for i in range(10)])
-    assert (tripped.name, tripped.threshold) == ("identical", 0.8) and "gate identical>0.8 tripped" in tripped.sentence
-    for bad, said in (("bogus>1", "NAME one of identical"), ("stall>x", "'x' is not a number"),
-                      ("stall", "NAME>VALUE")):
+    assert (tripped.name, tripped.threshold) == (
+        "identical",
+        0.8,
+    ) and "gate identical>0.8 tripped" in tripped.sentence
+    for bad, said in (
+        ("bogus>1", "NAME one of identical"),
+        ("stall>x", "'x' is not a number"),
+        ("stall", "NAME>VALUE"),
+    ):
         with pytest.raises(ValueError, match=said):
             parse_gates(bad)
 
 
 def api_status(step: int, queue: int, allowed: int = 2, lag: int | None = None) -> ApiStatus:
-    return ApiStatus("http://127.0.0.1:1", True, True, 8, step, queue, 1.0, 0, workers=0, workers_allowed=allowed,
-                     lag=lag)
+    return ApiStatus(
+        "http://127.0.0.1:1",
+        True,
+        True,
+        8,
+        step,
+        queue,
+        1.0,
+        0,
+        workers=0,
+        workers_allowed=allowed,
+        lag=lag,
+    )
 
 
 @pytest.mark.unit
@@ -156,15 +211,21 @@ def test_rl_lag_and_a_trainer_that_stops_stepping():
     health, clock = monitor(stall_timeout=60)
     health.observe(api_status(step=3, queue=4, lag=6))
     clock.now += 10
-    health.observe(api_status(step=3, queue=4, allowed=0, lag=6))  # the queue is full: no group is not a stall
+    health.observe(
+        api_status(step=3, queue=4, allowed=0, lag=6)
+    )  # the queue is full: no group is not a stall
     clock.now += 50
     figures, changes, tripped = health.check()
     assert figures.signals["lag"] == 6 and ("lag", True) in [(a.name, a.active) for a in changes]
-    assert figures.signals["trainer_stall"] == pytest.approx(60) and figures.signals["stall"] == pytest.approx(50)
+    assert figures.signals["trainer_stall"] == pytest.approx(60) and figures.signals[
+        "stall"
+    ] == pytest.approx(50)
     assert tripped is None
     clock.now += 1
     _, _, tripped = health.check()
-    assert tripped is not None and "no trainer step with groups waiting for 61 s" in tripped.sentence
+    assert (
+        tripped is not None and "no trainer step with groups waiting for 61 s" in tripped.sentence
+    )
     health.observe(api_status(step=4, queue=4))
     assert health.check()[0].signals["trainer_stall"] == 0, "a step restarts its clock"
 
@@ -177,7 +238,9 @@ def test_rl_inference_servers_backlog_latency_and_retries():
     health.observe(ServerStatus("http://a/v1", True, 150, 50, 0.3, 1.5, running=8, waiting=24))
     figures, _, _ = health.check()
     assert figures.signals["backlog"] == 3.0 and "backlog" in figures.active
-    assert figures.signals["errors"] == pytest.approx(0.5), "50 retries among 100 attempts since the first poll"
+    assert figures.signals["errors"] == pytest.approx(0.5), (
+        "50 retries among 100 attempts since the first poll"
+    )
     assert (figures.latency_p50_s, figures.latency_p95_s) == (0.3, 1.5)
 
 
@@ -205,12 +268,18 @@ sglang:token_usage{model_name="m"} 0.4
 """
 
 
-@pytest.mark.parametrize("page, expected", [
-    (VLLM_V0, {"running": 5.0, "waiting": 2.0, "kv_cache": 0.25}),
-    (VLLM_V1, {"running": 7.0, "kv_cache": 0.75}),  # engines add up; the KV cache is the fullest one's
-    (SGLANG, {"running": 9.0, "waiting": 1.0, "kv_cache": 0.4}),
-    ("# just a comment\nother_metric 1\n", {}),
-])
+@pytest.mark.parametrize(
+    "page, expected",
+    [
+        (VLLM_V0, {"running": 5.0, "waiting": 2.0, "kv_cache": 0.25}),
+        (
+            VLLM_V1,
+            {"running": 7.0, "kv_cache": 0.75},
+        ),  # engines add up; the KV cache is the fullest one's
+        (SGLANG, {"running": 9.0, "waiting": 1.0, "kv_cache": 0.4}),
+        ("# just a comment\nother_metric 1\n", {}),
+    ],
+)
 @pytest.mark.unit
 def test_prometheus_pages_of_vllm_and_sglang(page, expected):
     assert parse_metrics(page) == expected
@@ -232,20 +301,45 @@ def events_of(stdout: str, kind: str) -> list[dict]:
 def slow_run(sim, out, *extra) -> list[str]:
     """A headless run of the slow simulated endpoint; add --json only where its output is read at the end
     (a pipe nobody reads would fill and stop the run)."""
-    return ["run", "--no-ui", "--steps", "2000", "--group-size", "2", "--concurrency", "4", "--base-url",
-            sim.base_url, "--out", str(out), *extra]
+    return [
+        "run",
+        "--no-ui",
+        "--steps",
+        "2000",
+        "--group-size",
+        "2",
+        "--concurrency",
+        "4",
+        "--base-url",
+        sim.base_url,
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_an_always_truncating_endpoint_trips_its_gate(tmp_path, slow_sim):
     out = tmp_path / "groups.jsonl"
-    result = run_cli(slow_run(slow_sim, out, "--json", "--max-tokens", "6", "--fail-on", "truncated>0.5"), tmp_path)
+    result = run_cli(
+        slow_run(slow_sim, out, "--json", "--max-tokens", "6", "--fail-on", "truncated>0.5"),
+        tmp_path,
+    )
     assert result.returncode == 3, result.stderr
     alert = next(a for a in events_of(result.stdout, "Alert") if a["name"] == "truncated")
-    assert alert["active"] is True and alert["threshold"] == SIGNALS["truncated"].threshold and alert["value"] > 0.5
+    assert (
+        alert["active"] is True
+        and alert["threshold"] == SIGNALS["truncated"].threshold
+        and alert["value"] > 0.5
+    )
     assert "alert truncated: " in result.stderr and "cut at --max-tokens" in result.stderr
-    assert "run stopped by a gate" in result.stderr and "gate truncated>0.5 tripped: truncated is" in result.stderr
+    assert (
+        "run stopped by a gate" in result.stderr
+        and "gate truncated>0.5 tripped: truncated is" in result.stderr
+    )
     saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
-    assert saved["groups"] == len(out.read_text().splitlines()) > 0, "stopped gracefully: whole, checkpointed"
+    assert saved["groups"] == len(out.read_text().splitlines()) > 0, (
+        "stopped gracefully: whole, checkpointed"
+    )
 
 
 def test_a_stalled_endpoint_fails_the_run_with_its_own_code(tmp_path, slow_sim):
@@ -276,7 +370,7 @@ def test_shrinking_completions_raise_the_collapse_flag_and_clear_it(tmp_path, sl
     assert "alert collapse cleared" in stderr, stderr[-3000:]
 
 
-DOMINATED_ENV = '''
+DOMINATED_ENV = """
 import verifiers as vf
 from datasets import Dataset
 
@@ -292,21 +386,34 @@ def rarely(completion, **kwargs):
 def load_environment():
     rows = [{"question": f"Sort these names alphabetically: Zoe, Ada, Cy{i}", "answer": ""} for i in range(50)]
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[always, rarely]))
-'''
+"""
 
 
 def test_a_constant_reward_function_that_dominates_is_flagged(tmp_path, slow_sim):
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "dominated.py").write_text(DOMINATED_ENV)
-    result = run_cli([*slow_run(slow_sim, tmp_path / "g.jsonl", "--json", "--env", "dominated"), "--steps", "40",
-                      "--fail-on", "dominance>0.95"], tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    result = run_cli(
+        [
+            *slow_run(slow_sim, tmp_path / "g.jsonl", "--json", "--env", "dominated"),
+            "--steps",
+            "40",
+            "--fail-on",
+            "dominance>0.95",
+        ],
+        tmp_path,
+        PYTHONPATH=str(tmp_path / "envs"),
+    )
     assert result.returncode == 3, result.stderr
     dominance = next(a for a in events_of(result.stdout, "Alert") if a["name"] == "dominance")
     assert dominance["value"] > 0.95 and "one reward function gives" in dominance["reason"]
 
 
-async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why(tmp_path, slow_sim):
-    config = RunConfig(base_url=slow_sim.base_url, group_size=2, steps=2000, max_tokens=6, out=tmp_path / "g.jsonl")
+async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why(
+    tmp_path, slow_sim
+):
+    config = RunConfig(
+        base_url=slow_sim.base_url, group_size=2, steps=2000, max_tokens=6, out=tmp_path / "g.jsonl"
+    )
     inbox = Inbox()
     run = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
@@ -317,8 +424,12 @@ async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why
             assert f"⚠ {len(app.model.alerts)} alert" in str(app.query_one("#status").render())
             await pilot.press("h")
             await until(lambda: isinstance(app.screen, HealthScreen), pilot=pilot)
-            await until(lambda: "cut at --max-tokens" in text_of(app.screen.query_one("#health-body").render()),
-                        pilot=pilot)
+            await until(
+                lambda: (
+                    "cut at --max-tokens" in text_of(app.screen.query_one("#health-body").render())
+                ),
+                pilot=pilot,
+            )
             await pilot.press("escape")
             run.controls.stop()
             await until(lambda: app.result is not None, pilot=pilot)
@@ -331,8 +442,24 @@ async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why
 
 
 def rl_run(sim, api, out, *extra) -> list[str]:
-    return ["run", "--mode", "rl", "--no-ui", "--json", "--steps", "500", "--group-size", "4", "--base-url",
-            sim.base_url, "--api-url", api.api_url, "--out", str(out), *extra]
+    return [
+        "run",
+        "--mode",
+        "rl",
+        "--no-ui",
+        "--json",
+        "--steps",
+        "500",
+        "--group-size",
+        "4",
+        "--base-url",
+        sim.base_url,
+        "--api-url",
+        api.api_url,
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_a_trainer_that_stops_pulling_shows_backpressure_and_trips_its_gate(sim, api, tmp_path):
@@ -342,29 +469,50 @@ def test_a_trainer_that_stops_pulling_shows_backpressure_and_trips_its_gate(sim,
     assert result.returncode == 3, result.stderr
     assert "gate trainer_stall>4 tripped: trainer_stall is" in result.stderr
     statuses = events_of(result.stdout, "ApiStatus")
-    assert statuses[-1]["workers_allowed"] == 0 and statuses[-1]["self_queue_size"] > 0, "the queue is full"
+    assert statuses[-1]["workers_allowed"] == 0 and statuses[-1]["self_queue_size"] > 0, (
+        "the queue is full"
+    )
     assert all(s["lag"] is None or s["lag"] >= 0 for s in statuses)
     server = events_of(result.stdout, "ServerStatus")[-1]
     assert server["healthy"] and server["requests"] > 0 and server["latency_p50_s"] > 0
-    assert server["running"] is not None and server["kv_cache"] is not None, "read from the server's /metrics"
+    assert server["running"] is not None and server["kv_cache"] is not None, (
+        "read from the server's /metrics"
+    )
     saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
-    assert saved["groups"] == len(out.read_text().splitlines()) > 0, "stopped gracefully: whole, checkpointed"
+    assert saved["groups"] == len(out.read_text().splitlines()) > 0, (
+        "stopped gracefully: whole, checkpointed"
+    )
 
 
 def test_groups_generated_steps_ago_raise_the_lag_gate(sim, api, tmp_path):
-    Trainer(api.api_url, batches=300, groups_per_batch=1)  # steps at every group, while many are in flight
-    result = run_cli(rl_run(sim, api, tmp_path / "groups.jsonl", "--concurrency", "64", "--fail-on", "lag>1"),
-                     tmp_path)
+    Trainer(
+        api.api_url, batches=300, groups_per_batch=1
+    )  # steps at every group, while many are in flight
+    result = run_cli(
+        rl_run(sim, api, tmp_path / "groups.jsonl", "--concurrency", "64", "--fail-on", "lag>1"),
+        tmp_path,
+    )
     assert result.returncode == 3, result.stderr
     lags = [s["lag"] for s in events_of(result.stdout, "ApiStatus") if s["lag"] is not None]
     assert max(lags) > 1 and "gate lag>1 tripped" in result.stderr
 
 
-async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard(sim, api, tmp_path):
-    sim_admin(sim, "/sim/settings", {"max_running": 1, "latency_s": 0.05})  # the rest wait, as in a full batch
+async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard(
+    sim, api, tmp_path
+):
+    sim_admin(
+        sim, "/sim/settings", {"max_running": 1, "latency_s": 0.05}
+    )  # the rest wait, as in a full batch
     Trainer(api.api_url, batches=300)
-    config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=4, steps=500,
-                       concurrency=16, out=tmp_path / "g.jsonl")
+    config = RunConfig(
+        mode="rl",
+        base_url=sim.base_url,
+        api_url=api.api_url,
+        group_size=4,
+        steps=500,
+        concurrency=16,
+        out=tmp_path / "g.jsonl",
+    )
     inbox = Inbox()
     run = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
@@ -378,7 +526,10 @@ async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard
             def body() -> str:
                 return text_of(app.screen.query_one("#health-body").render())
 
-            await until(lambda: "it is full" in body() and "waiting" in body() and "KV cache" in body(), pilot=pilot)
+            await until(
+                lambda: "it is full" in body() and "waiting" in body() and "KV cache" in body(),
+                pilot=pilot,
+            )
             assert sim.base_url in body() and "trainer" in body()
             await pilot.press("escape")
             run.controls.stop()
@@ -403,8 +554,11 @@ def metrics_pages() -> web.Application:
         kind = request.match_info["kind"]
         if kind == "missing":
             raise web.HTTPNotFound()
-        body = {"html": "<html><body>metrics</body></html>", "huge": "x" * (5 * 1024**2),
-                "odd": VLLM_V0.replace("5.0", "NaN") + "vllm:num_requests_waiting -3\n"}[kind]
+        body = {
+            "html": "<html><body>metrics</body></html>",
+            "huge": "x" * (5 * 1024**2),
+            "odd": VLLM_V0.replace("5.0", "NaN") + "vllm:num_requests_waiting -3\n",
+        }[kind]
         return web.Response(text=body)
 
     app = web.Application()
@@ -415,19 +569,29 @@ def metrics_pages() -> web.Application:
 async def test_server_watch_folds_atroposlib_timings_and_shrugs_off_bad_metrics_pages():
     with serve_app(metrics_pages()) as base:
         root = base.removesuffix("/v1")
-        servers = {kind: AtroposServer(f"{root}/{kind}/v1") for kind in ("html", "missing", "huge", "odd")}
+        servers = {
+            kind: AtroposServer(f"{root}/{kind}/v1") for kind in ("html", "missing", "huge", "odd")
+        }
         watches = {kind: ServerWatch(server) for kind, server in servers.items()}
         odd = servers["odd"]
         odd.request_timings += [0.1, 0.2, 0.3]
         odd.attempts_list += [1, 3, 1]
         async with httpx.AsyncClient(timeout=5) as client:
             first = {kind: await watch.status(client) for kind, watch in watches.items()}
-            odd.request_timings[:], odd.attempts_list[:] = [0.4], [2]  # atroposlib's wandb step emptied them
+            odd.request_timings[:], odd.attempts_list[:] = (
+                [0.4],
+                [2],
+            )  # atroposlib's wandb step emptied them
             odd.server_healthy = False
             again = await watches["odd"].status(client)
     assert first["html"].metrics_note == "/metrics is not Prometheus text"
-    assert first["missing"].metrics_note == "no /metrics" and first["huge"].metrics_note == "/metrics too large"
-    assert (first["odd"].running, first["odd"].kv_cache) == (None, 0.25), "NaN and negative values are left out"
+    assert (
+        first["missing"].metrics_note == "no /metrics"
+        and first["huge"].metrics_note == "/metrics too large"
+    )
+    assert (first["odd"].running, first["odd"].kv_cache) == (None, 0.25), (
+        "NaN and negative values are left out"
+    )
     assert (first["odd"].requests, first["odd"].retries, first["odd"].latency_p50_s) == (3, 2, 0.2)
     assert (again.requests, again.retries, again.healthy) == (4, 3, False)
 
@@ -435,7 +599,10 @@ async def test_server_watch_folds_atroposlib_timings_and_shrugs_off_bad_metrics_
 @pytest.mark.unit
 def test_trend_alerts_wait_for_a_window_worth_comparing():
     health, _ = monitor()
-    low, high = [group(i, scores=(0.1, 0.2)) for i in range(8)], [group(i, scores=(0.9, 1.0)) for i in range(8, 16)]
+    low, high = (
+        [group(i, scores=(0.1, 0.2)) for i in range(8)],
+        [group(i, scores=(0.9, 1.0)) for i in range(8, 16)],
+    )
     figures, changes, _ = feed(health, low + high)
     assert "jump" not in figures.signals and not changes, "16 groups in: too early to call a trend"
     figures, changes, _ = feed(health, [group(i, scores=(0.9, 1.0)) for i in range(16, 32)])

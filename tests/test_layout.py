@@ -55,15 +55,20 @@ def imported_names(module: str) -> set[str]:
             continue
         base = node.module or ""
         if node.level:
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            base = ".".join(
+                package.split(".")[: len(package.split(".")) - node.level + 1]
+                + ([base] if base else [])
+            )
         names.add(base)
         names.update(f"{base}.{alias.name}" for alias in node.names)  # ``from vftui import stats``
     return names
 
 
 def internal_graph() -> dict[str, set[str]]:
-    return {module: {name for name in imported_names(module) if name in MODULES and name != module}
-            for module in MODULES}
+    return {
+        module: {name for name in imported_names(module) if name in MODULES and name != module}
+        for module in MODULES
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -115,19 +120,41 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
     bad = {}
     for module in MODULES:
         if module == prefix or module.startswith(prefix + "."):
-            names = sorted(n for n in imported_names(module) if n.split(".")[0] in forbidden or n.startswith(forbidden))
+            names = sorted(
+                n
+                for n in imported_names(module)
+                if n.split(".")[0] in forbidden or n.startswith(forbidden)
+            )
             if names:
                 bad[module] = names
     return bad
 
 
-@pytest.mark.parametrize(("layer", "forbidden"), [
-    ("vftui.collector", ("textual", "rich", "vftui.ui", "vftui.commands")),
-    ("vftui.ui", ("verifiers", "atroposlib", "vftui.collector")),  # transformers: the preview's decoder, lazily
-    ("vftui.live", ("verifiers", "atroposlib", "transformers", "textual", "httpx", "pydantic", "vftui.collector",
-                    "vftui.ui", "vftui.config")),
-    ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
-])
+@pytest.mark.parametrize(
+    ("layer", "forbidden"),
+    [
+        ("vftui.collector", ("textual", "rich", "vftui.ui", "vftui.commands")),
+        (
+            "vftui.ui",
+            ("verifiers", "atroposlib", "vftui.collector"),
+        ),  # transformers: the preview's decoder, lazily
+        (
+            "vftui.live",
+            (
+                "verifiers",
+                "atroposlib",
+                "transformers",
+                "textual",
+                "httpx",
+                "pydantic",
+                "vftui.collector",
+                "vftui.ui",
+                "vftui.config",
+            ),
+        ),
+        ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
+    ],
+)
 def test_each_layer_imports_only_what_it_may(layer, forbidden):
     assert _importers(layer, forbidden) == {}
 
@@ -142,7 +169,9 @@ def test_opening_the_dashboard_loads_no_collector_library():
         " & {'atroposlib', 'verifiers', 'transformers', 'torch'})\n"
         "print(','.join(heavy))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
 

@@ -87,32 +87,44 @@ def test_a_link_at_out_is_refused_whether_its_target_exists_or_not(tmp_path, vic
     dangling = victim.parent / "made-by-the-run"
     (folder / "dangling.jsonl").symlink_to(dangling)
     for name in ("groups.jsonl", "dangling.jsonl"):
-        result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(folder / name)],
-                         tmp_path)
+        result = run_cli(
+            ["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(folder / name)],
+            tmp_path,
+        )
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-        assert f"vftui: error: --out {folder / name} is a symbolic link" in result.stderr, result.stderr
+        assert f"vftui: error: --out {folder / name} is a symbolic link" in result.stderr, (
+            result.stderr
+        )
     untouched(victim, dangling)
-    assert sorted(p.name for p in folder.iterdir()) == ["dangling.jsonl", "groups.jsonl"], "nothing left beside"
+    assert sorted(p.name for p in folder.iterdir()) == ["dangling.jsonl", "groups.jsonl"], (
+        "nothing left beside"
+    )
 
 
 def test_a_background_run_refuses_a_link_at_out_before_writing_its_log(tmp_path, victim):
     folder = run_dir(tmp_path)
     (folder / "groups.jsonl").symlink_to(tmp_path / "victim" / "new.jsonl")
-    result = run_cli(["run", "--detach", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    result = run_cli(
+        ["run", "--detach", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path
+    )
     assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
     untouched(victim)
 
 
 def test_a_link_at_the_resumed_file_is_refused(tmp_path, victim):
     out = run_dir(tmp_path) / "groups.jsonl"
-    done = run_cli(["run", "--no-ui", "--steps", "2", "--group-size", "1", "--out", str(out)], tmp_path)
+    done = run_cli(
+        ["run", "--no-ui", "--steps", "2", "--group-size", "1", "--out", str(out)], tmp_path
+    )
     assert done.returncode == 0, done.stderr
-    victim.write_bytes(out.read_bytes()[: -5])  # a torn last line, which a resume would cut
+    victim.write_bytes(out.read_bytes()[:-5])  # a torn last line, which a resume would cut
     original = victim.read_bytes()
     out.unlink()
     out.symlink_to(victim)
     result = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "3"], tmp_path)
-    assert result.returncode == 2 and f"--resume {out} is a symbolic link" in result.stderr, result.stderr
+    assert result.returncode == 2 and f"--resume {out} is a symbolic link" in result.stderr, (
+        result.stderr
+    )
     assert victim.read_bytes() == original
 
 
@@ -123,7 +135,9 @@ def test_links_planted_at_the_side_files_are_replaced_never_written_through(tmp_
     for suffix in temporaries:
         Path(f"{folder / 'groups'}{suffix}").symlink_to(victim)
     out.with_suffix(".checkpoint.json").symlink_to(victim)
-    result = run_cli(["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(out)], tmp_path)
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(out)], tmp_path
+    )
     assert result.returncode == 0, result.stderr
     untouched(victim)
     for name in ("groups.checkpoint.json", "groups.run.json", "groups.html"):
@@ -134,9 +148,13 @@ def test_links_planted_at_the_side_files_are_replaced_never_written_through(tmp_
 def test_a_link_at_the_lock_is_refused_with_one_sentence(tmp_path, victim):
     folder = run_dir(tmp_path)
     (folder / "groups.lock").symlink_to(victim)
-    result = run_cli(["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert f"cannot lock {folder / 'groups.lock'}: it is a symbolic link" in result.stderr, result.stderr
+    assert f"cannot lock {folder / 'groups.lock'}: it is a symbolic link" in result.stderr, (
+        result.stderr
+    )
     untouched(victim)
 
 
@@ -144,12 +162,18 @@ def test_a_link_at_the_lock_is_refused_with_one_sentence(tmp_path, victim):
 def test_a_fifo_or_folder_at_the_lock_is_refused_with_one_sentence(tmp_path, kind):
     """Each was a traceback (ftruncate on the FIFO, open of the folder); prune's note was '[Errno 22] Invalid
     argument'."""
-    folder = tmp_path / "xdg-data" / "vftui" / "runs" / "20260101-000000-x"  # where --prune deletes an empty run
+    folder = (
+        tmp_path / "xdg-data" / "vftui" / "runs" / "20260101-000000-x"
+    )  # where --prune deletes an empty run
     folder.mkdir(parents=True)
     lock = folder / "groups.lock"
     os.mkfifo(lock) if kind == "a FIFO" else lock.mkdir()
-    said = f"cannot lock {lock}: it is {kind}, not a regular file; remove it, or choose another --out"
-    result = run_cli(["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path)
+    said = (
+        f"cannot lock {lock}: it is {kind}, not a regular file; remove it, or choose another --out"
+    )
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert said in result.stderr.strip().splitlines()[-1], result.stderr
     (folder / "groups.jsonl").touch()  # a run that collected nothing, for --prune
@@ -188,7 +212,11 @@ def test_a_dump_skips_a_dangling_link_at_its_name(tmp_path, victim):
     window = store.GroupWindow(4)
     window.add(b'{"scores": [1]}\n')
     path, count = window.dump(tmp_path / "dump.jsonl")
-    assert path == tmp_path / "dump_1.jsonl" and count == 1 and path.read_bytes() == b'{"scores": [1]}\n'
+    assert (
+        path == tmp_path / "dump_1.jsonl"
+        and count == 1
+        and path.read_bytes() == b'{"scores": [1]}\n'
+    )
     untouched(victim, dangling)
 
 
@@ -217,11 +245,16 @@ def test_a_socket_folder_others_may_enter_is_refused(tmp_path):
     folder = shared / f"vftui-{os.getuid()}"
     folder.mkdir(parents=True)
     folder.chmod(0o755)
-    result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(long_out(tmp_path))],
-                     tmp_path, TMPDIR=str(shared))
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(long_out(tmp_path))],
+        tmp_path,
+        TMPDIR=str(shared),
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert (f"the folder for the run's control socket, {folder}, is not this user's alone (it is a folder of mode "
-            "0755, which others may enter); remove it, or set TMPDIR to another folder") in result.stderr
+    assert (
+        f"the folder for the run's control socket, {folder}, is not this user's alone (it is a folder of mode "
+        "0755, which others may enter); remove it, or set TMPDIR to another folder"
+    ) in result.stderr
     assert list(folder.iterdir()) == [], "no socket made in it"
 
 
@@ -248,27 +281,43 @@ def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_ref
 def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
     from vftui.collector.output.html_page import write_page
 
-    answer = ("[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "
-              "[e](data:text/html;base64,PHNjcmlwdD4=) [f](page.html) "
-              "[ok](https://example.com/a?b=1&c=2) [mail](mailto:me@example.com) [plain](http://example.com)"
-              "\n\n[1]: javascript:alert(3)")
-    group = {"tokens": [[1]], "masks": [[1]], "scores": [1.0],
-             "messages": [[{"role": "assistant", "content": answer}]]}
+    answer = (
+        "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "
+        "[e](data:text/html;base64,PHNjcmlwdD4=) [f](page.html) "
+        "[ok](https://example.com/a?b=1&c=2) [mail](mailto:me@example.com) [plain](http://example.com)"
+        "\n\n[1]: javascript:alert(3)"
+    )
+    group = {
+        "tokens": [[1]],
+        "masks": [[1]],
+        "scores": [1.0],
+        "messages": [[{"role": "assistant", "content": answer}]],
+    }
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
     page = write_page(jsonl).read_text()
     hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
     assert [h for h in hrefs if "example.com" in h] == [
-        "https://example.com/a?b=1&amp;c=2", "mailto:me@example.com", "http://example.com"]
+        "https://example.com/a?b=1&amp;c=2",
+        "mailto:me@example.com",
+        "http://example.com",
+    ]
     assert not [h for h in hrefs if "example.com" not in h and not h.startswith("#")], hrefs
-    assert "a (javascript:alert(1))" in page and "d (javascript:alert(4))" in page and "f (page.html)" in page
+    assert (
+        "a (javascript:alert(1))" in page
+        and "d (javascript:alert(4))" in page
+        and "f (page.html)" in page
+    )
 
 
 @pytest.mark.unit
 def test_a_urls_password_is_hidden_wherever_text_is_scrubbed():
     shown = scrub("asking https://ann:s3cr@t:x@gpu1:9001/v1 for its models")
     assert shown == "asking https://ann:***@gpu1:9001/v1 for its models"
-    assert scrub("http://gpu1:9001/v1 and http://ann@gpu1/v1") == "http://gpu1:9001/v1 and http://ann@gpu1/v1"
+    assert (
+        scrub("http://gpu1:9001/v1 and http://ann@gpu1/v1")
+        == "http://gpu1:9001/v1 and http://ann@gpu1/v1"
+    )
 
 
 def basic_auth_proxy(upstream: str, user: str, password: str) -> web.Application:
@@ -278,11 +327,18 @@ def basic_auth_proxy(upstream: str, user: str, password: str) -> web.Application
     async def forward(request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != expected:
             return web.json_response({"error": {"message": "who are you?"}}, status=401)
-        async with aiohttp.ClientSession() as session, session.request(
-            request.method, upstream + request.path.removeprefix("/v1"), data=await request.read(),
-            headers={"Content-Type": "application/json"},
-        ) as answer:
-            return web.Response(body=await answer.read(), status=answer.status, content_type="application/json")
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                request.method,
+                upstream + request.path.removeprefix("/v1"),
+                data=await request.read(),
+                headers={"Content-Type": "application/json"},
+            ) as answer,
+        ):
+            return web.Response(
+                body=await answer.read(), status=answer.status, content_type="application/json"
+            )
 
     app = web.Application()
     app.router.add_route("*", "/v1/{tail:.*}", forward)
@@ -294,25 +350,59 @@ def test_a_password_in_base_url_is_used_but_never_shown_or_saved(tmp_path, sim):
     out = tmp_path / "groups.jsonl"
     with serve_app(basic_auth_proxy(sim.base_url, "ann", password)) as base_url:
         url = base_url.replace("http://", f"http://ann:{password}@")
-        result = run_cli(["run", "--no-ui", "--json", "--verbose", "--steps", "2", "--group-size", "2", "--base-url",
-                          url, "--tokenizer", str(TOKENIZER_DIR), "--out", str(out)], tmp_path)
+        result = run_cli(
+            [
+                "run",
+                "--no-ui",
+                "--json",
+                "--verbose",
+                "--steps",
+                "2",
+                "--group-size",
+                "2",
+                "--base-url",
+                url,
+                "--tokenizer",
+                str(TOKENIZER_DIR),
+                "--out",
+                str(out),
+            ],
+            tmp_path,
+        )
     assert result.returncode == 0, result.stderr
     assert len(read_jsonl(out)) == 2, "the requests carried the password"
     shown = base_url.replace("http://", "http://ann:***@")
     assert f"endpoint {shown}" in result.stderr
     saved = out.with_suffix(".run.json").read_text()
-    assert json.loads(saved)["config"]["base_url"] == shown and json.loads(saved)["endpoint"] == shown
-    for text in (result.stderr, result.stdout, saved, out.with_suffix(".checkpoint.json").read_text()):
+    assert (
+        json.loads(saved)["config"]["base_url"] == shown and json.loads(saved)["endpoint"] == shown
+    )
+    for text in (
+        result.stderr,
+        result.stdout,
+        saved,
+        out.with_suffix(".checkpoint.json").read_text(),
+    ):
         assert password not in text
     again = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "3"], tmp_path)
-    assert again.returncode == 2 and ("vftui: error: --resume: the run's --base-url had a password, which vftui "
-                                      "does not save; give --base-url again") in again.stderr, again.stderr
+    assert (
+        again.returncode == 2
+        and (
+            "vftui: error: --resume: the run's --base-url had a password, which vftui "
+            "does not save; give --base-url again"
+        )
+        in again.stderr
+    ), again.stderr
 
 
 def dashboard_pid(out: Path) -> int:
     """The dashboard's process (not the shell or forwarder around it, nor its collector child)."""
-    found = subprocess.run(["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"], capture_output=True,
-                           text=True, check=True).stdout.split()
+    found = subprocess.run(
+        ["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return int(found[0])
 
 
@@ -320,15 +410,26 @@ def dashboard_pid(out: Path) -> int:
 def test_sighup_to_a_dashboard_whose_terminal_is_there_stops_it_as_sigterm_does(tmp_path, slow_sim):
     """``kill -HUP``: the terminal still answers, so it is restored and the summary printed; exit 130."""
     out = tmp_path / "sighup-groups.jsonl"
-    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
-                           f"--out {shlex.quote(str(out))}")
+    run = tmux_cli_command(
+        tmp_path,
+        f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+        f"--out {shlex.quote(str(out))}",
+    )
     with recorded_pane(tmp_path, f"{run}; echo EXIT=$?; sleep 600") as (session, _):
         wait_for_screen(session, "running")
         os.kill(dashboard_pid(out), signal.SIGHUP)
         screen = wait_for_screen(session, "EXIT=")
-        flags = tmux("display-message", "-p", "-t", session, "#{alternate_on} #{mouse_any_flag} #{cursor_flag}")
+        flags = tmux(
+            "display-message",
+            "-p",
+            "-t",
+            session,
+            "#{alternate_on} #{mouse_any_flag} #{cursor_flag}",
+        )
     assert "EXIT=130" in screen and "run stopped: " in screen and "Traceback" not in screen, screen
-    assert flags.split() == ["0", "0", "1"], "alternate screen off, mouse tracking off, cursor shown"
+    assert flags.split() == ["0", "0", "1"], (
+        "alternate screen off, mouse tracking off, cursor shown"
+    )
 
 
 FORWARD_HANGUP = """
@@ -348,15 +449,24 @@ def test_a_real_hang_up_stops_the_dashboards_run_with_exit_130(tmp_path, slow_si
     forwarder, exit_file = tmp_path / "forward.py", tmp_path / "exit-code"
     forwarder.write_text(FORWARD_HANGUP)
     python = shlex.quote(sys.executable)
-    run = tmux_cli_command(tmp_path, f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
-                           f"--out {shlex.quote(str(out))}")
+    run = tmux_cli_command(
+        tmp_path,
+        f"run --steps 1000 --group-size 2 --base-url {slow_sim.base_url} "
+        f"--out {shlex.quote(str(out))}",
+    )
     run = run.replace(f"{python} -m vftui", f"{python} {forwarder} {exit_file} {python} -m vftui")
     with recorded_pane(tmp_path, f"exec {run}") as (session, _):
         wait_for_screen(session, "running")
         pid = dashboard_pid(out)
         tmux("kill-session", "-t", session)
-        wait_until(lambda: not Path(f"/proc/{pid}").exists(), "the dashboard outlived its terminal", timeout=60)
-    assert wait_until(exit_file.exists, "the forwarder saw no exit") and exit_file.read_text() == "130"
+        wait_until(
+            lambda: not Path(f"/proc/{pid}").exists(),
+            "the dashboard outlived its terminal",
+            timeout=60,
+        )
+    assert (
+        wait_until(exit_file.exists, "the forwarder saw no exit") and exit_file.read_text() == "130"
+    )
 
 
 FORGED = "vftui: run finished: 1000/1000 groups"
@@ -367,15 +477,22 @@ def test_a_line_printed_for_a_person_stays_one_line_and_several_are_a_list():
     err = io.StringIO()
     say(f"output: /tmp/a\n{FORGED}\x1b]0;t\x07", err)
     say(["run stopped", "  output: /tmp/b\nc"], err)
-    assert err.getvalue().splitlines() == [f"output: /tmp/a␊{FORGED}␛]0;t␇", "run stopped", "  output: /tmp/b␊c"]
+    assert err.getvalue().splitlines() == [
+        f"output: /tmp/a␊{FORGED}␛]0;t␇",
+        "run stopped",
+        "  output: /tmp/b␊c",
+    ]
 
 
 def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(tmp_path):
     out = tmp_path / f"x\n{FORGED}" / "groups.jsonl"
-    result = run_cli(["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(out)], tmp_path)
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--group-size", "1", "--out", str(out)], tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert f"x␊{FORGED}" in result.stderr and not any(
-        line.startswith(FORGED) for line in result.stderr.splitlines()), result.stderr
+        line.startswith(FORGED) for line in result.stderr.splitlines()
+    ), result.stderr
     refused = run_cli(["run", "--no-ui", "--steps", "1"], tmp_path, VFTUI_ENV=f"nope\n{FORGED}")
     assert refused.returncode == 2 and f"nope␊{FORGED}" in refused.stderr, refused.stderr
     assert not any(line.startswith(FORGED) for line in refused.stderr.splitlines()), refused.stderr
@@ -383,16 +500,35 @@ def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(
 
 @pytest.mark.serial  # a bound in seconds
 def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delaying_the_others(
-        tmp_path, slow_sim, monkeypatch):
+    tmp_path, slow_sim, monkeypatch
+):
     outs = [tmp_path / name / "groups.jsonl" for name in ("stopped", "going")]
-    runs = [start_cli(["run", "--no-ui", "--steps", "5000", "--group-size", "2", "--base-url", slow_sim.base_url,
-                       "--out", str(out)], tmp_path) for out in outs]
+    runs = [
+        start_cli(
+            [
+                "run",
+                "--no-ui",
+                "--steps",
+                "5000",
+                "--group-size",
+                "2",
+                "--base-url",
+                slow_sim.base_url,
+                "--out",
+                str(out),
+            ],
+            tmp_path,
+        )
+        for out in outs
+    ]
     queue: list[socket.socket] = []
     try:
         for out, run in zip(outs, runs, strict=True):
             wait_for_lines(out, 1, run)
         runs[0].send_signal(signal.SIGSTOP)
-        monkeypatch.setenv("XDG_DATA_HOME", cli_env(tmp_path)["XDG_DATA_HOME"])  # where the CLI's runs are listed
+        monkeypatch.setenv(
+            "XDG_DATA_HOME", cli_env(tmp_path)["XDG_DATA_HOME"]
+        )  # where the CLI's runs are listed
 
         def listed() -> tuple[float, dict[Path, RunLine]]:
             started = time.monotonic()
@@ -403,14 +539,23 @@ def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delayi
         assert took < 2.5, f"vftui runs waited {took:.1f} s"
         assert (lines[outs[0]].state, lines[outs[0]].pid) == (NOT_ANSWERING, runs[0].pid)
         assert lines[outs[1]].state == "running" and lines[outs[1]].pid == runs[1].pid
-        for _ in range(40):  # its queue full, as after many refreshes of the runs screen: it accepts no one
+        for _ in range(
+            40
+        ):  # its queue full, as after many refreshes of the runs screen: it accepts no one
             queue.append(socket.socket(socket.AF_UNIX))
             queue[-1].setblocking(False)
             queue[-1].connect_ex(str(outs[0].with_suffix(".sock")))
         took, lines = listed()
-        assert took < 2.5 and lines[outs[0]].state == NOT_ANSWERING and lines[outs[1]].state == "running"
+        assert (
+            took < 2.5
+            and lines[outs[0]].state == NOT_ANSWERING
+            and lines[outs[1]].state == "running"
+        )
         attach = run_cli(["attach", str(outs[0])], tmp_path, timeout=60)
-        assert attach.returncode == 2 and "does not answer: it is stopped (Ctrl-Z; kill -CONT" in attach.stderr
+        assert (
+            attach.returncode == 2
+            and "does not answer: it is stopped (Ctrl-Z; kill -CONT" in attach.stderr
+        )
     finally:
         for sock in queue:
             sock.close()

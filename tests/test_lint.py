@@ -13,7 +13,20 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.unit
 
 
+PATHS = ["vftui", "tests", "bench"]
+
+
+def ruff(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "ruff", *args, "--no-cache", *PATHS]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
 def test_ruff_finds_nothing():
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "vftui", "tests", "bench"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = ruff("check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_code_is_formatted_by_ruff():
+    """One layout for every file, so a diff shows a change, never a re-wrapping."""
+    done = ruff("format", "--check")
     assert done.returncode == 0, done.stdout + done.stderr

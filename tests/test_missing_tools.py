@@ -12,7 +12,9 @@ import pytest
 from tests.conftest import REPO
 
 
-@pytest.mark.parametrize(("ci", "outcome"), [(None, "1 skipped"), ("1", "1 error")], ids=["outside-ci", "ci"])
+@pytest.mark.parametrize(
+    ("ci", "outcome"), [(None, "1 skipped"), ("1", "1 error")], ids=["outside-ci", "ci"]
+)
 def test_a_test_whose_tool_is_missing_skips_outside_ci_and_fails_in_ci(tmp_path, ci, outcome):
     (tmp_path / "test_drives_tmux.py").write_text(
         "import pytest\n\n@pytest.mark.needs('tmux')\ndef test_drives_tmux():\n    pass\n"

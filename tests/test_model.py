@@ -11,7 +11,15 @@ import pytest
 
 from vftui import stats, wording
 from vftui.commands.headless import HeadlessView
-from vftui.events import ApiStatus, EndpointTrouble, GroupCollected, GroupDropped, RunStarted, RunState, RunStatus
+from vftui.events import (
+    ApiStatus,
+    EndpointTrouble,
+    GroupCollected,
+    GroupDropped,
+    RunStarted,
+    RunState,
+    RunStatus,
+)
 from vftui.live.server import Replay
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
@@ -23,15 +31,41 @@ from vftui.ui.widgets.turns import fit
 pytestmark = pytest.mark.unit
 
 
-def group(index: int, scores: list[float], turns: int = 1, item: int | None = None, t: float = 1.0) -> GroupCollected:
+def group(
+    index: int, scores: list[float], turns: int = 1, item: int | None = None, t: float = 1.0
+) -> GroupCollected:
     n = len(scores)
-    return GroupCollected(index, index - 1 if item is None else item, None, scores, {"ok": scores}, [turns] * n,
-                          [[1, 2]] * n, [[-100, 2]] * n, [[]] * n, ["stop"] * n, t, float(index), 0.5)
+    return GroupCollected(
+        index,
+        index - 1 if item is None else item,
+        None,
+        scores,
+        {"ok": scores},
+        [turns] * n,
+        [[1, 2]] * n,
+        [[-100, 2]] * n,
+        [[]] * n,
+        ["stop"] * n,
+        t,
+        float(index),
+        0.5,
+    )
 
 
 def started(**overrides) -> RunStarted:
-    fields = dict(mode="sft", env="e", model="m", endpoint="x", simulated=True, out_path="o", groups_total=10,
-                  groups_done=0, group_size=2, temperature=1.0, reward_functions=["ok"])
+    fields = dict(
+        mode="sft",
+        env="e",
+        model="m",
+        endpoint="x",
+        simulated=True,
+        out_path="o",
+        groups_total=10,
+        groups_done=0,
+        group_size=2,
+        temperature=1.0,
+        reward_functions=["ok"],
+    )
     return RunStarted(**{**fields, **overrides})
 
 
@@ -46,9 +80,14 @@ def test_the_window_slides_and_the_run_totals_keep_everything():
 
 def test_dropped_groups_count_in_the_figures_and_the_log():
     model = DashboardModel(clock=lambda: 0.0)
-    model.apply([started(), group(1, [1.0, 0.0]), GroupDropped(7, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1])])
+    model.apply(
+        [started(), group(1, [1.0, 0.0]), GroupDropped(7, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1])]
+    )
     assert model.dropped == {stats.TOO_EASY: 1}
-    assert model.run_metrics()["metrics/groups_total"] == 2 and model.run_metrics()["metrics/mean_reward_kept"] == 0.5
+    assert (
+        model.run_metrics()["metrics/groups_total"] == 2
+        and model.run_metrics()["metrics/mean_reward_kept"] == 0.5
+    )
     assert model.logs[-1].message == f"group of item 7 left out: {stats.TOO_EASY}"
 
 
@@ -67,8 +106,15 @@ def test_status_changes_are_logged_once_with_one_wording():
 
 @pytest.mark.parametrize(
     ("text", "kept"),
-    [("identical", [2]), ("varied", [1, 3]), ("reward>0.5", [2, 3]), ("item=2", [3]), ("turns>=2", [3]),
-     ("varied t<=0.7", [1]), ("", [1, 2, 3])],
+    [
+        ("identical", [2]),
+        ("varied", [1, 3]),
+        ("reward>0.5", [2, 3]),
+        ("item=2", [3]),
+        ("turns>=2", [3]),
+        ("varied t<=0.7", [1]),
+        ("", [1, 2, 3]),
+    ],
 )
 def test_filters(text, kept):
     groups = [group(1, [0.0, 1.0], t=0.5), group(2, [1.0, 1.0]), group(3, [0.5, 1.0], turns=2)]
@@ -82,7 +128,9 @@ def test_a_filter_that_cannot_be_read_says_how_to_write_one():
 
 
 def test_tokens_wrap_whole_and_long_ones_are_cut_to_the_width():
-    lines = wrap_pieces([("abc", "bold"), ("de", "bold"), ("\n", "bold"), ("x" * 7, "bold")], width=4)
+    lines = wrap_pieces(
+        [("abc", "bold"), ("de", "bold"), ("\n", "bold"), ("x" * 7, "bold")], width=4
+    )
     assert ["".join(s.text for s in line) for line in lines] == ["abc", "de", "xxxx", "xxx"]
 
 
@@ -99,7 +147,9 @@ def test_the_trajectory_panel_says_the_worst_news_first():
 def test_one_rate_in_the_dashboard_the_runs_list_and_the_headless_lines():
     """Ten groups a second apart, just ended: 1 group/s wherever it is shown, 0 once paused."""
     now = time.time()
-    groups = [dataclasses.replace(group(i, [1.0, 0.0]), started_at=now - 10.5 + i) for i in range(1, 11)]
+    groups = [
+        dataclasses.replace(group(i, [1.0, 0.0]), started_at=now - 10.5 + i) for i in range(1, 11)
+    ]
     events = [started(), RunStatus(RunState.RUNNING, 0, 10), *groups]
     model, replay = DashboardModel(), Replay(256, stats.Accumulator())
     model.apply(events)
@@ -110,7 +160,9 @@ def test_one_rate_in_the_dashboard_the_runs_list_and_the_headless_lines():
     for event in events:
         view(event)
     headless = float(re.findall(r"([\d.]+) groups/s", lines.getvalue())[-1])
-    assert model.rates()[0] == pytest.approx(1.0) and replay.info().groups_per_s == pytest.approx(1.0)
+    assert model.rates()[0] == pytest.approx(1.0) and replay.info().groups_per_s == pytest.approx(
+        1.0
+    )
     assert headless == pytest.approx(1.0)
     paused = RunStatus(RunState.PAUSED, 10, 10)
     model.apply([paused])
@@ -123,24 +175,33 @@ def test_the_rate_falls_to_zero_when_no_group_has_ended_for_a_while():
     for second in range(10):
         meter.add(float(second), 100)
     assert meter.rates(9.5, collecting=True) == (pytest.approx(1.0), pytest.approx(100.0))
-    assert meter.rates(9.0 + 5.1, collecting=True) == (0.0, 0.0), "five intervals without a group: idle"
+    assert meter.rates(9.0 + 5.1, collecting=True) == (0.0, 0.0), (
+        "five intervals without a group: idle"
+    )
     assert meter.rates(9.5, collecting=False) == (0.0, 0.0)
 
 
 def test_every_order_of_the_table_and_the_filter_on_length_and_time():
     short, long_ = [[-100, 2]] * 2, [[-100, 2, 3, 4]] * 2
-    groups = [dataclasses.replace(group(1, [0.0, 1.0]), masks=short, elapsed_s=9.0),
-              dataclasses.replace(group(2, [1.0, 1.0]), masks=long_, elapsed_s=1.0),
-              dataclasses.replace(group(3, [0.0, 0.5]), masks=short, elapsed_s=3.0)]
+    groups = [
+        dataclasses.replace(group(1, [0.0, 1.0]), masks=short, elapsed_s=9.0),
+        dataclasses.replace(group(2, [1.0, 1.0]), masks=long_, elapsed_s=1.0),
+        dataclasses.replace(group(3, [0.0, 0.5]), masks=short, elapsed_s=3.0),
+    ]
     model = DashboardModel(clock=lambda: 0.0)
     model.apply([started(), *groups])
     orders = {}
     for _ in SORTS:
         name = model.cycle_sort()
         orders[name] = [g.index for g in model.visible_groups()]
-    assert orders == {"by mean, hardest first": [3, 1, 2], "by worst rollout first": [1, 3, 2],
-                      "by spread, flakiest first": [1, 3, 2], "by length, longest first": [2, 1, 3],
-                      "by time, slowest first": [1, 3, 2], "as collected": [1, 2, 3]}
+    assert orders == {
+        "by mean, hardest first": [3, 1, 2],
+        "by worst rollout first": [1, 3, 2],
+        "by spread, flakiest first": [1, 3, 2],
+        "by length, longest first": [2, 1, 3],
+        "by time, slowest first": [1, 3, 2],
+        "as collected": [1, 2, 3],
+    }
     assert [g.index for g in groups if parse_filter("length>1 secs<5")(g)] == [2]
 
 
@@ -159,7 +220,12 @@ def test_the_runs_duration_and_rate_survive_a_wall_clock_set_back():
     wall = [1_000_000.0]
     model = DashboardModel(clock=lambda: wall[0])
     model.apply([started(started_at=wall[0] - 5), RunStatus(RunState.RUNNING, 0, 10)])
-    model.apply([dataclasses.replace(group(i, [1.0, 0.0]), started_at=wall[0] - 10 + i) for i in range(1, 10)])
+    model.apply(
+        [
+            dataclasses.replace(group(i, [1.0, 0.0]), started_at=wall[0] - 10 + i)
+            for i in range(1, 10)
+        ]
+    )
     wall[0] -= 3600
     model.apply([dataclasses.replace(group(10, [1.0, 0.0]), started_at=wall[0] - 0.5)])
     assert model.elapsed_s >= 5, "from a monotonic clock, not the wall's difference"

@@ -24,7 +24,16 @@ from vftui.commands.compare import as_dict, load_all
 from vftui.comparison import compare, summarize, worse_beyond
 from vftui.drops import read_drops
 from vftui.errors import UserError
-from vftui.eval_stats import EvalTally, ItemResult, difference, estimate, pass_all_k, pass_at, pass_at_k, t_quantile
+from vftui.eval_stats import (
+    EvalTally,
+    ItemResult,
+    difference,
+    estimate,
+    pass_all_k,
+    pass_at,
+    pass_at_k,
+    t_quantile,
+)
 from vftui.groupfile import GroupFile
 from vftui.results import load, vf_eval_groups
 from vftui.shards import WHOLE
@@ -43,8 +52,12 @@ def draws(outcomes: list[bool], k: int) -> list[tuple[bool, ...]]:
 def test_pass_at_k_and_pass_all_k_are_the_shares_of_every_draw_of_k(outcomes, data):
     k = data.draw(st.integers(1, len(outcomes)))
     every = draws(outcomes, k)
-    assert pass_at_k(len(outcomes), sum(outcomes), k) == pytest.approx(sum(map(any, every)) / len(every), abs=1e-12)
-    assert pass_all_k(len(outcomes), sum(outcomes), k) == pytest.approx(sum(map(all, every)) / len(every), abs=1e-12)
+    assert pass_at_k(len(outcomes), sum(outcomes), k) == pytest.approx(
+        sum(map(any, every)) / len(every), abs=1e-12
+    )
+    assert pass_all_k(len(outcomes), sum(outcomes), k) == pytest.approx(
+        sum(map(all, every)) / len(every), abs=1e-12
+    )
 
 
 @functools.cache
@@ -55,7 +68,9 @@ def brute_t_quantile(p: float, df: int) -> float:
     def cdf(t: float, steps: int = 4000) -> float:
         h = t / steps
         density = [scale * (1 + (h * i) ** 2 / df) ** (-(df + 1) / 2) for i in range(steps + 1)]
-        return 0.5 + h / 3 * (density[0] + density[-1] + 4 * sum(density[1:-1:2]) + 2 * sum(density[2:-1:2]))
+        return 0.5 + h / 3 * (
+            density[0] + density[-1] + 4 * sum(density[1:-1:2]) + 2 * sum(density[2:-1:2])
+        )
 
     low, high = 0.0, 64.0
     for _ in range(60):
@@ -68,12 +83,21 @@ REWARDS = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(-2, 2, allow_
 
 
 @SOME
-@given(st.lists(st.lists(REWARDS, min_size=1, max_size=6), min_size=1, max_size=10), st.integers(1, 6),
-       st.sampled_from([0.0, 0.5, 1.0]))
+@given(
+    st.lists(st.lists(REWARDS, min_size=1, max_size=6), min_size=1, max_size=10),
+    st.integers(1, 6),
+    st.sampled_from([0.0, 0.5, 1.0]),
+)
 def test_pass_at_k_over_items_and_its_interval_are_the_brute_force_ones(items, k, threshold):
-    estimate_ = pass_at([ItemResult(n, tuple(rewards)) for n, rewards in enumerate(items)], k, threshold)
-    values = [sum(map(any, every)) / len(every) for every in
-              (draws([r >= threshold for r in rewards], k) for rewards in items if len(rewards) >= k)]
+    estimate_ = pass_at(
+        [ItemResult(n, tuple(rewards)) for n, rewards in enumerate(items)], k, threshold
+    )
+    values = [
+        sum(map(any, every)) / len(every)
+        for every in (
+            draws([r >= threshold for r in rewards], k) for rewards in items if len(rewards) >= k
+        )
+    ]
     assert estimate_.count == len(values)
     if not values:
         assert math.isnan(estimate_.mean) and estimate_.low is None
@@ -83,7 +107,9 @@ def test_pass_at_k_over_items_and_its_interval_are_the_brute_force_ones(items, k
     if len(values) < 2:
         assert estimate_.low is None and estimate_.high is None
         return
-    half = brute_t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    half = (
+        brute_t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    )
     assert estimate_.low == pytest.approx(max(0.0, mean - half), abs=1e-6)
     assert estimate_.high == pytest.approx(min(1.0, mean + half), abs=1e-6)
 
@@ -94,7 +120,9 @@ def test_t_quantiles_are_the_integrated_densitys(df):
     assert t_quantile(0.975, df) == pytest.approx(brute_t_quantile(0.975, df), rel=1e-6)
 
 
-SCORES = st.floats(-MAX_SCORE, MAX_SCORE, allow_nan=False) | st.sampled_from([MAX_SCORE, -MAX_SCORE, 0.0, 1e-300])
+SCORES = st.floats(-MAX_SCORE, MAX_SCORE, allow_nan=False) | st.sampled_from(
+    [MAX_SCORE, -MAX_SCORE, 0.0, 1e-300]
+)
 
 
 def finite_figures(value: Any) -> bool:
@@ -109,8 +137,10 @@ def finite_figures(value: Any) -> bool:
 
 
 @SOME
-@given(st.lists(st.lists(SCORES, min_size=1, max_size=5), min_size=1, max_size=8),
-       st.lists(SCORES, min_size=1, max_size=8))
+@given(
+    st.lists(st.lists(SCORES, min_size=1, max_size=5), min_size=1, max_size=8),
+    st.lists(SCORES, min_size=1, max_size=8),
+)
 def test_every_figure_of_scores_of_any_magnitude_is_finite(items, other):
     tally = EvalTally(3, 0.5)
     for n, rewards in enumerate(items):
@@ -125,28 +155,49 @@ def test_every_figure_of_scores_of_any_magnitude_is_finite(items, other):
 
 
 MISSING = object()
-ODD_REWARDS = (st.floats() | st.integers(-(10**400), 10**400) | st.sampled_from([1e308, -1e308, 10**400, MAX_SCORE])
-               | st.booleans() | st.none() | st.text(max_size=3) | st.just(MISSING))
-ROWS = st.lists(st.fixed_dictionaries({"example_id": st.integers(0, 6) | st.none() | st.just(MISSING),
-                                       "reward": ODD_REWARDS}), max_size=12)
+ODD_REWARDS = (
+    st.floats()
+    | st.integers(-(10**400), 10**400)
+    | st.sampled_from([1e308, -1e308, 10**400, MAX_SCORE])
+    | st.booleans()
+    | st.none()
+    | st.text(max_size=3)
+    | st.just(MISSING)
+)
+ROWS = st.lists(
+    st.fixed_dictionaries(
+        {"example_id": st.integers(0, 6) | st.none() | st.just(MISSING), "reward": ODD_REWARDS}
+    ),
+    max_size=12,
+)
 
 
 def results_file(folder: Path, rows: list[dict[str, Any]]) -> Path:
     """vf-eval's results.jsonl: JSON's NaN and Infinity as Python writes them, whole ints, fields left out."""
     folder.mkdir()
-    lines = [json.dumps({key: value for key, value in row.items() if value is not MISSING}) for row in rows]
+    lines = [
+        json.dumps({key: value for key, value in row.items() if value is not MISSING})
+        for row in rows
+    ]
     (folder / "results.jsonl").write_text("".join(line + "\n" for line in lines))
     return folder / "results.jsonl"
 
 
 def readable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [row for row in rows if row["example_id"] not in (None, MISSING)
-            and row["reward"] is not MISSING and score(row["reward"]) is not None]
+    return [
+        row
+        for row in rows
+        if row["example_id"] not in (None, MISSING)
+        and row["reward"] is not MISSING
+        and score(row["reward"]) is not None
+    ]
 
 
 @SOME
 @given(ROWS, ROWS, st.floats(0, 1))
-def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_passes_on_nothing(a, b, margin):
+def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_passes_on_nothing(
+    a, b, margin
+):
     with tempfile.TemporaryDirectory() as tmp:
         paths = [results_file(Path(tmp) / name, rows) for name, rows in (("a", a), ("b", b))]
         try:
@@ -157,7 +208,9 @@ def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_
     assert readable(a) and readable(b), "a side with nothing readable is refused, never passed"
     for source, rows in zip(sources, (a, b), strict=True):
         assert sum(len(item.rewards) for item in source.items.values()) == len(readable(rows))
-        assert source.skipped == len(rows) - len(readable(rows)), "each row is a result or counted as skipped"
+        assert source.skipped == len(rows) - len(readable(rows)), (
+            "each row is a result or counted as skipped"
+        )
     first, later = sources
     change = compare(first, later)
     common = first.items.keys() & later.items.keys()
@@ -171,17 +224,68 @@ def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_
         assert change.reward.high is not None and change.reward.high < -margin
 
 
-TOKENS = [b"NaN", b"Infinity", b"-1e308", b"1e400", b"1" + b"0" * 400, b"true", b"null", b'"0.5"', b"[", b"]", b"{",
-          b"}", b",", b":", b"\n", b"\xff\xfe", b"\x1b]0;x\x07", b"", b"-0", b"[" * 80, b'"vftui"', b'"scores"']
-GROUP = {"tokens": [[1, 2], [3]], "masks": [[-100, 2], [3]], "scores": [0.5, 1.0],
-         "messages": [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]] * 2,
-         "generation_params": {"temperature": 1.0},
-         "vftui": {"item": 0, "example_id": 0, "mode": "eval", "metrics": {"judge": [0.5, 1.0]}, "turns": [1, 1],
-                   "finish_reasons": ["stop", "length"], "started_at": 1.0, "elapsed_s": 0.5}}
-ROW = {"example_id": 0, "reward": 0.5, "metrics": {"judge": 0.5}, "prompt": [{"role": "user", "content": "q"}],
-       "completion": "a", "is_truncated": False}
-DROP = {"item": 1, "reason": "reward function 'judge' failed", "scores": [], "metrics": {}, "turns": []}
-METADATA = {"env_id": "x", "model": "m", "pass_threshold": 0.5, "sampling_args": {"temperature": 1.0}}
+TOKENS = [
+    b"NaN",
+    b"Infinity",
+    b"-1e308",
+    b"1e400",
+    b"1" + b"0" * 400,
+    b"true",
+    b"null",
+    b'"0.5"',
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b"\n",
+    b"\xff\xfe",
+    b"\x1b]0;x\x07",
+    b"",
+    b"-0",
+    b"[" * 80,
+    b'"vftui"',
+    b'"scores"',
+]
+GROUP = {
+    "tokens": [[1, 2], [3]],
+    "masks": [[-100, 2], [3]],
+    "scores": [0.5, 1.0],
+    "messages": [[{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]] * 2,
+    "generation_params": {"temperature": 1.0},
+    "vftui": {
+        "item": 0,
+        "example_id": 0,
+        "mode": "eval",
+        "metrics": {"judge": [0.5, 1.0]},
+        "turns": [1, 1],
+        "finish_reasons": ["stop", "length"],
+        "started_at": 1.0,
+        "elapsed_s": 0.5,
+    },
+}
+ROW = {
+    "example_id": 0,
+    "reward": 0.5,
+    "metrics": {"judge": 0.5},
+    "prompt": [{"role": "user", "content": "q"}],
+    "completion": "a",
+    "is_truncated": False,
+}
+DROP = {
+    "item": 1,
+    "reason": "reward function 'judge' failed",
+    "scores": [],
+    "metrics": {},
+    "turns": [],
+}
+METADATA = {
+    "env_id": "x",
+    "model": "m",
+    "pass_threshold": 0.5,
+    "sampling_args": {"temperature": 1.0},
+}
 CHECKPOINT = {"done_below": 1, "done_above": [3], "iter": 4, "groups": 2}
 
 
@@ -194,7 +298,7 @@ def mutated(draw, seed: dict[str, Any], lines: int = 3) -> bytes:
     data = bytearray((json.dumps(seed) + "\n").encode() * lines)
     for _ in range(draw(st.integers(0, 6))):
         at, cut = draw(st.integers(0, len(data))), draw(st.integers(0, 12))
-        data[at:at + cut] = draw(st.sampled_from(TOKENS) | st.binary(max_size=6))
+        data[at : at + cut] = draw(st.sampled_from(TOKENS) | st.binary(max_size=6))
     return bytes(data)
 
 
@@ -218,7 +322,9 @@ def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, dro
         events: list[Any] = []
         view = GroupFile(out)
         summary = view.read(events.append, "")
-        assert summary.groups_done == len(view) and all(finite_figures(list(row.scores)) for row in view)
+        assert summary.groups_done == len(view) and all(
+            finite_figures(list(row.scores)) for row in view
+        )
         found, _ = read_drops(out)
         assert all(type(drop.item) is int and finite_figures(drop.scores) for drop in found)
         assert_rows_or_a_sentence(out)
@@ -228,7 +334,9 @@ def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, dro
             return
         opened.lock.release()
         done = {group.item for group in [*opened.written, *opened.dropped]}
-        assert opened.ledger.take() not in done, "what the file and its drop log hold is never collected again"
+        assert opened.ledger.take() not in done, (
+            "what the file and its drop log hold is never collected again"
+        )
 
 
 @SOME

@@ -20,7 +20,14 @@ from vftui import paths, pruning, run_records, safe_files
 from vftui.drops import DropLog
 from vftui.events import GroupDropped
 from vftui.pruning import Kind, Place
-from vftui.run_files import CHECKPOINT_SUFFIX, EVAL_SUFFIX, LOCK_SUFFIX, SIDECAR_SUFFIXES, eval_dir, own_files
+from vftui.run_files import (
+    CHECKPOINT_SUFFIX,
+    EVAL_SUFFIX,
+    LOCK_SUFFIX,
+    SIDECAR_SUFFIXES,
+    eval_dir,
+    own_files,
+)
 from vftui.run_list import all_runs
 
 
@@ -31,7 +38,10 @@ def data_dir(tmp_path: Path) -> Path:
 
 def stopped_before_its_first_group(args: list[str], tmp_path: Path) -> Path:
     """A run stopped by SIGTERM (twice: its groups in flight cancelled) once it is prepared; its jsonl."""
-    proc = start_cli(["run", "--no-ui", "--steps", "3", "--group-size", "2", "--sim-latency", "60", *args], tmp_path)
+    proc = start_cli(
+        ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--sim-latency", "60", *args],
+        tmp_path,
+    )
     try:
         header = read_until(proc.stderr, "groups of 2", "the run was never prepared")
         proc.send_signal(signal.SIGTERM)
@@ -44,14 +54,17 @@ def stopped_before_its_first_group(args: list[str], tmp_path: Path) -> Path:
     return Path(header.rsplit("-> ", 1)[1].strip())
 
 
-def test_prune_deletes_an_empty_runs_own_files_and_keeps_a_folder_that_holds_anything_else(tmp_path):
+def test_prune_deletes_an_empty_runs_own_files_and_keeps_a_folder_that_holds_anything_else(
+    tmp_path,
+):
     """The repro: a finished run, a run stopped before its first group and the user's notes in a folder of their
     own under the runs folder; and a run vftui gave a folder, stopped before its first group."""
     myexp = data_dir(tmp_path) / "runs" / "myexp"
     myexp.mkdir(parents=True)
     (myexp / "NOTES.txt").write_text("what I tried\n")
     finished = run_cli(
-        ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(myexp / "a.jsonl")], tmp_path
+        ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(myexp / "a.jsonl")],
+        tmp_path,
     )
     assert finished.returncode == 0, finished.stderr
     empty = stopped_before_its_first_group(["--out", str(myexp / "b.jsonl")], tmp_path)
@@ -63,13 +76,19 @@ def test_prune_deletes_an_empty_runs_own_files_and_keeps_a_folder_that_holds_any
 
     assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned.stderr
     assert {p.name for p in myexp.iterdir()} == kept, "only b's own files went"
-    assert (myexp / "NOTES.txt").read_text() == "what I tried\n" and len(read_jsonl(myexp / "a.jsonl")) == 3
+    assert (myexp / "NOTES.txt").read_text() == "what I tried\n" and len(
+        read_jsonl(myexp / "a.jsonl")
+    ) == 3
     assert not ours.parent.exists(), "the folder vftui made for the empty run went with it"
     assert "2 empty runs deleted" in pruned.stderr
-    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [str(myexp / "a.jsonl")]
+    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [
+        str(myexp / "a.jsonl")
+    ]
 
 
-def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_rows_is_not_pruned(tmp_path):
+def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_rows_is_not_pruned(
+    tmp_path,
+):
     """An rl run at temperature 0 has every group dropped: its jsonl stays empty while its drops file holds each
     scored group (what view counts); an eval folder can hold rows its jsonl no longer does. --prune deleted both as
     runs that collected nothing."""
@@ -78,12 +97,18 @@ def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_row
     for out in (dropped, evaluated, empty):
         out.parent.mkdir(parents=True)
         out.touch()
-        out.with_suffix(".run.json").write_text(json.dumps({"config": {"env": "x", "mode": "rl", "steps": 3}}))
-    DropLog(dropped).add(GroupDropped(0, "identical scores, all high (too easy)", [1.0, 1.0], {}, [1, 1]))
+        out.with_suffix(".run.json").write_text(
+            json.dumps({"config": {"env": "x", "mode": "rl", "steps": 3}})
+        )
+    DropLog(dropped).add(
+        GroupDropped(0, "identical scores, all high (too easy)", [1.0, 1.0], {}, [1, 1])
+    )
     eval_dir(evaluated).mkdir()
     (eval_dir(evaluated) / "results.jsonl").write_text('{"example_id": 0, "reward": 1.0}\n')
     (eval_dir(evaluated) / "metadata.json").write_text("{}")
-    (eval_dir(empty) / "atropos").mkdir(parents=True)  # an eval stopped before its first example writes these
+    (eval_dir(empty) / "atropos").mkdir(
+        parents=True
+    )  # an eval stopped before its first example writes these
     for name in ("results.jsonl", "items.jsonl"):
         (eval_dir(empty) / name).touch()
     for name in ("metadata.json", "atropos/metrics.json"):
@@ -94,7 +119,9 @@ def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_row
 
     assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned.stderr
     assert kept <= everything(runs), "a run that recorded anything keeps every file"
-    assert not empty.parent.exists(), "a run that recorded nothing goes, its empty eval's files with it"
+    assert not empty.parent.exists(), (
+        "a run that recorded nothing goes, its empty eval's files with it"
+    )
     assert "1 empty runs deleted" in pruned.stderr
 
 
@@ -111,8 +138,12 @@ def test_a_run_listed_through_a_link_in_the_runs_folder_is_not_counted_as_forgot
 
     pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
 
-    assert pruned.returncode == 0 and "pruned: 0 runs kept elsewhere forgotten" in pruned.stderr, pruned.stderr
-    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [str(elsewhere / "groups.jsonl")]
+    assert pruned.returncode == 0 and "pruned: 0 runs kept elsewhere forgotten" in pruned.stderr, (
+        pruned.stderr
+    )
+    assert [json.loads(line)["path"] for line in pruned.stdout.splitlines()] == [
+        str(elsewhere / "groups.jsonl")
+    ]
 
 
 def test_prune_refuses_an_index_entry_through_dot_dot_or_a_link_and_deletes_nothing(tmp_path):
@@ -137,7 +168,9 @@ def test_prune_refuses_an_index_entry_through_dot_dot_or_a_link_and_deletes_noth
     pruned = run_cli(["runs", "--prune"], tmp_path)
 
     assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned.stderr
-    assert sorted(p for p in tmp_path.rglob("*") if "xdg-config" not in p.parts) == before, "nothing deleted"
+    assert sorted(p for p in tmp_path.rglob("*") if "xdg-config" not in p.parts) == before, (
+        "nothing deleted"
+    )
     for name, out in entries.items():
         assert (
             f"the run index entry {data / 'index' / name}.json names {out}, which goes through a symbolic link "
@@ -151,7 +184,9 @@ def test_a_fifo_among_the_run_files_is_a_note_never_a_reader_blocked_for_ever(tm
     data = data_dir(tmp_path)
     (data / "index").mkdir(parents=True)
     os.mkfifo(data / "index" / "fifo.json")
-    described, checkpointed = (data / "runs" / name for name in ("20260101-000000-x", "20260101-000001-x"))
+    described, checkpointed = (
+        data / "runs" / name for name in ("20260101-000000-x", "20260101-000001-x")
+    )
     for folder in (described, checkpointed):
         folder.mkdir(parents=True)
         (folder / "groups.jsonl").touch()
@@ -174,7 +209,10 @@ def test_a_fifo_among_the_run_files_is_a_note_never_a_reader_blocked_for_ever(tm
             described / "groups.run.json",
             checkpointed / "groups.checkpoint.json",
         ):
-            assert f"{fifo} is damaged (cannot be read: it is a FIFO, not a regular file)" in done.stderr
+            assert (
+                f"{fifo} is damaged (cannot be read: it is a FIFO, not a regular file)"
+                in done.stderr
+            )
     assert described.exists() and checkpointed.exists(), "a damaged run is not pruned"
 
 
@@ -187,7 +225,9 @@ def test_a_run_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_p
         with pytest.raises(OSError) as refused:
             safe_files.open_to_read(tmp_path / f"{name}.json")
         assert refused.value.strerror == f"it is {kind}, not a regular file"
-        with pytest.raises(run_records.Damaged, match=f"cannot be read: it is {kind}, not a regular file"):
+        with pytest.raises(
+            run_records.Damaged, match=f"cannot be read: it is {kind}, not a regular file"
+        ):
             run_records.read(tmp_path / f"{name}.json", run_records.Checkpoint)
     (tmp_path / "file.json").write_text('{"groups": 2}')
     assert run_records.read(tmp_path / "file.json", run_records.Checkpoint).groups == 2
@@ -207,7 +247,10 @@ RUNS = Path("/d/vftui/runs")
 @pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(["runs", "d", "vftui", "x", "..", "20260101-000000-env", "a.jsonl"]), max_size=6),
+    st.lists(
+        st.sampled_from(["runs", "d", "vftui", "x", "..", "20260101-000000-env", "a.jsonl"]),
+        max_size=6,
+    ),
     st.sampled_from(["same", "other", "none"]),
 )
 def test_only_a_plain_path_in_a_folder_of_the_runs_folder_is_a_run_folder(parts, resolution):
@@ -215,7 +258,9 @@ def test_only_a_plain_path_in_a_folder_of_the_runs_folder_is_a_run_folder(parts,
     resolved = {"same": out, "other": Path("/elsewhere/a.jsonl"), "none": None}[resolution]
     where = pruning.place(out, resolved, RUNS)
     if where is not Place.REFUSED:
-        assert ".." not in out.parts and resolved == out, "a path through a link or '..' is left as it is"
+        assert ".." not in out.parts and resolved == out, (
+            "a path through a link or '..' is left as it is"
+        )
     if where is Place.RUN_FOLDER:
         assert out.parent.parent == RUNS and out.is_relative_to(RUNS)
 
@@ -234,15 +279,23 @@ def test_an_empty_run_loses_its_own_files_and_its_folder_only_when_vftui_made_it
     plan = pruning.to_delete(out, beside, made_by_vftui)
     own = {p.name for p in own_files(out)} | {eval_dir(out).name}
     gone = {p.name for p in (*plan.files, *plan.trees)}
-    assert all(p.parent == out.parent for p in (*plan.files, *plan.trees)), "nothing outside the run's folder"
+    assert all(p.parent == out.parent for p in (*plan.files, *plan.trees)), (
+        "nothing outside the run's folder"
+    )
     assert gone <= own, "only the run's own names"
     assert all(beside[p.name] is not Kind.FOLDER for p in plan.files), "a folder is unlinked never"
-    assert all(p == eval_dir(out) and beside[p.name] is Kind.FOLDER for p in plan.trees), "no tree but its eval's"
+    assert all(p == eval_dir(out) and beside[p.name] is Kind.FOLDER for p in plan.trees), (
+        "no tree but its eval's"
+    )
     assert gone >= {
-        n for n, kind in beside.items() if n in own and (kind is not Kind.FOLDER or n == eval_dir(out).name)
+        n
+        for n, kind in beside.items()
+        if n in own and (kind is not Kind.FOLDER or n == eval_dir(out).name)
     }
     if plan.folder is not None:
-        assert made_by_vftui and set(beside) == gone, "a folder goes only when vftui made it and it holds nothing else"
+        assert made_by_vftui and set(beside) == gone, (
+            "a folder goes only when vftui made it and it holds nothing else"
+        )
     else:
         assert not made_by_vftui or set(beside) - gone
 
@@ -287,7 +340,11 @@ def make_tree(root: Path, spec: Spec, entries: list[str]) -> Path:
 
 def everything(root: Path) -> set[Path]:
     """Every path under ``root``, links not followed."""
-    return {Path(folder) / name for folder, folders, files in os.walk(root) for name in (*folders, *files)}
+    return {
+        Path(folder) / name
+        for folder, folders, files in os.walk(root)
+        for name in (*folders, *files)
+    }
 
 
 def prunable(folder: str, empty: bool, own: list[tuple[str, str]]) -> bool:
@@ -305,7 +362,10 @@ def prunable(folder: str, empty: bool, own: list[tuple[str, str]]) -> bool:
 
 FOLDERS = st.sampled_from(["20260101-000000-env", "20260101-000001-env-1", "myexp", "linked"])
 OWN = st.lists(
-    st.tuples(st.sampled_from([*SIDECAR_SUFFIXES, EVAL_SUFFIX]), st.sampled_from(["file", "folder", "link"])),
+    st.tuples(
+        st.sampled_from([*SIDECAR_SUFFIXES, EVAL_SUFFIX]),
+        st.sampled_from(["file", "folder", "link"]),
+    ),
     max_size=4,
 )
 RUN = st.tuples(st.booleans(), OWN, st.lists(st.sampled_from(FOREIGN), max_size=2))
@@ -327,7 +387,9 @@ ENTRIES = st.lists(
 @pytest.mark.unit
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.tuples(FOLDERS, st.sampled_from(STEMS)), RUN, max_size=5), ENTRIES)
-def test_prune_deletes_nothing_but_empty_runs_own_files_and_the_empty_folders_vftui_made(spec, entries):
+def test_prune_deletes_nothing_but_empty_runs_own_files_and_the_empty_folders_vftui_made(
+    spec, entries
+):
     with tempfile.TemporaryDirectory() as temporary, pytest.MonkeyPatch.context() as env:
         root = Path(temporary).resolve()
         env.setenv("XDG_DATA_HOME", str(root / "data"))
@@ -357,9 +419,15 @@ def test_prune_deletes_nothing_but_empty_runs_own_files_and_the_empty_folders_vf
                 or (path.parent == runs and paths.is_run_dir_name(path.name))
                 or path.parent == data / "index"
             ), f"{path} was not an empty run's own"
-        assert not {path for path in gone if path.is_relative_to(outside)}, "nothing outside is touched"
-        assert not {path for path in gone if path.parent == runs and not paths.is_run_dir_name(path.name)}
-        assert refused <= {path.name for path in (data / "index").iterdir()}, "an entry through a link or '..' stays"
+        assert not {path for path in gone if path.is_relative_to(outside)}, (
+            "nothing outside is touched"
+        )
+        assert not {
+            path for path in gone if path.parent == runs and not paths.is_run_dir_name(path.name)
+        }
+        assert refused <= {path.name for path in (data / "index").iterdir()}, (
+            "an entry through a link or '..' stays"
+        )
         for (folder, stem), (empty, own, _) in spec.items():
             if prunable(folder, empty, own):
                 assert not (runs / folder / f"{stem}.jsonl").exists(), "an empty run is deleted"

@@ -20,12 +20,20 @@ from vftui.groupfile import GroupFile
 from vftui.ui.themes import load_theme
 
 pytestmark = pytest.mark.unit
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 GROUP_LINE = (REPO / "tests" / "data" / "groups.jsonl").read_bytes().splitlines(keepends=True)[0]
 RUN_JSON = json.dumps(
     {
-        "config": {"env": "vftui/alphabet-sort", "mode": "eval", "steps": 5, "shard": [0, 2], "pass_threshold": 0.5},
+        "config": {
+            "env": "vftui/alphabet-sort",
+            "mode": "eval",
+            "steps": 5,
+            "shard": [0, 2],
+            "pass_threshold": 0.5,
+        },
         "model": "m",
         "endpoint": "http://127.0.0.1:1/v1",
         "tokenizer": "t",
@@ -74,10 +82,17 @@ def inputs(original: bytes) -> st.SearchStrategy[bytes]:
 
 
 @FUZZ
-@pytest.mark.parametrize(("name", "model", "seed"), [("run.json", run_records.RunRecord, RUN_JSON),
-                                                    ("checkpoint.json", run_records.Checkpoint, CHECKPOINT)])
+@pytest.mark.parametrize(
+    ("name", "model", "seed"),
+    [
+        ("run.json", run_records.RunRecord, RUN_JSON),
+        ("checkpoint.json", run_records.Checkpoint, CHECKPOINT),
+    ],
+)
 @given(data=st.data())
-def test_a_runs_settings_and_checkpoint_read_as_records_or_damaged(tmp_path, name, model, seed, data):
+def test_a_runs_settings_and_checkpoint_read_as_records_or_damaged(
+    tmp_path, name, model, seed, data
+):
     path = tmp_path / f"groups.{name}"
     path.write_bytes(data.draw(inputs(seed)))
     try:
@@ -98,7 +113,9 @@ def test_a_damaged_group_file_shows_its_whole_groups_and_counts_the_rest(tmp_pat
     rows = GroupFile(path)
     summary = rows.read(events.append, "")
     assert summary.groups_done == len(rows) <= len(b"".join(lines).splitlines())
-    for position in range(len(rows)):  # each row's group reads back from disk as the preview asks for it
+    for position in range(
+        len(rows)
+    ):  # each row's group reads back from disk as the preview asks for it
         assert isinstance(rows._group(rows[position]), GroupCollected)
 
 
@@ -106,7 +123,13 @@ def test_a_damaged_group_file_shows_its_whole_groups_and_counts_the_rest(tmp_pat
 @given(
     data=inputs(
         json.dumps(
-            {"item": 3, "reason": "identical", "scores": [1.0, 1.0], "metrics": {"f": [1, 1]}, "turns": [1, 2]}
+            {
+                "item": 3,
+                "reason": "identical",
+                "scores": [1.0, 1.0],
+                "metrics": {"f": [1, 1]},
+                "turns": [1, 2],
+            }
         ).encode()
         + b"\n"
     )
@@ -118,12 +141,18 @@ def test_recorded_drops_read_as_drops_or_are_left_out(tmp_path, data):
 
 
 @FUZZ
-@pytest.mark.parametrize(("name", "read", "seed"), [
-    ("config.toml", lambda path: load_config({}, config_file=path, environ={}), CONFIG),
-    ("mine.toml", load_theme, THEME),
-], ids=["config", "theme"])
+@pytest.mark.parametrize(
+    ("name", "read", "seed"),
+    [
+        ("config.toml", lambda path: load_config({}, config_file=path, environ={}), CONFIG),
+        ("mine.toml", load_theme, THEME),
+    ],
+    ids=["config", "theme"],
+)
 @given(data=st.data())
-def test_a_config_file_or_theme_gives_its_settings_or_one_sentence(tmp_path, name, read, seed, data):
+def test_a_config_file_or_theme_gives_its_settings_or_one_sentence(
+    tmp_path, name, read, seed, data
+):
     path = tmp_path / name
     path.write_bytes(data.draw(inputs(seed)))
     try:

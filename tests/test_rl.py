@@ -49,14 +49,32 @@ def finish(process, timeout: float = 240) -> tuple[int, str]:
     except subprocess.TimeoutExpired:
         process.kill()
         _, err = process.communicate()
-        raise AssertionError(f"the run did not finish in {timeout:g} s; its stderr:\n{err[-4000:]}") from None
+        raise AssertionError(
+            f"the run did not finish in {timeout:g} s; its stderr:\n{err[-4000:]}"
+        ) from None
     process.printed = out  # stdout: --json's events
     return process.returncode, err
 
 
 def rl_args(sim, api_url: str, out) -> list[str]:
-    return ["run", "--mode", "rl", "--no-ui", "--steps", str(GROUPS), "--group-size", str(GROUP_SIZE),
-            "--base-url", sim.base_url, "--api-url", api_url, "--out", str(out), "--env-args", '{"max_turns": 3}']
+    return [
+        "run",
+        "--mode",
+        "rl",
+        "--no-ui",
+        "--steps",
+        str(GROUPS),
+        "--group-size",
+        str(GROUP_SIZE),
+        "--base-url",
+        sim.base_url,
+        "--api-url",
+        api_url,
+        "--out",
+        str(out),
+        "--env-args",
+        '{"max_turns": 3}',
+    ]
 
 
 def test_rl_batches_hold_one_sequence_per_rollout_with_the_servers_logprobs(sim, api, tmp_path):
@@ -66,20 +84,36 @@ def test_rl_batches_hold_one_sequence_per_rollout_with_the_servers_logprobs(sim,
     assert code == 0, err
     trainer.thread.join(timeout=60)
     saved = read_jsonl(out)
-    assert len(saved) == GROUPS and len(trainer.groups) == GROUPS, "every collected group reached the trainer"
-    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(map(str, (g["tokens"] for g in saved)))
+    assert len(saved) == GROUPS and len(trainer.groups) == GROUPS, (
+        "every collected group reached the trainer"
+    )
+    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(
+        map(str, (g["tokens"] for g in saved))
+    )
 
     tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-    returned = [(tuple(o["ids"]), tuple(o["logprobs"])) for r in sim_admin(sim, "/sim/requests")["requests"]
-                if r.get("path") == "/generate" for o in r["outputs"]]
+    returned = [
+        (tuple(o["ids"]), tuple(o["logprobs"]))
+        for r in sim_admin(sim, "/sim/requests")["requests"]
+        if r.get("path") == "/generate"
+        for o in r["outputs"]
+    ]
     for group in trainer.groups:
         for tokens, masks, logprobs, messages in zip(
-            group["tokens"], group["masks"], group["inference_logprobs"], group["messages"], strict=True
+            group["tokens"],
+            group["masks"],
+            group["inference_logprobs"],
+            group["messages"],
+            strict=True,
         ):
             assert len(tokens) == len(masks) == len(logprobs)
             assert sum(m["role"] == "assistant" for m in messages) == 3, "a 3-turn rollout"
-            final = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
-            assert tokenizer.decode(tokens) == final, "the sequence is exactly the final conversation"
+            final = tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=False
+            )
+            assert tokenizer.decode(tokens) == final, (
+                "the sequence is exactly the final conversation"
+            )
             spans = generated_spans(tokens, masks, logprobs)
             assert len(spans) == 3, "each turn's generation appears once"
             for span in spans:
@@ -105,8 +139,15 @@ def test_rl_waits_for_an_api_that_is_down_at_start(sim, tmp_path):
     api_url = f"http://127.0.0.1:{free_port()}"
     out = tmp_path / "groups.jsonl"
     process = start_cli(rl_args(sim, api_url, out), tmp_path)
-    for attempt in ("(attempt 1", "(attempt 2"):  # a second report: still waiting for the API, not crashed
-        read_until(process.stderr, f"trajectory API error {attempt}", f"the outage was not reported {attempt}")
+    for attempt in (
+        "(attempt 1",
+        "(attempt 2",
+    ):  # a second report: still waiting for the API, not crashed
+        read_until(
+            process.stderr,
+            f"trajectory API error {attempt}",
+            f"the outage was not reported {attempt}",
+        )
     assert process.poll() is None
     api = ApiProcess(api_url).start()
     try:
@@ -136,14 +177,20 @@ def test_rl_survives_an_api_restart_mid_run(tmp_path):
     api_url = f"http://127.0.0.1:{free_port()}"
     api = ApiProcess(api_url).start()
     steps = 6
-    trainer = Trainer(api_url, batches=steps, groups_per_batch=1)  # every group is pulled as soon as it is sent
+    trainer = Trainer(
+        api_url, batches=steps, groups_per_batch=1
+    )  # every group is pulled as soon as it is sent
     out = tmp_path / "groups.jsonl"
     args = [*rl_args(sim, api_url, out), "--steps", str(steps)]
     process = start_cli(args, tmp_path)
     try:
+
         def pulled() -> bool:
             assert process.poll() is None, "the run ended"
-            return len(trainer.groups) >= 2 and not httpx.get(f"{api_url}/status", timeout=5).json()["queue_size"]
+            return (
+                len(trainer.groups) >= 2
+                and not httpx.get(f"{api_url}/status", timeout=5).json()["queue_size"]
+            )
 
         wait_until(pulled, "no groups reached the trainer", 120)
         api.stop()  # run-api keeps its queue in memory: stop it when the trainer has pulled everything
@@ -157,22 +204,34 @@ def test_rl_survives_an_api_restart_mid_run(tmp_path):
     assert code == 0, err
     saved = read_jsonl(out)
     assert len(saved) == steps and len(trainer.groups) == steps, "every group arrived once"
-    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(map(str, (g["tokens"] for g in saved)))
+    assert sorted(map(str, (g["tokens"] for g in trainer.groups))) == sorted(
+        map(str, (g["tokens"] for g in saved))
+    )
 
 
 async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path):
     trainer = Trainer(api.api_url, batches=GROUPS // 2)
-    config = RunConfig(mode="rl", base_url=sim.base_url, api_url=api.api_url, group_size=GROUP_SIZE, steps=GROUPS,
-                       out=tmp_path / "groups.jsonl")
+    config = RunConfig(
+        mode="rl",
+        base_url=sim.base_url,
+        api_url=api.api_url,
+        group_size=GROUP_SIZE,
+        steps=GROUPS,
+        out=tmp_path / "groups.jsonl",
+    )
     inbox = Inbox()
     run = CollectorProcess(config, inbox.put, target=child_main)
     run.start()
     app = VftuiApp(StartedRun(inbox, run))
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)
+            await until(
+                pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180
+            )
             panel = app.query_one(TrajectoryPanel)
-            await until(lambda: f"sent {GROUPS}" in str(panel.query_one("#api-text").render()), pilot=pilot)
+            await until(
+                lambda: f"sent {GROUPS}" in str(panel.query_one("#api-text").render()), pilot=pilot
+            )
             assert panel.display, "shown in rl mode"
             text = str(panel.query_one("#api-text").render())
             assert "trainer registered (batch size 8)" in text
@@ -186,8 +245,21 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
 
 def test_rl_on_the_embedded_default_starts_api_and_sim_trainer(tmp_path):
     out = tmp_path / "groups.jsonl"
-    args = ["run", "--mode", "rl", "--no-ui", "--start-api", "--api-url", f"http://127.0.0.1:{free_port()}",
-            "--steps", "2", "--group-size", str(GROUP_SIZE), "--out", str(out)]
+    args = [
+        "run",
+        "--mode",
+        "rl",
+        "--no-ui",
+        "--start-api",
+        "--api-url",
+        f"http://127.0.0.1:{free_port()}",
+        "--steps",
+        "2",
+        "--group-size",
+        str(GROUP_SIZE),
+        "--out",
+        str(out),
+    ]
     code, err = finish(start_cli(args, tmp_path))
     assert code == 0, err
     assert "SIMULATION" in err and len(read_jsonl(out)) == 2
@@ -197,11 +269,17 @@ def test_rl_balances_several_inference_servers(sim, api, tmp_path):
     second = BackgroundSimServer(seed=1).start()
     try:
         trainer = Trainer(api.api_url, batches=GROUPS // 2)
-        args = [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--base-url", second.base_url]
+        args = [
+            *rl_args(sim, api.api_url, tmp_path / "groups.jsonl"),
+            "--base-url",
+            second.base_url,
+        ]
         code, err = finish(start_cli(args, tmp_path))
         trainer.thread.join(timeout=60)
-        served = [sum(r.get("path") == "/generate" for r in sim_admin(s, "/sim/requests")["requests"])
-                  for s in (sim, second)]
+        served = [
+            sum(r.get("path") == "/generate" for r in sim_admin(s, "/sim/requests")["requests"])
+            for s in (sim, second)
+        ]
     finally:
         second.stop()
     assert code == 0, err
@@ -210,8 +288,10 @@ def test_rl_balances_several_inference_servers(sim, api, tmp_path):
 
 
 def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp_path):
-    process = start_cli([*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0", "--json"],
-                        tmp_path)
+    process = start_cli(
+        [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--temperature", "0", "--json"],
+        tmp_path,
+    )
     Trainer(api.api_url, batches=1)
     read_until(process.stderr, "left out: identical scores", "no group was reported as dropped")
     process.send_signal(signal.SIGINT)
@@ -220,16 +300,25 @@ def test_groups_with_identical_scores_are_not_sent_and_are_counted(sim, api, tmp
     assert "groups were left out (not sent, not saved as data): " in err
     assert "identical scores, all high (too easy)" in err
     logged = [e["message"] for e in json_events(process.printed) if e["event"] == "LogRecord"]
-    assert not [m for m in logged if "Scores are the same" in m], "one line per drop: ours, which says why"
-    assert read_jsonl(tmp_path / "groups.jsonl") == [], "at temperature 0 every group scores the same"
+    assert not [m for m in logged if "Scores are the same" in m], (
+        "one line per drop: ours, which says why"
+    )
+    assert read_jsonl(tmp_path / "groups.jsonl") == [], (
+        "at temperature 0 every group scores the same"
+    )
     rate = re.search(r"identical-score rate (\S+) \((\d+)/(\d+) groups\)", err)
-    assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", \
+    assert rate and rate.group(1) == "1.000" and rate.group(2) == rate.group(3) != "0", (
         "every scored group counts, sent or not"
+    )
     viewed: list = []
     summary = GroupFile(tmp_path / "groups.jsonl").read(viewed.append, str(TOKENIZER_DIR))
     progress = [e for e in viewed if isinstance(e, FileProgress)][-1]
-    assert progress.totals.metrics()["metrics/identical_score_rate"] == 1.0, "view counts the drops the run recorded"
-    assert progress.totals.groups_total == int(rate.group(3)), "as many groups as the run counted live"
+    assert progress.totals.metrics()["metrics/identical_score_rate"] == 1.0, (
+        "view counts the drops the run recorded"
+    )
+    assert progress.totals.groups_total == int(rate.group(3)), (
+        "as many groups as the run counted live"
+    )
     assert sum(summary.dropped.values()) == int(rate.group(3))
 
 
@@ -240,25 +329,58 @@ def test_a_template_that_rewrites_earlier_turns_drops_groups_then_fails_the_run(
     shutil.copytree(TOKENIZER_DIR, tokenizer)
     template = tokenizer / "chat_template.jinja"
     plain = "{%- else -%}{{- '<|im_start|>' + message['role']"
-    strips = ("{%- elif message['role'] == 'assistant' and not loop.last -%}{{- '<|im_start|>assistant\n' + "
-              "(message['content'] or '').split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' -}}")
+    strips = (
+        "{%- elif message['role'] == 'assistant' and not loop.last -%}{{- '<|im_start|>assistant\n' + "
+        "(message['content'] or '').split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' -}}"
+    )
     assert plain in template.read_text()
     template.write_text(template.read_text().replace(plain, strips + plain))
     sim_admin(sim, "/sim/settings", {"think_words": 5})
     Trainer(api.api_url, batches=GROUPS)
-    args = [*rl_args(sim, api.api_url, tmp_path / "groups.jsonl"), "--tokenizer", str(tokenizer), "--retries", "2"]
+    args = [
+        *rl_args(sim, api.api_url, tmp_path / "groups.jsonl"),
+        "--tokenizer",
+        str(tokenizer),
+        "--retries",
+        "2",
+    ]
     code, err = finish(start_cli(args, tmp_path))
     assert code == 1, err
-    assert "left out: building the token sequence failed: the chat template renders earlier turns" in err
+    assert (
+        "left out: building the token sequence failed: the chat template renders earlier turns"
+        in err
+    )
     assert "building the token sequence failed in 3 groups in a row" in err
-    assert read_jsonl(tmp_path / "groups.jsonl") == [], "nothing that does not match its generation is kept"
+    assert read_jsonl(tmp_path / "groups.jsonl") == [], (
+        "nothing that does not match its generation is kept"
+    )
 
 
 def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wandb(tmp_path):
     out = tmp_path / "run" / "groups.jsonl"
-    args = ["run", "--mode", "rl", "--no-ui", "--json", "--start-api", "--api-url", f"http://127.0.0.1:{free_port()}",
-            "--steps", "16", "--group-size", str(GROUP_SIZE), "--eval-every", "2", "--num-examples", "5",
-            "--rollouts-per-example", "2", "--wandb", "--out", str(out)]
+    args = [
+        "run",
+        "--mode",
+        "rl",
+        "--no-ui",
+        "--json",
+        "--start-api",
+        "--api-url",
+        f"http://127.0.0.1:{free_port()}",
+        "--steps",
+        "16",
+        "--group-size",
+        str(GROUP_SIZE),
+        "--eval-every",
+        "2",
+        "--num-examples",
+        "5",
+        "--rollouts-per-example",
+        "2",
+        "--wandb",
+        "--out",
+        str(out),
+    ]
     result = run_cli(args, tmp_path, WANDB_MODE="offline")
     assert result.returncode == 0, result.stderr
     reports = [e for e in json_events(result.stdout) if e["event"] == "EvalReport"]
@@ -270,22 +392,36 @@ def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wan
     (run_file,) = (out.parent / "wandb").glob("offline-run-*/run-*.wandb")
     logged = [row for row in history(run_file) if "eval/pass@1" in row]
     assert len(logged) == len(reports)
-    assert [row["eval/pass@1"] for row in logged] == pytest.approx([r["figures"]["pass@1"]["mean"] for r in reports])
+    assert [row["eval/pass@1"] for row in logged] == pytest.approx(
+        [r["figures"]["pass@1"]["mean"] for r in reports]
+    )
     assert all(row["_step"] >= r["step"] for row, r in zip(logged, reports, strict=True))
 
 
 async def test_dashboard_draws_the_eval_curve_over_trainer_steps(tmp_path):
-    config = RunConfig(mode="rl", start_api=True, api_url=f"http://127.0.0.1:{free_port()}", group_size=GROUP_SIZE,
-                       steps=16, eval_every=2, num_examples=4, out=tmp_path / "groups.jsonl")
+    config = RunConfig(
+        mode="rl",
+        start_api=True,
+        api_url=f"http://127.0.0.1:{free_port()}",
+        group_size=GROUP_SIZE,
+        steps=16,
+        eval_every=2,
+        num_examples=4,
+        out=tmp_path / "groups.jsonl",
+    )
     inbox = Inbox()
     run = CollectorProcess(config, inbox.put, target=child_main).start()
     app = VftuiApp(StartedRun(inbox, run))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180)
+            await until(
+                pilot=pilot, predicate=lambda: app.model.state is RunState.FINISHED, timeout=180
+            )
             await pilot.pause(0.3)
             curve = app.model.eval_curve
-            assert len(curve) >= 2 and [step for step, _ in curve] == sorted(step for step, _ in curve)
+            assert len(curve) >= 2 and [step for step, _ in curve] == sorted(
+                step for step, _ in curve
+            )
             assert app.has_class("-evals") and app.query_one("#eval").display
             assert app.query_one("#eval-curve").data == [reward for _, reward in curve]
             assert f"step {curve[-1][0]}" in str(app.query_one("#eval-figures").render())

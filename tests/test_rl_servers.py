@@ -26,7 +26,10 @@ ANSWER = {
     "choices": [
         {
             "index": 0,
-            "message": {"role": "assistant", "content": "<alphabetical_sorted>a</alphabetical_sorted>"},
+            "message": {
+                "role": "assistant",
+                "content": "<alphabetical_sorted>a</alphabetical_sorted>",
+            },
             "finish_reason": "stop",
         }
     ],
@@ -92,7 +95,9 @@ def refused_rl(tmp_path, app: web.Application, *extra: str) -> str:
         took = time.monotonic() - started
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and not out.exists(), "refused before any work"
-    assert took < 60, f"refused only after {took:.0f} s"  # it waited 400 s, then timed out every group
+    assert took < 60, (
+        f"refused only after {took:.0f} s"
+    )  # it waited 400 s, then timed out every group
     return result.stderr.strip().splitlines()[-1]
 
 
@@ -117,10 +122,17 @@ def test_a_generate_without_logprobs_is_refused_naming_them(tmp_path):
 
 def test_a_vllm_server_asked_as_sglang_is_refused_asking_about_the_server_type(tmp_path):
     async def vllm_only(request):  # as a vLLM-style /generate answers SGLang's request
-        return web.json_response({"error": "expected {'prompt': {'prompt_token_ids': [...]}, ...}"}, status=400)
+        return web.json_response(
+            {"error": "expected {'prompt': {'prompt_token_ids': [...]}, ...}"}, status=400
+        )
 
-    said = refused_rl(tmp_path, openai_server(health=True, generate=vllm_only), "--server-type", "sglang")
-    assert "refused a one-token /generate as sglang (HTTP 400" in said and "is --server-type right?" in said
+    said = refused_rl(
+        tmp_path, openai_server(health=True, generate=vllm_only), "--server-type", "sglang"
+    )
+    assert (
+        "refused a one-token /generate as sglang (HTTP 400" in said
+        and "is --server-type right?" in said
+    )
 
 
 @pytest.mark.unit
@@ -130,7 +142,13 @@ def test_a_vllm_server_asked_as_sglang_is_refused_asking_about_the_server_type(t
         ("vllm", {"text": ["a"], "logprobs": [[[{"17": -0.5}]]], "finish_reasons": ["length"]}),
         (
             "sglang",
-            {"text": "a", "meta_info": {"output_token_logprobs": [[-0.5, 17, None]], "finish_reason": "length"}},
+            {
+                "text": "a",
+                "meta_info": {
+                    "output_token_logprobs": [[-0.5, 17, None]],
+                    "finish_reason": "length",
+                },
+            },
         ),
         ("sglang", [{"text": "a", "meta_info": {"output_token_logprobs": [[-0.5, 17]]}}]),
     ],
@@ -141,7 +159,9 @@ def test_what_atroposlib_reads_of_each_servers_answer_is_accepted(server_type, b
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -152,7 +172,9 @@ JSON = st.recursive(
     body=st.one_of(st.binary(max_size=200), JSON.map(lambda v: json.dumps(v).encode())),
     server_type=st.sampled_from(["vllm", "sglang"]),
 )
-def test_any_answer_is_either_what_atroposlib_reads_or_named_as_missing_never_a_crash(body, server_type):
+def test_any_answer_is_either_what_atroposlib_reads_or_named_as_missing_never_a_crash(
+    body, server_type
+):
     missing = server_check._missing_from(body, server_type)
     assert isinstance(missing, str)
     if not missing and server_type == "vllm":  # atroposlib's own reading of it then works
@@ -214,7 +236,9 @@ def test_an_answer_that_never_ends_is_refused_or_left_within_seconds():
     app.router.add_post("/generate", answering(VLLM_ANSWER))
     assert checked(app) == "accepted"
     said = checked(openai_server(health=True, generate=trickling))
-    assert "did not end its answer to a one-token /generate" in said and "vLLM or SGLang" in said, said
+    assert "did not end its answer to a one-token /generate" in said and "vLLM or SGLang" in said, (
+        said
+    )
 
 
 @pytest.mark.serial

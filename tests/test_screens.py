@@ -30,13 +30,18 @@ FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any
 @pytest.fixture(autouse=True)
 def at_repo_root(monkeypatch):
     monkeypatch.chdir(REPO)
+
+
 FIXED_CLOCK = 1_796_000_000.0
 
 
 def viewer_app(path: Path = FIXTURE, theme: str = "vftui-dark") -> VftuiApp:
     """The app as ``vftui view`` makes it: the file read by its worker."""
-    return VftuiApp(ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR)), theme_name=theme,
-                    clock=lambda: FIXED_CLOCK)
+    return VftuiApp(
+        ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR)),
+        theme_name=theme,
+        clock=lambda: FIXED_CLOCK,
+    )
 
 
 def read_through(app: VftuiApp) -> bool:
@@ -84,8 +89,13 @@ def test_snapshot_view_filtered(snap_compare):
     async def filtered(pilot):
         await still(pilot)
         await pilot.press("slash", *"varied", "enter")
-        await until(lambda: pilot.app.model.filter_text == "varied" and not isinstance(pilot.app.screen, PromptScreen),
-                    pilot=pilot)
+        await until(
+            lambda: (
+                pilot.app.model.filter_text == "varied"
+                and not isinstance(pilot.app.screen, PromptScreen)
+            ),
+            pilot=pilot,
+        )
         await still(pilot)
 
     assert snap_compare(viewer_app(), terminal_size=(100, 30), run_before=filtered)
@@ -94,7 +104,9 @@ def test_snapshot_view_filtered(snap_compare):
 async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_path):
     path = tmp_path / "mixed.jsonl"
     lines = FIXTURE.read_text().splitlines()
-    path.write_text("\n".join([lines[0], "{not json", lines[1], '{"scores": [1]}', *lines[2:]]) + "\n")
+    path.write_text(
+        "\n".join([lines[0], "{not json", lines[1], '{"scores": [1]}', *lines[2:]]) + "\n"
+    )
     app = viewer_app(path)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(lambda: read_through(app), pilot=pilot)
@@ -106,11 +118,18 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
         table = app.query_one("#rewards-table")
         expected = [g for g in app.model.all_groups() if g.identical]
         await until(lambda: table.row_count == len(expected), pilot=pilot)
-        assert app.previewed is not None and stats.is_identical(app.previewed.scores), "the preview follows the filter"
+        assert app.previewed is not None and stats.is_identical(app.previewed.scores), (
+            "the preview follows the filter"
+        )
         shown = str(app.query_one("#identical-text").render())
-        assert shown.startswith("filtered 100%"), f"the side panels count the groups the filter keeps: {shown!r}"
+        assert shown.startswith("filtered 100%"), (
+            f"the side panels count the groups the filter keeps: {shown!r}"
+        )
         await pilot.press("slash", "ctrl+a", "backspace", *"reward<", "enter")
-        await until(lambda: "cannot read" in str(app.screen.query_one(".prompt-error").render()), pilot=pilot)
+        await until(
+            lambda: "cannot read" in str(app.screen.query_one(".prompt-error").render()),
+            pilot=pilot,
+        )
         await pilot.press("escape")
         await pilot.press("space")  # steering keys do nothing when viewing a file
         assert app.model.state.value == "finished"
@@ -148,7 +167,9 @@ def test_shipped_themes_load_and_bad_ones_are_explained(tmp_path, monkeypatch):
         themes.load_theme(user_dir / "bad.toml")
 
 
-@pytest.mark.parametrize("broken", ['primary = [\n', 'primary = "not-a-colour"\n', 'colour = "#ffffff"\n'])
+@pytest.mark.parametrize(
+    "broken", ["primary = [\n", 'primary = "not-a-colour"\n', 'colour = "#ffffff"\n']
+)
 @pytest.mark.unit
 def test_a_broken_user_theme_is_skipped_unless_asked_for(broken, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
@@ -159,7 +180,10 @@ def test_a_broken_user_theme_is_skipped_unless_asked_for(broken, tmp_path, monke
     ours = themes.available_themes()
     assert {"mine", "vftui-dark"} <= set(ours) and "broken" not in ours
     warning = capsys.readouterr().err.strip()
-    assert warning.startswith(f"vftui: warning: theme file {user_dir / 'broken.toml'} ") and "skipped it" in warning
+    assert (
+        warning.startswith(f"vftui: warning: theme file {user_dir / 'broken.toml'} ")
+        and "skipped it" in warning
+    )
     assert themes.resolve("mine", ours=ours) == "mine"
     assert themes.resolve(None, ours=ours) == "vftui-dark"
     with pytest.raises(UserError, match=r"theme file .*broken\.toml (does not parse|is malformed)"):
@@ -199,17 +223,33 @@ async def test_a_big_file_opens_before_it_is_read_and_each_group_comes_from_disk
     path = tmp_path / "big.jsonl"
     with path.open("w") as f:
         for i in range(30_000):
-            f.write(json.dumps({"tokens": [[i % 500, 7]], "masks": [[-100, 7]], "scores": [i % 3 / 2],
-                                "vftui": {"item": i, "turns": [1]}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "tokens": [[i % 500, 7]],
+                        "masks": [[-100, 7]],
+                        "scores": [i % 3 / 2],
+                        "vftui": {"item": i, "turns": [1]},
+                    }
+                )
+                + "\n"
+            )
     app = viewer_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(lambda: app.model.groups_done > 0, pilot=pilot)
-        assert app.result is None and "reading the file" in app.model.detail, "shown while the pass goes on"
+        assert app.result is None and "reading the file" in app.model.detail, (
+            "shown while the pass goes on"
+        )
         await until(lambda: read_through(app), timeout=120, pilot=pilot)
-        assert len(app.model.all_groups()) == 30_000 and app.model.groups_done == app.model.groups_total == 30_000
+        assert (
+            len(app.model.all_groups()) == 30_000
+            and app.model.groups_done == app.model.groups_total == 30_000
+        )
         assert app.model.run_metrics()["metrics/groups_total"] == 30_000
         await pilot.press("end")
-        await until(lambda: "group 30000 ·" in str(app.query_one("#token-counts").render()), pilot=pilot)
+        await until(
+            lambda: "group 30000 ·" in str(app.query_one("#token-counts").render()), pilot=pilot
+        )
         group = app.selected_group()
         assert (group.index, group.item, group.tokens) == (30_000, 29_999, [[29_999 % 500, 7]])
         row = "".join(s.text for s in app.table.render_line(app.table.size.height - 1))
@@ -225,7 +265,9 @@ async def test_wide_terminals_widen_the_side_column_and_log_lines_wrap_instead_o
         message = "a long line from the collector that does not fit in the side column, told to its last word"
         app.inbox.put(LogRecord("INFO", "vftui", message))
         log = app.query_one("#log")
-        await until(lambda: message.rsplit(" ", 1)[-1] in "".join(s.text for s in log.lines), pilot=pilot)
+        await until(
+            lambda: message.rsplit(" ", 1)[-1] in "".join(s.text for s in log.lines), pilot=pilot
+        )
         shown = " ".join("".join(s.text for s in line).strip() for line in log.lines)
         assert message in " ".join(shown.split()), "every word shown, wrapped"
     async with viewer_app().run_test(size=(100, 30)) as pilot:
@@ -239,7 +281,9 @@ async def test_the_reader_jumps_to_the_completion_folds_the_prompt_and_steps_bac
         body = app.query_one("#token-text")
         assert "assistant" in body.plain
         first_visible = "".join(s.text for s in body.render_line(0))
-        assert "system" not in first_visible, "opened at the model's words, not the top of the prompt"
+        assert "system" not in first_visible, (
+            "opened at the model's words, not the top of the prompt"
+        )
         await pilot.press("f")
         await pilot.pause()
         assert body.plain.startswith("… ") and "prompt pieces folded" in body.plain.splitlines()[0]
@@ -249,7 +293,9 @@ async def test_the_reader_jumps_to_the_completion_folds_the_prompt_and_steps_bac
         assert "Sort names alphabetically" in body.plain
         await pilot.press("backspace")
         await pilot.pause()
-        assert "rollout 4/4" in str(app.query_one("#token-counts").render()), "back from the first: the last"
+        assert "rollout 4/4" in str(app.query_one("#token-counts").render()), (
+            "back from the first: the last"
+        )
 
 
 async def open_charts(pilot) -> None:
@@ -270,7 +316,9 @@ async def test_charts_draw_the_files_series_with_axes():
     async with app.run_test(size=(120, 40)) as pilot:
         await open_charts(pilot)
         series = app.model.chart_series()
-        assert len(series.mean) == 8 and len(series.length) == 8, "every group of the file, from its reading pass"
+        assert len(series.mean) == 8 and len(series.length) == 8, (
+            "every group of the file, from its reading pass"
+        )
         reward = str(app.screen.query_one("#chart-reward").render())
         assert "mean reward" in reward and "group" in reward and "reward" in reward
         assert not app.screen.query_one("#chart-rl").display, "rl's chart in rl only"
@@ -281,8 +329,10 @@ async def test_charts_draw_the_files_series_with_axes():
 async def test_a_viewed_file_sampled_at_several_temperatures_says_their_range(tmp_path):
     lines = FIXTURE.read_text().splitlines()
     cooled = tmp_path / "cooled.jsonl"
-    groups = [{**json.loads(line), "generation_params": {"temperature": 0.3 if n > 3 else 1.0}}
-              for n, line in enumerate(lines)]
+    groups = [
+        {**json.loads(line), "generation_params": {"temperature": 0.3 if n > 3 else 1.0}}
+        for n, line in enumerate(lines)
+    ]
     cooled.write_text("".join(json.dumps(group) + "\n" for group in groups))
     app = viewer_app(cooled)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -309,7 +359,10 @@ async def test_the_log_rewraps_its_lines_when_its_panel_grows():
     app = viewer_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        long_lines = [LogRecord("WARNING", "test", f"a long line number {n} " + "word " * 12, 0.0) for n in range(5)]
+        long_lines = [
+            LogRecord("WARNING", "test", f"a long line number {n} " + "word " * 12, 0.0)
+            for n in range(5)
+        ]
         app.model.apply(long_lines)
         app.tick()
         await idle(pilot)
@@ -337,20 +390,31 @@ async def test_b_shows_the_groups_best_and_worst_rollouts_side_by_side():
     async with app.run_test(size=(120, 40)) as pilot:
         await open_best_worst(pilot)
         scores = app.previewed.scores
-        headers = {side: str(app.screen.query_one(f"#{side}-rollout #token-counts").render())
-                   for side in ("best", "worst")}
-        assert f"reward {max(scores):.3f}" in headers["best"] and f"reward {min(scores):.3f}" in headers["worst"]
-        texts = [app.screen.query_one(f"#{side}-rollout #token-text").plain for side in ("best", "worst")]
+        headers = {
+            side: str(app.screen.query_one(f"#{side}-rollout #token-counts").render())
+            for side in ("best", "worst")
+        }
+        assert (
+            f"reward {max(scores):.3f}" in headers["best"]
+            and f"reward {min(scores):.3f}" in headers["worst"]
+        )
+        texts = [
+            app.screen.query_one(f"#{side}-rollout #token-text").plain for side in ("best", "worst")
+        ]
         assert all("assistant" in t for t in texts) and texts[0] != texts[1]
         await pilot.press("f")
         await idle(pilot)
-        assert all(app.screen.query_one(f"#{side}-rollout #token-text").plain.startswith("… ")
-                   for side in ("best", "worst")), "f folds both prompts"
+        assert all(
+            app.screen.query_one(f"#{side}-rollout #token-text").plain.startswith("… ")
+            for side in ("best", "worst")
+        ), "f folds both prompts"
         await pilot.press("escape")
         assert not isinstance(app.screen, BestWorstScreen)
 
 
-RUNS_HOME = Path("/tmp/vftui-snapshot-runs")  # fixed, so the runs' paths and ids are the same on any machine
+RUNS_HOME = Path(
+    "/tmp/vftui-snapshot-runs"
+)  # fixed, so the runs' paths and ids are the same on any machine
 
 
 def test_snapshot_runs_screen(snap_compare, monkeypatch):
@@ -359,17 +423,34 @@ def test_snapshot_runs_screen(snap_compare, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(RUNS_HOME))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    runs = [("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, "finished", 0.912),
-            ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, "finished", 0.734),
-            ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, "finished", 0.388)]  # short of its steps
+    runs = [
+        ("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, "finished", 0.912),
+        ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, "finished", 0.734),
+        ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, "finished", 0.388),
+    ]  # short of its steps
     for day, (name, mode, env, done, steps, state, reward) in enumerate(runs):
         folder = RUNS_HOME / "vftui" / "runs" / name
         folder.mkdir(parents=True)
         (folder / "groups.jsonl").write_text("")
-        (folder / "groups.run.json").write_text(json.dumps({
-            "config": {"env": env, "mode": mode, "steps": steps}, "model": "vftui-sim", "created": FIXED_CLOCK + day}))
-        (folder / "groups.checkpoint.json").write_text(json.dumps({
-            "groups": done, "elapsed_s": 60.0 * (day + 1), "state": state, "mean_reward": reward}))
+        (folder / "groups.run.json").write_text(
+            json.dumps(
+                {
+                    "config": {"env": env, "mode": mode, "steps": steps},
+                    "model": "vftui-sim",
+                    "created": FIXED_CLOCK + day,
+                }
+            )
+        )
+        (folder / "groups.checkpoint.json").write_text(
+            json.dumps(
+                {
+                    "groups": done,
+                    "elapsed_s": 60.0 * (day + 1),
+                    "state": state,
+                    "mean_reward": reward,
+                }
+            )
+        )
     try:
         assert snap_compare(RunsApp(), terminal_size=(140, 12))
     finally:
@@ -384,5 +465,6 @@ async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_
         await pilot.press("v")
         await pilot.pause()
         assert [n.message for n in app._notifications] == [
-            "$PAGER does not split into words (No closing quotation): fix it or unset it"]
+            "$PAGER does not split into words (No closing quotation): fix it or unset it"
+        ]
         assert app.is_running

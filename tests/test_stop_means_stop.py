@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_jsonl, run_cli, start_cli, tmux, tmux_cli_command, wait_for_screen, wait_until
+from tests.conftest import (
+    read_jsonl,
+    run_cli,
+    start_cli,
+    tmux,
+    tmux_cli_command,
+    wait_for_screen,
+    wait_until,
+)
 from tests.test_collector_process import _alive, _collector_of
 
 BLOCKING_ENV = '''
@@ -53,7 +61,9 @@ def load_environment(kinds="ok sleep"):
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[blocking]))
 '''
 
-MEASURED_BOUND_S = 5.0  # what is promised is 2 s; a loaded machine's process start and signal delivery add to it
+MEASURED_BOUND_S = (
+    5.0  # what is promised is 2 s; a loaded machine's process start and signal delivery add to it
+)
 
 
 @pytest.fixture
@@ -65,8 +75,20 @@ def blocking_env(tmp_path) -> str:
 
 
 def blocking_run(out: Path, kinds: str, steps: int, *extra: str) -> list[str]:
-    return ["run", "--env", "blocking-env", "--env-args", json.dumps({"kinds": kinds}), "--group-size", "1",
-            "--steps", str(steps), "--out", str(out), *extra]
+    return [
+        "run",
+        "--env",
+        "blocking-env",
+        "--env-args",
+        json.dumps({"kinds": kinds}),
+        "--group-size",
+        "1",
+        "--steps",
+        str(steps),
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def whole_lines(out: Path) -> list[dict]:
@@ -76,7 +98,9 @@ def whole_lines(out: Path) -> list[dict]:
     return [json.loads(line) for line in data.splitlines()]
 
 
-def assert_resume_collects_the_rest(out: Path, tmp_path: Path, env: str, steps: int, cancelled: bool = True) -> None:
+def assert_resume_collects_the_rest(
+    out: Path, tmp_path: Path, env: str, steps: int, cancelled: bool = True
+) -> None:
     """With rewards that return, ``--resume`` collects the groups the stopped run did not write: the items it
     cancelled again (``cancelled``), where a reward that timed out dropped its item for good (the next one
     takes its place)."""
@@ -112,11 +136,26 @@ def stopped(process: subprocess.Popen, marker: Path, *signals: int) -> tuple[flo
 
 @pytest.mark.parametrize("kind", ["sleep", "spin", "deaf"])
 def test_a_second_ctrl_c_ends_a_blocked_run_within_2_s_leaving_whole_lines_and_a_resumable_run(
-        tmp_path, sim, blocking_env, kind):
+    tmp_path, sim, blocking_env, kind
+):
     out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
-    process = start_cli([*blocking_run(out, f"ok ok ok {kind}", 8, "--no-ui", "--score-timeout", "600",
-                                       "--base-url", sim.base_url)],
-                        tmp_path, PYTHONPATH=blocking_env, BLOCK_REWARDS=str(marker))
+    process = start_cli(
+        [
+            *blocking_run(
+                out,
+                f"ok ok ok {kind}",
+                8,
+                "--no-ui",
+                "--score-timeout",
+                "600",
+                "--base-url",
+                sim.base_url,
+            )
+        ],
+        tmp_path,
+        PYTHONPATH=blocking_env,
+        BLOCK_REWARDS=str(marker),
+    )
     took, err = stopped(process, marker, signal.SIGINT, signal.SIGINT)
     print(f"{kind}: the second Ctrl-C ended the run after {took:.2f} s (exit {process.returncode})")
     assert took < MEASURED_BOUND_S, f"the second Ctrl-C took {took:.1f} s"
@@ -125,11 +164,21 @@ def test_a_second_ctrl_c_ends_a_blocked_run_within_2_s_leaving_whole_lines_and_a
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 8)
 
 
-def test_a_first_ctrl_c_ends_a_run_of_many_blocked_groups_within_the_score_timeout(tmp_path, sim, blocking_env):
+def test_a_first_ctrl_c_ends_a_run_of_many_blocked_groups_within_the_score_timeout(
+    tmp_path, sim, blocking_env
+):
     """Six groups that block one after the other: a graceful stop waits --score-timeout in all, not six times."""
     out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
-    process = start_cli([*blocking_run(out, "sleep", 6, "--no-ui", "--score-timeout", "3", "--base-url",
-                                       sim.base_url)], tmp_path, PYTHONPATH=blocking_env, BLOCK_REWARDS=str(marker))
+    process = start_cli(
+        [
+            *blocking_run(
+                out, "sleep", 6, "--no-ui", "--score-timeout", "3", "--base-url", sim.base_url
+            )
+        ],
+        tmp_path,
+        PYTHONPATH=blocking_env,
+        BLOCK_REWARDS=str(marker),
+    )
     took, err = stopped(process, marker, signal.SIGINT)
     print(f"one Ctrl-C ended six blocked groups after {took:.2f} s (--score-timeout 3)")
     assert took < 3 + MEASURED_BOUND_S, f"the stop took {took:.1f} s"
@@ -140,9 +189,26 @@ def test_a_first_ctrl_c_ends_a_run_of_many_blocked_groups_within_the_score_timeo
 def test_the_stall_timeout_sees_a_run_whose_reward_blocks_its_loop(tmp_path, sim, blocking_env):
     out, marker = tmp_path / "g.jsonl", tmp_path / "blocking"
     started = time.monotonic()
-    done = run_cli([*blocking_run(out, "sleep", 4, "--no-ui", "--score-timeout", "600", "--stall-timeout", "3",
-                                  "--base-url", sim.base_url)],
-                   tmp_path, timeout=120, PYTHONPATH=blocking_env, BLOCK_REWARDS=str(marker))
+    done = run_cli(
+        [
+            *blocking_run(
+                out,
+                "sleep",
+                4,
+                "--no-ui",
+                "--score-timeout",
+                "600",
+                "--stall-timeout",
+                "3",
+                "--base-url",
+                sim.base_url,
+            )
+        ],
+        tmp_path,
+        timeout=120,
+        PYTHONPATH=blocking_env,
+        BLOCK_REWARDS=str(marker),
+    )
     took = time.monotonic() - started
     print(f"--stall-timeout 3 ended the blocked run {took:.2f} s after its start")
     assert marker.exists()
@@ -158,9 +224,18 @@ def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str
     marker = tmp_path / "blocking"
     cli = tmux_cli_command(tmp_path, shlex.join(args))
     session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux("new-session", "-d", "-s", session, "-x", "110", "-y", "32",
-         f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
-         f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "110",
+        "-y",
+        "32",
+        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
+        f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120",
+    )
     try:
         wait_until(marker.exists, "no reward began to block", timeout=120)
         yield session
@@ -170,9 +245,13 @@ def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str
 
 @pytest.mark.needs("tmux")
 @pytest.mark.parametrize("kind", ["sleep", "deaf"])  # deaf: its collector process is ended
-def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path, sim, blocking_env, kind):
+def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(
+    tmp_path, sim, blocking_env, kind
+):
     out = tmp_path / "g.jsonl"
-    args = blocking_run(out, f"ok ok ok {kind}", 8, "--score-timeout", "600", "--base-url", sim.base_url)
+    args = blocking_run(
+        out, f"ok ok ok {kind}", 8, "--score-timeout", "600", "--base-url", sim.base_url
+    )
     with blocked_dashboard(tmp_path, blocking_env, args) as session:
         tmux("send-keys", "-t", session, "C-c")
         wait_for_screen(session, "Stop it and quit?")
@@ -187,34 +266,61 @@ def test_in_the_dashboard_ctrl_c_y_ctrl_c_ends_a_blocked_run_within_2_s(tmp_path
     print(f"the dashboard's second Ctrl-C ended it after {took:.2f} s")
     assert took < MEASURED_BOUND_S, f"the second Ctrl-C took {took:.1f} s"
     assert "EXIT=130" in screen and "Traceback" not in screen, screen
-    assert "leaked semaphore" not in screen, "the forced end leaves Python's resource tracker nothing to warn of"
+    assert "leaked semaphore" not in screen, (
+        "the forced end leaves Python's resource tracker nothing to warn of"
+    )
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 8)
 
 
 @pytest.mark.needs("tmux")
 def test_a_dashboard_whose_terminal_goes_ends_its_blocked_collector_within_the_score_timeout(
-        tmp_path, sim, blocking_env):
+    tmp_path, sim, blocking_env
+):
     out = tmp_path / "g.jsonl"
     args = blocking_run(out, "sleep", 6, "--score-timeout", "3", "--base-url", sim.base_url)
     with blocked_dashboard(tmp_path, blocking_env, args) as session:
         dashboard = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
-        dashboard = int(subprocess.run(["pgrep", "-P", str(dashboard), "-f", "vftui run"], capture_output=True,
-                                       text=True, check=True).stdout.split()[0])
+        dashboard = int(
+            subprocess.run(
+                ["pgrep", "-P", str(dashboard), "-f", "vftui run"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()[0]
+        )
         collector = _collector_of(dashboard)
         gone = time.monotonic()
         tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP, and the pty with it
-        wait_until(lambda: not _alive(dashboard) and not _alive(collector), "the dashboard or its collector stayed",
-                   timeout=60, every=0.1)
+        wait_until(
+            lambda: not _alive(dashboard) and not _alive(collector),
+            "the dashboard or its collector stayed",
+            timeout=60,
+            every=0.1,
+        )
         took = time.monotonic() - gone
-    print(f"the dashboard and its collector ended {took:.2f} s after their terminal went (--score-timeout 3)")
+    print(
+        f"the dashboard and its collector ended {took:.2f} s after their terminal went (--score-timeout 3)"
+    )
     assert took < 3 + MEASURED_BOUND_S, f"they took {took:.1f} s"
     assert_resume_collects_the_rest(out, tmp_path, blocking_env, 6, cancelled=False)
 
 
 def test_a_stop_signal_after_the_run_ended_leaves_its_exit_code_and_says_nothing(tmp_path):
     """Ctrl-C while a finished run's process ends (its summary printed): nothing is left to stop."""
-    process = start_cli(["run", "--no-ui", "--json", "--steps", "3", "--group-size", "2", "--out",
-                         str(tmp_path / "g.jsonl")], tmp_path)
+    process = start_cli(
+        [
+            "run",
+            "--no-ui",
+            "--json",
+            "--steps",
+            "3",
+            "--group-size",
+            "2",
+            "--out",
+            str(tmp_path / "g.jsonl"),
+        ],
+        tmp_path,
+    )
     try:
         for line in process.stdout:
             if json.loads(line)["event"] == "RunSummary":
@@ -229,7 +335,7 @@ def test_a_stop_signal_after_the_run_ended_leaves_its_exit_code_and_says_nothing
     assert "interrupted" not in err and "stopping" not in err, err
 
 
-SLOW_LOADING_ENV = '''
+SLOW_LOADING_ENV = """
 import time
 
 import verifiers as vf
@@ -241,18 +347,26 @@ def load_environment():
     time.sleep(120)
     rows = [{"question": "Sort these names alphabetically: Zoe, Ada", "answer": ""}]
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), rubric=vf.Rubric(funcs=[]))
-'''
+"""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_no_run_folder(tmp_path, sig):
+def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_no_run_folder(
+    tmp_path, sig
+):
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
     env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
-    process = start_cli(["run", "--no-ui", "--env", "slow-loading", "--steps", "2"], tmp_path, PYTHONPATH=env)
+    process = start_cli(
+        ["run", "--no-ui", "--env", "slow-loading", "--steps", "2"], tmp_path, PYTHONPATH=env
+    )
     runs = tmp_path / "xdg-data" / "vftui" / "runs"
     try:
-        wait_until(lambda: runs.exists() and any(runs.glob("*/groups.jsonl")), "no run folder was made", timeout=60)
+        wait_until(
+            lambda: runs.exists() and any(runs.glob("*/groups.jsonl")),
+            "no run folder was made",
+            timeout=60,
+        )
         time.sleep(1)  # in load_environment's sleep
         process.send_signal(sig)
         _, err = process.communicate(timeout=60)
@@ -263,15 +377,26 @@ def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_
 
 
 @pytest.mark.parametrize("how", ["keys", "sigterm"])
-def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_folder(tmp_path, how):
+def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_folder(
+    tmp_path, how
+):
     """An environment that takes minutes to load: Ctrl-C, y (or SIGTERM) ends the dashboard within seconds."""
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
     env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     cli = tmux_cli_command(tmp_path, "run --env slow-loading --steps 2")
-    tmux("new-session", "-d", "-s", session, "-x", "110", "-y", "32",
-         f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} && {cli}; echo EXIT=$?; sleep 120")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "110",
+        "-y",
+        "32",
+        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} && {cli}; echo EXIT=$?; sleep 120",
+    )
     runs = tmp_path / "xdg-data" / "vftui" / "runs"
     try:
         wait_for_screen(session, "loading the environment slow-loading")
@@ -283,13 +408,21 @@ def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_f
             tmux("send-keys", "-t", session, "y")
         else:
             pane = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
-            dashboard = int(subprocess.run(["pgrep", "-P", str(pane), "-f", "vftui run"], capture_output=True,
-                                           text=True, check=True).stdout.split()[0])
+            dashboard = int(
+                subprocess.run(
+                    ["pgrep", "-P", str(pane), "-f", "vftui run"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.split()[0]
+            )
             os.kill(dashboard, signal.SIGTERM)
         screen = wait_for_screen(session, "EXIT=", timeout=60)
         took = time.monotonic() - asked
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     assert took < MEASURED_BOUND_S, f"it took {took:.1f} s"
-    assert "EXIT=130" in screen and "vftui: interrupted" in screen and "Traceback" not in screen, screen
+    assert "EXIT=130" in screen and "vftui: interrupted" in screen and "Traceback" not in screen, (
+        screen
+    )
     assert not list(runs.glob("*")), "the run folder it made for nothing is gone"

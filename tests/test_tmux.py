@@ -20,15 +20,20 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     out = tmp_path / "groups.jsonl"
     command = (
         f"cd {shlex.quote(str(tmp_path))} && "
-        + tmux_cli_command(tmp_path, f"run --mode sft --steps 40 --group-size 4 --base-url {sim.base_url} "
-                                     f"--out {shlex.quote(str(out))}")
+        + tmux_cli_command(
+            tmp_path,
+            f"run --mode sft --steps 40 --group-size 4 --base-url {sim.base_url} "
+            f"--out {shlex.quote(str(out))}",
+        )
         + "; echo EXIT=$?; sleep 60"
     )
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:
         screen = wait_for_screen(session, "running")
         assert "SIMULATION" in screen and "rewards" in screen and "identical scores" in screen
-        wait_for_screen(session, "sorted_correct")  # groups have come: the reward functions' figures
+        wait_for_screen(
+            session, "sorted_correct"
+        )  # groups have come: the reward functions' figures
         tmux("send-keys", "-t", session, "space")
         screen = wait_for_screen(session, "paused")
         tmux("send-keys", "-t", session, "+")
@@ -39,7 +44,11 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         screen = wait_for_screen(session, "EXIT=")
-        assert "EXIT=130" in screen and "run stopped" in screen and str(out) in screen.replace("\n", "")
+        assert (
+            "EXIT=130" in screen
+            and "run stopped" in screen
+            and str(out) in screen.replace("\n", "")
+        )
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         sim.stop()
@@ -54,16 +63,23 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
     paged = tmp_path / "paged.txt"
     pager = shlex.quote(f"sh -c 'cat > {paged}'")
     viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
-    command = f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
+    command = (
+        f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
+    )
     tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:
         wait_for_screen(session, "finished")
         wait_for_screen(session, "assistant")  # the preview is drawn: the key has a rollout to page
         tmux("send-keys", "-t", session, "v")
         try:
-            wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager got the rollout")
+            wait_until(
+                lambda: paged.exists() and "assistant" in paged.read_text(),
+                "the pager got the rollout",
+            )
         except AssertionError as e:
-            raise AssertionError(f"{e}; the screen was:\n{tmux('capture-pane', '-p', '-t', session)}") from None
+            raise AssertionError(
+                f"{e}; the screen was:\n{tmux('capture-pane', '-p', '-t', session)}"
+            ) from None
         wait_for_screen(session, "finished")  # the dashboard again
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
@@ -75,17 +91,34 @@ def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     paged, out = tmp_path / "paged.txt", tmp_path / "groups.jsonl"
     pager = shlex.quote(f"sh -c 'cat > {paged}; kill -INT 0'")
-    run = tmux_cli_command(tmp_path, f"run --steps 1000 --sim-latency 0.2 --out {shlex.quote(str(out))}")
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
-         f"export PAGER={pager} && {run}; echo EXIT=$?; sleep 60")
+    run = tmux_cli_command(
+        tmp_path, f"run --steps 1000 --sim-latency 0.2 --out {shlex.quote(str(out))}"
+    )
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        f"export PAGER={pager} && {run}; echo EXIT=$?; sleep 60",
+    )
     try:
-        wait_until(lambda: out.exists() and out.read_bytes().count(b"\n") >= 2, "the run collected", timeout=120)
+        wait_until(
+            lambda: out.exists() and out.read_bytes().count(b"\n") >= 2,
+            "the run collected",
+            timeout=120,
+        )
         wait_for_screen(session, "assistant")
         tmux("send-keys", "-t", session, "v")
         wait_until(paged.exists, "the pager ran")
         wait_for_screen(session, "running")  # the dashboard is back, its run going
         before = out.read_bytes().count(b"\n")
-        wait_until(lambda: out.read_bytes().count(b"\n") > before + 2, "the run went on after the pager")
+        wait_until(
+            lambda: out.read_bytes().count(b"\n") > before + 2, "the run went on after the pager"
+        )
         assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "Stop it and quit?")
@@ -95,23 +128,46 @@ def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"])
+@pytest.mark.parametrize(
+    "size", [(80, 24), (120, 40), (200, 60)], ids=["80x24", "120x40", "200x60"]
+)
 def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
     """A live run as a person sees it: the header keeps its counters and the run's path, the footer its keys,
     and the help scrolls to its last key."""
     width, height = size
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "a-run-folder-with-a-long-name-that-a-header-must-shorten" / "groups.jsonl"
-    command = tmux_cli_command(tmp_path, f"run --steps 1000 --sim-latency 0.5 --out {shlex.quote(str(out))}")
-    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command + "; sleep 60")
+    command = tmux_cli_command(
+        tmp_path, f"run --steps 1000 --sim-latency 0.5 --out {shlex.quote(str(out))}"
+    )
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        str(width),
+        "-y",
+        str(height),
+        command + "; sleep 60",
+    )
     try:
         wait_for_screen(session, "running ")
-        lines = wait_until(lambda: (shown := tmux("capture-pane", "-p", "-t", session).splitlines())[-1].strip()
-                           and shown, "the footer is drawn")
+        lines = wait_until(
+            lambda: (
+                (shown := tmux("capture-pane", "-p", "-t", session).splitlines())[-1].strip()
+                and shown
+            ),
+            "the footer is drawn",
+        )
         header, state, footer = lines[0], lines[1], lines[-1]
         assert "alphabet-sort" in header and "SIMULATION" in header and "T=" in header, header
-        assert state.lstrip().startswith("running") and "/1000 groups" in state and "g/s" in state, state
-        assert state.rstrip().endswith("groups.jsonl"), f"the run's path, shortened from the left: {state!r}"
+        assert (
+            state.lstrip().startswith("running") and "/1000 groups" in state and "g/s" in state
+        ), state
+        assert state.rstrip().endswith("groups.jsonl"), (
+            f"the run's path, shortened from the left: {state!r}"
+        )
         assert all(len(line) <= width for line in lines)
         for key in ("pause", "dump", "filter", "health", "help", "quit"):
             assert key in footer, f"{key!r} not in the footer at {width}x{height}: {footer!r}"
@@ -120,7 +176,10 @@ def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
         tmux("send-keys", "-t", session, "End")
         wait_for_screen(session, "command palette")
         tmux("send-keys", "-t", session, "Escape")
-        wait_until(lambda: "vftui keys" not in tmux("capture-pane", "-p", "-t", session), "esc closes the help")
+        wait_until(
+            lambda: "vftui keys" not in tmux("capture-pane", "-p", "-t", session),
+            "esc closes the help",
+        )
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")

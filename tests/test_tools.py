@@ -14,14 +14,23 @@ from vftui.sim import tool_task
 from vftui.sim.server import TOKENIZER_DIR
 
 TOKENIZER = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-TOOLS = [{"type": "function", "function": {"name": "count_letters", "description": "How many letters a name has.",
-                                           "parameters": {"type": "object",
-                                                          "properties": {"name": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "count_letters",
+            "description": "How many letters a name has.",
+            "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+    }
+]
 
 
 def verifiers_rollout() -> list:
     """A rollout as verifiers 0.3 hands it out: tool calls as JSON strings of its own flat form."""
-    flat = json.dumps({"id": "call_1", "name": "count_letters", "arguments": json.dumps({"name": "Ada"})})
+    flat = json.dumps(
+        {"id": "call_1", "name": "count_letters", "arguments": json.dumps({"name": "Ada"})}
+    )
     return [
         {"role": "user", "content": "How long is Ada?"},
         {"role": "assistant", "content": None, "tool_calls": [flat]},
@@ -33,13 +42,33 @@ def verifiers_rollout() -> list:
 @pytest.mark.unit
 def test_messages_are_saved_in_the_openai_chat_format():
     messages = plain_messages(verifiers_rollout())
-    call = {"id": "call_1", "type": "function", "function": {"name": "count_letters", "arguments": '{"name": "Ada"}'}}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "count_letters", "arguments": '{"name": "Ada"}'},
+    }
     assert messages[1] == {"role": "assistant", "content": "", "tool_calls": [call]}
     assert messages[2] == {"role": "tool", "content": "3", "tool_call_id": "call_1"}
     assert "tool_calls" not in messages[3]
-    defs = [{"name": "count_letters", "description": "d", "parameters": {"type": "object"}, "strict": True}]
-    assert openai_tools(defs) == [{"type": "function", "function": {
-        "name": "count_letters", "description": "d", "parameters": {"type": "object"}, "strict": True}}]
+    defs = [
+        {
+            "name": "count_letters",
+            "description": "d",
+            "parameters": {"type": "object"},
+            "strict": True,
+        }
+    ]
+    assert openai_tools(defs) == [
+        {
+            "type": "function",
+            "function": {
+                "name": "count_letters",
+                "description": "d",
+                "parameters": {"type": "object"},
+                "strict": True,
+            },
+        }
+    ]
 
 
 def plain_tokenizer(tmp_path, template: str):
@@ -59,14 +88,20 @@ TOJSON_TEMPLATE = (
 
 
 @pytest.mark.unit
-def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encode_them_twice(tmp_path):
+def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encode_them_twice(
+    tmp_path,
+):
     tokenizer = plain_tokenizer(tmp_path, TOJSON_TEMPLATE)
     from vftui.collector.tokens import renders_tool_calls
 
     assert renders_tool_calls(tokenizer)
     saved = plain_messages(verifiers_rollout())
-    assert saved[1]["tool_calls"][0]["function"]["arguments"] == '{"name": "Ada"}', "saved in the OpenAI form"
-    out = sft_tokens(ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), template_messages(saved), "stop")
+    assert saved[1]["tool_calls"][0]["function"]["arguments"] == '{"name": "Ada"}', (
+        "saved in the OpenAI form"
+    )
+    out = sft_tokens(
+        ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), template_messages(saved), "stop"
+    )
     text = tokenizer.decode(out.tokens)
     assert '"arguments": {"name": "Ada"}' in text and '\\"name' not in text
 
@@ -90,11 +125,20 @@ def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
     messages = template_messages(plain_messages(verifiers_rollout()))
     tokenizer = ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
     out = sft_tokens(tokenizer, messages, "stop")
-    assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(messages, tools=TOOLS, tokenize=False)
-    prompt = TOKENIZER.decode(out.tokens[: out.masks.index(next(m for m in out.masks if m != -100))])
-    assert '"name": "count_letters", "description": "How many letters a name has."' in prompt, "the tools the model saw"
+    assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(
+        messages, tools=TOOLS, tokenize=False
+    )
+    prompt = TOKENIZER.decode(
+        out.tokens[: out.masks.index(next(m for m in out.masks if m != -100))]
+    )
+    assert '"name": "count_letters", "description": "How many letters a name has."' in prompt, (
+        "the tools the model saw"
+    )
     trained = TOKENIZER.decode([t for t, m in zip(out.tokens, out.masks, strict=True) if m != -100])
-    assert '<tool_call>\n{"name": "count_letters", "arguments": {"name": "Ada"}}\n</tool_call>' in trained
+    assert (
+        '<tool_call>\n{"name": "count_letters", "arguments": {"name": "Ada"}}\n</tool_call>'
+        in trained
+    )
     assert "<answer>Ada, 3</answer>" in trained
     assert "<tool_response>" not in trained, "tool results are the environment's, not the model's"
 
@@ -106,54 +150,100 @@ def test_the_simulated_model_plays_the_tool_task_call_by_call():
     question = tool_task.QUESTION.format(names="Zoe, Ada, Mira")
     conversation = [{"role": "user", "content": question}]
     content, calls = tool_task.reply(conversation, 0.0, random.Random(0), difficulty=0.0)
-    assert content == "" and [c["function"]["name"] for c in calls] == ["compare_names", "compare_names"]
-    conversation += [{"role": "assistant", "content": "", "tool_calls": calls},
-                     *({"role": "tool", "tool_call_id": c["id"], "content": "x"} for c in calls)]
+    assert content == "" and [c["function"]["name"] for c in calls] == [
+        "compare_names",
+        "compare_names",
+    ]
+    conversation += [
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": c["id"], "content": "x"} for c in calls),
+    ]
     _, calls = tool_task.reply(conversation, 0.0, random.Random(1), difficulty=0.0)
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == [
-        ("count_letters", {"name": "Ada"})]
-    conversation += [{"role": "assistant", "content": "", "tool_calls": calls},
-                     {"role": "tool", "tool_call_id": calls[0]["id"], "content": "3"}]
+        ("count_letters", {"name": "Ada"})
+    ]
+    conversation += [
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": calls[0]["id"], "content": "3"},
+    ]
     answer, calls = tool_task.reply(conversation, 0.0, random.Random(2), difficulty=0.0)
     assert (answer, calls) == ("<answer>Ada, 3</answer>", [])
-    assert tool_task.score(answer, "Ada, 3") == 1.0 and tool_task.score("<answer>Ada, 4</answer>", "Ada, 3") == 0.5
+    assert (
+        tool_task.score(answer, "Ada, 3") == 1.0
+        and tool_task.score("<answer>Ada, 4</answer>", "Ada, 3") == 0.5
+    )
 
 
-@pytest.mark.parametrize("env", ["vftui/alphabet-tools",
-                                 pytest.param("vftui/alphabet-tools-classic", marks=pytest.mark.classic)],
-                         ids=["v1", "classic"])
+@pytest.mark.parametrize(
+    "env",
+    [
+        "vftui/alphabet-tools",
+        pytest.param("vftui/alphabet-tools-classic", marks=pytest.mark.classic),
+    ],
+    ids=["v1", "classic"],
+)
 def test_the_built_in_tool_env_collects_offline_with_exact_training_data(tmp_path, env):
     out = tmp_path / "groups.jsonl"
-    result = run_cli(["run", "--no-ui", "--env", env, "--steps", "3", "--group-size", "4", "--out", str(out)],
-                     tmp_path)
+    result = run_cli(
+        ["run", "--no-ui", "--env", env, "--steps", "3", "--group-size", "4", "--out", str(out)],
+        tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     groups = read_jsonl(out)
     assert len(groups) == 3
     for group in groups:
         assert [t["function"]["name"] for t in group["tools"]] == ["compare_names", "count_letters"]
-        for tokens, masks, messages in zip(group["tokens"], group["masks"], group["messages"], strict=True):
-            calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
-            assert calls and all(c["type"] == "function" and json.loads(c["function"]["arguments"]) for c in calls)
+        for tokens, masks, messages in zip(
+            group["tokens"], group["masks"], group["messages"], strict=True
+        ):
+            calls = [
+                c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])
+            ]
+            assert calls and all(
+                c["type"] == "function" and json.loads(c["function"]["arguments"]) for c in calls
+            )
             results = [m for m in messages if m["role"] == "tool"]
-            assert {m["tool_call_id"] for m in results} == {c["id"] for c in calls}, "each result tied to its call"
-            rendered = TOKENIZER.apply_chat_template(template_messages(messages), tools=group["tools"],
-                                                     tokenize=False)
+            assert {m["tool_call_id"] for m in results} == {c["id"] for c in calls}, (
+                "each result tied to its call"
+            )
+            rendered = TOKENIZER.apply_chat_template(
+                template_messages(messages), tools=group["tools"], tokenize=False
+            )
             assert TOKENIZER.decode(tokens) == rendered
             trained = TOKENIZER.decode([t for t, m in zip(tokens, masks, strict=True) if m != -100])
             for call in calls:
-                assert json.dumps(call["function"]["name"]) in trained and "<tool_response>" not in trained
-    calls = "total_tool_calls" if env.endswith("classic") else "tool_calls"  # ToolEnv's metric; the taskset's
+                assert (
+                    json.dumps(call["function"]["name"]) in trained
+                    and "<tool_response>" not in trained
+                )
+    calls = (
+        "total_tool_calls" if env.endswith("classic") else "tool_calls"
+    )  # ToolEnv's metric; the taskset's
     assert sum(group["vftui"]["metrics"][calls][0] > 0 for group in groups) == 3
 
 
 def test_a_template_that_ignores_tools_is_refused(tmp_path):
     plain = tmp_path / "plain-tokenizer"
-    plain_tokenizer(plain, (
-        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
-        "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-    ))
-    result = run_cli(["run", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "1", "--tokenizer", str(plain)],
-                     tmp_path)
+    plain_tokenizer(
+        plain,
+        (
+            "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
+            "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+        ),
+    )
+    result = run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--env",
+            "vftui/alphabet-tools",
+            "--steps",
+            "1",
+            "--tokenizer",
+            str(plain),
+        ],
+        tmp_path,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"vftui: error: the chat template of tokenizer '{plain}' does not render tool calls, so the training data "
@@ -164,16 +254,24 @@ def test_a_template_that_ignores_tools_is_refused(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ([], "environment 'vftui/alphabet-tools' calls tools; rl mode reads the calls from the generated text and "
-             "needs --tool-parser NAME (vLLM's parser for your model, e.g. hermes)"),
-        (["--tool-parser", "hermes"], "--tool-parser hermes needs vLLM's tool parsers, which are not installed "
-                                      "(pip install vllm)"),
+        (
+            [],
+            "environment 'vftui/alphabet-tools' calls tools; rl mode reads the calls from the generated text and "
+            "needs --tool-parser NAME (vLLM's parser for your model, e.g. hermes)",
+        ),
+        (
+            ["--tool-parser", "hermes"],
+            "--tool-parser hermes needs vLLM's tool parsers, which are not installed "
+            "(pip install vllm)",
+        ),
     ],
     ids=["no-parser", "no-vllm"],
 )
 def test_rl_with_tools_refuses_instead_of_dropping_calls(tmp_path, extra, expected):
-    result = run_cli(["run", "--mode", "rl", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "1", *extra],
-                     tmp_path)
+    result = run_cli(
+        ["run", "--mode", "rl", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "1", *extra],
+        tmp_path,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == f"vftui: error: {expected}"
 
@@ -182,15 +280,32 @@ def test_the_simulated_model_calls_the_tools_of_an_environment_it_does_not_know(
     """So any tool environment a user installs runs offline end to end (its rewards mean nothing)."""
     import random
 
-    tools = [{"type": "function",
-              "function": {"name": "tool_A", "parameters": {"properties": {"x": {"type": "integer"}}}}},
-             {"type": "function",
-              "function": {"name": "tool_B", "parameters": {"properties": {"s": {"type": "string"}}}}}]
-    asked = [{"role": "user", "content": "Call the following tools with arguments of your choice: ['tool_B']"}]
-    content, calls = tool_task.any_tool_reply(asked, tools, random.Random(0))
-    assert content == "" and [(c["function"]["name"], c["function"]["arguments"]) for c in calls] == [
-        ("tool_B", '{"s": "a"}')
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "tool_A",
+                "parameters": {"properties": {"x": {"type": "integer"}}},
+            },
+        },
+        {
+            "type": "function",
+            "function": {"name": "tool_B", "parameters": {"properties": {"s": {"type": "string"}}}},
+        },
     ]
-    answered = [*asked, {"role": "assistant", "content": "", "tool_calls": calls},
-                {"role": "tool", "tool_call_id": calls[0]["id"], "content": "a2"}]
+    asked = [
+        {
+            "role": "user",
+            "content": "Call the following tools with arguments of your choice: ['tool_B']",
+        }
+    ]
+    content, calls = tool_task.any_tool_reply(asked, tools, random.Random(0))
+    assert content == "" and [
+        (c["function"]["name"], c["function"]["arguments"]) for c in calls
+    ] == [("tool_B", '{"s": "a"}')]
+    answered = [
+        *asked,
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": calls[0]["id"], "content": "a2"},
+    ]
     assert tool_task.any_tool_reply(answered, tools, random.Random(0))[1] == []

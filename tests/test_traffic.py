@@ -55,17 +55,22 @@ async def test_adaptive_limit_holds_its_size_halves_on_a_rate_limit_and_grows_ba
 
     sent_before = time.monotonic()
     assert limit.rate_limited(0.05, sent_at=sent_before) is True and limit.size == 4
-    assert limit.rate_limited(0.05, sent_at=sent_before) is False and limit.size == 4, \
+    assert limit.rate_limited(0.05, sent_at=sent_before) is False and limit.size == 4, (
         "one cut per back-off step: the rest of the burst sent before the cut does not cut again"
+    )
     started = time.monotonic()
     peak = 0
     await asyncio.gather(*(request() for _ in range(8)))
     assert time.monotonic() - started >= 0.05, "nothing is sent before Retry-After has passed"
     assert peak == 4
-    assert limit.rate_limited(0.01, sent_at=time.monotonic()) is True and limit.size == 2, "sent after it: a new step"
+    assert limit.rate_limited(0.01, sent_at=time.monotonic()) is True and limit.size == 2, (
+        "sent after it: a new step"
+    )
     for _ in range(200):
         limit.answered()
-    assert limit.size == 8 and limit.ceiling == 8, "additive increase back to the ceiling, no further"
+    assert limit.size == 8 and limit.ceiling == 8, (
+        "additive increase back to the ceiling, no further"
+    )
 
 
 @pytest.mark.unit
@@ -86,7 +91,9 @@ async def test_holders_over_a_cut_limit_give_up_their_slots_at_the_gate():
     tasks = [asyncio.ensure_future(request()) for _ in range(8)]
     await asyncio.sleep(0.02)
     assert limit.in_flight == 4, "four hold slots at the gate, four wait in line"
-    limit.rate_limited(0.1, sent_at=time.monotonic())  # a request sent after the cut is rejected: size 2
+    limit.rate_limited(
+        0.1, sent_at=time.monotonic()
+    )  # a request sent after the cut is rejected: size 2
     await asyncio.gather(*tasks)
     assert peak == 2 and limit.in_flight == 0
 
@@ -113,12 +120,16 @@ def test_traffic_figures_cover_recent_requests():
         now[0] += 0.5
     traffic.rejection()
     snap = traffic.snapshot(AdaptiveLimit(16), groups_in_flight=3)
-    assert snap.requests_per_s == 2.0 and snap.tokens_per_s == 100.0, "four answers over the run's two seconds"
+    assert snap.requests_per_s == 2.0 and snap.tokens_per_s == 100.0, (
+        "four answers over the run's two seconds"
+    )
     assert (snap.latency_p50_s, snap.latency_p95_s) == (0.3, 0.4)
     assert snap.requests_total == 5 and snap.rate_limited_total == 1 and snap.rate_limited
     assert "rate-limited" in snap.line and "in flight 0/16 in 3 groups ·" in snap.line
     idle = traffic.snapshot(AdaptiveLimit(16), groups_in_flight=0)
-    assert (idle.requests_per_s, idle.tokens_per_s, idle.requests_total) == (0.0, 0.0, 5), "paused: 0 req/s now"
+    assert (idle.requests_per_s, idle.tokens_per_s, idle.requests_total) == (0.0, 0.0, 5), (
+        "paused: 0 req/s now"
+    )
 
 
 def test_a_rate_limited_endpoint_is_backed_off_not_hammered(tmp_path):
@@ -126,8 +137,19 @@ def test_a_rate_limited_endpoint_is_backed_off_not_hammered(tmp_path):
     server = BackgroundSimServer(seed=0, latency_s=0.5, rate_limit=20).start()
     try:
         out = tmp_path / "groups.jsonl"
-        args = ["run", "--no-ui", "--json", "--steps", "25", "--group-size", "4", "--base-url", server.base_url,
-                "--out", str(out)]
+        args = [
+            "run",
+            "--no-ui",
+            "--json",
+            "--steps",
+            "25",
+            "--group-size",
+            "4",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out),
+        ]
         result = run_cli(args, tmp_path)
         sim = sim_admin(server, "/sim/requests")
     finally:
@@ -135,11 +157,17 @@ def test_a_rate_limited_endpoint_is_backed_off_not_hammered(tmp_path):
     assert result.returncode == 0, result.stderr
     assert len(read_jsonl(out)) == 25
     events = json_events(result.stdout)
-    assert not [e for e in events if e["event"] == "EndpointTrouble"], "no group restarted for a rate limit"
+    assert not [e for e in events if e["event"] == "EndpointTrouble"], (
+        "no group restarted for a rate limit"
+    )
     stats = [e for e in events if e["event"] == "RequestStats"]
-    assert any(s["rate_limited"] and s["limit"] < s["ceiling"] == 32 for s in stats), "the limit came down"
+    assert any(s["rate_limited"] and s["limit"] < s["ceiling"] == 32 for s in stats), (
+        "the limit came down"
+    )
     assert stats[-1]["rate_limited_total"] == sim["rate_limited"] > 0
-    assert sim["rate_limited"] < 50, "backed off: rejections are a fraction of the run's 100 answered requests"
+    assert sim["rate_limited"] < 50, (
+        "backed off: rejections are a fraction of the run's 100 answered requests"
+    )
     assert "the endpoint is rate-limiting" in result.stderr and "rate-limited" in result.stderr
 
 
@@ -151,13 +179,17 @@ async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_ex
         if request.headers.get("x-case") == "quota":
             return web.json_response({"error": {"code": "insufficient_quota"}}, status=429)
         if asked["count"] <= 3:
-            return web.json_response({"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0"})
+            return web.json_response(
+                {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0"}
+            )
         return web.json_response({"ok": True})
 
     app = web.Application()
     app.add_routes([web.post("/chat", chat)])
     server = BackgroundServer(app).start()
-    transport = LimitedTransport(AdaptiveLimit(4), TrafficStats(), timeout_s=10, max_body_bytes=1024**2)
+    transport = LimitedTransport(
+        AdaptiveLimit(4), TrafficStats(), timeout_s=10, max_body_bytes=1024**2
+    )
     try:
         async with httpx.AsyncClient(transport=transport) as client:
             url = f"http://127.0.0.1:{server.port}/chat"
@@ -166,6 +198,8 @@ async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_ex
             assert answer.status_code == 200 and asked["count"] == 4
             assert time.monotonic() - started >= 0.5, "three short back-offs, not a hot loop"
             quota = await client.post(url, json={}, headers={"x-case": "quota"})
-            assert quota.status_code == 429 and asked["count"] == 5, "waiting does not refill a quota"
+            assert quota.status_code == 429 and asked["count"] == 5, (
+                "waiting does not refill a quota"
+            )
     finally:
         server.stop()

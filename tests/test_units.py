@@ -16,7 +16,16 @@ from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
-from vftui.events import GroupDropped, Health, Mode, RequestStats, RunStarted, RunState, RunStatus, RunSummary
+from vftui.events import (
+    GroupDropped,
+    Health,
+    Mode,
+    RequestStats,
+    RunStarted,
+    RunState,
+    RunStatus,
+    RunSummary,
+)
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
@@ -70,7 +79,10 @@ def test_appender_writes_whole_lines_and_feeds_the_window(tmp_path):
     appender.close()
     assert appender.lines_written == 3 and len(window) == 2
     path, count = window.dump(tmp_path / "d.jsonl")
-    assert count == 2 and path.read_text().splitlines() == (tmp_path / "g.jsonl").read_text().splitlines()[1:]
+    assert (
+        count == 2
+        and path.read_text().splitlines() == (tmp_path / "g.jsonl").read_text().splitlines()[1:]
+    )
 
 
 def test_read_groups_reports_bad_lines_with_numbers(tmp_path):
@@ -85,7 +97,7 @@ def test_read_groups_reports_bad_lines_with_numbers(tmp_path):
 def test_config_precedence_flags_env_file_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty"))
     cfg = tmp_path / "c.toml"
-    cfg.write_text('group-size = 3\nsteps = 7\ntemperature = 0.5\nenv_args = {max_turns = 2}\n')
+    cfg.write_text("group-size = 3\nsteps = 7\ntemperature = 0.5\nenv_args = {max_turns = 2}\n")
     env = {"VFTUI_STEPS": "9", "VFTUI_TEMPERATURE": "0.7"}
     c = load_config({"temperature": 0.9, "mode": "process"}, cfg, env)
     assert (c.group_size, c.steps, c.temperature, c.mode) == (3, 9, 0.9, "sft")
@@ -115,7 +127,9 @@ CHAT = [
 def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
     broken = tokenize_for_trainer(TOKENIZER, CHAT, train_on_all_assistant_turns=True)
     assert len(broken["tokens"]) != len(broken["masks"]) or len(broken["tokens"]) < 5
-    fixed = tokenize_for_trainer(ChatTemplateTokenizer(TOKENIZER), CHAT, train_on_all_assistant_turns=True)
+    fixed = tokenize_for_trainer(
+        ChatTemplateTokenizer(TOKENIZER), CHAT, train_on_all_assistant_turns=True
+    )
     assert len(fixed["tokens"]) == len(fixed["masks"]) > 20
     trained = [t for t, m in zip(fixed["tokens"], fixed["masks"], strict=True) if m != -100]
     assert TOKENIZER.decode(trained) == CHAT[2]["content"] + "<|im_end|>\n"
@@ -139,7 +153,10 @@ def test_simulated_policy_spread_grows_with_temperature():
     def spread(temperature: float) -> tuple[float, int]:
         stds, identical = [], 0
         for row in rows:
-            messages = [{"role": "system", "content": task.SYSTEM_PROMPT}, {"role": "user", "content": row["question"]}]
+            messages = [
+                {"role": "system", "content": task.SYSTEM_PROMPT},
+                {"role": "user", "content": row["question"]},
+            ]
             rng = random.Random(1)
             scores = []
             for _ in range(8):
@@ -164,9 +181,9 @@ def test_unknown_prompts_get_a_labelled_reply():
 def test_loopback_detection_and_error_lines():
     assert is_loopback("http://127.0.0.1:8000/v1") and is_loopback("http://localhost/v1")
     assert is_loopback("http://[::1]:9/v1") and not is_loopback("https://api.example.com/v1")
-    assert rollout_error({"error": {"error_chain_repr": "ModelError() -> APIConnectionError('x')"}}) == (
-        "APIConnectionError('x')"
-    )
+    assert rollout_error(
+        {"error": {"error_chain_repr": "ModelError() -> APIConnectionError('x')"}}
+    ) == ("APIConnectionError('x')")
     assert rollout_error({"error": None}) is None
 
 
@@ -180,13 +197,27 @@ def test_shipped_tokenizer_is_small_and_loads_anywhere():
 
 def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_figures():
     model = DashboardModel()
-    stats = RequestStats(in_flight=12, limit=16, ceiling=32, groups_in_flight=3, requests_per_s=20.4, tokens_per_s=417,
-                         latency_p50_s=0.52, latency_p95_s=0.57, rate_limited=True, requests_total=90,
-                         rate_limited_total=7, failed_total=0)
+    stats = RequestStats(
+        in_flight=12,
+        limit=16,
+        ceiling=32,
+        groups_in_flight=3,
+        requests_per_s=20.4,
+        tokens_per_s=417,
+        latency_p50_s=0.52,
+        latency_p95_s=0.57,
+        rate_limited=True,
+        requests_total=90,
+        rate_limited_total=7,
+        failed_total=0,
+    )
     model.apply([RunStatus(RunState.PAUSING, 3, 10, "finishing 3 groups in flight"), stats])
     line = render_status(model).plain.splitlines()[1]
     assert line.startswith("pausing… (finishing 3 groups in flight)  0/10 groups")
-    assert "in flight 12/32 in 3 groups · rate-limited to 16 · 20.4 req/s · p50 0.52 s p95 0.57 s · 417 tok/s" in line
+    assert (
+        "in flight 12/32 in 3 groups · rate-limited to 16 · 20.4 req/s · p50 0.52 s p95 0.57 s · 417 tok/s"
+        in line
+    )
     assert line.count("tok/s") == 1, "one tokens/s figure, the endpoint's"
     model.apply([RunStatus(RunState.PAUSED, 6, 10)])
     assert render_status(model).plain.splitlines()[1].startswith("paused  0/10 groups")
@@ -196,8 +227,12 @@ def test_the_header_names_a_run_that_ended_short_of_its_groups_stopped():
     """As its summary, its controls and vftui runs do: a gate or a stop ended it, it did not finish."""
     for done, said in ((11, "stopped"), (300, "finished")):
         model = DashboardModel()
-        model.apply([RunStatus(RunState.FINISHED, done, 300),
-                     RunSummary(RunState.FINISHED, done, 300, "g.jsonl", 2.0, {}, gate="identical")])
+        model.apply(
+            [
+                RunStatus(RunState.FINISHED, done, 300),
+                RunSummary(RunState.FINISHED, done, 300, "g.jsonl", 2.0, {}, gate="identical"),
+            ]
+        )
         assert render_status(model).plain.splitlines()[1].startswith(f"{said}  {done}/300 groups")
 
 
@@ -209,22 +244,48 @@ def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
     acc.add(G([0.2, 0.8], {}, [1, 1]))
     m = acc.metrics()
     assert m["metrics/identical_score_rate"] == 0.5 and m["metrics/groups_total"] == 4
-    assert m["metrics/mean_reward"] == pytest.approx(0.475) and m["metrics/mean_reward_kept"] == pytest.approx(0.5)
-    assert stats.identical_kind(0.0, None) == stats.TOO_HARD and stats.identical_kind(1.2, None) == stats.TOO_EASY
-    assert (stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY
-            and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD)
+    assert m["metrics/mean_reward"] == pytest.approx(0.475) and m[
+        "metrics/mean_reward_kept"
+    ] == pytest.approx(0.5)
+    assert (
+        stats.identical_kind(0.0, None) == stats.TOO_HARD
+        and stats.identical_kind(1.2, None) == stats.TOO_EASY
+    )
+    assert (
+        stats.identical_kind(0.9, (0.0, 1.2)) == stats.TOO_EASY
+        and stats.identical_kind(0.5, (0.0, 1.2)) == stats.TOO_HARD
+    )
 
 
 def test_the_header_keeps_the_runs_path_shortened_from_the_left_after_its_counters():
     model = DashboardModel()
     path = "/home/someone/.local/share/vftui/runs/2026-12-04-231500-alphabet-sort/groups.jsonl"
-    model.apply([RunStarted(Mode.SFT, "vftui/alphabet-sort", "m", "http://127.0.0.1:1/v1", True, path, 10, 0, 4, 1.0,
-                            [], "t"), RunStatus(RunState.RUNNING, 3, 10)])
+    model.apply(
+        [
+            RunStarted(
+                Mode.SFT,
+                "vftui/alphabet-sort",
+                "m",
+                "http://127.0.0.1:1/v1",
+                True,
+                path,
+                10,
+                0,
+                4,
+                1.0,
+                [],
+                "t",
+            ),
+            RunStatus(RunState.RUNNING, 3, 10),
+        ]
+    )
     for width in (80, 200):
         line = render_status(model, width).plain.splitlines()[1]
         assert len(line) <= width and line.startswith("running  0/10 groups") and "g/s" in line
         assert line.endswith("groups.jsonl") and (path in line) == (width == 200)
-    assert render_status(model, 30).plain.splitlines()[1].startswith("running"), "no room: the path goes, not a counter"
+    assert render_status(model, 30).plain.splitlines()[1].startswith("running"), (
+        "no room: the path goes, not a counter"
+    )
     assert "→" not in render_status(model, 30).plain.splitlines()[1]
 
 
@@ -234,16 +295,38 @@ def test_health_figures_say_their_alert_thresholds_and_a_short_run_has_them(tmp_
     from tests.conftest import json_events, run_cli
     from vftui.ui.screens.health import render_health
 
-    result = run_cli(["run", "--no-ui", "--json", "--steps", "2", "--group-size", "2", "--identical-alert", "0.7",
-                      "--out", str(tmp_path / "g.jsonl")], tmp_path)
+    result = run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--json",
+            "--steps",
+            "2",
+            "--group-size",
+            "2",
+            "--identical-alert",
+            "0.7",
+            "--out",
+            str(tmp_path / "g.jsonl"),
+        ],
+        tmp_path,
+    )
     events = json_events(result.stdout)
     kinds = [e["event"] for e in events]
-    assert "Health" in kinds and kinds.index("Health") < kinds.index("RunSummary"), "a run under a second has them"
+    assert "Health" in kinds and kinds.index("Health") < kinds.index("RunSummary"), (
+        "a run under a second has them"
+    )
     health = next(e for e in events if e["event"] == "Health")
     assert health["thresholds"]["identical"] == 0.7 and health["groups"] == 2
     model = DashboardModel()
     signals, thresholds = {"truncated": 0.0, "identical": 1.0}, {"truncated": 0.2, "identical": 0.7}
-    model.apply([Health(2, {"stop": 4}, 20.0, 30.0, {}, 1.0, 1.0, None, None, None, signals, [], thresholds)])
+    model.apply(
+        [
+            Health(
+                2, {"stop": 4}, 20.0, 30.0, {}, 1.0, 1.0, None, None, None, signals, [], thresholds
+            )
+        ]
+    )
     console = Console(width=160, record=True)
     console.print(render_health(model))
     text = console.export_text()

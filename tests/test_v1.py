@@ -104,7 +104,9 @@ def probe(tmp_path, monkeypatch) -> Path:
     folder.mkdir()
     (folder / "v1_probe.py").write_text(PROBE)
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
+    )
     return folder
 
 
@@ -113,10 +115,15 @@ def probe(tmp_path, monkeypatch) -> Path:
 
 @pytest.mark.unit
 def test_flat_env_args_go_to_the_taskset_its_tasks_or_the_env(probe):
-    config = v1.env_config("v1_probe", {"endless": True, "fail": "reward", "agent.max_turns": 3,
-                                        "max_concurrent_agents": 2})
-    assert config == {"taskset": {"id": "v1_probe", "endless": True, "task": {"fail": "reward"}},
-                      "agent": {"max_turns": 3}, "max_concurrent_agents": 2}
+    config = v1.env_config(
+        "v1_probe",
+        {"endless": True, "fail": "reward", "agent.max_turns": 3, "max_concurrent_agents": 2},
+    )
+    assert config == {
+        "taskset": {"id": "v1_probe", "endless": True, "task": {"fail": "reward"}},
+        "agent": {"max_turns": 3},
+        "max_concurrent_agents": 2,
+    }
     environment = loader.load("v1_probe", {"agent.max_turns": 3})
     assert environment.max_turns == 3 and environment.reward_function_names == ["mentions_first"]
     settings = r"no setting 'colour' \(--env-args\); its settings: endless, shared_tools, judges"
@@ -129,41 +136,75 @@ def test_an_endless_taskset_is_iterated_never_listed_and_finds_the_same_task_aga
     environment = loader.load("v1_probe", {"endless": True})
     assert environment.size is None
     first = [environment.item(i)["task"].data.names for i in (0, 5, 9)]
-    for _ in range(v1.RECENT_TASKS + 10):  # far past the tasks kept: item 0 is read again from the stream
+    for _ in range(
+        v1.RECENT_TASKS + 10
+    ):  # far past the tasks kept: item 0 is read again from the stream
         environment.item(v1.RECENT_TASKS + 20)
     assert [environment.item(i)["task"].data.names for i in (0, 5, 9)] == first
     finite = loader.load("v1_probe", {})
-    assert finite.size == 4 and finite.item(5)["example_id"] == 1, "past the end: from the start again"
+    assert finite.size == 4 and finite.item(5)["example_id"] == 1, (
+        "past the end: from the start again"
+    )
 
 
 @pytest.mark.skipif(CLASSIC, reason="verifiers 0.3 runs classic environments (this is for 0.4)")
 def test_a_classic_environment_on_verifiers_04_says_what_runs_it(tmp_path):
-    result = run_cli(["run", "--no-ui", "--env", "vftui/alphabet-sort-classic", "--steps", "1"], tmp_path)
+    result = run_cli(
+        ["run", "--no-ui", "--env", "vftui/alphabet-sort-classic", "--steps", "1"], tmp_path
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         "vftui: error: environment 'vftui/alphabet-sort-classic' is a classic verifiers environment "
         "(load_environment), which verifiers 0.4.0 no longer runs; install verifiers 0.3 beside vftui to run it "
-        "(pip install 'vftui[classic]')")
+        "(pip install 'vftui[classic]')"
+    )
 
 
 # -- runs ------------------------------------------------------------------------------------
 
 
 def probe_run(tmp_path, sim, args: dict, *extra: str, steps: int = 3):
-    return run_cli(["run", "--no-ui", "--json", "--env", "v1_probe", "--env-args", json.dumps(args), "--steps",
-                    str(steps), "--group-size", "2", "--retries", "1", "--base-url", sim.base_url,
-                    "--out", str(tmp_path / "groups.jsonl"), *extra], tmp_path, PYTHONPATH=os.environ["PYTHONPATH"],
-                   HOME=str(tmp_path / "home"))
+    return run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--json",
+            "--env",
+            "v1_probe",
+            "--env-args",
+            json.dumps(args),
+            "--steps",
+            str(steps),
+            "--group-size",
+            "2",
+            "--retries",
+            "1",
+            "--base-url",
+            sim.base_url,
+            "--out",
+            str(tmp_path / "groups.jsonl"),
+            *extra,
+        ],
+        tmp_path,
+        PYTHONPATH=os.environ["PYTHONPATH"],
+        HOME=str(tmp_path / "home"),
+    )
 
 
 def test_an_endless_taskset_runs_and_resumes_where_it_stopped(tmp_path, probe, sim):
     done = probe_run(tmp_path, sim, {"endless": True}, steps=3)
     assert done.returncode == 0, done.stderr
-    resumed = run_cli(["run", "--no-ui", "--resume", str(tmp_path / "groups.jsonl"), "--steps", "6"], tmp_path,
-                      PYTHONPATH=os.environ["PYTHONPATH"], HOME=str(tmp_path / "home"))
+    resumed = run_cli(
+        ["run", "--no-ui", "--resume", str(tmp_path / "groups.jsonl"), "--steps", "6"],
+        tmp_path,
+        PYTHONPATH=os.environ["PYTHONPATH"],
+        HOME=str(tmp_path / "home"),
+    )
     assert resumed.returncode == 0, resumed.stderr
     groups = read_jsonl(tmp_path / "groups.jsonl")
-    assert sorted(g["vftui"]["example_id"] for g in groups) == list(range(6)), "new tasks, none twice"
+    assert sorted(g["vftui"]["example_id"] for g in groups) == list(range(6)), (
+        "new tasks, none twice"
+    )
     names = [min(m["content"] for m in g["messages"][0] if m["role"] == "user") for g in groups]
     assert len(set(names)) == 6
 
@@ -171,7 +212,10 @@ def test_an_endless_taskset_runs_and_resumes_where_it_stopped(tmp_path, probe, s
 def test_a_reward_function_that_raises_drops_its_group_naming_it(tmp_path, probe, sim):
     result = probe_run(tmp_path, sim, {"fail": "reward"})
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "reward function 'mentions_first' failed in 2 groups in a row; last error: TaskError" in result.stderr
+    assert (
+        "reward function 'mentions_first' failed in 2 groups in a row; last error: TaskError"
+        in result.stderr
+    )
     assert "KeyError: 'judge_score'" in result.stderr
     assert not read_jsonl(tmp_path / "groups.jsonl"), "a failed reward is not a score of 0"
 
@@ -183,12 +227,16 @@ def test_a_task_whose_setup_fails_is_a_failure_with_its_reason_not_a_zero(tmp_pa
     assert not read_jsonl(tmp_path / "groups.jsonl")
 
 
-def test_a_task_that_needs_a_runtime_gets_a_local_one_and_leaves_nothing_behind(tmp_path, probe, sim):
+def test_a_task_that_needs_a_runtime_gets_a_local_one_and_leaves_nothing_behind(
+    tmp_path, probe, sim
+):
     result = probe_run(tmp_path, sim, {"fail": "runtime"})
     assert result.returncode == 0, result.stderr
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == 3
     runtimes = tmp_path / "home" / ".cache" / "verifiers" / "runtimes" / "subprocess"
-    assert not runtimes.exists() or not any(runtimes.iterdir()), "each rollout's runtime folder is removed"
+    assert not runtimes.exists() or not any(runtimes.iterdir()), (
+        "each rollout's runtime folder is removed"
+    )
 
 
 def test_a_toolset_shared_by_the_taskset_keeps_each_rollouts_state_apart(tmp_path, probe, sim):
@@ -196,8 +244,12 @@ def test_a_toolset_shared_by_the_taskset_keeps_each_rollouts_state_apart(tmp_pat
     assert result.returncode == 0, result.stderr
     for group in read_jsonl(tmp_path / "groups.jsonl"):
         assert [t["function"]["name"] for t in group["tools"]] == ["tally"]
-        for messages, tallies in zip(group["messages"], group["vftui"]["metrics"]["tallies"], strict=True):
-            calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+        for messages, tallies in zip(
+            group["messages"], group["vftui"]["metrics"]["tallies"], strict=True
+        ):
+            calls = [
+                c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])
+            ]
             results = [m["content"] for m in messages if m["role"] == "tool"]
             assert calls and tallies == len(calls), "one server for all rollouts, a count for each"
             assert results == [str(n) for n in range(1, len(calls) + 1)]
@@ -213,7 +265,9 @@ def test_the_temperature_reaches_the_endpoint_for_v1_rollouts(tmp_path, probe, s
 def sim_requests(sim) -> list[dict]:
     import httpx
 
-    return httpx.get(sim.base_url.removesuffix("/v1") + "/sim/requests", timeout=10).json()["requests"]
+    return httpx.get(sim.base_url.removesuffix("/v1") + "/sim/requests", timeout=10).json()[
+        "requests"
+    ]
 
 
 # -- the same rewards as verifiers' own eval ---------------------------------------------------------
@@ -221,37 +275,79 @@ def sim_requests(sim) -> list[dict]:
 
 SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-export the built-ins under one
     "vftui_shim_sort": "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n"
-                       "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n",
+    "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n",
     "vftui_shim_tools": "from vftui.sim.envs.alphabet_tools import AlphabetToolsTaskset\n"
-                        "__all__ = ['AlphabetToolsTaskset']\n",
+    "__all__ = ['AlphabetToolsTaskset']\n",
 }
 
 
 @pytest.mark.serial
 @pytest.mark.needs("uv")
-@pytest.mark.parametrize(("shim", "env_args"), [("vftui_shim_sort", {"max_turns": 2}), ("vftui_shim_tools", {})],
-                         ids=["scripted-turns", "tools"])
+@pytest.mark.parametrize(
+    ("shim", "env_args"),
+    [("vftui_shim_sort", {"max_turns": 2}), ("vftui_shim_tools", {})],
+    ids=["scripted-turns", "tools"],
+)
 def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, shim, env_args):
     site = tmp_path / "site"
     site.mkdir()
     for name, text in SHIMS.items():
         (site / f"{name}.py").write_text(text)
-    env = pinned({**cli_env(tmp_path), "VFTUI_TEST_KEY": "dummy", "HF_DATASETS_OFFLINE": "1",
-                  "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])})
+    env = pinned(
+        {
+            **cli_env(tmp_path),
+            "VFTUI_TEST_KEY": "dummy",
+            "HF_DATASETS_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+        }
+    )
     tasks, rollouts = 2, 2
-    ours_sim = BackgroundSimServer(seed=0).start()  # each run gets a fresh simulated model: the same answers
+    ours_sim = BackgroundSimServer(
+        seed=0
+    ).start()  # each run gets a fresh simulated model: the same answers
     try:
-        done = subprocess.run([sys.executable, "-m", "vftui", "run", "--no-ui", "--env", shim, "--env-args",
-                               json.dumps(env_args), "--steps", str(tasks), "--group-size", str(rollouts),
-                               "--base-url", ours_sim.base_url, "--out", str(tmp_path / "ours.jsonl")],
-                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vftui",
+                "run",
+                "--no-ui",
+                "--env",
+                shim,
+                "--env-args",
+                json.dumps(env_args),
+                "--steps",
+                str(tasks),
+                "--group-size",
+                str(rollouts),
+                "--base-url",
+                ours_sim.base_url,
+                "--out",
+                str(tmp_path / "ours.jsonl"),
+            ],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
     finally:
         ours_sim.stop()
     theirs_sim = BackgroundSimServer(seed=0).start()
     try:
-        command = eval_command(shim, theirs_sim.base_url, "vftui-sim", "VFTUI_TEST_KEY", tmp_path / "theirs", tasks,
-                               rollouts, 4, env_args)
+        command = eval_command(
+            shim,
+            theirs_sim.base_url,
+            "vftui-sim",
+            "VFTUI_TEST_KEY",
+            tmp_path / "theirs",
+            tasks,
+            rollouts,
+            4,
+            env_args,
+        )
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
         assert done.returncode == 0, done.stderr[-3000:]
     finally:
@@ -261,9 +357,14 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
         meta = group["vftui"]
         names = list(meta["metrics"])
         ours[meta["example_id"]] = sorted(
-            (round(group["scores"][i], 6), tuple(round(meta["metrics"][n][i], 6) for n in names), meta["turns"][i],
-             [m["content"] for m in group["messages"][i] if m["role"] == "assistant"])
-            for i in range(rollouts))
+            (
+                round(group["scores"][i], 6),
+                tuple(round(meta["metrics"][n][i], 6) for n in names),
+                meta["turns"][i],
+                [m["content"] for m in group["messages"][i] if m["role"] == "assistant"],
+            )
+            for i in range(rollouts)
+        )
     theirs: dict[int, list] = {}
     for episode in episodes(tmp_path / "theirs"):
         for trace in episode["traces"]:
@@ -271,9 +372,17 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
             rewards = {k: v for k, v in trace["rewards"].items() if v is not None}
             scores = {**{k: v["score"] for k, v in rewards.items()}, **(trace.get("metrics") or {})}
             total = sum(v["score"] * v["weight"] for v in rewards.values())
-            assistant = [m["content"] or "" for m in trace_messages(trace) if m["role"] == "assistant"]
+            assistant = [
+                m["content"] or "" for m in trace_messages(trace) if m["role"] == "assistant"
+            ]
             theirs.setdefault(episode["task"]["data"]["idx"], []).append(
-                (round(total, 6), tuple(round(scores[n], 6) for n in names), len(assistant), assistant))
+                (
+                    round(total, 6),
+                    tuple(round(scores[n], 6) for n in names),
+                    len(assistant),
+                    assistant,
+                )
+            )
     assert ours == {idx: sorted(rows) for idx, rows in theirs.items()}
 
 

@@ -19,16 +19,22 @@ from tests.verifiers_reference import pinned
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(1500)]
 VENV = REPO / ".venv-verifiers04"
 VERIFIERS = "verifiers>=0.4,<0.5"
-TESTS = ["tests/test_v1.py", "tests/test_e2e_sft.py", "tests/test_screens.py::test_snapshot_main_screen",
-         "tests/test_screens.py::test_view_filter_shows_only_matching_groups_and_reports_bad_lines",
-         "tests/test_dashboard.py::test_token_preview_counts_equal_the_masks",
-         "tests/test_dashboard.py::test_quit_leaves_a_complete_jsonl_and_a_checkpoint"]
+TESTS = [
+    "tests/test_v1.py",
+    "tests/test_e2e_sft.py",
+    "tests/test_screens.py::test_snapshot_main_screen",
+    "tests/test_screens.py::test_view_filter_shows_only_matching_groups_and_reports_bad_lines",
+    "tests/test_dashboard.py::test_token_preview_counts_equal_the_masks",
+    "tests/test_dashboard.py::test_quit_leaves_a_complete_jsonl_and_a_checkpoint",
+]
 """v1 (loading, tools, failures, verifiers' own eval), core runs line by line, the view and the dashboard."""
 
 
 def requirements() -> list[str]:
     """The test extras as pyproject names them, without the classic extra's verifiers 0.3."""
-    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["test"]
     return [r for r in extras if not r.startswith("vftui[")]
 
 
@@ -36,7 +42,9 @@ def uv(*args: str) -> None:
     """uv, kept off the environment the suite runs in (an active one is VIRTUAL_ENV's: the paths name the other),
     held to the registry as it was on ``REGISTRY_DATE``."""
     env = pinned({k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"})
-    done = subprocess.run([sys.executable, "-m", "uv", *args], capture_output=True, text=True, timeout=600, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "uv", *args], capture_output=True, text=True, timeout=600, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -46,14 +54,37 @@ def test_the_v1_core_view_and_dashboard_tests_pass_on_verifiers_04(tmp_path):
         uv("venv", "--python", sys.executable, str(VENV))
     ours = version("verifiers")
     # --upgrade: what the date resolves to, not what an earlier run (or an earlier date) left installed
-    uv("pip", "install", "--quiet", "--upgrade", "--python", str(python), "-e", str(REPO), VERIFIERS, *requirements())
+    uv(
+        "pip",
+        "install",
+        "--quiet",
+        "--upgrade",
+        "--python",
+        str(python),
+        "-e",
+        str(REPO),
+        VERIFIERS,
+        *requirements(),
+    )
     assert version("verifiers") == ours, "the suite's own environment is left as it was"
-    theirs = subprocess.run([str(python), "-c", "import verifiers; print(verifiers.__version__)"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    theirs = subprocess.run(
+        [str(python), "-c", "import verifiers; print(verifiers.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert theirs.startswith("0.4"), theirs
     env = {**cli_env(tmp_path), "PATH": os.pathsep.join([str(VENV / "bin"), os.environ["PATH"]])}
-    done = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *TESTS], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *TESTS],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
     assert done.returncode == 0, done.stdout[-6000:]
-    assert "passed" in summary and "skipped" in summary, summary  # the classic cases skip, with their reason
+    assert "passed" in summary and "skipped" in summary, (
+        summary
+    )  # the classic cases skip, with their reason

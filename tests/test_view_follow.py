@@ -43,7 +43,10 @@ with open(sys.argv[2], "ab", buffering=0) as f:
 
 def following_app(path: Path) -> tuple[VftuiApp, threading.Event]:
     """The app as ``vftui view --follow`` makes it, and an event set once its worker has returned."""
-    source, returned = ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR), follow=True), threading.Event()
+    source, returned = (
+        ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR), follow=True),
+        threading.Event(),
+    )
     read = source.execute
 
     def execute(closed: threading.Event):
@@ -71,13 +74,21 @@ async def test_follow_shows_each_whole_line_another_process_appends_and_ends_wit
     app, returned = following_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(lambda: app.table.row_count == 2 and FOLLOWING in status(app), pilot=pilot)
-        assert "running" in status(app) and "finished" not in status(app) and "g/s" not in status(app)
+        assert (
+            "running" in status(app) and "finished" not in status(app) and "g/s" not in status(app)
+        )
         assert app.check_action("toggle_pause", ()) is False, "read-only: nothing to steer"
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(FIXTURE), str(path)], stdin=subprocess.PIPE)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(FIXTURE), str(path)], stdin=subprocess.PIPE
+        )
         try:
             await until(lambda: app.table.row_count == 5, pilot=pilot)
-            assert not path.read_bytes().endswith(b"\n"), "the 6th line is half written, in the same write as the 5th"
-            assert app.model.rows.skipped == 0 and not [r for r in app.model.logs if "skipped" in r.message]
+            assert not path.read_bytes().endswith(b"\n"), (
+                "the 6th line is half written, in the same write as the 5th"
+            )
+            assert app.model.rows.skipped == 0 and not [
+                r for r in app.model.logs if "skipped" in r.message
+            ]
             writer.stdin.write(b"finish the line\n")
             writer.stdin.flush()
             await until(lambda: app.table.row_count == len(LINES), pilot=pilot)
@@ -86,13 +97,17 @@ async def test_follow_shows_each_whole_line_another_process_appends_and_ends_wit
             writer.wait(timeout=30)
         assert writer.returncode == 0
         assert items_on_disk(app) == ITEMS and app.model.rows.skipped == 0
-        assert app.table.selected.index == len(LINES), "the cursor on the last row follows the newest group"
+        assert app.table.selected.index == len(LINES), (
+            "the cursor on the last row follows the newest group"
+        )
         assert app.model.groups_done == app.model.groups_total == len(LINES)
         assert app.model.state is RunState.RUNNING and FOLLOWING in status(app)
         assert not returned.is_set()
         await pilot.press("q")
     try:
-        assert returned.wait(FOLLOW_EVERY_S / 2), "the worker stops when the app ends, without waiting out a look"
+        assert returned.wait(FOLLOW_EVERY_S / 2), (
+            "the worker stops when the app ends, without waiting out a look"
+        )
     finally:
         app.closed.set()  # when it did not, the event loop's end would wait for it
 
@@ -102,14 +117,22 @@ async def test_a_followed_file_that_shrinks_or_is_replaced_is_read_again_from_th
     path.write_bytes(b"".join(LINES))
     app, returned = following_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: app.table.row_count == len(LINES) and FOLLOWING in status(app), pilot=pilot)
+        await until(
+            lambda: app.table.row_count == len(LINES) and FOLLOWING in status(app), pilot=pilot
+        )
         path.write_bytes(b"".join(LINES[5:7]))  # truncated in place, other groups
-        await until(lambda: app.table.row_count == 2 and items_on_disk(app) == ITEMS[5:7], pilot=pilot)
+        await until(
+            lambda: app.table.row_count == 2 and items_on_disk(app) == ITEMS[5:7], pilot=pilot
+        )
         assert any("shrank or was replaced: reading it again" in r.message for r in app.model.logs)
         replacement = tmp_path / "replacement.jsonl"
-        replacement.write_bytes(b"".join(LINES[1:5]))  # longer than what was read: only its inode tells
+        replacement.write_bytes(
+            b"".join(LINES[1:5])
+        )  # longer than what was read: only its inode tells
         os.replace(replacement, path)
-        await until(lambda: items_on_disk(app) == ITEMS[1:5] and app.table.row_count == 4, pilot=pilot)
+        await until(
+            lambda: items_on_disk(app) == ITEMS[1:5] and app.table.row_count == 4, pilot=pilot
+        )
         assert app.selected_group().item == ITEMS[4], "the table's rows are the new file's"
         assert app.model.state is RunState.RUNNING and app.model.rows.skipped == 0
         assert not [r for r in app.model.logs if r.level == "ERROR"]

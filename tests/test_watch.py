@@ -15,22 +15,32 @@ from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 
 def register_trainer(api_url: str, batch_size: int = 8) -> None:
-    httpx.post(f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}, timeout=10).raise_for_status()
+    httpx.post(
+        f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}, timeout=10
+    ).raise_for_status()
     httpx.get(f"{api_url}/batch", timeout=10).raise_for_status()
 
 
 def test_watch_headless_lines_follow_the_api(api, tmp_path):
-    before = run_cli(["watch", "--api-url", api.api_url, "--no-ui", "--count", "1", "--every", "0.2"], tmp_path)
+    before = run_cli(
+        ["watch", "--api-url", api.api_url, "--no-ui", "--count", "1", "--every", "0.2"], tmp_path
+    )
     assert before.returncode == 0, before.stderr
     assert "waiting for a trainer" in before.stdout
     register_trainer(api.api_url)
-    after = run_cli(["watch", "--api-url", api.api_url, "--no-ui", "--count", "2", "--every", "0.2"], tmp_path)
+    after = run_cli(
+        ["watch", "--api-url", api.api_url, "--no-ui", "--count", "2", "--every", "0.2"], tmp_path
+    )
     lines = after.stdout.strip().splitlines()
-    assert len(lines) == 2 and all("trainer registered (batch size 8) · step 0 · queue 0 groups" in x for x in lines)
+    assert len(lines) == 2 and all(
+        "trainer registered (batch size 8) · step 0 · queue 0 groups" in x for x in lines
+    )
 
 
 def test_watch_reports_an_unreachable_api(tmp_path):
-    result = run_cli(["watch", "--api-url", "http://127.0.0.1:9", "--no-ui", "--count", "1"], tmp_path)
+    result = run_cli(
+        ["watch", "--api-url", "http://127.0.0.1:9", "--no-ui", "--count", "1"], tmp_path
+    )
     assert result.returncode == 0 and "unreachable: ConnectError" in result.stdout
 
 
@@ -43,8 +53,13 @@ async def test_watch_app_shows_trainer_and_queue(api):
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             panel = app.query_one(TrajectoryPanel)
-            await until(pilot=pilot, predicate=lambda: "trainer registered (batch size 8)"
-                                                       in str(panel.query_one("#api-text").render()))
+            await until(
+                pilot=pilot,
+                predicate=lambda: (
+                    "trainer registered (batch size 8)"
+                    in str(panel.query_one("#api-text").render())
+                ),
+            )
             assert "step 0" in str(panel.query_one("#api-text").render())
             assert any("trainer registered" in r.message for r in app.model.logs)
             await pilot.press("q")
@@ -53,17 +68,39 @@ async def test_watch_app_shows_trainer_and_queue(api):
 
 
 def test_watch_lists_our_runs_that_send_to_the_api_as_they_see_it(sim, api, tmp_path):
-    Trainer(api.api_url, batches=1)  # then it stops pulling: the queue fills and atroposlib allows no worker
+    Trainer(
+        api.api_url, batches=1
+    )  # then it stops pulling: the queue fills and atroposlib allows no worker
     out = tmp_path / "groups.jsonl"
-    run = start_cli(["run", "--mode", "rl", "--no-ui", "--steps", "500", "--group-size", "4", "--base-url",
-                     sim.base_url, "--api-url", api.api_url, "--out", str(out)], tmp_path)
+    run = start_cli(
+        [
+            "run",
+            "--mode",
+            "rl",
+            "--no-ui",
+            "--steps",
+            "500",
+            "--group-size",
+            "4",
+            "--base-url",
+            sim.base_url,
+            "--api-url",
+            api.api_url,
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     watch = ["watch", "--api-url", api.api_url, "--no-ui", "--count", "1"]
     try:
+
         def full_queue_line() -> str | None:
             text = run_cli(watch, tmp_path).stdout
             return text if "queue full" in text else None
 
-        line = wait_until(full_queue_line, "the run's own view of the API in watch's line", timeout=120, every=0.5)
+        line = wait_until(
+            full_queue_line, "the run's own view of the API in watch's line", timeout=120, every=0.5
+        )
         assert f"{out}: env 0, weight 1.00," in line and "workers 0/0" in line and "lag " in line
     finally:
         run.terminate()

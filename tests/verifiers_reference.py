@@ -53,7 +53,9 @@ def eval_command(
 ) -> list[str]:
     """verifiers' v1 eval of ``taskset`` (a top-level module name) with its plain chat harness and local
     runtime, writing ``out/ref/traces.jsonl``."""
-    script = "vf-eval" if verifiers_version() >= (0, 4) else "eval"  # 0.4 renamed it; 0.3's vf-eval is classic
+    script = (
+        "vf-eval" if verifiers_version() >= (0, 4) else "eval"
+    )  # 0.4 renamed it; 0.3's vf-eval is classic
     args = [
         str(BIN / script),
         taskset,

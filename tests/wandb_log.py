@@ -51,8 +51,12 @@ def history(path: Path) -> list[dict]:
     rows = []
     for record in records(path):
         if record.WhichOneof("record_type") == "history":
-            rows.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                         for item in record.history.item})
+            rows.append(
+                {
+                    item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                    for item in record.history.item
+                }
+            )
     return rows
 
 
@@ -60,7 +64,9 @@ def config(path: Path) -> dict:
     out = {}
     for record in records(path):
         if record.WhichOneof("record_type") in ("config", "run"):
-            updates = record.config.update if record.HasField("config") else record.run.config.update
+            updates = (
+                record.config.update if record.HasField("config") else record.run.config.update
+            )
             for item in updates:
                 out[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     return out

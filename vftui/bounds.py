@@ -27,8 +27,12 @@ LARGE, HUGE = 100_000, 10**12
 # mean, variance, interval or difference of values within it stays a finite float (the squares stay below 1e200).
 MAX_SCORE = 1e100
 MAX_NESTING = 64  # levels of a JSON or TOML value: settings and run files need a handful
-MAX_RECORD_BYTES = 4 * 1024**2  # a run's settings, checkpoint or index entry, an eval's metadata, a config file
-PIECE_BYTES = 1024**2  # a line longer than this is measured this much at a time before it is read (or skipped)
+MAX_RECORD_BYTES = (
+    4 * 1024**2
+)  # a run's settings, checkpoint or index entry, an eval's metadata, a config file
+PIECE_BYTES = (
+    1024**2
+)  # a line longer than this is measured this much at a time before it is read (or skipped)
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,12 @@ def check_nesting(value: Any) -> Any:
     """``value`` when its lists and objects nest at most ``MAX_NESTING`` deep (walked without recursion)."""
     level = [value] if isinstance(value, dict | list) else []
     for _ in range(MAX_NESTING):
-        level = [child for v in level for child in (v.values() if isinstance(v, dict) else v)
-                 if isinstance(child, dict | list)]
+        level = [
+            child
+            for v in level
+            for child in (v.values() if isinstance(v, dict) else v)
+            if isinstance(child, dict | list)
+        ]
         if not level:
             return value
     raise ValueError(f"it nests deeper than {MAX_NESTING} levels")

@@ -36,8 +36,12 @@ class Terminal:
     @classmethod
     def keep(cls) -> Terminal:
         fds = (os.dup(1), os.dup(2))
-        return cls(os.fdopen(fds[0], "w", buffering=1), os.fdopen(fds[1], "w", buffering=1), fds,
-                   (sys.stdout, sys.stderr))
+        return cls(
+            os.fdopen(fds[0], "w", buffering=1),
+            os.fdopen(fds[1], "w", buffering=1),
+            fds,
+            (sys.stdout, sys.stderr),
+        )
 
     def restore(self) -> None:
         """Descriptors 1 and 2 and Python's streams as they were: a sentence printed after the run reaches

@@ -61,21 +61,39 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = {"rl": p.add_argument_group("rl mode (Atropos serve: tokens and logprobs to the trajectory API)"),
-              "eval": p.add_argument_group("eval mode (Atropos evaluate: the eval split, pass@k, vf-eval's files)")}
+    groups = {
+        "rl": p.add_argument_group(
+            "rl mode (Atropos serve: tokens and logprobs to the trajectory API)"
+        ),
+        "eval": p.add_argument_group(
+            "eval mode (Atropos evaluate: the eval split, pass@k, vf-eval's files)"
+        ),
+    }
     for name, field in RunConfig.model_fields.items():
         extra = dict(field.json_schema_extra or {})
         flag = extra.pop("flag", "--" + name.replace("_", "-"))
         if flag is None:
             continue
         where = groups.get(extra.pop("group", None), p)
-        where.add_argument(flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra))
-    p.add_argument("--config", type=Path, metavar="FILE", help="TOML config file "
-                   f"(default {paths.default_config_file()})")
-    p.add_argument("-v", "--verbose", action="store_true", help="show every log record of the collector")
-    p.add_argument("--detach", action="store_true", help="run in the background, headless, in a session of its "
-                   "own: it goes on when the terminal closes; prints how to attach (vftui attach) once it is ready. "
-                   "Without it, a run started from a terminal stops gracefully when that terminal goes")
+        where.add_argument(
+            flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra)
+        )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help=f"TOML config file (default {paths.default_config_file()})",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="show every log record of the collector"
+    )
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="run in the background, headless, in a session of its "
+        "own: it goes on when the terminal closes; prints how to attach (vftui attach) once it is ready. "
+        "Without it, a run started from a terminal stops gracefully when that terminal goes",
+    )
 
 
 def _shared(parser: argparse.ArgumentParser, name: str) -> None:
@@ -86,7 +104,13 @@ def _shared(parser: argparse.ArgumentParser, name: str) -> None:
 def _help(field) -> str:
     """The field's words, and its default when they do not say it."""
     default = field.default
-    if default is None or default is False or default == {} or default == [] or "default" in field.description:
+    if (
+        default is None
+        or default is False
+        or default == {}
+        or default == []
+        or "default" in field.description
+    ):
         return field.description
     return f"{field.description} (default {default})"
 
@@ -98,7 +122,11 @@ def _argparse_kind(field, extra: dict) -> dict:
         return {"action": argparse.BooleanOptionalAction, **extra}
     if action in ("store_true", "append"):
         return {"action": action, **extra}
-    kinds = [t for t in (getattr(field.annotation, "__args__", None) or (field.annotation,)) if t is not type(None)]
+    kinds = [
+        t
+        for t in (getattr(field.annotation, "__args__", None) or (field.annotation,))
+        if t is not type(None)
+    ]
     kind = kinds[0] if kinds and kinds[0] in (int, float, Path) else str
     return {"type": kind, **extra}
 
@@ -111,9 +139,17 @@ def _watch_parser(sub: argparse._SubParsersAction) -> None:
         "its step (batches pulled) and the queue. Read only: nothing is registered or sent.",
     )
     _shared(p, "api_url")
-    p.add_argument("--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)")
-    p.add_argument("--no-ui", action="store_true", help="print a status line per poll instead of the app")
-    p.add_argument("--count", type=int, help="with --no-ui, stop after this many polls (default: until interrupted)")
+    p.add_argument(
+        "--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)"
+    )
+    p.add_argument(
+        "--no-ui", action="store_true", help="print a status line per poll instead of the app"
+    )
+    p.add_argument(
+        "--count",
+        type=int,
+        help="with --no-ui, stop after this many polls (default: until interrupted)",
+    )
     _shared(p, "theme")
 
 
@@ -125,9 +161,15 @@ def _sim_trainer_parser(sub: argparse._SubParsersAction) -> None:
         "per batch, so an rl run can make progress without a GPU. Nothing is trained.",
     )
     _shared(p, "api_url")
-    p.add_argument("--batch-size", type=int, default=8, help="sequences per batch; a multiple of the group size "
-                   "(default 8)")
-    p.add_argument("--batches", type=int, help="stop after this many batches (default: run until interrupted)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=8,
+        help="sequences per batch; a multiple of the group size (default 8)",
+    )
+    p.add_argument(
+        "--batches", type=int, help="stop after this many batches (default: run until interrupted)"
+    )
 
 
 def _sim_parser(sub: argparse._SubParsersAction) -> None:
@@ -140,7 +182,9 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
     p.add_argument("--seed", type=int, default=0, help="seed of the noisy policy (default 0)")
-    p.add_argument("--latency-ms", type=float, default=0.0, help="added delay per request (default 0)")
+    p.add_argument(
+        "--latency-ms", type=float, default=0.0, help="added delay per request (default 0)"
+    )
     p.add_argument(
         "--rate-limit",
         type=float,
@@ -149,12 +193,22 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
         help="answer at most R requests a second, like a hosted API: beyond it, 429 with Retry-After "
         "(default 0: no limit)",
     )
-    p.add_argument("--think-words", type=int, default=0, metavar="N",
-                   help="start each answer with N words of thinking, for rollouts as long as a reasoning model's "
-                   "(default 0)")
-    p.add_argument("--max-running", type=int, default=0, metavar="N",
-                   help="run at most N requests at once, the rest wait, as in a full vLLM batch; /metrics shows "
-                   "both (default 0: no limit)")
+    p.add_argument(
+        "--think-words",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start each answer with N words of thinking, for rollouts as long as a reasoning model's "
+        "(default 0)",
+    )
+    p.add_argument(
+        "--max-running",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run at most N requests at once, the rest wait, as in a full vLLM batch; /metrics shows "
+        "both (default 0: no limit)",
+    )
 
 
 def _view_parser(sub: argparse._SubParsersAction) -> None:
@@ -164,18 +218,32 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
         description="Browse a groups jsonl in the dashboard's panels; press / to filter groups. "
         "Malformed lines are reported with their line numbers and skipped.",
     )
-    p.add_argument("file", type=Path, help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
-                   "folder (shown one group an example), or a folder of one run's shards (--shard runs beside each "
-                   "other, or a folder each), shown as one run")
-    p.add_argument("--tokenizer", help="tokenizer to decode the token preview (default: the run's, if recorded)")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
+        "folder (shown one group an example), or a folder of one run's shards (--shard runs beside each "
+        "other, or a folder each), shown as one run",
+    )
+    p.add_argument(
+        "--tokenizer",
+        help="tokenizer to decode the token preview (default: the run's, if recorded)",
+    )
     _shared(p, "theme")
     _shared(p, "identical_alert")
-    p.add_argument("--order", choices=sorted(ORDERS), default="file",
-                   help="group order: as written, which is the order groups finished when several were in flight "
-                   "(file, default), by dataset item (item) or by start time (time)")
-    p.add_argument("--follow", action="store_true",
-                   help="keep reading the lines another process appends to the file (a run elsewhere, a shared "
-                   "file system) until you quit; a file that shrinks or is replaced is read again from the start")
+    p.add_argument(
+        "--order",
+        choices=sorted(ORDERS),
+        default="file",
+        help="group order: as written, which is the order groups finished when several were in flight "
+        "(file, default), by dataset item (item) or by start time (time)",
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep reading the lines another process appends to the file (a run elsewhere, a shared "
+        "file system) until you quit; a file that shrinks or is replaced is read again from the start",
+    )
 
 
 def _attach_parser(sub: argparse._SubParsersAction) -> None:
@@ -187,8 +255,12 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
         "dropped terminal leaves it running. Several dashboards may attach at once. Only the run's owner "
         "can attach (its control socket is the owner's alone).",
     )
-    p.add_argument("run", nargs="?", help="the run's folder, its .jsonl or its id (default: the newest running run); "
-                   "HOST:RUN attaches to a run on another machine through ssh -t (as vftui runs --host lists it)")
+    p.add_argument(
+        "run",
+        nargs="?",
+        help="the run's folder, its .jsonl or its id (default: the newest running run); "
+        "HOST:RUN attaches to a run on another machine through ssh -t (as vftui runs --host lists it)",
+    )
     _shared(p, "theme")
     _remote_vftui(p)
 
@@ -196,9 +268,13 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
 def _remote_vftui(parser: argparse.ArgumentParser) -> None:
     from vftui.fleet import REMOTE_VFTUI
 
-    parser.add_argument("--remote-vftui", default=REMOTE_VFTUI, metavar="CMD",
-                        help=f"the command that runs vftui on other machines (default {REMOTE_VFTUI}; e.g. "
-                        "~/venv/bin/vftui)")
+    parser.add_argument(
+        "--remote-vftui",
+        default=REMOTE_VFTUI,
+        metavar="CMD",
+        help=f"the command that runs vftui on other machines (default {REMOTE_VFTUI}; e.g. "
+        "~/venv/bin/vftui)",
+    )
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
@@ -211,20 +287,32 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "env, mode, model, groups, rate, mean reward and jsonl.",
     )
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
-    p.add_argument("--prune", action="store_true", help="forget every run kept elsewhere that is not running (its "
-                   "files stay), and delete the runs in the default runs folder that collected nothing: their own "
-                   "files, and a folder vftui made for one once nothing else is in it")
-    p.add_argument("--host", metavar="H1,H2", help="list the runs on these machines instead, through ssh (each "
-                   "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
-                   "host as a column; a host that fails is one line on stderr and the exit code is 1")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="forget every run kept elsewhere that is not running (its "
+        "files stay), and delete the runs in the default runs folder that collected nothing: their own "
+        "files, and a folder vftui made for one once nothing else is in it",
+    )
+    p.add_argument(
+        "--host",
+        metavar="H1,H2",
+        help="list the runs on these machines instead, through ssh (each "
+        "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
+        "host as a column; a host that fails is one line on stderr and the exit code is 1",
+    )
     _remote_vftui(p)
     _screen_or_table(p, "the runs screen")
 
 
 def _screen_or_table(parser: argparse.ArgumentParser, screen: str) -> None:
     """A command that opens ``screen`` in a terminal and prints a table elsewhere: --no-ui and --theme."""
-    parser.add_argument("--no-ui", action="store_true", help=f"print the table instead of opening {screen} (the "
-                        "default when stdout is not a terminal)")
+    parser.add_argument(
+        "--no-ui",
+        action="store_true",
+        help=f"print the table instead of opening {screen} (the "
+        "default when stdout is not a terminal)",
+    )
     _shared(parser, "theme")
 
 
@@ -242,18 +330,31 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         "interval.\nexample: vftui compare runs/base/eval.eval runs/step-200/eval.eval --fail-if-worse 0.02",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
-                   help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, a "
-                   "vf-eval output folder or results.jsonl, or a folder of one run's shards (--shard), read as one "
-                   "run")
+    p.add_argument(
+        "sources",
+        type=Path,
+        nargs="+",
+        metavar="SOURCE",
+        help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, a "
+        "vf-eval output folder or results.jsonl, or a folder of one run's shards (--shard), read as one "
+        "run",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     _screen_or_table(p, "the compare view")
-    p.add_argument("--fail-if-worse", type=float, metavar="D",
-                   help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
-                   "of the change (a gate for CI)")
-    p.add_argument("--pass-threshold", type=float, metavar="R",
-                   help="a rollout passes (pass@1) at reward >= R (default: the one each eval recorded, else "
-                   f"{PASS_THRESHOLD:g}, vf-eval's)")
+    p.add_argument(
+        "--fail-if-worse",
+        type=float,
+        metavar="D",
+        help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
+        "of the change (a gate for CI)",
+    )
+    p.add_argument(
+        "--pass-threshold",
+        type=float,
+        metavar="R",
+        help="a rollout passes (pass@1) at reward >= R (default: the one each eval recorded, else "
+        f"{PASS_THRESHOLD:g}, vf-eval's)",
+    )
 
 
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
@@ -298,7 +399,11 @@ def _run(args: argparse.Namespace) -> int:
             from vftui.commands.dashboard import run_dashboard
 
             return run_dashboard(config)
-        reason = "--json was given" if config.json_events and sys.stdout.isatty() else "stdout is not a terminal"
+        reason = (
+            "--json was given"
+            if config.json_events and sys.stdout.isatty()
+            else "stdout is not a terminal"
+        )
         print(f"vftui: {reason}; running headless (--no-ui)", file=sys.stderr)
     from vftui.commands.headless import run_headless
 
@@ -318,7 +423,9 @@ def _view(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.commands.view import run_viewer
 
-    return run_viewer(by_id(args.file), args.tokenizer, args.theme, args.identical_alert, args.order, args.follow)
+    return run_viewer(
+        by_id(args.file), args.tokenizer, args.theme, args.identical_alert, args.order, args.follow
+    )
 
 
 def _attach(args: argparse.Namespace) -> int:
@@ -328,7 +435,9 @@ def _attach(args: argparse.Namespace) -> int:
     if args.run is not None and (there := fleet.remote_run(args.run)) is not None:
         command = fleet.attach_command(*there, args.remote_vftui, args.theme)
         try:
-            return subprocess.run(command, check=False).returncode  # the terminal is ssh's until the dashboard ends
+            return subprocess.run(
+                command, check=False
+            ).returncode  # the terminal is ssh's until the dashboard ends
         except OSError as e:
             raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
     return run_attach(by_id(Path(args.run)) if args.run is not None else None, args.theme)
@@ -337,7 +446,9 @@ def _attach(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
-    return run_runs(args.json or False, args.prune, args.theme, args.no_ui, args.host, args.remote_vftui)
+    return run_runs(
+        args.json or False, args.prune, args.theme, args.no_ui, args.host, args.remote_vftui
+    )
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -347,15 +458,23 @@ def _compare(args: argparse.Namespace) -> int:
         raise UserError("--fail-if-worse must be a margin of 0 or more")
     if args.pass_threshold is not None and not math.isfinite(args.pass_threshold):
         raise UserError("--pass-threshold must be a finite number")
-    return run_compare([by_id(s) for s in args.sources], args.json, args.fail_if_worse, args.pass_threshold,
-                       args.no_ui, args.theme)
+    return run_compare(
+        [by_id(s) for s in args.sources],
+        args.json,
+        args.fail_if_worse,
+        args.pass_threshold,
+        args.no_ui,
+        args.theme,
+    )
 
 
 def _sim_server(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.sim.server import SimSettings, serve
 
-    settings = SimSettings(args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words, args.max_running)
+    settings = SimSettings(
+        args.seed, args.latency_ms / 1000, args.rate_limit, args.think_words, args.max_running
+    )
     serve(args.host, args.port, settings)
     return 0
 
@@ -375,7 +494,9 @@ def _sim_trainer(args: argparse.Namespace) -> int:
 
     if args.batch_size < 1:
         raise UserError("--batch-size must be at least 1")
-    return run_trainer(args.api_url, args.batch_size, args.batches, say=lambda line: print(line, flush=True))
+    return run_trainer(
+        args.api_url, args.batch_size, args.batches, say=lambda line: print(line, flush=True)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -396,7 +517,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _command(argv: list[str]) -> int:
     if argv[:1] == ["eval"]:  # one way in, so flags and help live in one place
-        print(f"vftui: an eval is a run: vftui run --mode eval {shlex.join(argv[1:])}".rstrip(), file=sys.stderr)
+        print(
+            f"vftui: an eval is a run: vftui run --mode eval {shlex.join(argv[1:])}".rstrip(),
+            file=sys.stderr,
+        )
         return 2
     parser = build_parser(with_run_flags=bool(argv) and argv[0] == "run")
     args = parser.parse_args(argv)
@@ -405,8 +529,16 @@ def _command(argv: list[str]) -> int:
         parser.print_help()
         return 2
     try:
-        commands = {"run": _run, "view": _view, "sim-server": _sim_server, "sim-trainer": _sim_trainer,
-                    "watch": _watch, "attach": _attach, "runs": _runs, "compare": _compare}
+        commands = {
+            "run": _run,
+            "view": _view,
+            "sim-server": _sim_server,
+            "sim-trainer": _sim_trainer,
+            "watch": _watch,
+            "attach": _attach,
+            "runs": _runs,
+            "compare": _compare,
+        }
         return commands[args.command](args)
     except UserError as e:
         print(f"vftui: error: {one_line(scrub(str(e)))}", file=sys.stderr)
@@ -417,8 +549,12 @@ def _command(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("vftui: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader went away (``vftui runs --json | head``): as a killed writer would end
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush fails nowhere
+    except (
+        BrokenPipeError
+    ):  # the reader went away (``vftui runs --json | head``): as a killed writer would end
+        os.dup2(
+            os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+        )  # so the exit's flush fails nowhere
         return 128 + signal.SIGPIPE
 
 

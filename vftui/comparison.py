@@ -64,28 +64,51 @@ def summarize(source: Source, threshold: float) -> Summary:
         rollouts=min((len(item.rewards) for item in items), default=0),
         reward=estimate([item.mean for item in items]),
         pass1=pass_at(results, 1, threshold),
-        functions={name: estimate([statistics.fmean(item.functions[name]) for item in items
-                                   if item.functions.get(name)]) for name in names},
+        functions={
+            name: estimate(
+                [
+                    statistics.fmean(item.functions[name])
+                    for item in items
+                    if item.functions.get(name)
+                ]
+            )
+            for name in names
+        },
         truncated=_share([t for item in items for t in item.truncated]),
         identical=_share([len(set(item.rewards)) == 1 for item in multi]),
-        completion_chars=statistics.fmean([c for item in items for c in item.completion_chars]) if rollouts else 0.0,
+        completion_chars=statistics.fmean([c for item in items for c in item.completion_chars])
+        if rollouts
+        else 0.0,
     )
 
 
 def compare(first: Source, later: Source) -> Change:
     """``later`` against ``first``: paired by item when they share items, else as independent samples."""
     common = [key for key in first.items if key in later.items]
-    changes = sorted((ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
-                     key=lambda c: (c.change, c.key))
-    names = sorted({n for item in first.items.values() for n in item.functions}
-                   & {n for item in later.items.values() for n in item.functions})
+    changes = sorted(
+        (ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
+        key=lambda c: (c.change, c.key),
+    )
+    names = sorted(
+        {n for item in first.items.values() for n in item.functions}
+        & {n for item in later.items.values() for n in item.functions}
+    )
     if common:
         reward = estimate([c.change for c in changes])
-        functions = {name: estimate([_mean(later.items[k].functions[name]) - _mean(first.items[k].functions[name])
-                                     for k in common if first.items[k].functions.get(name)
-                                     and later.items[k].functions.get(name)]) for name in names}
+        functions = {
+            name: estimate(
+                [
+                    _mean(later.items[k].functions[name]) - _mean(first.items[k].functions[name])
+                    for k in common
+                    if first.items[k].functions.get(name) and later.items[k].functions.get(name)
+                ]
+            )
+            for name in names
+        }
     else:
-        reward = difference([i.mean for i in first.items.values()], [i.mean for i in later.items.values()])
+        reward = difference(
+            [i.mean for i in first.items.values()], [i.mean for i in later.items.values()]
+        )
         functions = {name: difference(_means(first, name), _means(later, name)) for name in names}
     return Change(len(common), reward, functions, changes)
 
@@ -119,4 +142,8 @@ def _mean(values: list[float] | None) -> float:
 
 
 def _means(source: Source, name: str) -> list[float]:
-    return [statistics.fmean(item.functions[name]) for item in source.items.values() if item.functions.get(name)]
+    return [
+        statistics.fmean(item.functions[name])
+        for item in source.items.values()
+        if item.functions.get(name)
+    ]

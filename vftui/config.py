@@ -13,7 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
@@ -26,18 +34,34 @@ from vftui.run_records import saved_config
 from vftui.shards import WHOLE, Shard, from_slurm, parse
 from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
 
-MODE_ALIASES = {"process": Mode.SFT, "serve": Mode.RL, "evaluate": Mode.EVAL}  # Atropos's names for them
+MODE_ALIASES = {
+    "process": Mode.SFT,
+    "serve": Mode.RL,
+    "evaluate": Mode.EVAL,
+}  # Atropos's names for them
 DEFAULT_TEMPERATURE = 1.0
 EVAL_DURING_RL_EXAMPLES = 32
-FLAG_NAMES: dict[str, str] = {}  # each setting's flag, filled once the model is built (for its own validators)
-URL_SETTINGS = ("base_url", "extra_base_urls", "api_url")  # shown and saved with any password hidden
-SERVER_SETTINGS = ("base_url", "extra_base_urls", "slurm")  # where the inference servers are: said together
+FLAG_NAMES: dict[
+    str, str
+] = {}  # each setting's flag, filled once the model is built (for its own validators)
+URL_SETTINGS = (
+    "base_url",
+    "extra_base_urls",
+    "api_url",
+)  # shown and saved with any password hidden
+SERVER_SETTINGS = (
+    "base_url",
+    "extra_base_urls",
+    "slurm",
+)  # where the inference servers are: said together
 
 
 def shared(name: str, **flag: Any) -> Any:
     """A setting that other commands take as a flag too (``defaults.SHARED_FLAGS``)."""
     spec = SHARED_FLAGS[name]
-    return setting(spec.default, spec.help, **({"metavar": spec.metavar} if spec.metavar else {}), **flag)
+    return setting(
+        spec.default, spec.help, **({"metavar": spec.metavar} if spec.metavar else {}), **flag
+    )
 
 
 def setting(default: Any = None, description: str = "", **flag: Any) -> Any:
@@ -54,109 +78,244 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Mode = setting(Mode.SFT, "sft (alias process: any OpenAI-compatible API, groups saved as jsonl), rl "
-                         "(alias serve: token logprobs to the Atropos trajectory API) or eval (alias evaluate: the "
-                         "environment's eval split, pass@k with 95%% intervals, results as vf-eval writes them)")
-    env: str = setting(DEFAULT_ENV, "verifiers environment id, e.g. owner/name (the built-in ones: alphabet-sort, "
-                       "alphabet-tools)")
-    env_args: dict[str, Any] = setting({}, "JSON object of arguments for the environment's load_environment, "
-                                       "e.g. '{\"max_turns\": 3}'")
-    base_url: str | None = setting(None, "OpenAI-compatible endpoint (sft) or vLLM/SGLang server (rl), e.g. "
-                                   "http://127.0.0.1:9001/v1; repeat in rl mode to balance several servers; "
-                                   "default: the embedded simulation", action="append")
-    model: str | None = setting(None, "model name sent to the endpoint; default the only model it lists")
-    api_key_env: str = setting("OPENAI_API_KEY", "environment variable holding the API key (optional for loopback "
-                               "endpoints)", metavar="VAR")
-    tokenizer: str | None = setting(None, "Hugging Face tokenizer name or folder for tokens/masks; default the "
-                                    f"shipped one for the simulation, {DEFAULT_HUB_TOKENIZER} otherwise")
+    mode: Mode = setting(
+        Mode.SFT,
+        "sft (alias process: any OpenAI-compatible API, groups saved as jsonl), rl "
+        "(alias serve: token logprobs to the Atropos trajectory API) or eval (alias evaluate: the "
+        "environment's eval split, pass@k with 95%% intervals, results as vf-eval writes them)",
+    )
+    env: str = setting(
+        DEFAULT_ENV,
+        "verifiers environment id, e.g. owner/name (the built-in ones: alphabet-sort, "
+        "alphabet-tools)",
+    )
+    env_args: dict[str, Any] = setting(
+        {},
+        "JSON object of arguments for the environment's load_environment, "
+        "e.g. '{\"max_turns\": 3}'",
+    )
+    base_url: str | None = setting(
+        None,
+        "OpenAI-compatible endpoint (sft) or vLLM/SGLang server (rl), e.g. "
+        "http://127.0.0.1:9001/v1; repeat in rl mode to balance several servers; "
+        "default: the embedded simulation",
+        action="append",
+    )
+    model: str | None = setting(
+        None, "model name sent to the endpoint; default the only model it lists"
+    )
+    api_key_env: str = setting(
+        "OPENAI_API_KEY",
+        "environment variable holding the API key (optional for loopback endpoints)",
+        metavar="VAR",
+    )
+    tokenizer: str | None = setting(
+        None,
+        "Hugging Face tokenizer name or folder for tokens/masks; default the "
+        f"shipped one for the simulation, {DEFAULT_HUB_TOKENIZER} otherwise",
+    )
     group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
     steps: int = setting(1000, "groups to collect", ge=1, le=HUGE)
     max_tokens: int = setting(2048, "max completion tokens per turn", ge=1, le=HUGE)
-    temperature: float | None = setting(None, f"sampling temperature in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] "
-                                        f"(default {DEFAULT_TEMPERATURE:g}; in eval mode 0, greedy, with one rollout "
-                                        f"per example, and {DEFAULT_TEMPERATURE:g} with more, so pass@k means "
-                                        "something)", ge=MIN_TEMPERATURE, le=MAX_TEMPERATURE)
-    concurrency: int = setting(32, "requests in flight to the endpoint across all groups: about N / group size "
-                               "groups are collected at once, fewer while the endpoint rate-limits (429/503 with "
-                               "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
-                               metavar="N", ge=1, le=LARGE)
+    temperature: float | None = setting(
+        None,
+        f"sampling temperature in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] "
+        f"(default {DEFAULT_TEMPERATURE:g}; in eval mode 0, greedy, with one rollout "
+        f"per example, and {DEFAULT_TEMPERATURE:g} with more, so pass@k means "
+        "something)",
+        ge=MIN_TEMPERATURE,
+        le=MAX_TEMPERATURE,
+    )
+    concurrency: int = setting(
+        32,
+        "requests in flight to the endpoint across all groups: about N / group size "
+        "groups are collected at once, fewer while the endpoint rate-limits (429/503 with "
+        "Retry-After); in rl mode atroposlib's worker limit becomes N / group size groups",
+        metavar="N",
+        ge=1,
+        le=LARGE,
+    )
     seed: int = setting(0, "seed of the simulated endpoint", ge=-HUGE, le=HUGE)
-    sim_latency: float = setting(0.0, "seconds the embedded simulated endpoint takes per request, so a run on it "
-                                 "lasts long enough to try the keys (no --base-url only)", metavar="S", ge=0.0, le=60.0)
-    out: Path | None = setting(None, f"jsonl file for the groups; default a new run folder under {paths.runs_dir()}; "
-                               "an existing file is never overwritten (a _1 suffix is added)")
-    resume: Path | None = setting(None, "continue a stopped run (its folder or .jsonl): collects again the items "
-                                  "that were in flight when it stopped, then carries on; only appends",
-                                  metavar="RUN_DIR")
-    wandb: bool = setting(False, "log metrics to Weights & Biases (honours WANDB_MODE=offline); default off",
-                          action="optional")
+    sim_latency: float = setting(
+        0.0,
+        "seconds the embedded simulated endpoint takes per request, so a run on it "
+        "lasts long enough to try the keys (no --base-url only)",
+        metavar="S",
+        ge=0.0,
+        le=60.0,
+    )
+    out: Path | None = setting(
+        None,
+        f"jsonl file for the groups; default a new run folder under {paths.runs_dir()}; "
+        "an existing file is never overwritten (a _1 suffix is added)",
+    )
+    resume: Path | None = setting(
+        None,
+        "continue a stopped run (its folder or .jsonl): collects again the items "
+        "that were in flight when it stopped, then carries on; only appends",
+        metavar="RUN_DIR",
+    )
+    wandb: bool = setting(
+        False,
+        "log metrics to Weights & Biases (honours WANDB_MODE=offline); default off",
+        action="optional",
+    )
     wandb_project: str = setting("vftui", "wandb project")
-    wandb_name: str | None = setting(None, "wandb run name prefix (atroposlib adds the date and an id)")
+    wandb_name: str | None = setting(
+        None, "wandb run name prefix (atroposlib adds the date and an id)"
+    )
     no_ui: bool = setting(False, "no dashboard: progress on stderr (CI)", action="store_true")
-    json_events: bool = setting(False, "with --no-ui, print every event as one JSON object per line on stdout",
-                                action="store_true", flag="--json")
-    timeout: int = setting(300, "seconds before one request (connect to last byte) is abandoned and retried",
-                           ge=1, le=HUGE)
-    max_response_mb: int = setting(64, "largest answer body accepted from an sft endpoint; a bigger one is a "
-                                   "failed attempt, retried", metavar="MB", ge=1, le=LARGE)
-    retries: int = setting(5, "failed attempts in a row before the run gives up; a rate-limited request (429) "
-                           "waits as long as the endpoint asks, up to 2 minutes, without using them", ge=0, le=LARGE)
-    score_timeout: float = setting(120, "seconds a group's reward functions may take; one that does not return "
-                                   "by then (awaiting, or blocking the run) fails its group, naming it; also how "
-                                   "long a stop waits for the groups in flight",
-                                   metavar="S", gt=0, le=HUGE)
+    json_events: bool = setting(
+        False,
+        "with --no-ui, print every event as one JSON object per line on stdout",
+        action="store_true",
+        flag="--json",
+    )
+    timeout: int = setting(
+        300,
+        "seconds before one request (connect to last byte) is abandoned and retried",
+        ge=1,
+        le=HUGE,
+    )
+    max_response_mb: int = setting(
+        64,
+        "largest answer body accepted from an sft endpoint; a bigger one is a "
+        "failed attempt, retried",
+        metavar="MB",
+        ge=1,
+        le=LARGE,
+    )
+    retries: int = setting(
+        5,
+        "failed attempts in a row before the run gives up; a rate-limited request (429) "
+        "waits as long as the endpoint asks, up to 2 minutes, without using them",
+        ge=0,
+        le=LARGE,
+    )
+    score_timeout: float = setting(
+        120,
+        "seconds a group's reward functions may take; one that does not return "
+        "by then (awaiting, or blocking the run) fails its group, naming it; also how "
+        "long a stop waits for the groups in flight",
+        metavar="S",
+        gt=0,
+        le=HUGE,
+    )
     window: int = setting(256, "recent groups kept in memory for views and dumps", ge=1, le=LARGE)
     theme: str | None = shared("theme")
     identical_alert: float = shared("identical_alert", ge=0.0, le=1.0)
-    fail_on: str | None = setting(None, "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
-                                  "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
-                                  "and exits 3. Names: "
-                                  + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items())
-                                  + f". In eval mode, at its end, NAME<VALUE or NAME>VALUE over {EVAL_FIGURES} "
-                                  "(e.g. 'pass@1<0.6')",
-                                  metavar="GATES")
-    stall_timeout: float | None = setting(None, "fail the run (gracefully, exit 4) after this many seconds without "
-                                          "a new group while running (rl: or without a trainer step while groups "
-                                          "wait)", metavar="S", gt=0, le=HUGE)
-    shard: tuple[int, int] | None = setting(None, "collect only shard I of N (sft and eval): the items whose index "
-                                            "modulo N is I, numbered from 0 (0 <= I < N), so N runs with 0/N ... "
-                                            "N-1/N collect together, each item once, what one run would. --steps "
-                                            "and --num-examples count over all the shards: each run collects its "
-                                            "share. Default in a SLURM job array: the task's place in it, "
-                                            "(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP "
-                                            "of SLURM_ARRAY_TASK_COUNT, so an --array=1-4 task 1 is 0/4. A resume "
-                                            "keeps its shard; vftui view and compare read a folder of a run's "
-                                            "shards as one run", metavar="I/N")
+    fail_on: str | None = setting(
+        None,
+        "CI gates over the recent window, comma-separated NAME>VALUE (e.g. "
+        "'identical>0.8,truncated>0.3,stall>300'): a gate passed stops the run gracefully "
+        "and exits 3. Names: "
+        + "; ".join(f"{name}: {s.meaning}" for name, s in SIGNALS.items())
+        + f". In eval mode, at its end, NAME<VALUE or NAME>VALUE over {EVAL_FIGURES} "
+        "(e.g. 'pass@1<0.6')",
+        metavar="GATES",
+    )
+    stall_timeout: float | None = setting(
+        None,
+        "fail the run (gracefully, exit 4) after this many seconds without "
+        "a new group while running (rl: or without a trainer step while groups "
+        "wait)",
+        metavar="S",
+        gt=0,
+        le=HUGE,
+    )
+    shard: tuple[int, int] | None = setting(
+        None,
+        "collect only shard I of N (sft and eval): the items whose index "
+        "modulo N is I, numbered from 0 (0 <= I < N), so N runs with 0/N ... "
+        "N-1/N collect together, each item once, what one run would. --steps "
+        "and --num-examples count over all the shards: each run collects its "
+        "share. Default in a SLURM job array: the task's place in it, "
+        "(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP "
+        "of SLURM_ARRAY_TASK_COUNT, so an --array=1-4 task 1 is 0/4. A resume "
+        "keeps its shard; vftui view and compare read a folder of a run's "
+        "shards as one run",
+        metavar="I/N",
+    )
     # eval mode
-    num_examples: int | None = setting(None, "examples of the eval split to evaluate, from its start (default: all "
-                                       "of it; needed for a taskset without an end)", metavar="N", group="eval",
-                                       ge=1, le=HUGE)
-    rollouts_per_example: int | None = setting(None, "rollouts of each example, the k of pass@k (default 1; in eval "
-                                               "mode it is the group size)", metavar="K", group="eval", ge=1, le=LARGE)
-    pass_threshold: float = setting(PASS_THRESHOLD, "a rollout passes (for pass@k) when its reward is at least this; "
-                                    f"{PASS_THRESHOLD:g} is vf-eval's default, so figures carry over", group="eval",
-                                    metavar="R", ge=-HUGE, le=HUGE)
+    num_examples: int | None = setting(
+        None,
+        "examples of the eval split to evaluate, from its start (default: all "
+        "of it; needed for a taskset without an end)",
+        metavar="N",
+        group="eval",
+        ge=1,
+        le=HUGE,
+    )
+    rollouts_per_example: int | None = setting(
+        None,
+        "rollouts of each example, the k of pass@k (default 1; in eval mode it is the group size)",
+        metavar="K",
+        group="eval",
+        ge=1,
+        le=LARGE,
+    )
+    pass_threshold: float = setting(
+        PASS_THRESHOLD,
+        "a rollout passes (for pass@k) when its reward is at least this; "
+        f"{PASS_THRESHOLD:g} is vf-eval's default, so figures carry over",
+        group="eval",
+        metavar="R",
+        ge=-HUGE,
+        le=HUGE,
+    )
     # rl (serve) mode
-    server_type: Literal["vllm", "sglang"] = setting("vllm", "inference server kind: vllm or sglang", group="rl")
-    tool_parser: str | None = setting(None, "vLLM tool parser that reads tool calls out of the generated text "
-                                      "(e.g. hermes); needed for environments with tools, and vLLM's parsers "
-                                      "installed", metavar="NAME", group="rl")
+    server_type: Literal["vllm", "sglang"] = setting(
+        "vllm", "inference server kind: vllm or sglang", group="rl"
+    )
+    tool_parser: str | None = setting(
+        None,
+        "vLLM tool parser that reads tool calls out of the generated text "
+        "(e.g. hermes); needed for environments with tools, and vLLM's parsers "
+        "installed",
+        metavar="NAME",
+        group="rl",
+    )
     extra_base_urls: list[str] = setting([], "", flag=None)  # the second and later --base-url
-    slurm: bool = setting(False, "find the inference servers in this job's SLURM allocation as atroposlib does: "
-                          "8 // INFER_TP servers (ports 9000, 9001, ...) on each node after the first "
-                          "NUM_TRAINING_NODES (instead of --base-url)", action="store_true", group="rl")
+    slurm: bool = setting(
+        False,
+        "find the inference servers in this job's SLURM allocation as atroposlib does: "
+        "8 // INFER_TP servers (ports 9000, 9001, ...) on each node after the first "
+        "NUM_TRAINING_NODES (instead of --base-url)",
+        action="store_true",
+        group="rl",
+    )
     api_url: str = shared("api_url", group="rl")
-    start_api: bool = setting(False, "start atroposlib's run-api on --api-url's port if none answers there; "
-                              "stopped on exit", action="store_true", group="rl")
-    batch_size: int | None = setting(None, "sequences per trainer batch (the registered trainer's wins)", group="rl",
-                                     ge=1, le=HUGE)
-    eval_every: int | None = setting(None, "evaluate every S trainer steps on the eval split's first --num-examples "
-                                     f"examples (default {EVAL_DURING_RL_EXAMPLES}), --rollouts-per-example each "
-                                     "(default 1, greedy); meanwhile training goes on with half its workers "
-                                     "(atroposlib's LIMIT_TRAIN), so its groups keep coming", metavar="S",
-                                     group="rl", ge=1, le=HUGE)
-    sim_trainer: bool | None = setting(None, "start vftui's simulated trainer to pull batches (default: on with the "
-                                       "embedded default and --start-api)", action="optional", group="rl")
+    start_api: bool = setting(
+        False,
+        "start atroposlib's run-api on --api-url's port if none answers there; stopped on exit",
+        action="store_true",
+        group="rl",
+    )
+    batch_size: int | None = setting(
+        None,
+        "sequences per trainer batch (the registered trainer's wins)",
+        group="rl",
+        ge=1,
+        le=HUGE,
+    )
+    eval_every: int | None = setting(
+        None,
+        "evaluate every S trainer steps on the eval split's first --num-examples "
+        f"examples (default {EVAL_DURING_RL_EXAMPLES}), --rollouts-per-example each "
+        "(default 1, greedy); meanwhile training goes on with half its workers "
+        "(atroposlib's LIMIT_TRAIN), so its groups keep coming",
+        metavar="S",
+        group="rl",
+        ge=1,
+        le=HUGE,
+    )
+    sim_trainer: bool | None = setting(
+        None,
+        "start vftui's simulated trainer to pull batches (default: on with the "
+        "embedded default and --start-api)",
+        action="optional",
+        group="rl",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -164,17 +323,29 @@ class RunConfig(BaseModel):
         """In eval mode a group is an example's rollouts: --rollouts-per-example is the group size."""
         if not isinstance(data, dict):
             return data
-        mode = MODE_ALIASES.get(str(data.get("mode", "")).lower(), str(data.get("mode", "")).lower())
-        eval_only = [name for name in ("num_examples", "rollouts_per_example") if data.get(name) is not None]
+        mode = MODE_ALIASES.get(
+            str(data.get("mode", "")).lower(), str(data.get("mode", "")).lower()
+        )
+        eval_only = [
+            name for name in ("num_examples", "rollouts_per_example") if data.get(name) is not None
+        ]
         if mode != Mode.EVAL:
             if eval_only and not (mode == Mode.RL and data.get("eval_every") is not None):
-                raise ValueError(f"{FLAG_NAMES[eval_only[0]]} is for --mode eval, or rl with --eval-every (sft and "
-                                 "rl take --steps and --group-size)")
+                raise ValueError(
+                    f"{FLAG_NAMES[eval_only[0]]} is for --mode eval, or rl with --eval-every (sft and "
+                    "rl take --steps and --group-size)"
+                )
             return data
         k = data.get("rollouts_per_example")
-        if k is not None and data.get("group_size") is not None and str(data["group_size"]) != str(k):
-            raise ValueError("--group-size and --rollouts-per-example differ; in eval mode give "
-                             "--rollouts-per-example alone")
+        if (
+            k is not None
+            and data.get("group_size") is not None
+            and str(data["group_size"]) != str(k)
+        ):
+            raise ValueError(
+                "--group-size and --rollouts-per-example differ; in eval mode give "
+                "--rollouts-per-example alone"
+            )
         return {**data, "group_size": data.get("group_size") or k or 1}
 
     @field_validator("*", mode="before")
@@ -218,32 +389,51 @@ class RunConfig(BaseModel):
         if self.eval_every is not None and self.mode is not Mode.RL:
             raise ValueError("--eval-every is for --mode rl; --mode eval evaluates once")
         if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):
-            raise ValueError(f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
-                             "use it with --mode eval")
+            raise ValueError(
+                f"--fail-on {gate.name}{gate.op}{gate.threshold:g} is a gate over an eval's figures: "
+                "use it with --mode eval"
+            )
         reported = k_values(self.group_size)
         for gate in eval_gates(self.fail_on):
-            if not gate.name.startswith("pass@") or int(gate.name.removeprefix("pass@")) in reported:
+            if (
+                not gate.name.startswith("pass@")
+                or int(gate.name.removeprefix("pass@")) in reported
+            ):
                 continue
             if int(gate.name.removeprefix("pass@")) > self.group_size:
-                raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
-                                 "pass@k for k up to that; raise --rollouts-per-example")
-            raise ValueError(f"--fail-on {gate.name}: an eval of {self.group_size} rollouts per example reports "
-                             f"{', '.join(f'pass@{k}' for k in reported)}; gate one of those")
+                raise ValueError(
+                    f"--fail-on {gate.name}: an eval of {self.group_size} rollout(s) per example has "
+                    "pass@k for k up to that; raise --rollouts-per-example"
+                )
+            raise ValueError(
+                f"--fail-on {gate.name}: an eval of {self.group_size} rollouts per example reports "
+                f"{', '.join(f'pass@{k}' for k in reported)}; gate one of those"
+            )
         if self.slurm and self.mode is not Mode.RL:
-            raise ValueError(f"--slurm finds rl's inference servers in a SLURM allocation; {self.mode} mode takes "
-                             "one --base-url")
+            raise ValueError(
+                f"--slurm finds rl's inference servers in a SLURM allocation; {self.mode} mode takes "
+                "one --base-url"
+            )
         if self.slurm and self.base_url is not None:
-            raise ValueError("--slurm finds the inference servers in the SLURM allocation, so it takes no --base-url; "
-                             "give one or the other")
+            raise ValueError(
+                "--slurm finds the inference servers in the SLURM allocation, so it takes no --base-url; "
+                "give one or the other"
+            )
         if self.sim_latency and not self.simulated:
-            raise ValueError("--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint "
-                             "or --slurm's servers")
+            raise ValueError(
+                "--sim-latency slows the embedded simulation; it does nothing to --base-url's endpoint "
+                "or --slurm's servers"
+            )
         if self.mode is Mode.RL and self.shard is not None:
-            raise ValueError("--shard splits an sft or eval run's items between runs; rl mode feeds one trainer "
-                             "from one run (several --base-url balance inference servers)")
+            raise ValueError(
+                "--shard splits an sft or eval run's items between runs; rl mode feeds one trainer "
+                "from one run (several --base-url balance inference servers)"
+            )
         if self.mode is not Mode.RL and self.extra_base_urls:
-            raise ValueError(f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
-                             "rl mode")
+            raise ValueError(
+                f"{self.mode} mode takes one --base-url; several are for balancing inference servers in "
+                "rl mode"
+            )
         return self
 
     @property
@@ -310,11 +500,17 @@ class RunConfig(BaseModel):
             data.pop(key)
         for key in URL_SETTINGS:
             value = data[key]
-            data[key] = [scrub(url) for url in value] if isinstance(value, list) else value and scrub(value)
+            data[key] = (
+                [scrub(url) for url in value] if isinstance(value, list) else value and scrub(value)
+            )
         return data
 
 
-YES_OR_NO = {name for name, field in RunConfig.model_fields.items() if field.annotation in (bool, bool | None)}
+YES_OR_NO = {
+    name
+    for name, field in RunConfig.model_fields.items()
+    if field.annotation in (bool, bool | None)
+}
 
 
 def _flag(name: str) -> str | None:
@@ -335,7 +531,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise UserError(f"the config file {path} {e}") from e
     section = data.get("run", data)
     if not isinstance(section, dict):
-        raise UserError(f"the config file {path}: 'run' must be a table ([run] with settings under it)")
+        raise UserError(
+            f"the config file {path}: 'run' must be a table ([run] with settings under it)"
+        )
     return {key.replace("-", "_"): value for key, value in section.items() if key != "run"}
 
 
@@ -373,7 +571,9 @@ def load_config(
     for key, value, source in _settings(flags, config_file, environ, resumed):
         merged[key], sources[key] = value, source
     if resumed is None and merged.get("shard") is None and _mode_of(merged) is not Mode.RL:
-        slurm = from_slurm(environ)  # a job array's task is a shard unless something above said which
+        slurm = from_slurm(
+            environ
+        )  # a job array's task is a shard unless something above said which
         if slurm is not None:
             merged["shard"], sources["shard"] = slurm
     try:
@@ -396,14 +596,21 @@ def _check_saved_urls(resumed: dict[str, Any], flags: dict[str, Any]) -> None:
     for key in URL_SETTINGS:
         saved = resumed.get(key)
         urls = saved if isinstance(saved, list) else [saved]
-        if flags.get(key) is None and any(isinstance(url, str) and has_hidden_password(url) for url in urls):
+        if flags.get(key) is None and any(
+            isinstance(url, str) and has_hidden_password(url) for url in urls
+        ):
             flag = FLAG_OF_FIELD[key] if key != "extra_base_urls" else "--base-url"
-            raise UserError(f"--resume: the run's {flag} had a password, which vftui does not save; give {flag} "
-                            "again")
+            raise UserError(
+                f"--resume: the run's {flag} had a password, which vftui does not save; give {flag} "
+                "again"
+            )
 
 
 def _settings(
-    flags: dict[str, Any], config_file: Path | None, environ: dict[str, str], resumed: dict[str, Any] | None
+    flags: dict[str, Any],
+    config_file: Path | None,
+    environ: dict[str, str],
+    resumed: dict[str, Any] | None,
 ) -> Iterator[tuple[str, Any, str]]:
     """Every (setting, value, where it came from), lowest precedence first; flags are last."""
     if resumed is not None:

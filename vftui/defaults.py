@@ -23,14 +23,22 @@ class SharedFlag:
     def argparse(self) -> dict[str, Any]:
         """``add_argument`` keywords for a command's parser; the help says the default."""
         shown = f"{self.help} (default {self.default})" if self.default is not None else self.help
-        return {"default": self.default, "help": shown, "metavar": self.metavar, "type": type(self.default)
-                if self.default is not None else str}
+        return {
+            "default": self.default,
+            "help": shown,
+            "metavar": self.metavar,
+            "type": type(self.default) if self.default is not None else str,
+        }
 
 
 SHARED_FLAGS = {
-    "theme": SharedFlag(None, "dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a Textual "
-                        "theme, or one of yours in the user themes folder"),
+    "theme": SharedFlag(
+        None,
+        "dashboard theme: vftui-dark (default), vftui-light, vftui-contrast, a Textual "
+        "theme, or one of yours in the user themes folder",
+    ),
     "api_url": SharedFlag(DEFAULT_API_URL, "Atropos trajectory API"),
-    "identical_alert": SharedFlag(0.5, "highlight the identical-score rate above this fraction of groups",
-                                  metavar="RATE"),
+    "identical_alert": SharedFlag(
+        0.5, "highlight the identical-score rate above this fraction of groups", metavar="RATE"
+    ),
 }

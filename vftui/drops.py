@@ -18,7 +18,9 @@ from vftui.bounds import HUGE, LongLine, read_lines, score
 from vftui.events import GroupDropped
 from vftui.run_files import DROPS_SUFFIX
 
-MAX_LINE_BYTES = 1 << 20  # a drop's line holds scores and metrics, never texts: anything longer is damage
+MAX_LINE_BYTES = (
+    1 << 20
+)  # a drop's line holds scores and metrics, never texts: anything longer is damage
 
 
 def drops_path(out_path: Path) -> Path:
@@ -32,8 +34,16 @@ class DropLog:
         self.path = drops_path(out_path)
 
     def add(self, drop: GroupDropped) -> None:
-        line = json.dumps({"item": drop.item, "reason": drop.reason, "scores": drop.scores,
-                           "metrics": drop.metrics, "turns": drop.turns}, allow_nan=False)
+        line = json.dumps(
+            {
+                "item": drop.item,
+                "reason": drop.reason,
+                "scores": drop.scores,
+                "metrics": drop.metrics,
+                "turns": drop.turns,
+            },
+            allow_nan=False,
+        )
         with open(safe_files.open_append(self.path), "a") as f:
             f.write(line + "\n")
 
@@ -47,7 +57,9 @@ def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int
         return drops, offset
     with f:
         f.seek(offset)
-        for raw in read_lines(f, MAX_LINE_BYTES):  # a line over the limit is skipped, never held whole
+        for raw in read_lines(
+            f, MAX_LINE_BYTES
+        ):  # a line over the limit is skipped, never held whole
             if isinstance(raw, LongLine):
                 if not raw.ended:
                     break
@@ -67,7 +79,11 @@ def _parse(raw: bytes) -> GroupDropped | None:
         scores = _scores(data["scores"])
         metrics = {str(name): _scores(values) for name, values in data.get("metrics", {}).items()}
         item, turns = data["item"], data.get("turns", [])
-        if type(item) is not int or not 0 <= item <= HUGE or not all(type(t) is int and 0 <= t <= HUGE for t in turns):
+        if (
+            type(item) is not int
+            or not 0 <= item <= HUGE
+            or not all(type(t) is int and 0 <= t <= HUGE for t in turns)
+        ):
             return None
         return GroupDropped(item, str(data["reason"]), scores, metrics, list(turns))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError):

@@ -9,7 +9,11 @@ from vftui.signals import STALL_TIMEOUT
 
 # Every command's exit codes (and 2 for a UserError): said in --help and README.
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a run as Ctrl-C does (EXIT_INTERRUPTED)
+STOP_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+)  # each stops a run as Ctrl-C does (EXIT_INTERRUPTED)
 EXIT_GATE, EXIT_STALLED = 3, 4  # a --fail-on gate tripped; --stall-timeout passed
 
 

@@ -54,7 +54,12 @@ class Estimate:
 
     def as_dict(self) -> dict[str, float | int | None]:
         """For events and files: a mean of no values is None (no figure), never NaN."""
-        return {"mean": self.mean if self.count else None, "ci_low": self.low, "ci_high": self.high, "n": self.count}
+        return {
+            "mean": self.mean if self.count else None,
+            "ci_low": self.low,
+            "ci_high": self.high,
+            "n": self.count,
+        }
 
 
 def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None) -> Estimate:
@@ -75,13 +80,20 @@ def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None)
 def difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """mean(b) - mean(a) of two independent samples, with Welch's t interval."""
     if len(a) < 2 or len(b) < 2:
-        return Estimate(statistics.fmean(b) - statistics.fmean(a) if a and b else math.nan, None, None,
-                        min(len(a), len(b)))
+        return Estimate(
+            statistics.fmean(b) - statistics.fmean(a) if a and b else math.nan,
+            None,
+            None,
+            min(len(a), len(b)),
+        )
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     mean = statistics.fmean(b) - statistics.fmean(a)
     if va + vb == 0:
         return Estimate(mean, mean, mean, min(len(a), len(b)))
-    share_a, share_b = va / (va + vb), vb / (va + vb)  # Welch-Satterthwaite's df, free of the squares' scale
+    share_a, share_b = (
+        va / (va + vb),
+        vb / (va + vb),
+    )  # Welch-Satterthwaite's df, free of the squares' scale
     df = 1 / (share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1))
     half = t_quantile(0.5 + CONFIDENCE / 2, max(1, math.floor(df))) * math.sqrt(va + vb)
     return Estimate(mean, mean - half, mean + half, min(len(a), len(b)))
@@ -117,7 +129,9 @@ class ItemResult:
 
 def pass_at(items: Sequence[ItemResult], k: int, threshold: float) -> Estimate:
     """pass@k over items that have at least k rollouts."""
-    values = [pass_at_k(len(i.rewards), i.passed(threshold), k) for i in items if len(i.rewards) >= k]
+    values = [
+        pass_at_k(len(i.rewards), i.passed(threshold), k) for i in items if len(i.rewards) >= k
+    ]
     return estimate(values, bounds=(0.0, 1.0))
 
 
@@ -139,7 +153,9 @@ class EvalTally:
         self.rollouts, self.threshold = rollouts, threshold
         self.items: dict[int, ItemResult] = {}
         self.functions: dict[str, dict[int, float]] = {}
-        self.errors: dict[int, str] = {}  # items whose group failed to score, with why: done, in no figure
+        self.errors: dict[
+            int, str
+        ] = {}  # items whose group failed to score, with why: done, in no figure
 
     def add(self, item: int, rewards: Sequence[float], metrics: dict[str, Sequence[float]]) -> None:
         self.errors.pop(item, None)  # collected again, and scored this time
@@ -158,7 +174,9 @@ class EvalTally:
         figures = {"reward": estimate([i.mean for i in items])}
         for k in k_values(self.rollouts):
             figures[f"pass@{k}"] = pass_at(items, k, self.threshold)
-        figures["accuracy"] = estimate([sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items], (0.0, 1.0))
+        figures["accuracy"] = estimate(
+            [sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items], (0.0, 1.0)
+        )
         return figures
 
     def function_figures(self) -> dict[str, Estimate]:
@@ -206,7 +224,9 @@ def _incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x > (a + 1) / (a + b + 2):  # the fraction converges fast on this side only
         return 1.0 - _incomplete_beta(b, a, 1.0 - x)
     tiny = 1e-300
@@ -214,8 +234,10 @@ def _incomplete_beta(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     result = d
     for m in range(1, 300):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1.0 + numerator * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + numerator / c

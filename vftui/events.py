@@ -71,8 +71,12 @@ class RunStarted:
     temperature: float
     reward_functions: list[str]
     tokenizer: str = ""
-    started_at: float = 0.0  # wall clock, when known: a dashboard attaching later counts its clock from it
-    max_tokens: int | None = None  # a rollout's completion cap (per turn times turns): the charts mark it
+    started_at: float = (
+        0.0  # wall clock, when known: a dashboard attaching later counts its clock from it
+    )
+    max_tokens: int | None = (
+        None  # a rollout's completion cap (per turn times turns): the charts mark it
+    )
 
 
 @dataclass(frozen=True)
@@ -276,8 +280,12 @@ class ApiStatus:
     polled_at: float = field(default_factory=time.time)
     self_queue_size: int | None = None  # our env's own groups waiting in the queue
     workers: int | None = None  # our groups being collected now
-    workers_allowed: int | None = None  # how many atroposlib allows now: fewer while the queue is full (backpressure)
-    lag: int | None = None  # trainer steps since the oldest of our recently sent groups began (off-policy lag)
+    workers_allowed: int | None = (
+        None  # how many atroposlib allows now: fewer while the queue is full (backpressure)
+    )
+    lag: int | None = (
+        None  # trainer steps since the oldest of our recently sent groups began (off-policy lag)
+    )
     envs: tuple[EnvShare, ...] = ()  # our live runs that send to it (``vftui watch``)
 
 
@@ -315,16 +323,22 @@ class Health:
     completion_p95: float
     dropped: dict[str, int]
     reward_all: float | None
-    reward_trainable: float | None  # over the groups a trainer learns from: kept, scores not all equal
+    reward_trainable: (
+        float | None
+    )  # over the groups a trainer learns from: kept, scores not all equal
     latency_p50_s: float | None
     latency_p95_s: float | None
     tokens_per_s: float | None
     signals: dict[str, float]
     active: list[str]
-    thresholds: dict[str, float] = field(default_factory=dict)  # each signal's alert threshold in this run
+    thresholds: dict[str, float] = field(
+        default_factory=dict
+    )  # each signal's alert threshold in this run
 
 
-Figure = dict[str, float | int | None]  # a mean over items with its 95% interval: mean, ci_low, ci_high, n
+Figure = dict[
+    str, float | int | None
+]  # a mean over items with its 95% interval: mean, ci_low, ci_high, n
 
 
 @dataclass(frozen=True)
@@ -422,7 +436,9 @@ def checked_temperature(value: float) -> float:
     """``value`` as a sampling temperature, rounded; outside the range a ValueError says so."""
     value = round(float(value), 4)
     if not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
-        raise ValueError(f"the temperature must be between {MIN_TEMPERATURE:g} and {MAX_TEMPERATURE:g} (got {value:g})")
+        raise ValueError(
+            f"the temperature must be between {MIN_TEMPERATURE:g} and {MAX_TEMPERATURE:g} (got {value:g})"
+        )
     return value
 
 

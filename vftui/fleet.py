@@ -27,9 +27,13 @@ from vftui.printable import printable
 from vftui.run_list import RunLine
 
 SSH_COMMAND = "VFTUI_SSH"
-REMOTE_VFTUI = "vftui"  # the command that runs vftui on a host, unless --remote-vftui says otherwise
+REMOTE_VFTUI = (
+    "vftui"  # the command that runs vftui on a host, unless --remote-vftui says otherwise
+)
 ASK_TIMEOUT_S = 30.0
-HOSTS_AT_ONCE = 128  # ssh processes at a time: some 5 open files each, well within a process's 1,024
+HOSTS_AT_ONCE = (
+    128  # ssh processes at a time: some 5 open files each, well within a process's 1,024
+)
 # A host's answer past either is no vftui's (some 600 bytes a run): reading it stops, so memory stays bounded.
 MAX_ANSWER_BYTES, MAX_ANSWER_LINES = 64 * 1024**2, bounds.LARGE
 STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
@@ -51,7 +55,11 @@ class Answer:
 
     def __init__(self, host: str) -> None:
         self.host, self.runs, self._partial = host, list[RunLine](), bytearray()
-        self.lines, self.left_out, self.why = 0, 0, ""  # lines read, those left out, why the first was
+        self.lines, self.left_out, self.why = (
+            0,
+            0,
+            "",
+        )  # lines read, those left out, why the first was
 
     def feed(self, chunk: bytes) -> int:
         """The lines read so far, ``chunk``'s whole ones too."""
@@ -83,7 +91,9 @@ class Answer:
         except ValueError as e:
             return self._leave_out(str(e))
         if not isinstance(value, dict):
-            return self._leave_out(f"not a run (a JSON object): {_shown(line.decode(errors='replace'))}")
+            return self._leave_out(
+                f"not a run (a JSON object): {_shown(line.decode(errors='replace'))}"
+            )
         try:
             self.runs.append(RunLine.from_dict({**value, "host": self.host}))
         except ValueError as e:
@@ -99,8 +109,10 @@ def hosts(text: str) -> list[str]:
     names = list(dict.fromkeys(h.strip() for h in text.split(",") if h.strip()))
     bad = next((h for h in names if not HOST.match(h) or h.startswith("-")), None)
     if not names or bad is not None:
-        raise UserError(f"--host {printable(text)}: name hosts as ssh does, comma-separated (user@host or a name "
-                        "from ~/.ssh/config)")
+        raise UserError(
+            f"--host {printable(text)}: name hosts as ssh does, comma-separated (user@host or a name "
+            "from ~/.ssh/config)"
+        )
     return names
 
 
@@ -126,7 +138,9 @@ def remote_command(remote: str, *args: str) -> str:
     ``~/`` left for that shell to expand to the home there (as the help's ``~/venv/bin/vftui`` needs)."""
     words = _words(remote, "--remote-vftui")
     if not words:
-        raise UserError("--remote-vftui is empty: give the command that runs vftui on the hosts (default vftui)")
+        raise UserError(
+            "--remote-vftui is empty: give the command that runs vftui on the hosts (default vftui)"
+        )
     there = ["~/" + shlex.quote(w[2:]) if w.startswith("~/") else shlex.quote(w) for w in words]
     return " ".join([*there, *map(shlex.quote, args)])
 
@@ -141,14 +155,21 @@ def list_runs(names: list[str], remote: str) -> list[HostRuns]:
 
 def attach_command(host: str, run: str, remote: str, theme: str | None) -> list[str]:
     """``ssh -t`` to ``host``, there ``vftui attach RUN``: the dashboard draws in this terminal."""
-    return [*ssh(), "-t", host, remote_command(remote, "attach", run, *(["--theme", theme] if theme else []))]
+    return [
+        *ssh(),
+        "-t",
+        host,
+        remote_command(remote, "attach", run, *(["--theme", theme] if theme else [])),
+    ]
 
 
 def _words(text: str, what: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError as e:
-        raise UserError(f"{what} is not a command a shell can read ({e}): {printable(text)}") from None
+        raise UserError(
+            f"{what} is not a command a shell can read ({e}): {printable(text)}"
+        ) from None
 
 
 def _shown(text: str) -> str:
@@ -158,7 +179,9 @@ def _shown(text: str) -> str:
 def _ask(host: str, command: list[str]) -> HostRuns:
     """``command`` (ssh to ``host``) run within ``ASK_TIMEOUT_S``, its answer read up to ``MAX_ANSWER_BYTES``."""
     try:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
     except OSError as e:
         return HostRuns(host, problem=f"cannot run {command[0]}: {e.strerror}")
     answer = Answer(host)
@@ -169,7 +192,9 @@ def _ask(host: str, command: list[str]) -> HostRuns:
         return HostRuns(host, problem=problem)
     if process.returncode != 0:
         said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-        return HostRuns(host, problem=said[-1] if said else f"ssh ended with exit code {process.returncode}")
+        return HostRuns(
+            host, problem=said[-1] if said else f"ssh ended with exit code {process.returncode}"
+        )
     return answer.end()
 
 
@@ -190,10 +215,14 @@ def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[bytes, str]
                     waiting.unregister(key.fileobj)
                 elif key.fileobj is process.stderr:
                     stderr = (stderr + chunk)[-STDERR_KEPT:]
-                elif (size := size + len(chunk)) > MAX_ANSWER_BYTES or answer.feed(chunk) > MAX_ANSWER_LINES:
-                    return stderr, (f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or {MAX_ANSWER_LINES:,} "
-                                    "lines, far more than vftui runs --json says of any machine's runs: stopped "
-                                    "reading it")
+                elif (size := size + len(chunk)) > MAX_ANSWER_BYTES or answer.feed(
+                    chunk
+                ) > MAX_ANSWER_LINES:
+                    return stderr, (
+                        f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or {MAX_ANSWER_LINES:,} "
+                        "lines, far more than vftui runs --json says of any machine's runs: stopped "
+                        "reading it"
+                    )
     try:
         process.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

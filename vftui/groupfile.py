@@ -54,7 +54,9 @@ from vftui.shard_folder import ShardedRun, ShardRun, foreign, gaps
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25
 YIELD_EVERY = 64  # lines
-MAX_FUNCTION_COLUMNS = 32  # reward functions whose per-group means are kept for the filter's figures
+MAX_FUNCTION_COLUMNS = (
+    32  # reward functions whose per-group means are kept for the filter's figures
+)
 FOLLOW_EVERY_S = 1.0  # a followed file is looked at as often as the view repaints (ui.inbox.TICK_S)
 FOLLOWING = "following the file as it grows"
 # With many groups in flight a file is in the order groups finished; a view can reorder it.
@@ -67,7 +69,9 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
     if not isinstance(meta, dict):
         raise ValueError(f"its '{META}' is not an object")
     messages = group.get("messages") or [[] for _ in group["tokens"]]
-    turns = meta.get("turns") or [sum(1 for m in msgs if m.get("role") == "assistant") for msgs in messages]
+    turns = meta.get("turns") or [
+        sum(1 for m in msgs if m.get("role") == "assistant") for msgs in messages
+    ]
     params = group.get("generation_params") or {}
     metrics = meta.get("metrics", {})
     if not isinstance(metrics, dict) or not isinstance(params, dict):
@@ -143,7 +147,10 @@ class _Place:
     part: int  # its number among the files (``Row.part``)
     name: str  # as the view's lines name it
     run: ShardRun | None  # its shard, in a folder of them: its lines' items must be that shard's
-    identity: tuple[int, int] = (0, 0)  # the file's device and inode: another file at the same path is read anew
+    identity: tuple[int, int] = (
+        0,
+        0,
+    )  # the file's device and inode: another file at the same path is read anew
     total: int = 0  # the file's size when last looked at
     offset: int = 0  # after the last line read
     lines: int = 0
@@ -161,8 +168,12 @@ class _Pass:
     seen: tuple[float, float] | None = None
     span: tuple[float, float] = (math.inf, -math.inf)
     totals: stats.Accumulator = field(default_factory=stats.Accumulator)
-    rewards: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
-    identical: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=HISTORY))
+    rewards: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=HISTORY)
+    )
+    identical: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=HISTORY)
+    )
     tally: EvalTally | None = None  # an eval's file: its figures too
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
 
@@ -180,7 +191,9 @@ class _Pass:
         for drop in found:
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
-            if self.tally is not None:  # an eval's dropped example is its error, as the eval counted it
+            if (
+                self.tally is not None
+            ):  # an eval's dropped example is its error, as the eval counted it
                 self.tally.fail(drop.item, drop.reason)
 
     def add(self, group: GroupCollected, series: Series) -> None:
@@ -191,7 +204,10 @@ class _Pass:
         self.rewards.append(stats.mean(group.scores))
         self.identical.append(1.0 if group.identical else 0.0)
         self.seen = stats.widen(self.seen, group.scores)
-        self.span = (min(self.span[0], group.started_at), max(self.span[1], group.started_at + group.elapsed_s))
+        self.span = (
+            min(self.span[0], group.started_at),
+            max(self.span[1], group.started_at + group.elapsed_s),
+        )
 
 
 class GroupFile(Sequence[Row]):
@@ -200,10 +216,16 @@ class GroupFile(Sequence[Row]):
 
     def __init__(self, source: Path | ShardedRun, order: str = "file") -> None:
         self.sharded = source if isinstance(source, ShardedRun) else None
-        self.path = source.folder if isinstance(source, ShardedRun) else source  # what the view names
-        self._files = [run.path for run in source.runs] if isinstance(source, ShardedRun) else [source]
+        self.path = (
+            source.folder if isinstance(source, ShardedRun) else source
+        )  # what the view names
+        self._files = (
+            [run.path for run in source.runs] if isinstance(source, ShardedRun) else [source]
+        )
         self.order = order
-        self._record: RunRecord | None = None  # the settings saved beside the file, read by each pass
+        self._record: RunRecord | None = (
+            None  # the settings saved beside the file, read by each pass
+        )
         self._file_lock = threading.Lock()
         self.group = functools.lru_cache(maxsize=64)(self._group)
         self._start()
@@ -217,7 +239,9 @@ class GroupFile(Sequence[Row]):
         self.group_size = 1
         self.score_range = (0.0, 1.0)
         self._offsets, self._items, self._starts = array("q"), array("q"), array("d")
-        self._turns, self._temperatures, self._lengths, self._elapsed = (array("d") for _ in range(4))
+        self._turns, self._temperatures, self._lengths, self._elapsed = (
+            array("d") for _ in range(4)
+        )
         self._score_at, self._scores = array("q", [0]), array("d")
         self._parts = array("l")
         self._function_means: dict[str, array] = {}  # NaN where a group has no such function
@@ -237,14 +261,28 @@ class GroupFile(Sequence[Row]):
             position += self._count
         if not 0 <= position < self._count:
             raise IndexError(position)
-        order = self._order  # rows a followed file adds after the sort come after it, as they arrive
+        order = (
+            self._order
+        )  # rows a followed file adds after the sort come after it, as they arrive
         line = order[position] if order is not None and position < len(order) else position
         first, end = self._score_at[line], self._score_at[line + 1]
-        means = tuple((name, column[line]) for name, column in self._function_means.items()
-                      if not math.isnan(column[line]))
-        return Row(position + 1, self._items[line], tuple(self._scores[first:end]), (self._turns[line],),
-                   self._temperatures[line], self._offsets[line], self._lengths[line], self._elapsed[line], means,
-                   self._parts[line])
+        means = tuple(
+            (name, column[line])
+            for name, column in self._function_means.items()
+            if not math.isnan(column[line])
+        )
+        return Row(
+            position + 1,
+            self._items[line],
+            tuple(self._scores[first:end]),
+            (self._turns[line],),
+            self._temperatures[line],
+            self._offsets[line],
+            self._lengths[line],
+            self._elapsed[line],
+            means,
+            self._parts[line],
+        )
 
     def position_of(self, index: int) -> int:
         """Where the row numbered ``index`` is: rows are numbered by position."""
@@ -272,8 +310,13 @@ class GroupFile(Sequence[Row]):
 
     # -- the background pass ----------------------------------------------------------------
 
-    def read(self, emit: Callable[[Event], None], sim_tokenizer: str, tokenizer: str = "",
-             follow_until: threading.Event | None = None) -> RunSummary:
+    def read(
+        self,
+        emit: Callable[[Event], None],
+        sim_tokenizer: str,
+        tokenizer: str = "",
+        follow_until: threading.Event | None = None,
+    ) -> RunSummary:
         """Read every line, emitting what the view shows: RunStarted, progress, skipped lines, the summary.
 
         With ``follow_until``, another process may still be writing the file: only whole lines
@@ -282,7 +325,9 @@ class GroupFile(Sequence[Row]):
         """
         started = time.time()
         self._record = self._run_record(emit)
-        announce = functools.partial(self._started, sim_tokenizer=sim_tokenizer, tokenizer=tokenizer)
+        announce = functools.partial(
+            self._started, sim_tokenizer=sim_tokenizer, tokenizer=tokenizer
+        )
         reading = self._read_from_start(emit, announce, whole_lines=follow_until is not None)
         if not reading.announced:
             emit(announce({}, None, 0))
@@ -291,14 +336,22 @@ class GroupFile(Sequence[Row]):
             while not follow_until.wait(FOLLOW_EVERY_S):
                 reading = self._look(reading, emit, announce)
         elapsed = reading.span[1] - reading.span[0] if self._count else time.time() - started
-        summary = RunSummary(RunState.FINISHED, self._count, self._count, str(self.path), round(max(0.0, elapsed), 3),
-                             {}, f"{self.skipped} malformed lines skipped" if self.skipped else "",
-                             dict(reading.dropped))
+        summary = RunSummary(
+            RunState.FINISHED,
+            self._count,
+            self._count,
+            str(self.path),
+            round(max(0.0, elapsed), 3),
+            {},
+            f"{self.skipped} malformed lines skipped" if self.skipped else "",
+            dict(reading.dropped),
+        )
         emit(summary)
         return summary
 
-    def _read_from_start(self, emit: Callable[[Event], None], announce: Callable[..., RunStarted],
-                         whole_lines: bool) -> _Pass:
+    def _read_from_start(
+        self, emit: Callable[[Event], None], announce: Callable[..., RunStarted], whole_lines: bool
+    ) -> _Pass:
         """Every line of the files, one after another, as new rows, in the order the view asks for."""
         self._start()
         reading = _Pass(self._places())
@@ -310,9 +363,16 @@ class GroupFile(Sequence[Row]):
                 place.identity, place.total = (status.st_dev, status.st_ino), status.st_size
                 self._read_lines(f, place, reading, emit, announce, whole_lines)
             reading.add_drops(place)
-        if self.sharded is not None and not whole_lines:  # a followed run's shards are still being written
-            counts = {place.run.shard: place.groups for place in reading.places if place.run is not None}
-            self._warn(gaps(counts, self.sharded.count, max(place.top_item for place in reading.places)), emit)
+        if (
+            self.sharded is not None and not whole_lines
+        ):  # a followed run's shards are still being written
+            counts = {
+                place.run.shard: place.groups for place in reading.places if place.run is not None
+            }
+            self._warn(
+                gaps(counts, self.sharded.count, max(place.top_item for place in reading.places)),
+                emit,
+            )
         if (column := ORDERS[self.order]) is not None:
             values = getattr(self, column)
             self._order = array("q", sorted(range(self._count), key=values.__getitem__))
@@ -322,8 +382,10 @@ class GroupFile(Sequence[Row]):
     def _places(self) -> list[_Place]:
         """Each file to read, with its size now: the progress counts the bytes of them all from the start."""
         runs = self.sharded.runs if self.sharded is not None else [None]
-        places = [_Place(self._files[part], part, run.name if run else self.path.name, run)
-                  for part, run in enumerate(runs)]
+        places = [
+            _Place(self._files[part], part, run.name if run else self.path.name, run)
+            for part, run in enumerate(runs)
+        ]
         for place in places:
             with contextlib.suppress(OSError):  # a file that is not there says so when it is opened
                 place.total = place.path.stat().st_size
@@ -335,19 +397,28 @@ class GroupFile(Sequence[Row]):
         for line in lines:
             emit(LogRecord("WARNING", "view", line))
 
-    def _look(self, reading: _Pass, emit: Callable[[Event], None], announce: Callable[..., RunStarted]) -> _Pass:
+    def _look(
+        self, reading: _Pass, emit: Callable[[Event], None], announce: Callable[..., RunStarted]
+    ) -> _Pass:
         """A followed file's new whole lines; all of it again when it shrank or another file took its place."""
         changed = False
         for place in reading.places:
             try:
                 f = place.path.open("rb")
-            except FileNotFoundError:  # removed, perhaps to be replaced: a new file is read from its start
+            except (
+                FileNotFoundError
+            ):  # removed, perhaps to be replaced: a new file is read from its start
                 continue
             with f:
                 status = os.fstat(f.fileno())
-                if (status.st_dev, status.st_ino) != place.identity or status.st_size < place.offset:
+                if (
+                    status.st_dev,
+                    status.st_ino,
+                ) != place.identity or status.st_size < place.offset:
                     again = "it" if self.sharded is None else "the shards"
-                    message = f"{place.name} shrank or was replaced: reading {again} again from the start"
+                    message = (
+                        f"{place.name} shrank or was replaced: reading {again} again from the start"
+                    )
                     emit(LogRecord("WARNING", "view", message))
                     return self._read_from_start(emit, announce, whole_lines=True)
                 before, place.total = place.offset, status.st_size
@@ -359,8 +430,15 @@ class GroupFile(Sequence[Row]):
             self._progress(reading, emit, done=True)
         return reading
 
-    def _read_lines(self, f: BinaryIO, place: _Place, reading: _Pass, emit: Callable[[Event], None],
-                    announce: Callable[..., RunStarted], whole_lines: bool) -> None:
+    def _read_lines(
+        self,
+        f: BinaryIO,
+        place: _Place,
+        reading: _Pass,
+        emit: Callable[[Event], None],
+        announce: Callable[..., RunStarted],
+        whole_lines: bool,
+    ) -> None:
         """The lines from ``place.offset`` on as rows; with ``whole_lines``, a last line still being written waits."""
         f.seek(place.offset)
         last_progress = 0.0
@@ -385,19 +463,27 @@ class GroupFile(Sequence[Row]):
                 self._skip(place, overlap, emit)
                 continue
             if not reading.announced:
-                estimate = reading.total // max(1, len(raw))  # the progress refines it; counting first would wait
+                estimate = reading.total // max(
+                    1, len(raw)
+                )  # the progress refines it; counting first would wait
                 started = announce(parsed, group, estimate)
                 emit(started)
                 reading.announced = True
                 if started.mode is Mode.EVAL:
-                    threshold = self._record.config.pass_threshold if self._record is not None else None
-                    reading.tally = EvalTally(len(group.scores), PASS_THRESHOLD if threshold is None else threshold)
+                    threshold = (
+                        self._record.config.pass_threshold if self._record is not None else None
+                    )
+                    reading.tally = EvalTally(
+                        len(group.scores), PASS_THRESHOLD if threshold is None else threshold
+                    )
             self._add(at, group, place.part)
             place.groups, place.top_item = place.groups + 1, max(place.top_item, group.item)
             reading.add(group, self.series)
             self.score_range = reading.seen or self.score_range
             if place.lines % YIELD_EVERY == 0:
-                time.sleep(0)  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
+                time.sleep(
+                    0
+                )  # hand the GIL over: each of the UI's wake-ups would wait out a switch interval
             if time.monotonic() - last_progress > PROGRESS_EVERY_S:
                 last_progress = time.monotonic()
                 self._progress(reading, emit)
@@ -407,8 +493,17 @@ class GroupFile(Sequence[Row]):
         emit(LogRecord("WARNING", "view", f"{place.name} line {place.lines} skipped: {reason}"))
 
     def _progress(self, reading: _Pass, emit: Callable[[Event], None], done: bool = False) -> None:
-        emit(FileProgress(self._count, reading.offset, reading.total, copy.deepcopy(reading.totals),
-                          list(reading.rewards), list(reading.identical), done))
+        emit(
+            FileProgress(
+                self._count,
+                reading.offset,
+                reading.total,
+                copy.deepcopy(reading.totals),
+                list(reading.rewards),
+                list(reading.identical),
+                done,
+            )
+        )
         if reading.tally is not None:
             emit(reading.tally.report(len(reading.tally.items), final=done))
 
@@ -427,9 +522,16 @@ class GroupFile(Sequence[Row]):
         room = MAX_FUNCTION_COLUMNS - len(self._function_means)
         new = [n for n in group.metrics if n not in self._function_means][:room]
         if new:  # a new dict, never a changed one: the UI thread reads the columns while this one reads the file
-            self._function_means = {**self._function_means, **{n: array("d", [math.nan] * self._count) for n in new}}
+            self._function_means = {
+                **self._function_means,
+                **{n: array("d", [math.nan] * self._count) for n in new},
+            }
         for name, column in self._function_means.items():
-            values = [v for v in group.metrics.get(name, ()) if isinstance(v, (int, float)) and math.isfinite(v)]
+            values = [
+                v
+                for v in group.metrics.get(name, ())
+                if isinstance(v, (int, float)) and math.isfinite(v)
+            ]
             column.append(stats.mean(values) if values else math.nan)
         self.max_item = max(self.max_item, group.item)
         self.group_size = max(self.group_size, len(group.scores))
@@ -441,16 +543,29 @@ class GroupFile(Sequence[Row]):
         try:
             return run_records.run_record(self._files[0])
         except run_records.Damaged as e:
-            emit(LogRecord("WARNING", "view", f"{e}: the groups are shown without the run's settings"))
+            emit(
+                LogRecord(
+                    "WARNING", "view", f"{e}: the groups are shown without the run's settings"
+                )
+            )
             return None
 
-    def _started(self, raw: dict[str, Any], first: GroupCollected | None, groups_estimate: int, sim_tokenizer: str,
-                 tokenizer: str) -> RunStarted:
+    def _started(
+        self,
+        raw: dict[str, Any],
+        first: GroupCollected | None,
+        groups_estimate: int,
+        sim_tokenizer: str,
+        tokenizer: str,
+    ) -> RunStarted:
         record, meta = self._record or RunRecord(config=Settings()), raw.get(META) or {}
         simulated = bool(meta.get("simulated")) or record.endpoint == "simulated"
         recorded = tokenizer or record.tokenizer
-        recorded_mode = (record.config.mode or str(meta.get("mode") or "")
-                         or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT))
+        recorded_mode = (
+            record.config.mode
+            or str(meta.get("mode") or "")
+            or (Mode.RL if raw.get("inference_logprobs") else Mode.SFT)
+        )
         return RunStarted(
             mode=Mode(recorded_mode) if recorded_mode in set(Mode) else Mode.SFT,
             env=record.config.env or str(meta.get("env", "?")),

@@ -46,4 +46,8 @@ def say(lines: str | Sequence[str], stream: TextIO) -> None:
     """Print for a person a line (``str``) or several (a list), each ``one_line``; dropped if the terminal is
     gone (SSH hung up)."""
     with contextlib.suppress(OSError):
-        print("\n".join(map(one_line, [lines] if isinstance(lines, str) else lines)), file=stream, flush=True)
+        print(
+            "\n".join(map(one_line, [lines] if isinstance(lines, str) else lines)),
+            file=stream,
+            flush=True,
+        )

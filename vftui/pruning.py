@@ -32,7 +32,9 @@ NOT_PLAIN = "goes through a symbolic link or '..'"
 
 
 class Place(enum.Enum):
-    REFUSED = "its path is not its file's own"  # through a link or '..': left as it is, entry and files
+    REFUSED = (
+        "its path is not its file's own"  # through a link or '..': left as it is, entry and files
+    )
     ELSEWHERE = "kept elsewhere"  # forgotten; its files stay
     RUN_FOLDER = "in a folder of the default runs folder"  # deleted if it collected nothing
 
@@ -95,7 +97,9 @@ def prune(line: RunLine) -> Pruned:
     where = place(out, resolved, paths.runs_dir().resolve())
     if where is Place.REFUSED:
         return Pruned(note=f"prune leaves the run at {out} as it is: its path {NOT_PLAIN}")
-    if where is Place.ELSEWHERE:  # found in the index, or through a link in the runs folder (listed all the same)
+    if (
+        where is Place.ELSEWHERE
+    ):  # found in the index, or through a link in the runs folder (listed all the same)
         return Pruned(forgotten=forget(out))
     if line.state == DAMAGED or line.groups_done or not _holds_nothing(out):
         return Pruned()
@@ -115,7 +119,9 @@ def _delete_if_empty(out: Path) -> Pruned:
         for tree in plan.trees:
             shutil.rmtree(tree)
         for path in plan.files:
-            if path != lock.path:  # the lock goes last, so no run can take the name before the rest is gone
+            if (
+                path != lock.path
+            ):  # the lock goes last, so no run can take the name before the rest is gone
                 path.unlink(missing_ok=True)
     except OSError as e:
         return Pruned(note=f"prune could not delete all of the empty run at {out}: {e}")
@@ -128,7 +134,10 @@ def _delete_if_empty(out: Path) -> Pruned:
     return Pruned(deleted=True)
 
 
-EVAL_SUMMARIES = (METADATA, "atropos/metrics.json")  # an eval's figures, written even over no example
+EVAL_SUMMARIES = (
+    METADATA,
+    "atropos/metrics.json",
+)  # an eval's figures, written even over no example
 
 
 def _holds_nothing(out: Path) -> bool:
@@ -138,7 +147,12 @@ def _holds_nothing(out: Path) -> bool:
         jsonl = out.lstat()
     except OSError:
         return False
-    return stat.S_ISREG(jsonl.st_mode) and not jsonl.st_size and not _size(drops_path(out)) and not _rows(eval_dir(out))
+    return (
+        stat.S_ISREG(jsonl.st_mode)
+        and not jsonl.st_size
+        and not _size(drops_path(out))
+        and not _rows(eval_dir(out))
+    )
 
 
 def _rows(folder: Path) -> bool:
@@ -153,9 +167,13 @@ def _rows(folder: Path) -> bool:
     if not stat.S_ISDIR(found.st_mode):
         return _size(folder) > 0
     unread: list[OSError] = []
-    walked = os.walk(folder, onerror=unread.append)  # links not followed: a link holds nothing of the run's
+    walked = os.walk(
+        folder, onerror=unread.append
+    )  # links not followed: a link holds nothing of the run's
     files = (Path(root, name) for root, _, names in walked for name in names)
-    return any(_size(f) and f.relative_to(folder).as_posix() not in EVAL_SUMMARIES for f in files) or bool(unread)
+    return any(
+        _size(f) and f.relative_to(folder).as_posix() not in EVAL_SUMMARIES for f in files
+    ) or bool(unread)
 
 
 def _size(path: Path) -> int:
@@ -172,5 +190,7 @@ def _entries(folder: Path) -> dict[str, Kind]:
     kinds = {}
     for entry in folder.iterdir():
         mode = entry.lstat().st_mode
-        kinds[entry.name] = Kind.FILE if stat.S_ISREG(mode) else Kind.FOLDER if stat.S_ISDIR(mode) else Kind.OTHER
+        kinds[entry.name] = (
+            Kind.FILE if stat.S_ISREG(mode) else Kind.FOLDER if stat.S_ISDIR(mode) else Kind.OTHER
+        )
     return kinds

@@ -17,7 +17,9 @@ from vftui.events import Event, with_texts
 
 HIDDEN = "***"
 TOKEN_SHAPES = re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")
-URL_PASSWORD = re.compile(r"(?P<user>\b[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*):[^/?#\s]*@")  # to the last @
+URL_PASSWORD = re.compile(
+    r"(?P<user>\b[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*):[^/?#\s]*@"
+)  # to the last @
 
 
 def scrub(text: str, secret: str = "") -> str:

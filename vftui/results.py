@@ -26,7 +26,9 @@ from vftui.shard_folder import ShardedRun, foreign, gaps
 from vftui.shards import Shard
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
-SAMPLES = "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
+SAMPLES = (
+    "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
+)
 GROUPS_FORM = "3"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
 
 
@@ -66,7 +68,9 @@ class Source:
     skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
     threshold: float | None = None  # the pass threshold the eval recorded, if it did
     errors: int = 0  # an eval's examples that failed to score: in none of its items, nor any figure
-    warnings: list[str] = field(default_factory=list)  # a folder of shards: shards missing, items missing
+    warnings: list[str] = field(
+        default_factory=list
+    )  # a folder of shards: shards missing, items missing
 
 
 def load(path: Path) -> Source:
@@ -89,22 +93,41 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
     # its form is that of its first line of either (a damaged first line does not hide the rest)
-    first = next((row for row in rows if "scores" in row or ("reward" in row and "example_id" in row)), rows[0])
+    first = next(
+        (row for row in rows if "scores" in row or ("reward" in row and "example_id" in row)),
+        rows[0],
+    )
     if "scores" in first:
         items, skipped, indices = _from_groups(rows)
         settings = _settings(path)
         evaluated = settings.mode == "eval"
         errors = len({drop.item for drop in read_drops(path)[0]} - set(indices)) if evaluated else 0
-        return Source(path, "groups", settings.env, items, lines.skipped + skipped,
-                      settings.pass_threshold if evaluated else None, errors=errors), indices
+        return Source(
+            path,
+            "groups",
+            settings.env,
+            items,
+            lines.skipped + skipped,
+            settings.pass_threshold if evaluated else None,
+            errors=errors,
+        ), indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
-        return Source(path, kind, metadata.env_id, items, lines.skipped + skipped, metadata.pass_threshold,
-                      errors=len(metadata.errors) if isinstance(metadata.errors, list) else 0), []
-    raise UserError(f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
-                    "'reward' a line)")
+        return Source(
+            path,
+            kind,
+            metadata.env_id,
+            items,
+            lines.skipped + skipped,
+            metadata.pass_threshold,
+            errors=len(metadata.errors) if isinstance(metadata.errors, list) else 0,
+        ), []
+    raise UserError(
+        f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
+        "'reward' a line)"
+    )
 
 
 def _load_shards(sharded: ShardedRun) -> Source:
@@ -115,7 +138,9 @@ def _load_shards(sharded: ShardedRun) -> Source:
     top = -1  # the highest item any shard holds
     for run in sharded.runs:
         source, indices = _load_file(run.path)
-        if (overlap := next(filter(None, (foreign(run, item) for item in indices)), None)) is not None:
+        if (
+            overlap := next(filter(None, (foreign(run, item) for item in indices)), None)
+        ) is not None:
             raise UserError(overlap)
         counts[run.shard], top = len(indices), max(top, max(indices, default=-1))
         merged.skipped += source.skipped
@@ -142,7 +167,9 @@ def viewable(path: Path) -> Path | ShardedRun:
         raise UserError(f"no such file: {path}")
     first = next(iter(_json_lines(path)), None)
     if first is not None and "rewards" in first and "reward" not in first:
-        raise UserError(f"{path} holds an eval's per-example figures; view its results.jsonl or its run instead")
+        raise UserError(
+            f"{path} holds an eval's per-example figures; view its results.jsonl or its run instead"
+        )
     if first is None or "scores" in first or "example_id" not in first:
         return path  # groups (or nothing the view can read: it says which lines it skipped)
     stat = path.stat()
@@ -173,12 +200,25 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
             "masks": [[] for _ in rows],
             "messages": messages,
             "generation_params": {"temperature": sampling["temperature"]}
-            if bounds.score(sampling.get("temperature")) is not None else {},  # vf-eval leaves it out for the default
-            META: {"item": n, "example_id": rows[0]["example_id"], "env": metadata.env_id or "?", "mode": "eval",
-                   "model": metadata.model, "simulated": metadata.base_url == "simulated",
-                   "metrics": {name: [v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None]
-                               for name in names},  # a value that is no number is left out, never a 0
-                   "finish_reasons": ["length" if r.get("is_truncated") else r.get("stop_condition") for r in rows]},
+            if bounds.score(sampling.get("temperature")) is not None
+            else {},  # vf-eval leaves it out for the default
+            META: {
+                "item": n,
+                "example_id": rows[0]["example_id"],
+                "env": metadata.env_id or "?",
+                "mode": "eval",
+                "model": metadata.model,
+                "simulated": metadata.base_url == "simulated",
+                "metrics": {
+                    name: [
+                        v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None
+                    ]
+                    for name in names
+                },  # a value that is no number is left out, never a 0
+                "finish_reasons": [
+                    "length" if r.get("is_truncated") else r.get("stop_condition") for r in rows
+                ],
+            },
         }
 
 
@@ -220,8 +260,6 @@ class _json_lines:
             raise UserError(f"cannot read {self.path}: {e.strerror}") from e
 
 
-
-
 def _key(meta: dict[str, Any], fallback: Any) -> str:
     example = meta.get("example_id")
     return str(example if example is not None else meta.get("item", fallback))
@@ -243,8 +281,16 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, li
         if type(meta.get("item")) is int:
             indices.append(meta["item"])
         item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
-        messages = group.get("messages") if isinstance(group.get("messages"), list) else [[] for _ in scores]
-        reasons = meta.get("finish_reasons") if isinstance(meta.get("finish_reasons"), list) else [None] * len(scores)
+        messages = (
+            group.get("messages")
+            if isinstance(group.get("messages"), list)
+            else [[] for _ in scores]
+        )
+        reasons = (
+            meta.get("finish_reasons")
+            if isinstance(meta.get("finish_reasons"), list)
+            else [None] * len(scores)
+        )
         for r, score in enumerate(scores):
             item.rewards.append(score)
             item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)

@@ -8,9 +8,22 @@ from pathlib import Path
 from vftui import safe_files
 from vftui.errors import UserError
 
-RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
+RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX = (
+    ".run.json",
+    ".checkpoint.json",
+    ".lock",
+    ".collector.log",
+)
 SOCKET_SUFFIX, EVAL_SUFFIX, DROPS_SUFFIX, HTML_SUFFIX = ".sock", ".eval", ".dropped.jsonl", ".html"
-SIDECAR_SUFFIXES = (RUN_SUFFIX, CHECKPOINT_SUFFIX, LOCK_SUFFIX, LOG_SUFFIX, SOCKET_SUFFIX, DROPS_SUFFIX, HTML_SUFFIX)
+SIDECAR_SUFFIXES = (
+    RUN_SUFFIX,
+    CHECKPOINT_SUFFIX,
+    LOCK_SUFFIX,
+    LOG_SUFFIX,
+    SOCKET_SUFFIX,
+    DROPS_SUFFIX,
+    HTML_SUFFIX,
+)
 
 
 def eval_dir(out_path: Path) -> Path:
@@ -28,8 +41,10 @@ def jsonl_named(out: Path) -> Path:
     """``out`` (``--out``) if it ends in .jsonl: its side files take its name less its suffix, so ``a.v1`` and ``a.v2``
     would share ``a.run.json`` and ``a.checkpoint.json``, and ``--resume`` finds a run by its .jsonl."""
     if out.suffix != ".jsonl":
-        raise UserError(f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl): its side files take "
-                        f"its name less its suffix ({out.with_suffix(RUN_SUFFIX).name}, ...), as another run's could")
+        raise UserError(
+            f"--out {out}: a run's file must end in .jsonl (e.g. --out {out}.jsonl): its side files take "
+            f"its name less its suffix ({out.with_suffix(RUN_SUFFIX).name}, ...), as another run's could"
+        )
     return out
 
 
@@ -53,7 +68,9 @@ def find_resumable(path: Path, asked_by: str = "--resume") -> Path:
         found = sorted(path.glob(f"*{RUN_SUFFIX}"))
         if len(found) != 1:
             what = "no run" if not found else f"{len(found)} runs"
-            raise UserError(f"{asked_by} {path}: found {what} there; name the run's .jsonl file instead")
+            raise UserError(
+                f"{asked_by} {path}: found {what} there; name the run's .jsonl file instead"
+            )
         return Path(str(found[0]).removesuffix(RUN_SUFFIX) + ".jsonl")
     if path.name.endswith(RUN_SUFFIX):
         return Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")

@@ -70,7 +70,9 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
             record = run_records.read(entry, IndexEntry)
         except run_records.Damaged as e:
             if skipped is not None:
-                skipped.append(f"the run index entry {e}; it was skipped (remove it to stop this note)")
+                skipped.append(
+                    f"the run index entry {e}; it was skipped (remove it to stop this note)"
+                )
             continue
         if record is None:
             continue  # removed meanwhile
@@ -81,8 +83,10 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
         elif _plain(out):
             found[out] = None
         elif skipped is not None:  # not written by ``remember``: no command acts on what it names
-            skipped.append(f"the run index entry {entry} names {out}, which goes through a symbolic link or '..'; "
-                           "it was skipped (remove it to stop this note)")
+            skipped.append(
+                f"the run index entry {entry} names {out}, which goes through a symbolic link or '..'; "
+                "it was skipped (remove it to stop this note)"
+            )
     for run_file in paths.runs_dir().glob(f"*/*{RUN_SUFFIX}") if paths.runs_dir().is_dir() else []:
         found[Path(str(run_file).removesuffix(RUN_SUFFIX) + ".jsonl").resolve()] = None
     return list(found)

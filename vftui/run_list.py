@@ -29,7 +29,9 @@ from vftui.run_records import Checkpoint, RunRecord, Settings
 from vftui.wording import clock, ended_as
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
-NOT_ANSWERING = "not answering"  # its process listens on its socket but says nothing: stopped (Ctrl-Z), stuck
+NOT_ANSWERING = (
+    "not answering"  # its process listens on its socket but says nothing: stopped (Ctrl-Z), stuck
+)
 MAX_ASKED_AT_ONCE = 32
 
 
@@ -69,26 +71,61 @@ class RunLine:
         A figure that is there but is not one of its kind, finite and in range (a count of 10**400, a start
         in the year 10**292, a NaN rate) is a ``ValueError`` naming it: the row is left out, never shown wrong.
         """
-        text = {key: printable(default if d.get(key) is None else str(d[key])) for key, default in _TEXTS.items()}
+        text = {
+            key: printable(default if d.get(key) is None else str(d[key]))
+            for key, default in _TEXTS.items()
+        }
         count, up_to = f"a count (0 to {HUGE:.0e})", f"from 0 to {HUGE:.0e}"
         started = _figure(d, "started", 0.0, "a date (1970 to 9999)", 0, LATEST)
         duration = _figure(d, "duration_s", 0.0, f"a time (a number of seconds {up_to})", 0, HUGE)
         done = _figure(d, "groups_done", 0, count, 0, HUGE, whole=True)
         total = _figure(d, "groups_total", 0, count, 0, HUGE, whole=True)
         rate = _figure(d, "groups_per_s", 0.0, f"a rate (a number {up_to})", 0, HUGE)
-        reward = _figure(d, "mean_reward", None, f"a reward (a number from -{HUGE:.0e} to {HUGE:.0e})", -HUGE, HUGE)
+        reward = _figure(
+            d,
+            "mean_reward",
+            None,
+            f"a reward (a number from -{HUGE:.0e} to {HUGE:.0e})",
+            -HUGE,
+            HUGE,
+        )
         pid = _figure(d, "pid", None, "a process id", 1, 2**31 - 1, whole=True)
-        return cls(text["state"], int(done or 0), int(total or 0), float(rate or 0), Path(text["path"]),
-                   float(started or 0), None if pid is None else int(pid), text["env"], text["mode"], text["model"],
-                   float(duration or 0), None if reward is None else float(reward), text["problem"], text["host"],
-                   text["id"])
+        return cls(
+            text["state"],
+            int(done or 0),
+            int(total or 0),
+            float(rate or 0),
+            Path(text["path"]),
+            float(started or 0),
+            None if pid is None else int(pid),
+            text["env"],
+            text["mode"],
+            text["model"],
+            float(duration or 0),
+            None if reward is None else float(reward),
+            text["problem"],
+            text["host"],
+            text["id"],
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "started": self.created, "duration_s": round(self.duration_s, 1),
-                "env": self.env, "mode": self.mode, "model": self.model, "groups_done": self.groups_done,
-                "groups_total": self.groups_total, "groups_per_s": self.groups_per_s,
-                "mean_reward": self.mean_reward, "path": str(self.out_path), "pid": self.pid,
-                **({"problem": self.problem} if self.problem else {}), **({"host": self.host} if self.host else {})}
+        return {
+            "id": self.id,
+            "state": self.state,
+            "started": self.created,
+            "duration_s": round(self.duration_s, 1),
+            "env": self.env,
+            "mode": self.mode,
+            "model": self.model,
+            "groups_done": self.groups_done,
+            "groups_total": self.groups_total,
+            "groups_per_s": self.groups_per_s,
+            "mean_reward": self.mean_reward,
+            "path": str(self.out_path),
+            "pid": self.pid,
+            **({"problem": self.problem} if self.problem else {}),
+            **({"host": self.host} if self.host else {}),
+        }
 
 
 def describe(out: Path) -> RunLine:
@@ -104,18 +141,44 @@ def describe(out: Path) -> RunLine:
     total = config.own_shard.share(config.steps) if config.mode != "eval" else 0
     info = ask_status(socket_path(out))
     if isinstance(info, RunInfo):
-        return RunLine(info.state.value, info.groups_done, info.groups_total or total, info.groups_per_s, out,
-                       created, info.pid, duration_s=max(0.0, time.time() - created) if created else 0.0,
-                       mean_reward=info.mean_reward, **about)
-    done, elapsed = saved.groups if saved.groups_done is None else saved.groups_done, saved.elapsed_s
-    total = saved.groups_total or total  # what the run knew at its end (an eval's examples): the config may not say
+        return RunLine(
+            info.state.value,
+            info.groups_done,
+            info.groups_total or total,
+            info.groups_per_s,
+            out,
+            created,
+            info.pid,
+            duration_s=max(0.0, time.time() - created) if created else 0.0,
+            mean_reward=info.mean_reward,
+            **about,
+        )
+    done, elapsed = (
+        saved.groups if saved.groups_done is None else saved.groups_done,
+        saved.elapsed_s,
+    )
+    total = (
+        saved.groups_total or total
+    )  # what the run knew at its end (an eval's examples): the config may not say
     state = ended_as(saved.state, done, total) if saved.state is not None else KILLED
     rate, pid = done / elapsed if elapsed > 0 else 0.0, None
-    if isinstance(info, NotAnswering):  # alive: its figures as last saved, its pid as its lock names it
+    if isinstance(
+        info, NotAnswering
+    ):  # alive: its figures as last saved, its pid as its lock names it
         state, rate, pid = NOT_ANSWERING, 0.0, lock_holder(out)
         elapsed = max(0.0, time.time() - created) if created else 0.0
-    return RunLine(state, done, total or done, rate, out, created, pid, duration_s=elapsed,
-                   mean_reward=saved.mean_reward, **about)
+    return RunLine(
+        state,
+        done,
+        total or done,
+        rate,
+        out,
+        created,
+        pid,
+        duration_s=elapsed,
+        mean_reward=saved.mean_reward,
+        **about,
+    )
 
 
 def all_runs(skipped: list[str] | None = None) -> list[RunLine]:
@@ -137,22 +200,42 @@ def find_running(target: Path | None) -> RunLine:
     if line.state == NOT_ANSWERING:
         raise not_answering(line)
     if not line.running:
-        raise UserError(f"the run at {line.out_path} is not running ({line.state}); "
-                        f"vftui view {shlex.quote(str(line.out_path))} shows what it collected")
+        raise UserError(
+            f"the run at {line.out_path} is not running ({line.state}); "
+            f"vftui view {shlex.quote(str(line.out_path))} shows what it collected"
+        )
     return line
 
 
 def not_answering(line: RunLine) -> UserError:
-    return UserError(f"the run at {line.out_path} (pid {line.pid}) does not answer: it is stopped (Ctrl-Z; "
-                     f"kill -CONT {line.pid} resumes it) or stuck")
+    return UserError(
+        f"the run at {line.out_path} (pid {line.pid}) does not answer: it is stopped (Ctrl-Z; "
+        f"kill -CONT {line.pid} resumes it) or stuck"
+    )
 
 
-_TEXTS = {"state": "?", "path": "", "env": "", "mode": "", "model": "", "problem": "", "host": "", "id": ""}
+_TEXTS = {
+    "state": "?",
+    "path": "",
+    "env": "",
+    "mode": "",
+    "model": "",
+    "problem": "",
+    "host": "",
+    "id": "",
+}
 LATEST = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: a later start is no date a clock shows
 
 
-def _figure(d: dict[str, Any], key: str, absent: float | None, kind: str, low: float, high: float,
-            whole: bool = False) -> float | None:
+def _figure(
+    d: dict[str, Any],
+    key: str,
+    absent: float | None,
+    kind: str,
+    low: float,
+    high: float,
+    whole: bool = False,
+) -> float | None:
     """``d[key]`` when it is a number of its kind from ``low`` to ``high`` (``absent`` when missing or null);
     else a ``ValueError`` that says so. Compared as given, so a 400-digit int is never made a float."""
     value = d.get(key)
@@ -165,7 +248,19 @@ def _figure(d: dict[str, Any], key: str, absent: float | None, kind: str, low: f
     return value
 
 
-COLUMNS = ("ID", "STATE", "STARTED", "TIME", "ENV", "MODE", "MODEL", "GROUPS", "RATE", "REWARD", "PATH")
+COLUMNS = (
+    "ID",
+    "STATE",
+    "STARTED",
+    "TIME",
+    "ENV",
+    "MODE",
+    "MODEL",
+    "GROUPS",
+    "RATE",
+    "REWARD",
+    "PATH",
+)
 
 
 def cells(r: RunLine) -> tuple[str, ...]:
@@ -173,5 +268,16 @@ def cells(r: RunLine) -> tuple[str, ...]:
     started = time.strftime("%m-%d %H:%M", time.localtime(r.created)) if r.created else "-"
     rate = f"{r.groups_per_s:.2f} g/s" if r.groups_per_s else "-"
     reward = f"{r.mean_reward:.3f}" if r.mean_reward is not None else "-"
-    return (r.id, r.state, started, clock(r.duration_s), r.env.rsplit("/", 1)[-1] or "-", r.mode or "-",
-            r.model or "-", f"{r.groups_done}/{r.groups_total}", rate, reward, str(r.out_path))
+    return (
+        r.id,
+        r.state,
+        started,
+        clock(r.duration_s),
+        r.env.rsplit("/", 1)[-1] or "-",
+        r.mode or "-",
+        r.model or "-",
+        f"{r.groups_done}/{r.groups_total}",
+        rate,
+        reward,
+        str(r.out_path),
+    )

@@ -20,7 +20,9 @@ from vftui.errors import UserError
 from vftui.events import RunState
 from vftui.run_files import find_resumable, sidecars
 
-LENIENT = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)  # fields vftui does not read are kept
+LENIENT = ConfigDict(
+    extra="allow", frozen=True, allow_inf_nan=False
+)  # fields vftui does not read are kept
 Count = Annotated[int, Field(ge=0, le=bounds.HUGE)]  # groups, items, dataset positions
 Number = Annotated[float, Field(ge=-bounds.HUGE, le=bounds.HUGE)]
 
@@ -73,7 +75,9 @@ class Checkpoint(BaseModel):
     done_above: list[Count] = []
     iter: Count = 0
     groups: Count = 0
-    groups_done: Count | None = None  # at its end, the groups it counts done (an eval's errors too) of its total
+    groups_done: Count | None = (
+        None  # at its end, the groups it counts done (an eval's errors too) of its total
+    )
     groups_total: Count | None = None
     elapsed_s: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
     state: RunState | None = None
@@ -129,7 +133,10 @@ def read(path: Path, model: type[Record]) -> Record | None:
 def explain(error: ValidationError) -> str:
     """The first problem, as ``field: what is wrong``."""
     first = error.errors()[0]
-    where, message = ".".join(str(part) for part in first["loc"]), first["msg"].removeprefix("Value error, ")
+    where, message = (
+        ".".join(str(part) for part in first["loc"]),
+        first["msg"].removeprefix("Value error, "),
+    )
     return f"{where}: {message}" if where else message
 
 

@@ -35,8 +35,10 @@ def given_file(path: Path, flag: str) -> Path:
     """A file named on the command line (``--out``, ``--resume``), absolute, refused if it is a link."""
     path = path.expanduser()
     if path.is_symlink():
-        raise UserError(f"{flag} {path} is a symbolic link; name the file itself (vftui never writes through "
-                        "a link)")
+        raise UserError(
+            f"{flag} {path} is a symbolic link; name the file itself (vftui never writes through "
+            "a link)"
+        )
     return path.parent.resolve() / path.name
 
 
@@ -54,7 +56,9 @@ def open_to_read(path: Path) -> BinaryIO:
     """A run file to read back (settings, checkpoint, index entry, lock, drops): a FIFO or a device there would
     block its reader for ever, so it is opened without blocking and refused (an ``OSError`` saying what it is)
     unless it is a regular file."""
-    return os.fdopen(_only_regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path), "rb")
+    return os.fdopen(
+        _only_regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path), "rb"
+    )
 
 
 def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
@@ -63,7 +67,9 @@ def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
     try:
         fd = open_fd(path, flags | os.O_NONBLOCK, mode)
     except IsADirectoryError:
-        raise OSError(errno.EISDIR, f"it is {_kind(stat.S_IFDIR)}, not a regular file", str(path)) from None
+        raise OSError(
+            errno.EISDIR, f"it is {_kind(stat.S_IFDIR)}, not a regular file", str(path)
+        ) from None
     return _only_regular(fd, path)
 
 
@@ -81,8 +87,13 @@ def _only_regular(fd: int, path: Path) -> int:
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+    )
     return next((name for test, name in kinds if test(mode)), "of an unknown kind")
 
 

@@ -25,7 +25,9 @@ class Series:
     std: array = field(default_factory=_floats)
     length: array = field(default_factory=_floats)  # mean completion tokens of the group's rollouts
     identical: array = field(default_factory=_floats)
-    truncated: array = field(default_factory=_floats)  # share of the group's rollouts cut at the cap
+    truncated: array = field(
+        default_factory=_floats
+    )  # share of the group's rollouts cut at the cap
     functions: dict[str, array] = field(default_factory=dict)
     lag: array = field(default_factory=_floats)  # rl: per API poll
     queue: array = field(default_factory=_floats)
@@ -38,7 +40,9 @@ class Series:
         self.length.append(statistics.fmean(lengths) if lengths else 0.0)
         self.identical.append(1.0 if group.identical else 0.0)
         reasons = group.finish_reasons or []
-        self.truncated.append(sum(r == "length" for r in reasons) / len(reasons) if reasons else 0.0)
+        self.truncated.append(
+            sum(r == "length" for r in reasons) / len(reasons) if reasons else 0.0
+        )
         for name, values in group.metrics.items():
             if values:
                 self.functions.setdefault(name, _floats()).append(statistics.fmean(values))

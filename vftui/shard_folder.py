@@ -50,10 +50,14 @@ class ShardedRun:
         absent = self.count - len(present)
         if absent == 0:
             return []
-        first = list(itertools.islice((i for i in range(self.count) if i not in present), MISSING_NAMED + 1))
+        first = list(
+            itertools.islice((i for i in range(self.count) if i not in present), MISSING_NAMED + 1)
+        )
         if absent == 1:
             return [f"shard {first[0]}/{self.count} missing"]
-        named = ", ".join(map(str, first[:MISSING_NAMED])) + (", …" if absent > MISSING_NAMED else "")
+        named = ", ".join(map(str, first[:MISSING_NAMED])) + (
+            ", …" if absent > MISSING_NAMED else ""
+        )
         return [f"{absent:,} of {self.count:,} shards missing: {named}"]
 
 
@@ -61,16 +65,22 @@ def find(folder: Path) -> ShardedRun | None:
     """The shards in ``folder`` (several runs beside each other, or the runs of its folders); None when the
     folder holds one run, or runs that are not shards (the caller's own rules say what it holds)."""
     beside = sorted(folder.glob(f"*{RUN_SUFFIX}"))
-    described = beside if len(beside) > 1 else [] if beside else sorted(folder.glob(f"*/*{RUN_SUFFIX}"))
+    described = (
+        beside if len(beside) > 1 else [] if beside else sorted(folder.glob(f"*/*{RUN_SUFFIX}"))
+    )
     if not described:
         return None
     runs = [(Path(str(d).removesuffix(RUN_SUFFIX) + ".jsonl"), _settings(d)) for d in described]
     if any(settings.shard is None for _, settings in runs):
         if beside:
             return None
-        raise UserError(f"the folders in {folder} hold {len(runs)} runs that are not all shards of one run "
-                        "(--shard); name one run's folder or .jsonl file")
-    shard_runs = [ShardRun(path, settings.own_shard, str(path.relative_to(folder))) for path, settings in runs]
+        raise UserError(
+            f"the folders in {folder} hold {len(runs)} runs that are not all shards of one run "
+            "(--shard); name one run's folder or .jsonl file"
+        )
+    shard_runs = [
+        ShardRun(path, settings.own_shard, str(path.relative_to(folder))) for path, settings in runs
+    ]
     _check_one_run(folder, shard_runs, [settings for _, settings in runs])
     shard_runs.sort(key=lambda run: run.shard)
     return ShardedRun(folder, tuple(shard_runs), runs[0][1].env, shard_runs[0].shard.count)
@@ -81,8 +91,10 @@ def foreign(run: ShardRun, item: int) -> str | None:
     if run.shard.owns(item):
         return None
     owner = Shard(item % run.shard.count, run.shard.count)
-    return (f"{run.name} (shard {run.shard}) holds item {item}, which is shard {owner}'s: the shards overlap; "
-            "remove the runs that do not belong to this one")
+    return (
+        f"{run.name} (shard {run.shard}) holds item {item}, which is shard {owner}'s: the shards overlap; "
+        "remove the runs that do not belong to this one"
+    )
 
 
 def gaps(counts: dict[Shard, int], count: int, top_item: int) -> list[str]:
@@ -92,11 +104,15 @@ def gaps(counts: dict[Shard, int], count: int, top_item: int) -> list[str]:
     for shard, groups in sorted(counts.items()):
         expected = shard.share(top_item + 1)
         if groups < expected:
-            lines.append(f"shard {shard} holds {groups} of its {expected} items up to item {top_item} "
-                         f"({expected - groups} missing: stopped early, or groups dropped)")
+            lines.append(
+                f"shard {shard} holds {groups} of its {expected} items up to item {top_item} "
+                f"({expected - groups} missing: stopped early, or groups dropped)"
+            )
     if len(lines) > MISSING_NAMED + 1:
-        lines[MISSING_NAMED:] = [f"and {len(lines) - MISSING_NAMED:,} more shards of {count:,} hold fewer items "
-                                 "than their share"]
+        lines[MISSING_NAMED:] = [
+            f"and {len(lines) - MISSING_NAMED:,} more shards of {count:,} hold fewer items "
+            "than their share"
+        ]
     return lines
 
 
@@ -112,13 +128,19 @@ def _check_one_run(folder: Path, runs: list[ShardRun], settings: list[Settings])
     """One environment, one mode, one N, each shard once; else a sentence naming what differs."""
     kinds = {(s.env, s.mode) for s in settings}
     if len(kinds) > 1:
-        named = "; ".join(f"{run.name}: {s.mode} of {s.env}" for run, s in zip(runs, settings, strict=True))
-        raise UserError(f"the shards in {folder} are not of one run ({named}); a folder of shards holds one run's")
+        named = "; ".join(
+            f"{run.name}: {s.mode} of {s.env}" for run, s in zip(runs, settings, strict=True)
+        )
+        raise UserError(
+            f"the shards in {folder} are not of one run ({named}); a folder of shards holds one run's"
+        )
     counts = {run.shard.count for run in runs}
     if len(counts) > 1:
         named = ", ".join(f"{run.shard} in {run.name}" for run in runs)
-        raise UserError(f"the shards in {folder} split the items in different numbers of shards ({named}); a run's "
-                        "shards share one N")
+        raise UserError(
+            f"the shards in {folder} split the items in different numbers of shards ({named}); a run's "
+            "shards share one N"
+        )
     seen: dict[Shard, ShardRun] = {}
     for run in runs:
         if (twin := seen.setdefault(run.shard, run)) is not run:

@@ -20,7 +20,11 @@ from vftui.bounds import LARGE
 from vftui.errors import UserError
 
 SLURM_TASK, SLURM_COUNT, SLURM_MIN, SLURM_STEP = (
-    "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP")
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_STEP",
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -51,15 +55,19 @@ class Shard:
 
 
 WHOLE = Shard(0, 1)  # an unsharded run: every item
-MAX_COUNT = LARGE  # shards of one run: a SLURM array's tasks are fewer; more is a typo or a damaged file
+MAX_COUNT = (
+    LARGE  # shards of one run: a SLURM array's tasks are fewer; more is a typo or a damaged file
+)
 
 
 def share_of(shard: Shard, total: int, what: str) -> int:
     """The shard's share of the first ``total`` items; a shard that would collect none is refused."""
     share = shard.share(total)
     if share == 0:
-        raise UserError(f"--shard {shard} takes none of the {total} {what} (its first would be item {shard.index}); "
-                        f"split them into at most {total} shards")
+        raise UserError(
+            f"--shard {shard} takes none of the {total} {what} (its first would be item {shard.index}); "
+            f"split them into at most {total} shards"
+        )
     return share
 
 
@@ -74,8 +82,12 @@ def parse(value: Any) -> Shard:
         except ValueError:
             parts = []
         if not parts:
-            raise ValueError(f"cannot read '{_shown(value)}': write I/N, this run's shard I of N (0-based), e.g. 0/4")
-    elif isinstance(value, (list, tuple)) and len(value) == 2 and all(type(v) is int for v in value):
+            raise ValueError(
+                f"cannot read '{_shown(value)}': write I/N, this run's shard I of N (0-based), e.g. 0/4"
+            )
+    elif (
+        isinstance(value, (list, tuple)) and len(value) == 2 and all(type(v) is int for v in value)
+    ):
         parts = list(value)
     else:
         raise ValueError("write I/N, this run's shard I of N (0-based), e.g. 0/4")
@@ -90,7 +102,9 @@ def parse(value: Any) -> Shard:
     return Shard(index, count)
 
 
-SHOWN = 40  # characters of a shard as given that a sentence shows (a damaged file's may be megabytes)
+SHOWN = (
+    40  # characters of a shard as given that a sentence shows (a damaged file's may be megabytes)
+)
 
 
 def _shown(text: str) -> str:
@@ -106,15 +120,21 @@ def from_slurm(environ: Mapping[str, str]) -> tuple[str, str] | None:
     if SLURM_TASK not in environ or SLURM_COUNT not in environ:
         return None
     given = {name: environ.get(name) for name in (SLURM_TASK, SLURM_MIN, SLURM_STEP, SLURM_COUNT)}
-    source = "from " + ", ".join(f"{name}={value}" for name, value in given.items() if value is not None)
+    source = "from " + ", ".join(
+        f"{name}={value}" for name, value in given.items() if value is not None
+    )
     try:
         task, count = int(environ[SLURM_TASK]), int(environ[SLURM_COUNT])
         first, step = int(environ.get(SLURM_MIN, "0")), int(environ.get(SLURM_STEP, "1"))
     except ValueError:
-        raise UserError(f"the SLURM job array's variables are not whole numbers ({source.removeprefix('from ')}); "
-                        "give --shard I/N") from None
+        raise UserError(
+            f"the SLURM job array's variables are not whole numbers ({source.removeprefix('from ')}); "
+            "give --shard I/N"
+        ) from None
     offset = task - first
     if step < 1 or offset < 0 or offset % step or offset // step >= count:
-        raise UserError(f"cannot tell this task's shard from the SLURM job array ({source.removeprefix('from ')}): "
-                        "its tasks are not numbered MIN, MIN+STEP, ... up to COUNT of them; give --shard I/N")
+        raise UserError(
+            f"cannot tell this task's shard from the SLURM job array ({source.removeprefix('from ')}): "
+            "its tasks are not numbered MIN, MIN+STEP, ... up to COUNT of them; give --shard I/N"
+        )
     return f"{offset // step}/{count}", source

@@ -19,34 +19,73 @@ class Signal:
 
 
 SIGNALS: dict[str, Signal] = {
-    "identical": Signal(0.5, "share of the window's scored groups whose rollouts all got the same score",
-                        "{value:.0%} of recent groups have identical scores (> {threshold:g}): "
-                        "nothing to learn from them"),
-    "truncated": Signal(0.2, "share of the window's rollouts cut at --max-tokens (finish reason length)",
-                        "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})"),
-    "errors": Signal(0.1, "failed requests per request over the last minute",
-                     "{value:.0%} of the last minute's requests failed (> {threshold:g})"),
-    "stall": Signal(120.0, "seconds without a new group while the run is running (rl: and the trainer wants more)",
-                    "no group for {value:.0f} s (> {threshold:g} s): is the endpoint stuck?"),
-    "collapse": Signal(0.5, "how far the mean completion length fell, older half of the window to newer",
-                       "completions got {value:.0%} shorter across the window (> {threshold:g})"),
-    "runaway": Signal(0.9, "95th percentile completion length over the length cap, while lengths grow",
-                      "completions grow towards the cap: p95 at {value:.0%} of it (> {threshold:g})"),
-    "dominance": Signal(0.9, "share of the weighted reward that its largest reward function gives",
-                        "one reward function gives {value:.0%} of the reward (> {threshold:g})"),
-    "divergence": Signal(0.1, "how far a reward function fell while the total reward rose, older half to newer",
-                         "a reward function fell by {value:.2f} while the total rose (> {threshold:g})"),
-    "saturation": Signal(0.98, "newer mean reward over the best group mean seen, while completions shrink",
-                         "reward at {value:.0%} of its best while completions shrink (> {threshold:g})"),
-    "jump": Signal(4.0, "change of the mean reward, older half of the window to newer, in standard errors",
-                   "the mean reward moved by {value:.1f} standard errors at once (> {threshold:g})"),
-    "lag": Signal(4.0, "trainer steps since the oldest of the recently sent groups began (rl: off-policy lag)",
-                  "recently sent groups began {value:.0f} trainer steps ago (> {threshold:g}): they are off-policy"),
-    "trainer_stall": Signal(300.0, "seconds without a trainer step while groups wait in the queue (rl)",
-                            "the trainer took no step for {value:.0f} s with groups waiting (> {threshold:g} s)"),
-    "backlog": Signal(1.0, "requests waiting per running request at the busiest inference server (rl, from /metrics)",
-                      "{value:.1f} requests wait for each one running at an inference server (> {threshold:g}): "
-                      "it is full"),
+    "identical": Signal(
+        0.5,
+        "share of the window's scored groups whose rollouts all got the same score",
+        "{value:.0%} of recent groups have identical scores (> {threshold:g}): "
+        "nothing to learn from them",
+    ),
+    "truncated": Signal(
+        0.2,
+        "share of the window's rollouts cut at --max-tokens (finish reason length)",
+        "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})",
+    ),
+    "errors": Signal(
+        0.1,
+        "failed requests per request over the last minute",
+        "{value:.0%} of the last minute's requests failed (> {threshold:g})",
+    ),
+    "stall": Signal(
+        120.0,
+        "seconds without a new group while the run is running (rl: and the trainer wants more)",
+        "no group for {value:.0f} s (> {threshold:g} s): is the endpoint stuck?",
+    ),
+    "collapse": Signal(
+        0.5,
+        "how far the mean completion length fell, older half of the window to newer",
+        "completions got {value:.0%} shorter across the window (> {threshold:g})",
+    ),
+    "runaway": Signal(
+        0.9,
+        "95th percentile completion length over the length cap, while lengths grow",
+        "completions grow towards the cap: p95 at {value:.0%} of it (> {threshold:g})",
+    ),
+    "dominance": Signal(
+        0.9,
+        "share of the weighted reward that its largest reward function gives",
+        "one reward function gives {value:.0%} of the reward (> {threshold:g})",
+    ),
+    "divergence": Signal(
+        0.1,
+        "how far a reward function fell while the total reward rose, older half to newer",
+        "a reward function fell by {value:.2f} while the total rose (> {threshold:g})",
+    ),
+    "saturation": Signal(
+        0.98,
+        "newer mean reward over the best group mean seen, while completions shrink",
+        "reward at {value:.0%} of its best while completions shrink (> {threshold:g})",
+    ),
+    "jump": Signal(
+        4.0,
+        "change of the mean reward, older half of the window to newer, in standard errors",
+        "the mean reward moved by {value:.1f} standard errors at once (> {threshold:g})",
+    ),
+    "lag": Signal(
+        4.0,
+        "trainer steps since the oldest of the recently sent groups began (rl: off-policy lag)",
+        "recently sent groups began {value:.0f} trainer steps ago (> {threshold:g}): they are off-policy",
+    ),
+    "trainer_stall": Signal(
+        300.0,
+        "seconds without a trainer step while groups wait in the queue (rl)",
+        "the trainer took no step for {value:.0f} s with groups waiting (> {threshold:g} s)",
+    ),
+    "backlog": Signal(
+        1.0,
+        "requests waiting per running request at the busiest inference server (rl, from /metrics)",
+        "{value:.1f} requests wait for each one running at an inference server (> {threshold:g}): "
+        "it is full",
+    ),
 }
 STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
 
@@ -78,8 +117,10 @@ def read_gates(text: str | None) -> list[Gate]:
         match = re.fullmatch(r"\s*([^<>]+?)\s*([<>])\s*(.*)", term)
         name, op, value = match.groups() if match else ("", "", "")
         if not match or not ((name in SIGNALS and op == ">") or _EVAL_FIGURE.fullmatch(name)):
-            raise ValueError(f"cannot read '{term}': write NAME>VALUE with NAME one of {', '.join(SIGNALS)}, "
-                             f"or (eval mode) NAME<VALUE or NAME>VALUE with NAME one of {EVAL_FIGURES}")
+            raise ValueError(
+                f"cannot read '{term}': write NAME>VALUE with NAME one of {', '.join(SIGNALS)}, "
+                f"or (eval mode) NAME<VALUE or NAME>VALUE with NAME one of {EVAL_FIGURES}"
+            )
         try:
             threshold = float(value)
         except ValueError:

@@ -22,7 +22,10 @@ TOO_HARD = "identical scores, all low (too hard)"
 TOO_EASY = "identical scores, all high (too easy)"
 
 
-MEAN_REWARD = "metrics/mean_reward"  # the run's mean reward, as wandb, the summary and vftui runs name it
+MEAN_REWARD = (
+    "metrics/mean_reward"  # the run's mean reward, as wandb, the summary and vftui runs name it
+)
+
 
 def identical_kind(score: float, seen: tuple[float, float] | None) -> str:
     """Why a group of equal scores teaches nothing: all low or all high.
@@ -117,7 +120,9 @@ class Accumulator:
         for name, values in group.metrics.items():
             moments = self.per_metric.setdefault(name, Moments())
             for value in values:
-                if isinstance(value, (int, float)):  # not numbers.Real: an ABC check per value costs a big file
+                if isinstance(
+                    value, (int, float)
+                ):  # not numbers.Real: an ABC check per value costs a big file
                     moments.add(float(value), sign)
         if sign > 0:
             self.turn_counts.update(group.turns)
@@ -136,7 +141,9 @@ class Accumulator:
             out[MEAN_REWARD] = self.rewards.mean
             out["metrics/reward_std"] = self.rewards.std
         if self.kept_rewards.count:
-            out["metrics/mean_reward_kept"] = self.kept_rewards.mean  # over the groups written or sent
+            out["metrics/mean_reward_kept"] = (
+                self.kept_rewards.mean
+            )  # over the groups written or sent
         for name, moments in self.per_metric.items():
             if moments.count:
                 out[f"metrics/{name}"] = moments.mean

@@ -36,14 +36,18 @@ class WriteFailed(RunFailed):
 
 def encode_line(obj: Any) -> bytes:
     """One strict JSON line: NaN and infinity are refused (the collector drops such groups first)."""
-    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+    return (
+        json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+    ).encode()
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)  # one for every line: building one costs
+STRICT_JSON = json.JSONDecoder(
+    parse_constant=_refuse_constant
+)  # one for every line: building one costs
 
 
 def unique_path(path: Path) -> Path:

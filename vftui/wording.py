@@ -36,7 +36,11 @@ def clock(seconds: float) -> str:
 
 def trainer_state(status: ApiStatus) -> str:
     """``trainer registered (batch size 8)``, or that none is yet."""
-    return f"trainer registered (batch size {status.batch_size})" if status.trainer_registered else WAITING_FOR_TRAINER
+    return (
+        f"trainer registered (batch size {status.batch_size})"
+        if status.trainer_registered
+        else WAITING_FOR_TRAINER
+    )
 
 
 def workers(running: int | None, allowed: int | None) -> str:
@@ -51,12 +55,18 @@ def lag(steps: int | None) -> str:
 
 def env_share(share: EnvShare) -> str:
     """A run of ours that sends to the API, as ``vftui watch`` lists it."""
-    return (f"{share.run}: env {share.env_id}, weight {share.weight:.2f}, {share.queued} queued, "
-            f"{workers(share.workers, share.workers_allowed)}, {lag(share.lag)}")
+    return (
+        f"{share.run}: env {share.env_id}, weight {share.weight:.2f}, {share.queued} queued, "
+        f"{workers(share.workers, share.workers_allowed)}, {lag(share.lag)}"
+    )
 
 
 def api_reachability(status: ApiStatus) -> str:
-    return "trajectory API reachable" if status.reachable else f"trajectory API unreachable: {status.error}"
+    return (
+        "trajectory API reachable"
+        if status.reachable
+        else f"trajectory API unreachable: {status.error}"
+    )
 
 
 def trouble(event: EndpointTrouble) -> str:
@@ -87,17 +97,25 @@ def figure(value: Figure) -> str:
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
     if mean is None:
         return "-"
-    return number(mean) if low is None or high is None else f"{number(mean)} ± {number((high - low) / 2)}"
+    return (
+        number(mean)
+        if low is None or high is None
+        else f"{number(mean)} ± {number((high - low) / 2)}"
+    )
 
 
 def eval_report(report: EvalReport) -> list[str]:
     """An eval's figures as printed at its end: one line each, with the 95% interval over items."""
     at = f" at trainer step {report.step}" if report.step is not None else ""
-    lines = [f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
-             f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"]
+    lines = [
+        f"eval{at}: {report.items}/{report.items_total} items x {report.rollouts_per_item} rollouts "
+        f"(pass at reward >= {report.threshold:g}; ± is a 95% interval over items)"
+    ]
     if report.errors:
-        lines.append(f"  errors: {report.errors} of the {report.items + report.errors} examples done failed to score "
-                     "(a reward raised or was no number); the figures are over the others")
+        lines.append(
+            f"  errors: {report.errors} of the {report.items + report.errors} examples done failed to score "
+            "(a reward raised or was no number); the figures are over the others"
+        )
     width = max(map(len, [*report.figures, *report.functions]), default=0)
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.figures.items()]
     lines += [f"  {name:<{width}}  {figure(value)}" for name, value in report.functions.items()]
@@ -117,21 +135,33 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
     """What a run did, as printed at its end by both views."""
     m = s.metrics
     head = {
-        RunState.FINISHED: ("finished" if s.groups_done >= s.groups_total
-                            else "stopped by a gate" if s.gate else "stopped"),
+        RunState.FINISHED: (
+            "finished"
+            if s.groups_done >= s.groups_total
+            else "stopped by a gate"
+            if s.gate
+            else "stopped"
+        ),
         RunState.FAILED: "FAILED",
     }.get(s.state, s.state.value)
     lines = [f"run {head}: {s.groups_done}/{s.groups_total} groups in {s.elapsed_s:.1f} s"]
     if s.error:
         lines.append(f"  reason: {s.error}")
     if s.dropped:
-        reasons = "; ".join(f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1]))
+        reasons = "; ".join(
+            f"{n} {reason}" for reason, n in sorted(s.dropped.items(), key=lambda kv: -kv[1])
+        )
         left_out = sum(s.dropped.values())
-        lines.append(f"  {counted(left_out, 'group')} {'was' if left_out == 1 else 'were'} left out (not sent, not "
-                     f"saved as data): {reasons}")
+        lines.append(
+            f"  {counted(left_out, 'group')} {'was' if left_out == 1 else 'were'} left out (not sent, not "
+            f"saved as data): {reasons}"
+        )
     if m:
-        kept = (f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
-                if s.dropped and "metrics/mean_reward_kept" in m else "")
+        kept = (
+            f", {m['metrics/mean_reward_kept']:.4f} over the groups kept"
+            if s.dropped and "metrics/mean_reward_kept" in m
+            else ""
+        )
         lines.append(
             f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, "
             f"reward std {m.get('metrics/reward_std', 0):.4f}, "
@@ -141,10 +171,21 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
         lines.append(
             f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
         )
-        skip = {"mean_reward", "mean_reward_kept", "reward_std", "avg_num_turns", "max_num_turns",
-                "groups_with_identical_scores", "groups_total", "identical_score_rate"}
-        per_fn = [f"{k.removeprefix('metrics/')} {v:.4f}" for k, v in m.items()
-                  if k.removeprefix("metrics/") not in skip]
+        skip = {
+            "mean_reward",
+            "mean_reward_kept",
+            "reward_std",
+            "avg_num_turns",
+            "max_num_turns",
+            "groups_with_identical_scores",
+            "groups_total",
+            "identical_score_rate",
+        }
+        per_fn = [
+            f"{k.removeprefix('metrics/')} {v:.4f}"
+            for k, v in m.items()
+            if k.removeprefix("metrics/") not in skip
+        ]
         if per_fn:
             lines.append("  " + ", ".join(per_fn))
     lines.append(f"  output: {s.out_path}")
@@ -156,9 +197,11 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
 def left_running(pid: int | None, out_path: object) -> list[str]:
     """What a dashboard that leaves a run running (or starts one in the background) says of it; the command
     shell-quoted, so it pastes as it is whatever the path holds (spaces, quotes, ``$``)."""
-    return [f"vftui: the run goes on in the background (pid {pid}): {out_path}",
-            f"  vftui attach {shlex.quote(str(out_path))}   shows it again, with every key",
-            "  vftui runs                lists the runs"]
+    return [
+        f"vftui: the run goes on in the background (pid {pid}): {out_path}",
+        f"  vftui attach {shlex.quote(str(out_path))}   shows it again, with every key",
+        "  vftui runs                lists the runs",
+    ]
 
 
 def alert(event: Alert) -> str:

@@ -44,7 +44,9 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         try:
             plan = run.prepare()
             stop.prepared.set()  # within the try: a stop that came as prepare returned is still caught
-        except KeyboardInterrupt:  # the parent's stop, or Ctrl-C before the dashboard took the terminal
+        except (
+            KeyboardInterrupt
+        ):  # the parent's stop, or Ctrl-C before the dashboard took the terminal
             outbox.put(Refused(KeyboardInterrupt()))
             return
         except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
@@ -56,11 +58,15 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         log_path = captured.switch_to_log(plan.out_path, early, outbox.put)
         outbox.put(Prepared(str(plan.out_path), plan.simulated))
-        server = threading.Thread(target=serve_commands, args=(commands, run.controls), name="collector-controls")
+        server = threading.Thread(
+            target=serve_commands, args=(commands, run.controls), name="collector-controls"
+        )
         server.start()
         stop.then_stop(run.controls)  # one the parent sent before it knew the run was prepared
         try:
-            with scoring_limit.limit.may_end_process(_into_the_log):  # the parent says why, by the exit code
+            with scoring_limit.limit.may_end_process(
+                _into_the_log
+            ):  # the parent says why, by the exit code
                 asyncio.run(run.execute())
         except Exception:  # noqa: BLE001 - reported to the parent, which shows it
             traceback.print_exc()  # into the log file, for the whole story
@@ -74,7 +80,9 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
 
 
 def _into_the_log(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)  # the log file beside the run's jsonl, where the child's output goes
+    print(
+        line, file=sys.stderr, flush=True
+    )  # the log file beside the run's jsonl, where the child's output goes
 
 
 def _no_process_locks() -> None:

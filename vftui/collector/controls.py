@@ -159,8 +159,11 @@ class Controls:
         with self._lock:
             if self._ended:
                 return
-        logger.warning("the groups in flight did not finish within %g s of the stop (--score-timeout): cancelling "
-                       "them (--resume collects them again)", self._stop_grace_s)
+        logger.warning(
+            "the groups in flight did not finish within %g s of the stop (--score-timeout): cancelling "
+            "them (--resume collects them again)",
+            self._stop_grace_s,
+        )
         with contextlib.suppress(RunEnded):  # it ended meanwhile
             self.stop()
 
@@ -222,7 +225,9 @@ class Controls:
         """Until every group is collected, or a stop was requested, with nothing in flight."""
         while True:
             with self._lock:
-                if (self._stop_requested or self.groups_done >= self.groups_total) and self._in_flight == 0:
+                if (
+                    self._stop_requested or self.groups_done >= self.groups_total
+                ) and self._in_flight == 0:
                     return
             await asyncio.sleep(poll_s)
 

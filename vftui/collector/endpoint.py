@@ -15,7 +15,9 @@ import httpx
 from vftui.bounds import load_json
 from vftui.errors import UserError
 
-MAX_MODEL_LIST_BYTES = 4 * 1024**2  # /models: a few ids and their details; past this it is not a model list
+MAX_MODEL_LIST_BYTES = (
+    4 * 1024**2
+)  # /models: a few ids and their details; past this it is not a model list
 
 
 def is_loopback(base_url: str) -> bool:
@@ -39,8 +41,9 @@ def check_url(base_url: str) -> str:
     return base_url.rstrip("/")
 
 
-def api_key_for(base_url: str, api_key_env: str, environ: dict[str, str] | None = None, private: bool = False
-                ) -> str:
+def api_key_for(
+    base_url: str, api_key_env: str, environ: dict[str, str] | None = None, private: bool = False
+) -> str:
     """The key from ``api_key_env``; required for remote endpoints, optional on loopback and on ``private`` ones
     (the job's own SLURM allocation's, to which atroposlib sends no key of its own either)."""
     environ = dict(os.environ) if environ is None else environ
@@ -67,9 +70,13 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
     try:
         # redirects followed, as the OpenAI client follows them
-        with httpx.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as response:
+        with httpx.stream(
+            "GET", url, headers=headers, timeout=timeout, follow_redirects=True
+        ) as response:
             if response.status_code in (401, 403):
-                raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})")
+                raise UserError(
+                    f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})"
+                )
             if response.status_code >= 400:
                 return Probe(models=[])
             body = _capped(response, time.monotonic() + timeout)
@@ -80,13 +87,19 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
     except httpx.HTTPError as e:
         raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
     if body is None:
-        raise UserError(f"{url} did not answer like an OpenAI-compatible API (a model list over "
-                        f"{MAX_MODEL_LIST_BYTES // 1024**2} MB)")
+        raise UserError(
+            f"{url} did not answer like an OpenAI-compatible API (a model list over "
+            f"{MAX_MODEL_LIST_BYTES // 1024**2} MB)"
+        )
     try:
         data = load_json(body).get("data") or []
-        return Probe(models=[m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)])
+        return Probe(
+            models=[m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        )
     except (ValueError, AttributeError, TypeError) as e:
-        raise UserError(f"{url} did not answer like an OpenAI-compatible API (no JSON model list)") from e
+        raise UserError(
+            f"{url} did not answer like an OpenAI-compatible API (no JSON model list)"
+        ) from e
 
 
 def _capped(response: httpx.Response, deadline: float) -> bytes | None:
@@ -106,10 +119,14 @@ def _capped(response: httpx.Response, deadline: float) -> bytes | None:
 def _unreachable(error: httpx.ConnectError) -> str:
     """Why a connection failed, from the error under httpx's: a refusal, a name that does not resolve, TLS."""
     cause: BaseException | None = error
-    while cause is not None and not isinstance(cause, (ssl.SSLError, socket.gaierror, ConnectionRefusedError)):
+    while cause is not None and not isinstance(
+        cause, (ssl.SSLError, socket.gaierror, ConnectionRefusedError)
+    ):
         cause = cause.__cause__ or cause.__context__
     if isinstance(cause, ssl.SSLError):
-        return f"the TLS handshake failed ({error}); for a server that speaks plain HTTP, give http://"
+        return (
+            f"the TLS handshake failed ({error}); for a server that speaks plain HTTP, give http://"
+        )
     if isinstance(cause, socket.gaierror):
         return f"its host name does not resolve ({error})"
     return "connection refused or no route"

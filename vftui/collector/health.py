@@ -53,7 +53,9 @@ TREND_GROUPS = 32  # trends (older half against newer) need halves this big, or 
 ERROR_WINDOW_S = 60.0
 SATURATED_TREND = 0.8  # completions this much shorter than before, with the reward at its best
 GROWING_TREND = 1.05  # completions this much longer than before: growing, for "runaway"
-CLEARS_BELOW = 0.9  # an alert clears under this share of its threshold, so a value near it does not flicker
+CLEARS_BELOW = (
+    0.9  # an alert clears under this share of its threshold, so a value near it does not flicker
+)
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,9 @@ class HealthMonitor:
                 case ApiStatus(reachable=True):
                     if self._api is None or event.current_step != self._api.current_step:
                         self._step_since = self._clock()
-                    if event.workers_allowed == 0:  # the trainer has enough: not collecting is not a stall
+                    if (
+                        event.workers_allowed == 0
+                    ):  # the trainer has enough: not collecting is not a stall
                         self._last_group = self._clock()
                     self._api = event
                 case ServerStatus():  # rl: a retry is a failed attempt, as in sft's request figures
@@ -125,13 +129,27 @@ class HealthMonitor:
                     self._requests.append((self._clock(), attempts, retries))
                 case RunStatus(state=RunState.RUNNING):
                     if self._running_since is None:
-                        self._running_since = self._last_group = self._clock()  # a resume restarts the stall clock
+                        self._running_since = self._last_group = (
+                            self._clock()
+                        )  # a resume restarts the stall clock
                 case RunStatus():
                     self._running_since = None
                 case GroupDropped() | ApiStatus():
                     pass  # a group that failed before it was scored; an API that cannot be read says nothing
-                case (RunStarted() | MetricsWindow() | FileProgress() | RunSoFar() | EndpointTrouble() | Health()
-                      | EvalReport() | Alert() | TemperatureChanged() | GroupsDumped() | LogRecord() | RunSummary()):
+                case (
+                    RunStarted()
+                    | MetricsWindow()
+                    | FileProgress()
+                    | RunSoFar()
+                    | EndpointTrouble()
+                    | Health()
+                    | EvalReport()
+                    | Alert()
+                    | TemperatureChanged()
+                    | GroupsDumped()
+                    | LogRecord()
+                    | RunSummary()
+                ):
                     pass  # errors count through the request figures; the rest are not about health
                 case _:
                     assert_never(event)
@@ -141,11 +159,22 @@ class HealthMonitor:
         mean = stats.mean(group.scores)
         self._best_mean = max(self._best_mean, mean)
         completion = tuple(map(trained_tokens, group.masks)) if drop is None else ()
-        per_function = tuple((name, stats.mean(values)) for name, values in group.metrics.items() if values)
+        per_function = tuple(
+            (name, stats.mean(values)) for name, values in group.metrics.items() if values
+        )
         identical = stats.is_identical(group.scores)
         finish = tuple(group.finish_reasons) if drop is None else ()
-        self._window.append(Sample(mean, identical, drop is None and not identical, finish, completion,
-                                   per_function, drop))
+        self._window.append(
+            Sample(
+                mean,
+                identical,
+                drop is None and not identical,
+                finish,
+                completion,
+                per_function,
+                drop,
+            )
+        )
 
     # -- once a second --------------------------------------------------------------------
 
@@ -169,8 +198,11 @@ class HealthMonitor:
             if api.lag is not None:
                 values["lag"] = float(api.lag)
             values["trainer_stall"] = now - self._step_since if api.queue_size > 0 else 0.0
-        backlogs = [(s.waiting or 0.0) / max(1.0, s.running or 0.0) for s in self._servers.values()
-                    if s.waiting is not None]
+        backlogs = [
+            (s.waiting or 0.0) / max(1.0, s.running or 0.0)
+            for s in self._servers.values()
+            if s.waiting is not None
+        ]
         if backlogs:
             values["backlog"] = max(backlogs)
         failed = self._failed_per_request(now)
@@ -189,18 +221,25 @@ class HealthMonitor:
             return values
         older, newer = samples[: len(samples) // 2], samples[len(samples) // 2 :]
         lengths = [[c for s in half for c in s.completion] for half in (older, newer)]
-        trend = statistics.fmean(lengths[1]) / statistics.fmean(lengths[0]) if all(lengths) and statistics.fmean(
-            lengths[0]) > 0 else None
+        trend = (
+            statistics.fmean(lengths[1]) / statistics.fmean(lengths[0])
+            if all(lengths) and statistics.fmean(lengths[0]) > 0
+            else None
+        )
         if trend is not None:
             values["collapse"] = max(0.0, 1.0 - trend)
             everything = sorted(lengths[0] + lengths[1])
             p95 = stats.quantile(everything, 0.95) or 0.0
-            values["runaway"] = p95 / self._length_cap if trend > GROWING_TREND and self._length_cap > 0 else 0.0
+            values["runaway"] = (
+                p95 / self._length_cap if trend > GROWING_TREND and self._length_cap > 0 else 0.0
+            )
         rewards = [[s.mean for s in half] for half in (older, newer)]
         values["jump"] = _jump(*rewards)
         rising = statistics.fmean(rewards[1]) > statistics.fmean(rewards[0])
         falls = [_mean_of(older, name) - _mean_of(newer, name) for name in self._weights]
-        values["divergence"] = max([f for f in falls if f is not None], default=0.0) if rising else 0.0
+        values["divergence"] = (
+            max([f for f in falls if f is not None], default=0.0) if rising else 0.0
+        )
         if trend is not None and self._best_mean > 0:
             saturated = statistics.fmean(rewards[1]) / self._best_mean
             values["saturation"] = saturated if trend < SATURATED_TREND else 0.0
@@ -211,13 +250,19 @@ class HealthMonitor:
             self._requests.popleft()
         if len(self._requests) < 2:
             return None
-        (_, requests_then, failed_then), (_, requests_now, failed_now) = self._requests[0], self._requests[-1]
+        (_, requests_then, failed_then), (_, requests_now, failed_now) = (
+            self._requests[0],
+            self._requests[-1],
+        )
         asked = requests_now - requests_then
         return (failed_now - failed_then) / asked if asked > 0 else None
 
     def _weighted_shares(self, samples: list[Sample]) -> dict[str, float]:
         """Each reward function's share of the window's weighted reward (positive parts only)."""
-        parts = {name: max(0.0, weight * (_mean_of(samples, name) or 0.0)) for name, weight in self._weights.items()}
+        parts = {
+            name: max(0.0, weight * (_mean_of(samples, name) or 0.0))
+            for name, weight in self._weights.items()
+        }
         total = sum(parts.values())
         return {name: part / total for name, part in parts.items()} if total > 0 else {}
 
@@ -226,15 +271,24 @@ class HealthMonitor:
         for name, threshold in self.thresholds.items():
             value = values.get(name)
             was_active = name in self._active
-            active = value is not None and value > (threshold * CLEARS_BELOW if was_active else threshold)
+            active = value is not None and value > (
+                threshold * CLEARS_BELOW if was_active else threshold
+            )
             if active and not was_active:
-                alert = Alert(name, round(value, 4), threshold, True, SIGNALS[name].reason.format(
-                    value=value, threshold=threshold))
+                alert = Alert(
+                    name,
+                    round(value, 4),
+                    threshold,
+                    True,
+                    SIGNALS[name].reason.format(value=value, threshold=threshold),
+                )
                 self._active[name] = alert
                 changes.append(alert)
             elif not active and was_active:
                 del self._active[name]
-                changes.append(Alert(name, round(value or 0.0, 4), threshold, False, f"{name} back to normal"))
+                changes.append(
+                    Alert(name, round(value or 0.0, 4), threshold, False, f"{name} back to normal")
+                )
         return changes
 
     def _figures(self, samples: list[Sample], values: dict[str, float]) -> Health:
@@ -271,7 +325,12 @@ class HealthMonitor:
         stall, trainer_stall = values.get("stall", 0.0), values.get("trainer_stall", 0.0)
         if self._stall_timeout is not None and max(stall, trainer_stall) > self._stall_timeout:
             if trainer_stall > stall:
-                return Tripped(STALL_TIMEOUT, trainer_stall, self._stall_timeout, "trainer step with groups waiting")
+                return Tripped(
+                    STALL_TIMEOUT,
+                    trainer_stall,
+                    self._stall_timeout,
+                    "trainer step with groups waiting",
+                )
             return Tripped(STALL_TIMEOUT, stall, self._stall_timeout)
         return None
 
@@ -297,5 +356,7 @@ def _jump(older: list[float], newer: list[float]) -> float:
     """|newer mean - older mean| in standard errors of the difference (0 when either half is flat)."""
     if len(older) < 2 or len(newer) < 2:
         return 0.0
-    error = math.sqrt(statistics.variance(older) / len(older) + statistics.variance(newer) / len(newer))
+    error = math.sqrt(
+        statistics.variance(older) / len(older) + statistics.variance(newer) / len(newer)
+    )
     return abs(statistics.fmean(newer) - statistics.fmean(older)) / error if error > 0 else 0.0

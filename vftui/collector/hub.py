@@ -37,7 +37,9 @@ def check_tokenizer(name: str) -> Any:
         try:
             return AutoTokenizer.from_pretrained(str(Path(name).expanduser()))
         except Exception as e:  # transformers raises many kinds for a bad folder
-            raise UserError(f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__})") from e
+            raise UserError(
+                f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__})"
+            ) from e
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
     except Exception:  # noqa: BLE001 - not in the cache (or not a valid name)
@@ -47,7 +49,9 @@ def check_tokenizer(name: str) -> Any:
             try:
                 tokenizer = AutoTokenizer.from_pretrained(name)
             except Exception as e:
-                raise UserError(f"cannot load tokenizer '{name}' from the Hugging Face Hub ({type(e).__name__})") from e
+                raise UserError(
+                    f"cannot load tokenizer '{name}' from the Hugging Face Hub ({type(e).__name__})"
+                ) from e
         return tokenizer
     if tokenizer is None:
         raise UserError(

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 class Rollouts(Protocol):
     logprobs: bool  # whether groups carry the server's logprobs (``inference_logprobs``)
 
-    async def attempt(self, env: VerifiersEnv, item: dict[str, Any], temperature: float) -> list[Rollout]:
+    async def attempt(
+        self, env: VerifiersEnv, item: dict[str, Any], temperature: float
+    ) -> list[Rollout]:
         """One try at the group's rollouts."""
         ...
 
@@ -35,7 +37,9 @@ class Rollouts(Protocol):
         """A bound on one attempt as a whole, where the client does not bound each request."""
         ...
 
-    def tokenize(self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout) -> Tokenized:
+    def tokenize(
+        self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout
+    ) -> Tokenized:
         """The rollout's token ids and masks (and logprobs); ``TemplateMismatch`` when they cannot be trusted."""
         ...
 
@@ -103,8 +107,9 @@ class Collection(Protocol):
         ...
 
 
-def collection_for(config: RunConfig, emit: Callable[[Event], None],
-                   on_rate_limit: Callable[[int, float], None]) -> Collection:
+def collection_for(
+    config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]
+) -> Collection:
     """The run's mode, as the object that collects in it."""
     from vftui.collector.eval.collection import EvalCollection
     from vftui.collector.rl.collection import RlCollection

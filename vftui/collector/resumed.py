@@ -21,7 +21,11 @@ from vftui.shards import parse
 
 # settings whose change changes a line's meaning
 KEPT = ("mode", "env", "env_args", "group_size", "tool_parser", "shard")
-RECORDED = ("concurrency", "timeout", "retries")  # how a group was collected, in each line (with its temperature)
+RECORDED = (
+    "concurrency",
+    "timeout",
+    "retries",
+)  # how a group was collected, in each line (with its temperature)
 
 
 def check_settings(saved: dict[str, Any], config: RunConfig) -> None:
@@ -32,17 +36,23 @@ def check_settings(saved: dict[str, Any], config: RunConfig) -> None:
         if before != now[name]:
             eval_k = name == "group_size" and config.mode is Mode.EVAL
             flag = "--rollouts-per-example" if eval_k else FLAG_OF_FIELD[name]
-            raise UserError(f"--resume: the run was collected with {flag} {_shown(name, before)}, and its lines "
-                            f"mean that; drop {flag} {_shown(name, now[name])}, or start a new run with another --out")
+            raise UserError(
+                f"--resume: the run was collected with {flag} {_shown(name, before)}, and its lines "
+                f"mean that; drop {flag} {_shown(name, now[name])}, or start a new run with another --out"
+            )
 
 
 def check_plan(described: RunRecord, model: str, tokenizer: str) -> None:
     """The model and tokenizer the resumed run resolved (from the endpoint, or defaults) against the run's own."""
-    for what, flag, before, after in (("model", "--model", described.model, model),
-                                      ("tokenizer", "--tokenizer", described.tokenizer, tokenizer)):
+    for what, flag, before, after in (
+        ("model", "--model", described.model, model),
+        ("tokenizer", "--tokenizer", described.tokenizer, tokenizer),
+    ):
         if before and before != after:
-            raise UserError(f"--resume: the run was collected with {what} {before}, and this one would use {after}; "
-                            f"resume with {flag} {before} (and an endpoint that serves it), or start a new run")
+            raise UserError(
+                f"--resume: the run was collected with {what} {before}, and this one would use {after}; "
+                f"resume with {flag} {before} (and an endpoint that serves it), or start a new run"
+            )
 
 
 def collected_with(config: RunConfig) -> dict[str, Any]:

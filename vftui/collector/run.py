@@ -69,7 +69,9 @@ HEALTH_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
 
 
-SAID_BY_US = ("Scores are the same in a group",)  # atroposlib's line for a drop our GroupDropped says with why
+SAID_BY_US = (
+    "Scores are the same in a group",
+)  # atroposlib's line for a drop our GroupDropped says with why
 
 
 class EventLogHandler(logging.Handler):
@@ -133,13 +135,17 @@ class Run:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def emit(self, event: Event) -> None:
-        if not isinstance(event, GroupCollected):  # a group's messages are training data, kept exact
+        if not isinstance(
+            event, GroupCollected
+        ):  # a group's messages are training data, kept exact
             event = scrub_event(event, self._api_key)
         if isinstance(event, GroupCollected):
             self.totals.add(event)
         elif isinstance(event, GroupDropped):
             self.dropped[event.reason] += 1
-            self.totals.add(event)  # scored: it counts in the identical-score rate and the mean reward
+            self.totals.add(
+                event
+            )  # scored: it counts in the identical-score rate and the mean reward
             if self._drops is not None:
                 self._record_drop(event)
         if isinstance(event, EvalReport):
@@ -162,7 +168,9 @@ class Run:
     def prepare(self) -> Plan:
         """Everything a user can get wrong, checked before the first group; a refusal leaves no trace."""
         quiet_libraries()
-        ours = logging.getLogger("vftui")  # our own warnings while preparing (a resume's repairs) reach every view
+        ours = logging.getLogger(
+            "vftui"
+        )  # our own warnings while preparing (a resume's repairs) reach every view
         handler = EventLogHandler(self.emit)
         ours.addHandler(handler)
         try:
@@ -208,11 +216,15 @@ class Run:
 
     def _prepare(self, output: Output) -> Plan:
         cfg = self.config
-        if cfg.wandb:  # wandb reads its folder once, when its settings first load: before the login check
+        if (
+            cfg.wandb
+        ):  # wandb reads its folder once, when its settings first load: before the login check
             os.environ.setdefault("WANDB_DIR", str(output.path.parent))
             check_wandb_can_log()
         described = run_records.run_record(output.path) if cfg.resume is not None else None
-        if described is not None:  # a line's meaning cannot change halfway through a file: before any work
+        if (
+            described is not None
+        ):  # a line's meaning cannot change halfway through a file: before any work
             resumed.check_settings(described.config.model_dump(exclude_unset=True), cfg)
         self._step(f"loading the environment {cfg.env}")
         environment = loader.load(cfg.env, cfg.env_args)
@@ -224,18 +236,31 @@ class Run:
         self.collection.check(environment)
         self.collection.start(self._step, base_urls, self._api_key)
         output.ledger.end = end = self.collection.item_range
-        before = output.groups_before if end is None else output.ledger.done_within(end)  # eval: examples done
+        before = (
+            output.groups_before if end is None else output.ledger.done_within(end)
+        )  # eval: examples done
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, before, total)
-        self.controls = Controls(cfg.start_temperature, self.window, output.path.parent, self.emit, groups_total=total,
-                                 stop_grace_s=cfg.score_timeout)
+        self.controls = Controls(
+            cfg.start_temperature,
+            self.window,
+            output.path.parent,
+            self.emit,
+            groups_total=total,
+            stop_grace_s=cfg.score_timeout,
+        )
         self.controls.groups_done = before
         self._env = self._build_env(environment, output)
         # one rollout a group always scores identically: nothing to warn about
         identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
-        self.health = HealthMonitor(cfg.window, cfg.max_tokens * (environment.max_turns or 1),
-                                    environment.reward_weights, thresholds={"identical": identical},
-                                    gates=parse_gates(cfg.fail_on), stall_timeout=cfg.stall_timeout)
+        self.health = HealthMonitor(
+            cfg.window,
+            cfg.max_tokens * (environment.max_turns or 1),
+            environment.reward_weights,
+            thresholds={"identical": identical},
+            gates=parse_gates(cfg.fail_on),
+            stall_timeout=cfg.stall_timeout,
+        )
         if output.groups_before == 0:
             self._write_run_file()
         self._listen(output.path)
@@ -250,12 +275,18 @@ class Run:
             self._step("starting the simulated endpoint")
             self._sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
             self._api_key = "EMPTY"
-            return (self._sim.base_url,), cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
+            return (
+                (self._sim.base_url,),
+                cfg.model or SIM_MODEL,
+                cfg.tokenizer or str(SIM_TOKENIZER),
+            )
         if cfg.slurm:
             base_urls = tuple(slurm.inference_urls())
             self._step(slurm.described(base_urls))
         else:
-            base_urls = tuple(endpoint.check_url(url) for url in [cfg.base_url, *cfg.extra_base_urls])
+            base_urls = tuple(
+                endpoint.check_url(url) for url in [cfg.base_url, *cfg.extra_base_urls]
+            )
         first = base_urls[0]
         self._api_key = endpoint.api_key_for(first, cfg.api_key_env, private=cfg.slurm)
         self._step(f"asking {first} for its models")
@@ -269,7 +300,9 @@ class Run:
         try:
             self._server.listen(socket_path(out_path), self.controls)
         except OSError as e:
-            raise UserError(f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}") from e
+            raise UserError(
+                f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}"
+            ) from e
         run_index.remember(out_path)
 
     def _step(self, what: str) -> None:
@@ -300,9 +333,14 @@ class Run:
             **self.collection.env_settings(plan.groups_total - plan.groups_before),
         )
         servers = [
-            APIServerConfig(model_name=plan.model, base_url=url, api_key=self._api_key,
-                            tokenizer_name=plan.tokenizer, timeout=int(cfg.timeout),
-                            **self.collection.server_settings())
+            APIServerConfig(
+                model_name=plan.model,
+                base_url=url,
+                api_key=self._api_key,
+                tokenizer_name=plan.tokenizer,
+                timeout=int(cfg.timeout),
+                **self.collection.server_settings(),
+            )
             for url in plan.base_urls
         ]
         hooks = Hooks(
@@ -315,14 +353,24 @@ class Run:
             shard=cfg.own_shard,
             max_retries=cfg.retries,
             on_tokens=self.collection.tokens_written,
-            extra_meta={"model": plan.model, "simulated": plan.simulated,
-                        "collected_with": resumed.collected_with(self.config),
-                        **({"shard": list(cfg.shard)} if cfg.shard is not None else {})},
-            health_metrics=lambda: self.health.wandb_metrics(self._health) if self._health is not None else {},
+            extra_meta={
+                "model": plan.model,
+                "simulated": plan.simulated,
+                "collected_with": resumed.collected_with(self.config),
+                **({"shard": list(cfg.shard)} if cfg.shard is not None else {}),
+            },
+            health_metrics=lambda: (
+                self.health.wandb_metrics(self._health) if self._health is not None else {}
+            ),
             fail=self.collection.fail,
         )
-        env = VerifiersEnv(env_config, servers, environment=environment, rollouts=self.collection.rollouts,
-                           hooks=hooks)
+        env = VerifiersEnv(
+            env_config,
+            servers,
+            environment=environment,
+            rollouts=self.collection.rollouts,
+            hooks=hooks,
+        )
         self.collection.configure(env)
         # in every mode groups go to our crash-safe appender instead of an unflushed jsonlines writer
         env.config.data_path_to_save_groups = str(plan.out_path)
@@ -371,21 +419,34 @@ class Run:
         self._loop = loop
         controls.bind(loop, on_force_stop=self._force_stop)
         over = threading.Event()
-        watch = threading.Thread(target=self._watch_health, args=(controls, over), name="run-health", daemon=True)
+        watch = threading.Thread(
+            target=self._watch_health, args=(controls, over), name="run-health", daemon=True
+        )
         watch.start()
         scoring_limit.limit.limit_s = self.config.score_timeout
-        watchdog = asyncio.ensure_future(scoring_limit.limit.watch())  # until the very end: a stop's deadline too
-        state, error = RunState.FAILED, "the collector crashed"  # until it ends one of the ways below
+        watchdog = asyncio.ensure_future(
+            scoring_limit.limit.watch()
+        )  # until the very end: a stop's deadline too
+        state, error = (
+            RunState.FAILED,
+            "the collector crashed",
+        )  # until it ends one of the ways below
         try:
             try:
                 state, error = await self._collect(env, controls)
             finally:
                 over.set()
                 watch.join()
-                if self.health is not None:  # the figures at the end, so a run shorter than a second has them too
+                if (
+                    self.health is not None
+                ):  # the figures at the end, so a run shorter than a second has them too
                     self._health, _, tripped = self.health.check()
                     self.emit(self._health)
-                    if tripped is not None and self._tripped is None and tripped.name != STALL_TIMEOUT:
+                    if (
+                        tripped is not None
+                        and self._tripped is None
+                        and tripped.name != STALL_TIMEOUT
+                    ):
                         self._tripped = tripped  # a gate over the whole of a run too short for the once-a-second check
                 for log in loggers:
                     log.removeHandler(handler)
@@ -404,7 +465,9 @@ class Run:
     def _force_stop(self) -> None:
         """The second stop, from whatever thread made it: the groups in flight are cancelled on the loop, and
         reward code that blocks the loop is interrupted (``scoring_limit``) so that the cancel can run."""
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing is in flight any more
+        with contextlib.suppress(
+            RuntimeError
+        ):  # the loop has closed: nothing is in flight any more
             self._loop.call_soon_threadsafe(self.collection.cancel)
         scoring_limit.limit.force_stop()
 
@@ -443,21 +506,33 @@ class Run:
             return RunState.FAILED, str(e)
         return RunState.FINISHED, ""
 
-    def _flush(self, env: VerifiersEnv, state: RunState, error: str, elapsed_s: float) -> tuple[RunState, str]:
+    def _flush(
+        self, env: VerifiersEnv, state: RunState, error: str, elapsed_s: float
+    ) -> tuple[RunState, str]:
         """Close the jsonl and save the checkpoint; a full disk fails the run (the file keeps whole lines)."""
         try:
             env.jsonl_writer.close()
-            env.save_checkpoint(env.curr_step, {"state": state.value, "elapsed_s": round(elapsed_s, 3),
-                                                "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
-                                                "groups_done": self.controls.groups_done,
-                                                "groups_total": self.plan.groups_total})
+            env.save_checkpoint(
+                env.curr_step,
+                {
+                    "state": state.value,
+                    "elapsed_s": round(elapsed_s, 3),
+                    "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
+                    "groups_done": self.controls.groups_done,
+                    "groups_total": self.plan.groups_total,
+                },
+            )
         except store.WriteFailed as e:
             return RunState.FAILED, error or str(e)
         return state, error
 
     def _summary(self, state: RunState, error: str, elapsed_s: float) -> RunSummary:
         plan, controls = self.plan, self.controls
-        if state is RunState.FINISHED and self._tripped is None and controls.groups_done >= plan.groups_total:
+        if (
+            state is RunState.FINISHED
+            and self._tripped is None
+            and controls.groups_done >= plan.groups_total
+        ):
             self._tripped = eval_gate_tripped(eval_gates(self.config.fail_on), self._eval)
         if state is RunState.FINISHED and self._tripped is not None:
             error = self._tripped.sentence
@@ -474,7 +549,9 @@ class Run:
             metrics=self.totals.metrics(),
             error=error,
             dropped=dict(self.dropped),
-            gate=self._tripped.name if self._tripped is not None and state is RunState.FINISHED else "",
+            gate=self._tripped.name
+            if self._tripped is not None and state is RunState.FINISHED
+            else "",
         )
         self.emit(summary)
         return summary
@@ -522,8 +599,13 @@ def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped |
     for gate in gates if report is not None else []:
         value = report.figures.get(gate.name, {}).get("mean")
         if value is None:
-            return Tripped(gate.name, math.nan, gate.threshold, op=gate.op,
-                           unmeasured=f"no example was scored ({report.errors} errors)")
+            return Tripped(
+                gate.name,
+                math.nan,
+                gate.threshold,
+                op=gate.op,
+                unmeasured=f"no example was scored ({report.errors} errors)",
+            )
         if math.isfinite(value) and gate.passed(value):
             return Tripped(gate.name, value, gate.threshold, op=gate.op)
     return None
@@ -544,4 +626,8 @@ def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) 
 
 
 def _say_rate_limited(limit: int, wait_s: float) -> None:
-    logger.warning("the endpoint is rate-limiting: waiting %.1f s, then at most %d requests in flight", wait_s, limit)
+    logger.warning(
+        "the endpoint is rate-limiting: waiting %.1f s, then at most %d requests in flight",
+        wait_s,
+        limit,
+    )

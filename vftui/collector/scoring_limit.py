@@ -64,7 +64,9 @@ class ScoringLimit:
         self._forced = True
         self._interrupt()
         if self._say is not None:
-            threading.Thread(target=self._end_unless_over, name="vftui-forced-stop", daemon=True).start()
+            threading.Thread(
+                target=self._end_unless_over, name="vftui-forced-stop", daemon=True
+            ).start()
 
     def _interrupt(self) -> None:
         main = self._main
@@ -73,8 +75,11 @@ class ScoringLimit:
 
     def _end_unless_over(self) -> None:
         if not self._stopped.wait(FORCED_STOP_S):
-            self._end_process(f"the run did not end within {FORCED_STOP_S:g} s of the second stop (reward code "
-                              "holds it); it ends now", EXIT_INTERRUPTED)
+            self._end_process(
+                f"the run did not end within {FORCED_STOP_S:g} s of the second stop (reward code "
+                "holds it); it ends now",
+                EXIT_INTERRUPTED,
+            )
 
     def _end_process(self, why: str, code: int) -> None:
         """The last resort: the jsonl holds whole lines (each is one write), so the run can be resumed."""
@@ -87,7 +92,9 @@ class ScoringLimit:
     @contextlib.asynccontextmanager
     async def scoring(self, what: str) -> AsyncIterator[None]:
         """Around one call of reward code (``what`` names it in the failure)."""
-        if self._forced:  # a second stop: no reward code starts any more (one that blocks would hold the cancel)
+        if (
+            self._forced
+        ):  # a second stop: no reward code starts any more (one that blocks would hold the cancel)
             raise asyncio.CancelledError("the run was stopped twice")
         task = asyncio.current_task()
         assert task is not None
@@ -96,7 +103,9 @@ class ScoringLimit:
             async with asyncio.timeout(self.limit_s):
                 yield
         except TimeoutError as e:
-            raise ScoringTimeout(f"{what} did not return within {self.limit_s:g} s (--score-timeout)") from e
+            raise ScoringTimeout(
+                f"{what} did not return within {self.limit_s:g} s (--score-timeout)"
+            ) from e
         finally:
             self._scoring.discard(task)
 
@@ -106,7 +115,9 @@ class ScoringLimit:
         previous = signal.signal(INTERRUPT, self._interrupted)
         self._stopped.clear()
         self._forced, self._main = False, main
-        watchdog = threading.Thread(target=self._watchdog, args=(main,), name="vftui-scoring-watchdog", daemon=True)
+        watchdog = threading.Thread(
+            target=self._watchdog, args=(main,), name="vftui-scoring-watchdog", daemon=True
+        )
         watchdog.start()
         try:
             while True:
@@ -119,13 +130,17 @@ class ScoringLimit:
 
     def _interrupted(self, signum: int, frame: object) -> None:
         """On the main thread, between two bytecodes of whatever blocks it: only scoring is interrupted."""
-        self._answered = True  # signals get through: whatever blocks can be interrupted, or is not ours to
+        self._answered = (
+            True  # signals get through: whatever blocks can be interrupted, or is not ours to
+        )
         self._beat = time.monotonic()  # the next blocking reward gets its own full limit
         with contextlib.suppress(RuntimeError):  # no running loop: not scoring
             if asyncio.current_task() in self._scoring:
                 if self._forced:
                     raise asyncio.CancelledError("the run was stopped twice")
-                raise ScoringTimeout(f"reward code blocked the run for over {self.limit_s:g} s (--score-timeout)")
+                raise ScoringTimeout(
+                    f"reward code blocked the run for over {self.limit_s:g} s (--score-timeout)"
+                )
 
     def _watchdog(self, main: int | None) -> None:
         sent_at: float | None = None
@@ -140,9 +155,14 @@ class ScoringLimit:
             if sent_at is None or self._answered:
                 self._answered, sent_at = False, now
                 signal.pthread_kill(main, INTERRUPT)
-            elif now - sent_at > self.limit_s:  # signalled, never answered: code that ignores signals
-                self._end_process(f"reward code has blocked the run for {now - self._beat:.0f} s and cannot be "
-                                  "interrupted; the run ends now", EXIT_FAILED)
+            elif (
+                now - sent_at > self.limit_s
+            ):  # signalled, never answered: code that ignores signals
+                self._end_process(
+                    f"reward code has blocked the run for {now - self._beat:.0f} s and cannot be "
+                    "interrupted; the run ends now",
+                    EXIT_FAILED,
+                )
 
 
 limit = ScoringLimit()  # the collector process's one run sets ``limit_s`` and runs ``watch``

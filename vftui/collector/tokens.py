@@ -79,13 +79,29 @@ def sft_tokens(
     return Tokenized(tokens, masks, stripped_end_of_turn=stripped)
 
 
-PROBE_TOOLS = [{"type": "function", "function": {"name": "vftui_probe_tool", "description": "probe",
-                                                 "parameters": {"type": "object", "properties": {}}}}]
+PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "vftui_probe_tool",
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 PROBE = [
     {"role": "user", "content": "probe"},
-    {"role": "assistant", "content": "", "tool_calls": [  # an id Mistral's templates accept: 9 alphanumerics
-        {"id": "probe0001", "type": "function",
-         "function": {"name": "vftui_probe_tool", "arguments": {"probe": "x7q"}}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [  # an id Mistral's templates accept: 9 alphanumerics
+            {
+                "id": "probe0001",
+                "type": "function",
+                "function": {"name": "vftui_probe_tool", "arguments": {"probe": "x7q"}},
+            }
+        ],
+    },
     {"role": "tool", "tool_call_id": "probe0001", "content": "probe result 42"},
 ]
 
@@ -129,7 +145,9 @@ class Turn:
     finish_reason: str | None
 
 
-def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], turns: list[Turn]) -> Tokenized:
+def rl_tokens(
+    tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], turns: list[Turn]
+) -> Tokenized:
     """One rollout as one sequence equal to its final context.
 
     Walks the conversation turn by turn: the text the chat template adds before each
@@ -140,7 +158,9 @@ def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], 
     """
     assistant_at = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
     if len(assistant_at) != len(turns):
-        raise TemplateMismatch(f"{len(turns)} model calls but {len(assistant_at)} assistant messages")
+        raise TemplateMismatch(
+            f"{len(turns)} model calls but {len(assistant_at)} assistant messages"
+        )
     tokens: list[int] = []
     masks: list[int] = []
     logprobs: list[float] = []
@@ -148,19 +168,29 @@ def rl_tokens(tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], 
 
     def add_context(rendered: str) -> str:
         if not rendered.startswith(text):
-            raise TemplateMismatch("the chat template renders earlier turns differently from how they were generated "
-                                   "(as templates that drop earlier reasoning do)")
-        ids = tokenizer.encode(rendered[len(text):], add_special_tokens=False) if len(rendered) > len(text) else []
+            raise TemplateMismatch(
+                "the chat template renders earlier turns differently from how they were generated "
+                "(as templates that drop earlier reasoning do)"
+            )
+        ids = (
+            tokenizer.encode(rendered[len(text) :], add_special_tokens=False)
+            if len(rendered) > len(text)
+            else []
+        )
         tokens.extend(ids)
         masks.extend([MASKED] * len(ids))
         logprobs.extend([1.0] * len(ids))
         return rendered
 
     for at, turn in zip(assistant_at, turns, strict=True):
-        text = add_context(tokenizer.apply_chat_template(messages[:at], add_generation_prompt=True, tokenize=False))
+        text = add_context(
+            tokenizer.apply_chat_template(messages[:at], add_generation_prompt=True, tokenize=False)
+        )
         tokens.extend(turn.output_ids)
         masks.extend(turn.output_ids)
         logprobs.extend(turn.logprobs)
         text += tokenizer.decode(turn.output_ids, skip_special_tokens=False)
-    add_context(tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False))
+    add_context(
+        tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False)
+    )
     return Tokenized(tokens, masks, logprobs)

@@ -118,10 +118,14 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self._failures_in_a_row = 0
         self.trainer_tokenizer = ChatTemplateTokenizer(self.tokenizer)
         self.window = stats.Accumulator()
-        self._score_range: tuple[float, float] | None = None  # of every scored group, for drop reasons
+        self._score_range: tuple[float, float] | None = (
+            None  # of every scored group, for drop reasons
+        )
         self.groups_written = self.hooks.groups_before
         self.ledger = self.hooks.ledger
-        logger.info("verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names)
+        logger.info(
+            "verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names
+        )
 
     @property
     def rollouts(self) -> Rollouts:
@@ -191,7 +195,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         controls = self.hooks.controls
         return controls.temperature if controls is not None else 1.0
 
-    async def collect_trajectories(self, item: dict[str, Any]) -> tuple[ScoredDataGroup | None, list]:
+    async def collect_trajectories(
+        self, item: dict[str, Any]
+    ) -> tuple[ScoredDataGroup | None, list]:
         controls = self.hooks.controls
         if controls is not None and not item.pop(CLAIMED, False) and not controls.begin_group():
             return None, []
@@ -210,26 +216,38 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self._group_done(done=self.hooks.drops_are_done and item.get(JUDGED, False))
         return group, []
 
-    async def _rollouts_with_retries(self, item: dict[str, Any], temperature: float) -> list[Rollout] | None:
+    async def _rollouts_with_retries(
+        self, item: dict[str, Any], temperature: float
+    ) -> list[Rollout] | None:
         """One group's rollouts, retried with backoff; None when a stop cut the retries."""
         group_size = self.config.group_size
         time_limit = self.rollouts.time_limit_s(self)
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                rollouts = await asyncio.wait_for(self.rollouts.attempt(self, item, temperature), time_limit)
+                rollouts = await asyncio.wait_for(
+                    self.rollouts.attempt(self, item, temperature), time_limit
+                )
                 errors = [r.error for r in rollouts if r.error]
                 if not errors and len(rollouts) == group_size:
                     return rollouts
-                problem = errors[0] if errors else f"{len(rollouts)} of {group_size} rollouts returned"
+                problem = (
+                    errors[0] if errors else f"{len(rollouts)} of {group_size} rollouts returned"
+                )
             except auth_errors() as e:
-                raise RunFailed(f"the endpoint rejected the request ({type(e).__name__}): check the API key") from e
+                raise RunFailed(
+                    f"the endpoint rejected the request ({type(e).__name__}): check the API key"
+                ) from e
             except TimeoutError:
-                problem = f"the group timed out after {time_limit:g} s (is the inference server up?)"
+                problem = (
+                    f"the group timed out after {time_limit:g} s (is the inference server up?)"
+                )
             except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
                 problem = f"{type(e).__name__}: {e}"
             if attempt == attempts:
-                raise RunFailed(f"the endpoint failed {attempts} times in a row; last error: {problem}")
+                raise RunFailed(
+                    f"the endpoint failed {attempts} times in a row; last error: {problem}"
+                )
             if not await self._back_off(attempt, attempts, problem, "endpoint"):
                 return None
         return None
@@ -238,7 +256,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         """Report a failed attempt and wait before the next; False when a stop cut the wait."""
         delay = backoff_seconds(attempt)
         self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2), service))
-        logger.info("%s attempt %d/%d failed: %s", service, attempt, attempts, problem)  # the event is the warning
+        logger.info(
+            "%s attempt %d/%d failed: %s", service, attempt, attempts, problem
+        )  # the event is the warning
         if self.hooks.controls is None:
             await asyncio.sleep(delay)
             return True
@@ -264,18 +284,30 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         try:
             group, tokens_meta = self._tokenized(rollouts)
         except TemplateMismatch as e:  # scored, but the trainer would get tokens it was not sent
-            self._group_failed(item, "building the token sequence", str(e), [r.reward for r in rollouts],
-                               [r.turns for r in rollouts])
+            self._group_failed(
+                item,
+                "building the token sequence",
+                str(e),
+                [r.reward for r in rollouts],
+                [r.turns for r in rollouts],
+            )
             return None
         metrics = metrics_of(rollouts)
-        if (bad := unscorable(group["scores"], metrics)) is not None:  # a rubric of its own, unwatched
+        if (
+            bad := unscorable(group["scores"], metrics)
+        ) is not None:  # a rubric of its own, unwatched
             self._group_failed(item, *bad)
             return None
-        group["scores"] = [float(s) for s in group["scores"]]  # a numpy float is a score, and JSON as a float
+        group["scores"] = [
+            float(s) for s in group["scores"]
+        ]  # a numpy float is a score, and JSON as a float
         metrics = {name: [float(v) for v in values] for name, values in metrics.items()}
         self._failures_in_a_row = 0
         self._score_range = stats.widen(self._score_range, group["scores"])
-        group["generation_params"] = {"temperature": temperature, "max_tokens": self.config.max_token_length}
+        group["generation_params"] = {
+            "temperature": temperature,
+            "max_tokens": self.config.max_token_length,
+        }
         group[META] = {
             "env": self.config.vf_env_name,
             "item": item["_item"],
@@ -297,9 +329,15 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         logprobs, stripped = [], []
         for rollout in rollouts:
             if rollout.tools:
-                group.setdefault("tools", rollout.tools)  # the schemas the model was sent, for SFT tools
-            tokenizer = self.trainer_tokenizer.with_tools(rollout.tools)  # the trained prompt shows them too
-            tokenized = self.rollouts.tokenize(tokenizer, template_messages(rollout.messages), rollout)
+                group.setdefault(
+                    "tools", rollout.tools
+                )  # the schemas the model was sent, for SFT tools
+            tokenizer = self.trainer_tokenizer.with_tools(
+                rollout.tools
+            )  # the trained prompt shows them too
+            tokenized = self.rollouts.tokenize(
+                tokenizer, template_messages(rollout.messages), rollout
+            )
             group["tokens"].append(tokenized.tokens)
             group["masks"].append(tokenized.masks)
             group["scores"].append(rollout.reward)
@@ -316,17 +354,26 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         lines_before = getattr(self.jsonl_writer, "lines_written", None)
         written = done = False
         try:
-            await super().handle_send_to_api(scored_data, item, do_send_to_api, abort_on_any_max_length_exceeded)
+            await super().handle_send_to_api(
+                scored_data, item, do_send_to_api, abort_on_any_max_length_exceeded
+            )
             lines_after = getattr(self.jsonl_writer, "lines_written", None)
             written = lines_before is None or lines_after != lines_before
             if written and isinstance(scored_data, dict):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
                 meta = scored_data[META]
-                dropped = GroupDropped(meta["item"], self._drop_reason(scored_data), list(scored_data["scores"]),
-                                       meta["metrics"], meta["turns"])
+                dropped = GroupDropped(
+                    meta["item"],
+                    self._drop_reason(scored_data),
+                    list(scored_data["scores"]),
+                    meta["metrics"],
+                    meta["turns"],
+                )
                 self.window.add(dropped)
-                self.hooks.emit(dropped)  # into the drop log first: the checkpoint never claims more than it holds
+                self.hooks.emit(
+                    dropped
+                )  # into the drop log first: the checkpoint never claims more than it holds
                 self._item_done(meta["item"])  # seen and judged: a resume does not collect it again
                 done = self.hooks.drops_are_done
         finally:
@@ -370,15 +417,25 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.window.add(event)
         self.hooks.emit(event)
 
-    def _group_failed(self, item: dict[str, Any], what: str, error: str, scores: list[float] | None = None,
-                      turns: list[int] | None = None) -> None:
+    def _group_failed(
+        self,
+        item: dict[str, Any],
+        what: str,
+        error: str,
+        scores: list[float] | None = None,
+        turns: list[int] | None = None,
+    ) -> None:
         """A group that cannot be training data (a reward function raised, which verifiers scores 0;
         a reward that is not finite; tokens that do not match the generation): report and drop it.
         The same failure in more than --retries groups in a row fails the run: it is systematic."""
         self._failures_in_a_row += 1
         if self._failures_in_a_row > self.hooks.max_retries:
-            raise RunFailed(f"{what} failed in {self._failures_in_a_row} groups in a row; last error: {error}")
-        self.hooks.emit(GroupDropped(item["_item"], f"{what} failed: {error}", scores or [], {}, turns or []))
+            raise RunFailed(
+                f"{what} failed in {self._failures_in_a_row} groups in a row; last error: {error}"
+            )
+        self.hooks.emit(
+            GroupDropped(item["_item"], f"{what} failed: {error}", scores or [], {}, turns or [])
+        )
         self._item_done(item["_item"])
         item[JUDGED] = True
 

@@ -23,9 +23,13 @@ def check_wandb_can_log() -> None:
     if settings.mode in LOCAL_MODES:
         return
     try:
-        found = wbauth.authenticate_session(host=settings.base_url, source="vftui", prompt=False, update_session=False)
+        found = wbauth.authenticate_session(
+            host=settings.base_url, source="vftui", prompt=False, update_session=False
+        )
     except AuthenticationError as e:
         raise UserError(f"--wandb: the W&B credentials found do not work ({e})") from e
     if found is None:
-        raise UserError("--wandb needs a W&B login: run `wandb login` (or set WANDB_API_KEY), "
-                        "or set WANDB_MODE=offline to log to local files")
+        raise UserError(
+            "--wandb needs a W&B login: run `wandb login` (or set WANDB_API_KEY), "
+            "or set WANDB_MODE=offline to log to local files"
+        )

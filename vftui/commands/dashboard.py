@@ -40,7 +40,9 @@ def run_dashboard(config: RunConfig) -> int:
         summary = app.run()
     finally:
         collector.close()
-    if collector.interrupted:  # stopped while it was prepared: as Ctrl-C before any run (the CLI says so, 130)
+    if (
+        collector.interrupted
+    ):  # stopped while it was prepared: as Ctrl-C before any run (the CLI says so, 130)
         raise KeyboardInterrupt
     if collector.refusal is not None:
         raise collector.refusal
@@ -50,5 +52,8 @@ def run_dashboard(config: RunConfig) -> int:
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
-    say(wording.summary(summary, collector.prepared is not None and collector.prepared.simulated), sys.stderr)
+    say(
+        wording.summary(summary, collector.prepared is not None and collector.prepared.simulated),
+        sys.stderr,
+    )
     return exit_code(summary)

@@ -34,13 +34,17 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     elif config.out is not None:
         out = jsonl_named(safe_files.given_file(config.out, "--out"))
         if out.exists():
-            raise UserError(f"--out {out} exists; a background run needs a new path "
-                            f"(or --resume {shlex.quote(str(out))})")
+            raise UserError(
+                f"--out {out} exists; a background run needs a new path "
+                f"(or --resume {shlex.quote(str(out))})"
+            )
     else:
         try:
             out = paths.new_run_dir(config.env) / "groups.jsonl"
         except OSError as e:
-            raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
+            raise UserError(
+                f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}"
+            ) from e
         args += ["--out", str(out)]
     out.parent.mkdir(parents=True, exist_ok=True)
     log_path = out.with_suffix(LOG_SUFFIX)
@@ -49,16 +53,29 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     except OSError as e:
         raise UserError(f"cannot write the run's log {log_path}: {e.strerror}") from e
     with log:
-        child = subprocess.Popen(vftui_command("run", *args, "--no-ui"), stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    say(f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}", sys.stderr)
+        child = subprocess.Popen(
+            vftui_command("run", *args, "--no-ui"),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    say(
+        f"vftui: starting a run in the background (pid {child.pid}); its output goes to {log_path}",
+        sys.stderr,
+    )
     while child.poll() is None:
         if isinstance(ask_status(socket_path(out)), RunInfo):
             say(wording.left_running(child.pid, out), sys.stderr)
             return 0
         time.sleep(POLL_S)
-    say([f"vftui: the background run ended before it was ready (exit {child.returncode}):", *_last_lines(log_path)],
-        sys.stderr)
+    say(
+        [
+            f"vftui: the background run ended before it was ready (exit {child.returncode}):",
+            *_last_lines(log_path),
+        ],
+        sys.stderr,
+    )
     return child.returncode
 
 

@@ -48,10 +48,11 @@ from vftui.events import (
 )
 from vftui.printable import say
 
-if TYPE_CHECKING:  # run_headless imports the collector after its first line: its libraries take seconds to load
+if (
+    TYPE_CHECKING
+):  # run_headless imports the collector after its first line: its libraries take seconds to load
     from vftui.collector.controls import Controls
     from vftui.collector.run import Run
-
 
 
 def _worth_saying(record: LogRecord) -> bool:
@@ -139,7 +140,15 @@ class HeadlessView:
                 return wording.summary(event, self._simulated)
             case RunStatus() | LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
-            case Health() | EvalReport() | ApiStatus() | ServerStatus() | MetricsWindow() | FileProgress() | RunSoFar():
+            case (
+                Health()
+                | EvalReport()
+                | ApiStatus()
+                | ServerStatus()
+                | MetricsWindow()
+                | FileProgress()
+                | RunSoFar()
+            ):
                 return None  # figures for the dashboard and --json; alerts are their lines here
             case _:
                 assert_never(event)
@@ -189,7 +198,9 @@ async def _drive(run: Run, view: HeadlessView) -> RunSummary:
 
 
 def _stop(controls: Controls) -> None:
-    with contextlib.suppress(RunEnded):  # a signal, or the reader leaving, after the end: nothing to stop
+    with contextlib.suppress(
+        RunEnded
+    ):  # a signal, or the reader leaving, after the end: nothing to stop
         controls.stop()
 
 
@@ -202,10 +213,14 @@ def _signals_on_a_thread(on_signal: Callable[[], None]) -> Iterator[None]:
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     for sig in STOP_SIGNALS:
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
+        if (
+            signal.getsignal(sig) is not signal.SIG_IGN
+        ):  # one ignored from the start (nohup) stays so
             signal.signal(sig, _answered_by_the_thread)
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    thread = threading.Thread(target=_answer, args=(read_end, on_signal), name="stop-signals", daemon=True)
+    thread = threading.Thread(
+        target=_answer, args=(read_end, on_signal), name="stop-signals", daemon=True
+    )
     thread.start()
     try:
         yield
@@ -220,7 +235,9 @@ def _stops_interrupt_the_preparation() -> None:
     """Until the run answers ``STOP_SIGNALS`` itself, each interrupts as Ctrl-C does, so what was prepared (a new
     run folder) is undone and the exit is 130: SIGTERM and SIGHUP killed the process, leaving the folder."""
     for sig in STOP_SIGNALS:
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start (nohup) stays so
+        if (
+            signal.getsignal(sig) is not signal.SIG_IGN
+        ):  # one ignored from the start (nohup) stays so
             signal.signal(sig, signal.default_int_handler)
 
 

@@ -11,8 +11,14 @@ from vftui.printable import printable, say
 from vftui.run_list import COLUMNS, RunLine, all_runs, cells
 
 
-def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = None, no_ui: bool = False,
-             hosts: str | None = None, remote: str = fleet.REMOTE_VFTUI) -> int:
+def run_runs(
+    as_json: bool = False,
+    prune: bool = False,
+    theme: str | None = None,
+    no_ui: bool = False,
+    hosts: str | None = None,
+    remote: str = fleet.REMOTE_VFTUI,
+) -> int:
     """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
     if hosts is not None:
         return _fleet(fleet.hosts(hosts), remote, as_json)
@@ -23,9 +29,12 @@ def run_runs(as_json: bool = False, prune: bool = False, theme: str | None = Non
     if prune:
         pruned = [pruning.prune(r) for r in lines]
         forgotten, deleted = sum(p.forgotten for p in pruned), sum(p.deleted for p in pruned)
-        say(f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty runs deleted "
+        say(
+            f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty runs deleted "
             f"(their own files, and a folder vftui made for one once empty); the runs under {paths.runs_dir()} "
-            "that hold groups stay", sys.stderr)
+            "that hold groups stay",
+            sys.stderr,
+        )
         skipped[:] = [p.note for p in pruned if p.note]
         lines = all_runs(skipped)
     for note in [*skipped, *(f"run {r.id}: {r.problem}" for r in lines if r.problem)]:
@@ -41,7 +50,9 @@ def _fleet(names: list[str], remote: str, as_json: bool) -> int:
     for answer in answers:
         if answer.problem:
             say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
-    lines = sorted((run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True)
+    lines = sorted(
+        (run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True
+    )
     _print(lines, as_json, hosted=True)
     return 1 if any(answer.problem for answer in answers) else 0
 
@@ -58,7 +69,12 @@ def _print(lines: list[RunLine], as_json: bool, hosted: bool = False) -> None:
     rows = [header, *(((r.host,) if hosted else ()) + cells(r) for r in lines)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
-        say("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1], sys.stdout)
+        say(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[-1],
+            sys.stdout,
+        )
 
 
 def _runs_screen(theme: str | None) -> int:
@@ -77,5 +93,3 @@ def _runs_screen(theme: str | None) -> int:
     from vftui.commands.view import run_viewer
 
     return run_viewer(path, None, theme, SHARED_FLAGS["identical_alert"].default, "file")
-
-

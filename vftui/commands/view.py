@@ -25,8 +25,14 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.sources import ViewedFile
 
 
-def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_alert: float, order: str,
-               follow: bool = False) -> int:
+def run_viewer(
+    path: Path,
+    tokenizer: str | None,
+    theme: str | None,
+    identical_alert: float,
+    order: str,
+    follow: bool = False,
+) -> int:
     """``follow``: another process still writes the file; new lines show until the view is closed."""
     opened = viewable(path)
     if not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -35,11 +41,17 @@ def run_viewer(path: Path, tokenizer: str | None, theme: str | None, identical_a
     theme_name = themes.resolve(theme, ours=ours)
     rows = GroupFile(opened, order)
     source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
-    app = VftuiApp(source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours)
+    app = VftuiApp(
+        source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours
+    )
     app.run()
     if rows.skipped:
-        print(one_line(f"vftui view: {rows.skipped} malformed lines in {rows.path} were skipped (see the log panel)"),
-              file=sys.stderr)
+        print(
+            one_line(
+                f"vftui view: {rows.skipped} malformed lines in {rows.path} were skipped (see the log panel)"
+            ),
+            file=sys.stderr,
+        )
     for warning in rows.warnings:
         print(one_line(f"vftui view: warning: {rows.path}: {warning}"), file=sys.stderr)
     return app.return_code or 0  # 1 when the app crashed: a crash never exits 0

@@ -52,12 +52,23 @@ def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
         info = ask_status(path) if path.exists() else None
         api = info.api if isinstance(info, RunInfo) else None
         if api is not None and api.api_url.rstrip("/") == api_url:
-            shares.append(EnvShare(str(out), api.env_id, api.env_weight or 0.0, api.self_queue_size, api.workers,
-                                   api.workers_allowed, api.lag))
+            shares.append(
+                EnvShare(
+                    str(out),
+                    api.env_id,
+                    api.env_weight or 0.0,
+                    api.self_queue_size,
+                    api.workers,
+                    api.workers_allowed,
+                    api.lag,
+                )
+            )
     return tuple(shares)
 
 
-def watch(api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0) -> None:
+def watch(
+    api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0
+) -> None:
     """Poll until ``stop`` is set, emitting each snapshot (``vftui watch``)."""
     with httpx.Client(timeout=max(1.0, every_s)) as client:
         while not stop.is_set():
@@ -70,8 +81,11 @@ def status_lines(status: ApiStatus) -> list[str]:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.polled_at))
     if not status.reachable:
         return [f"{stamp} {status.api_url} unreachable: {status.error}"]
-    return [f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
-            f"queue {status.queue_size} groups", *(f"  {wording.env_share(e)}" for e in status.envs)]
+    return [
+        f"{stamp} {status.api_url} {wording.trainer_state(status)} · step {status.current_step} · "
+        f"queue {status.queue_size} groups",
+        *(f"  {wording.env_share(e)}" for e in status.envs),
+    ]
 
 
 def watch_headless(api_url: str, every_s: float, count: int | None) -> int:
@@ -107,7 +121,9 @@ def watch_dashboard(api_url: str, every_s: float, theme: str | None) -> int:
     return 0
 
 
-def run_watch(api_url: str, every_s: float, no_ui: bool, count: int | None, theme: str | None) -> int:
+def run_watch(
+    api_url: str, every_s: float, no_ui: bool, count: int | None, theme: str | None
+) -> int:
     api_url = api_url.rstrip("/")
     if no_ui or not (sys.stdout.isatty() and sys.stdin.isatty()):
         return watch_headless(api_url, every_s, count)

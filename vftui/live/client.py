@@ -48,7 +48,9 @@ def connect(path: Path, wish: str, timeout: float | None = None) -> Connection:
         raise Busy(f"the run at {path} takes no connection; is it stopped (Ctrl-Z)?") from None
     except OSError as e:
         sock.close()
-        raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
+        raise UserError(
+            f"no run answers at {path} ({e.strerror or e}); is it still running?"
+        ) from None
     except BaseException:
         sock.close()
         raise
@@ -57,7 +59,9 @@ def connect(path: Path, wish: str, timeout: float | None = None) -> Connection:
         conn.send(wish)
     except OSError as e:  # it hung up at once (a run of another user's refuses us this way)
         conn.close()
-        raise UserError(f"no run answers at {path} ({e.strerror or e}); is it still running?") from None
+        raise UserError(
+            f"no run answers at {path} ({e.strerror or e}); is it still running?"
+        ) from None
     return conn
 
 
@@ -107,7 +111,9 @@ class AttachedRun:
     def start(self) -> AttachedRun:
         self._events = connect(self.path, "events")
         self._commands = connect(self.path, "controls")
-        self.controls = RemoteControls(self._commands, float("nan"))  # the run's own comes with its events
+        self.controls = RemoteControls(
+            self._commands, float("nan")
+        )  # the run's own comes with its events
         threading.Thread(target=self._pump, name="attached-events", daemon=True).start()
         return self
 

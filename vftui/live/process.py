@@ -33,10 +33,14 @@ from vftui.events import Event, RunSummary
 from vftui.live.wire import EXIT_TIMEOUT_S, RemoteControls
 from vftui.run_files import LOG_SUFFIX
 
-STOPPED_HARD = ("run stopped: reward code held it past the second stop, so its process was ended "
-                "(its file holds whole lines: --resume it)")
+STOPPED_HARD = (
+    "run stopped: reward code held it past the second stop, so its process was ended "
+    "(its file holds whole lines: --resume it)"
+)
 
-STOP_SIGNAL = signal.SIGUSR2  # the parent's stop, before the child answers calls: no terminal sends it
+STOP_SIGNAL = (
+    signal.SIGUSR2
+)  # the parent's stop, before the child answers calls: no terminal sends it
 ChildMain = Callable[[Any, Connection, Connection], None]
 """The child's entry point: (the run's config, the events pipe, the commands pipe)."""
 
@@ -78,8 +82,9 @@ class CollectorProcess:
         self._events, child_events = context.Pipe(duplex=False)
         self._commands, child_commands = context.Pipe()
         self._child_ends = (child_events, child_commands)
-        self._process = context.Process(target=target, args=(config, child_events, child_commands),
-                                        name="vftui-collector")
+        self._process = context.Process(
+            target=target, args=(config, child_events, child_commands), name="vftui-collector"
+        )
         self._emit = emit
         self.controls = ChildControls(self, config.start_temperature)
         self._summary: RunSummary | None = None
@@ -164,7 +169,9 @@ class CollectorProcess:
                 return RuntimeError(f"the collector failed to start:\n{self._crash}")
             where = Path(self.prepared.out_path).with_suffix(LOG_SUFFIX)
             return RuntimeError(f"{self._crash.strip().splitlines()[-1]} (traceback in {where})")
-        return RuntimeError(f"the collector process ended without a summary (exit code {self._process.exitcode})")
+        return RuntimeError(
+            f"the collector process ended without a summary (exit code {self._process.exitcode})"
+        )
 
     def close(self, timeout: float = EXIT_TIMEOUT_S) -> None:
         """Hang up (the child stops the run gracefully) and wait for it to exit."""

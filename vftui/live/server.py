@@ -62,7 +62,9 @@ from vftui.run_files import SOCKET_SUFFIX
 
 MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 HELLO_TIMEOUT_S = 5.0
-MAX_BACKLOG = 20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
+MAX_BACKLOG = (
+    20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
+)
 RECENT_LOGS = 200
 
 
@@ -101,8 +103,6 @@ def peer_uid(sock: socket.socket) -> int:
     return struct.unpack("3i", creds)[1]
 
 
-
-
 class Replay:
     """What a dashboard attaching now needs to show the run as if it had watched from the start."""
 
@@ -123,7 +123,9 @@ class Replay:
             case GroupCollected():
                 self.groups.append(event.compacted())
                 self.totals.add(event)
-                self.throughput.add(event.started_at + event.elapsed_s, sum(len(t) for t in event.tokens))
+                self.throughput.add(
+                    event.started_at + event.elapsed_s, sum(len(t) for t in event.tokens)
+                )
                 self.troubles.clear()  # a group came through: whatever failed works again
             case GroupDropped():
                 self.dropped[event.reason] += 1
@@ -140,8 +142,15 @@ class Replay:
                 self.latest[ApiStatus] = event
                 if event.reachable:
                     self.troubles.pop(TRAJECTORY_API, None)
-            case (RunStarted() | RunStatus() | TemperatureChanged() | RequestStats() | Health() | EvalReport()
-                  | RunSummary()):
+            case (
+                RunStarted()
+                | RunStatus()
+                | TemperatureChanged()
+                | RequestStats()
+                | Health()
+                | EvalReport()
+                | RunSummary()
+            ):
                 self.latest[type(event)] = event
             case EndpointTrouble():
                 self.troubles[event.service] = event
@@ -154,12 +163,25 @@ class Replay:
 
     def events(self) -> list[Event]:
         """The run so far, in an order the dashboard folds as it would have live."""
-        first = [self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest]
-        last = [self.latest[kind] for kind in (RequestStats, ApiStatus, Health, EvalReport, RunStatus, RunSummary)
-                if kind in self.latest]
+        first = [
+            self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest
+        ]
+        last = [
+            self.latest[kind]
+            for kind in (RequestStats, ApiStatus, Health, EvalReport, RunStatus, RunSummary)
+            if kind in self.latest
+        ]
         so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
-        return [*first, *self.groups, so_far, *self.logs, *self.servers.values(), *self.alerts.values(),
-                *self.troubles.values(), *last]
+        return [
+            *first,
+            *self.groups,
+            so_far,
+            *self.logs,
+            *self.servers.values(),
+            *self.alerts.values(),
+            *self.troubles.values(),
+            *last,
+        ]
 
     def info(self) -> RunInfo:
         started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
@@ -167,7 +189,9 @@ class Replay:
         rate, _ = self.throughput.rates(time.time(), state.collecting)
         return RunInfo(
             state=state,
-            groups_done=max([status.groups_done if status is not None else 0, *(g.index for g in self.groups)]),
+            groups_done=max(
+                [status.groups_done if status is not None else 0, *(g.index for g in self.groups)]
+            ),
             groups_total=status.groups_total if status is not None else 0,
             groups_per_s=round(rate, 3),
             out_path=started.out_path if started is not None else "",
@@ -211,8 +235,10 @@ class RunServer:
             try:
                 safe_files.own_folder(path.parent, private=True)
             except OSError as e:
-                raise UserError(f"the folder for the run's control socket, {path.parent}, is not this user's "
-                                f"alone ({e.strerror}); remove it, or set TMPDIR to another folder") from e
+                raise UserError(
+                    f"the folder for the run's control socket, {path.parent}, is not this user's "
+                    f"alone ({e.strerror}); remove it, or set TMPDIR to another folder"
+                ) from e
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # our lock on the jsonl is held: whoever made it is gone
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -250,7 +276,9 @@ class RunServer:
                 sock, _ = self._sock.accept()
             except (OSError, ValueError):  # closed under us
                 return
-            threading.Thread(target=self._greet, args=(sock,), name="run-socket-peer", daemon=True).start()
+            threading.Thread(
+                target=self._greet, args=(sock,), name="run-socket-peer", daemon=True
+            ).start()
 
     def _greet(self, sock: socket.socket) -> None:
         """Check who it is, then give it what it asked for."""
@@ -286,5 +314,3 @@ class RunServer:
             conn.close()
         else:
             conn.close()
-
-

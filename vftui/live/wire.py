@@ -33,8 +33,11 @@ EXIT_TIMEOUT_S = 30.0
 BATCH = 1000  # events per send at most
 COMMANDS = frozenset(name for name in vars(RunControls) if not name.startswith("_"))
 """The control calls a peer may make: what a key can do, and no more."""
-WHAT = {"toggle_pause": "pause or resume", "set_temperature": "change the temperature",
-        "nudge_temperature": "change the temperature"}
+WHAT = {
+    "toggle_pause": "pause or resume",
+    "set_temperature": "change the temperature",
+    "nudge_temperature": "change the temperature",
+}
 
 
 class CollectorGone(ConnectionError):
@@ -55,7 +58,9 @@ class RemoteControls(RunControls):
     not answered within ``reply_timeout_s`` raises ``Unanswered``: the run may still carry it out, late.
     """
 
-    def __init__(self, conn: Connection, temperature: float, reply_timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(
+        self, conn: Connection, temperature: float, reply_timeout_s: float = REPLY_TIMEOUT_S
+    ) -> None:
         self._conn, self._reply_timeout_s = conn, reply_timeout_s
         self._lock = threading.Lock()
         self._temperature = temperature
@@ -70,7 +75,9 @@ class RemoteControls(RunControls):
                 self._conn.send((call, name, args))
                 while True:
                     if not self._conn.poll(max(0.0, deadline - time.monotonic())):
-                        raise NoAnswer(f"the collector did not answer {name} within {self._reply_timeout_s:g} s")
+                        raise NoAnswer(
+                            f"the collector did not answer {name} within {self._reply_timeout_s:g} s"
+                        )
                     answered, ok, value = self._conn.recv()
                     if answered == call:
                         break
@@ -86,8 +93,10 @@ class RemoteControls(RunControls):
         try:
             return self._call(name, *args)
         except NoAnswer as e:  # a key that seemed to do nothing says so: it may still act, late
-            raise Unanswered(f"the run did not answer within {self._reply_timeout_s:g} s; it may still {WHAT[name]} "
-                             "when it does") from e
+            raise Unanswered(
+                f"the run did not answer within {self._reply_timeout_s:g} s; it may still {WHAT[name]} "
+                "when it does"
+            ) from e
         except CollectorGone as e:  # the key did nothing, and the view says why
             raise RunEnded("the run's process has ended: there is nothing left to steer") from e
 
@@ -121,6 +130,7 @@ class RemoteControls(RunControls):
 def serve_commands(conn: Connection, controls: RunControls, stop_on_hang_up: bool = True) -> None:
     """Answer control calls until the caller hangs up; the dashboard that started the run hanging
     up stops it (``stop_on_hang_up``), one that attached later does not."""
+
     def hung_up() -> None:
         if stop_on_hang_up:
             with contextlib.suppress(RunEnded):  # it had ended: nothing to stop
@@ -176,7 +186,9 @@ class Outbox:
             if closing:
                 batch.pop()
             if batch and not self.hung_up:
-                self.hung_up = not self._send(batch)  # the other end is gone; the run still stops and flushes
+                self.hung_up = not self._send(
+                    batch
+                )  # the other end is gone; the run still stops and flushes
             if closing:
                 return
 
@@ -233,4 +245,6 @@ def _sendable(event: Any) -> Any:
     event = event.compacted() if isinstance(event, GroupCollected) else event
     if picklable(event):
         return event
-    return LogRecord("ERROR", "vftui", f"a {type(event).__name__} event could not be sent to the dashboard")
+    return LogRecord(
+        "ERROR", "vftui", f"a {type(event).__name__} event could not be sent to the dashboard"
+    )

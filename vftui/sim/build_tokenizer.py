@@ -27,7 +27,7 @@ CHAT_TEMPLATE = (
     "{%- if tools -%}"
     "{{- '<|im_start|>system\n' -}}"
     "{%- if messages[0]['role'] == 'system' -%}{{- messages[0]['content'] + '\n\n' -}}{%- endif -%}"
-    "{{- 'You may call these tools. For each call, write a JSON object with \"name\" and \"arguments\" "
+    '{{- \'You may call these tools. For each call, write a JSON object with "name" and "arguments" '
     "inside <tool_call></tool_call> tags.\n<tools>\n' -}}"
     "{%- for tool in tools -%}{{- tool | tojson + '\n' -}}{%- endfor -%}"
     "{{- '</tools><|im_end|>\n' -}}"

@@ -65,7 +65,9 @@ def answer(messages: list[dict[str, Any]], temperature: float, rng: random.Rando
 
 def reversed_text(messages: list[dict[str, Any]], temperature: float, rng: random.Random) -> str:
     """The last user text reversed, with a few neighbouring characters swapped as difficulty and temperature grow."""
-    text = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
+    text = next(
+        (str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), ""
+    )
     chars = list(text[::-1])
     p = min(1.0, difficulty(messages) * temperature * 0.6)
     for _ in range(len(chars) // 8):

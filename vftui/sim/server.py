@@ -34,7 +34,9 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from vftui.sim import TOKENIZER_DIR, policy, tool_task
 
 MODEL = "vftui-sim"
-KV_CACHE_TOKENS = 65_536  # the simulated KV cache; each running request holds KV_TOKENS_PER_REQUEST of it
+KV_CACHE_TOKENS = (
+    65_536  # the simulated KV cache; each running request holds KV_TOKENS_PER_REQUEST of it
+)
 KV_TOKENS_PER_REQUEST = 2_048
 THINKING = ("sort", "names", "first", "letter", "compare", "then", "next", "check", "order", "list")
 
@@ -112,9 +114,16 @@ class SimState:
         registry = CollectorRegistry()
         for name, doc, value in (
             ("vllm:num_requests_running", "Requests in the running batch.", lambda: self.in_flight),
-            ("vllm:num_requests_waiting", "Requests waiting for a place in the batch.", lambda: self.waiting),
-            ("vllm:kv_cache_usage_perc", "KV-cache usage, 1 means 100 percent.",
-             lambda: min(1.0, self.in_flight * KV_TOKENS_PER_REQUEST / KV_CACHE_TOKENS)),
+            (
+                "vllm:num_requests_waiting",
+                "Requests waiting for a place in the batch.",
+                lambda: self.waiting,
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage, 1 means 100 percent.",
+                lambda: min(1.0, self.in_flight * KV_TOKENS_PER_REQUEST / KV_CACHE_TOKENS),
+            ),
         ):
             Gauge(name, doc, ["model_name"], registry=registry).labels(MODEL).set_function(value)
         return registry
@@ -152,7 +161,9 @@ class SimState:
         words = " ".join(rng.choice(THINKING) for _ in range(self.think_words))
         return f"<think>\n{words}\n</think>\n{text}"
 
-    def count_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    def count_prompt(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
         return len(
             self.tokenizer.apply_chat_template(
                 messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
@@ -161,7 +172,10 @@ class SimState:
 
     def count_calls(self, calls: list[dict[str, Any]]) -> int:
         """Completion tokens of tool calls, roughly: the JSON of each call's name and arguments."""
-        return sum(len(self.tokenizer.encode(json.dumps(call["function"]), add_special_tokens=False)) for call in calls)
+        return sum(
+            len(self.tokenizer.encode(json.dumps(call["function"]), add_special_tokens=False))
+            for call in calls
+        )
 
     def generate_ids(
         self, text: str, max_tokens: int | None, rng: random.Random, temperature: float
@@ -186,12 +200,17 @@ SIM = web.AppKey("sim", SimState)
 
 
 def _bad_request(message: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": "invalid_request_error"}}, status=400)
+    return web.json_response(
+        {"error": {"message": message, "type": "invalid_request_error"}}, status=400
+    )
 
 
 def _too_many(wait_s: float) -> web.Response:
     """A hosted API's 429: the wait in whole seconds (``Retry-After``) and in ms, as OpenAI sends it."""
-    headers = {"Retry-After": str(max(1, math.ceil(wait_s))), "retry-after-ms": str(max(1, round(wait_s * 1000)))}
+    headers = {
+        "Retry-After": str(max(1, math.ceil(wait_s))),
+        "retry-after-ms": str(max(1, round(wait_s * 1000))),
+    }
     body = {"error": {"message": "simulated rate limit", "type": "rate_limit_error"}}
     return web.json_response(body, status=429, headers=headers)
 
@@ -234,7 +253,13 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
     n = int(body.get("n") or 1)
     state.requests_total += 1
     state.requests.append(
-        {"temperature": temperature, "max_tokens": max_tokens, "model": body.get("model"), "n": n, "at": time.time()}
+        {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "model": body.get("model"),
+            "n": n,
+            "at": time.time(),
+        }
     )
     if (failure := await _misbehave(state)) is not None:
         return failure
@@ -254,7 +279,9 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
             text, used, reason = state.complete(text, max_tokens)
             message = {"role": "assistant", "content": text}
         completion_tokens += used
-        choices.append({"index": index, "message": message, "finish_reason": reason, "logprobs": None})
+        choices.append(
+            {"index": index, "message": message, "finish_reason": reason, "logprobs": None}
+        )
     prompt_tokens = state.count_prompt(messages, tools)
     completion = {
         "id": f"simcmpl-{state.requests_total}",
@@ -269,26 +296,46 @@ async def _chat_completion(request: web.Request, state: SimState) -> web.Respons
         },
     }
     if body.get("stream"):
-        return await _stream(request, completion, bool((body.get("stream_options") or {}).get("include_usage")))
+        return await _stream(
+            request, completion, bool((body.get("stream_options") or {}).get("include_usage"))
+        )
     return web.json_response(completion)
 
 
-async def _stream(request: web.Request, completion: dict[str, Any], usage: bool) -> web.StreamResponse:
+async def _stream(
+    request: web.Request, completion: dict[str, Any], usage: bool
+) -> web.StreamResponse:
     """The completion as server-sent chunks, as OpenAI streams one: each choice's message as one delta,
     then its finish reason, the usage when asked for, and [DONE]."""
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
     await response.prepare(request)
-    head = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    head = {key: completion[key] for key in ("id", "created", "model")} | {
+        "object": "chat.completion.chunk"
+    }
 
     async def send(chunk: dict[str, Any]) -> None:
         await response.write(f"data: {json.dumps(head | chunk)}\n\n".encode())
 
     for choice in completion["choices"]:
         message = dict(choice["message"])
-        calls = [{"index": i, **call} for i, call in enumerate(message.pop("tool_calls", None) or [])]
+        calls = [
+            {"index": i, **call} for i, call in enumerate(message.pop("tool_calls", None) or [])
+        ]
         delta = message | ({"tool_calls": calls} if calls else {})
         await send({"choices": [{"index": choice["index"], "delta": delta, "finish_reason": None}]})
-        await send({"choices": [{"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        await send(
+            {
+                "choices": [
+                    {
+                        "index": choice["index"],
+                        "delta": {},
+                        "finish_reason": choice["finish_reason"],
+                    }
+                ]
+            }
+        )
     if usage:
         await send({"choices": [], "usage": completion["usage"]})
     await response.write(b"data: [DONE]\n\n")
@@ -313,11 +360,19 @@ async def _generate(request: web.Request, state: SimState) -> web.Response:
     max_tokens = body.get("max_tokens")
     n = int(body.get("n") or 1)
     state.requests_total += 1
-    record = {"temperature": temperature, "max_tokens": max_tokens, "n": n, "path": "/generate", "at": time.time()}
+    record = {
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "n": n,
+        "path": "/generate",
+        "at": time.time(),
+    }
     state.requests.append(record)
     if (failure := await _misbehave(state)) is not None:
         return failure
-    conversation = [{"role": "user", "content": state.tokenizer.decode(prompt_ids, skip_special_tokens=True)}]
+    conversation = [
+        {"role": "user", "content": state.tokenizer.decode(prompt_ids, skip_special_tokens=True)}
+    ]
     logprobs, reasons, texts = [], [], []
     for _ in range(n):
         rng = state.rng_for(conversation)
@@ -339,7 +394,9 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def models(request: web.Request) -> web.Response:
-    return web.json_response({"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "vftui"}]})
+    return web.json_response(
+        {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "vftui"}]}
+    )
 
 
 async def set_faults(request: web.Request) -> web.Response:
@@ -362,15 +419,25 @@ async def change_settings(request: web.Request) -> web.Response:
     state.think_words = int(body.get("think_words", state.think_words))
     state.latency_s = float(body.get("latency_s", state.latency_s))
     state.max_running = int(body.get("max_running", state.max_running))
-    return web.json_response({"think_words": state.think_words, "latency_s": state.latency_s,
-                              "max_running": state.max_running})
+    return web.json_response(
+        {
+            "think_words": state.think_words,
+            "latency_s": state.latency_s,
+            "max_running": state.max_running,
+        }
+    )
 
 
 async def recent_requests(request: web.Request) -> web.Response:
     state: SimState = request.app[SIM]
     return web.json_response(
-        {"total": state.requests_total, "max_in_flight": state.max_in_flight, "faults_left": state.faults.count,
-         "rate_limited": state.rate_limited_total, "requests": list(state.requests)}
+        {
+            "total": state.requests_total,
+            "max_in_flight": state.max_in_flight,
+            "faults_left": state.faults.count,
+            "rate_limited": state.rate_limited_total,
+            "requests": list(state.requests),
+        }
     )
 
 
@@ -409,7 +476,9 @@ class BackgroundServer:
         self._port = port
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="vftui-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="vftui-sim", daemon=True
+        )
         self.port = 0
 
     @property
@@ -434,7 +503,9 @@ class BackgroundServer:
 
     def stop(self) -> None:
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10 + 2 * STOP_GRACE_S)
+            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(
+                timeout=10 + 2 * STOP_GRACE_S
+            )
             self._runner = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
@@ -458,6 +529,8 @@ class BackgroundSimServer(BackgroundServer):
 def serve(host: str, port: int, settings: SimSettings) -> None:
     """``vftui sim-server``: serve until interrupted."""
     limit = f", at most {settings.rate_limit:g} requests/s" if settings.rate_limit > 0 else ""
-    print(f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}",
-          flush=True)
+    print(
+        f"vftui simulated endpoint (not a real model) on http://{host}:{port}/v1 — model '{MODEL}'{limit}",
+        flush=True,
+    )
     web.run_app(make_app(settings), host=host, port=port, print=None, access_log=None)

@@ -18,12 +18,16 @@ from typing import Any
 
 from vftui.sim.task import NAMES, sort_key
 
-QUESTION = "Which of these names comes first alphabetically, and how many letters does it have: {names}?"
+QUESTION = (
+    "Which of these names comes first alphabetically, and how many letters does it have: {names}?"
+)
 SYSTEM_PROMPT = (
     "Use the tools to compare the names and count letters, then answer as "
     "<answer>Name, number of letters</answer> and nothing else."
 )
-QUESTION_RE = re.compile(r"Which of these names comes first alphabetically, and how many letters does it have: (.+)\?")
+QUESTION_RE = re.compile(
+    r"Which of these names comes first alphabetically, and how many letters does it have: (.+)\?"
+)
 ANSWER_RE = re.compile(r"<answer>\s*([^,<]+?)\s*,\s*(\d+)\s*</answer>")
 
 
@@ -49,17 +53,21 @@ def count_letters(name: str) -> int:
 TOOLS = (compare_names, count_letters)
 
 
-def make_examples(num_examples: int, min_names: int, max_names: int, seed: int) -> list[dict[str, Any]]:
+def make_examples(
+    num_examples: int, min_names: int, max_names: int, seed: int
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     rows = []
     for _ in range(num_examples):
         names = rng.sample(NAMES, k=rng.randint(min_names, max_names))
         first = min(names, key=sort_key)
-        rows.append({
-            "question": QUESTION.format(names=", ".join(names)),
-            "answer": f"{first}, {count_letters(first)}",
-            "info": {"names": names},
-        })
+        rows.append(
+            {
+                "question": QUESTION.format(names=", ".join(names)),
+                "answer": f"{first}, {count_letters(first)}",
+                "info": {"names": names},
+            }
+        )
     return rows
 
 
@@ -74,8 +82,9 @@ def score(text: str, answer: str) -> float:
     return 1.0 if int(match.group(2)) == int(count) else 0.5
 
 
-def reply(messages: list[dict[str, Any]], temperature: float, rng: random.Random,
-          difficulty: float) -> tuple[str, list[dict[str, Any]]] | None:
+def reply(
+    messages: list[dict[str, Any]], temperature: float, rng: random.Random, difficulty: float
+) -> tuple[str, list[dict[str, Any]]] | None:
     """The simulated model's next message, as (content, OpenAI tool calls); None: not this task.
 
     It works through the calls as a careful model would, and at higher temperatures it
@@ -105,11 +114,19 @@ def _guess_first(rng: random.Random, names: list[str], p: float) -> str:
     return rng.choice(names) if rng.random() < p else min(names, key=sort_key)
 
 
-SAMPLE_VALUES = {"integer": 1, "number": 1.5, "string": "a", "boolean": True, "array": [], "object": {}}
+SAMPLE_VALUES = {
+    "integer": 1,
+    "number": 1.5,
+    "string": "a",
+    "boolean": True,
+    "array": [],
+    "object": {},
+}
 
 
-def any_tool_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                   rng: random.Random) -> tuple[str, list[dict[str, Any]]]:
+def any_tool_reply(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], rng: random.Random
+) -> tuple[str, list[dict[str, Any]]]:
     """For a tools task the simulation does not know: call the tools the prompt names (or the
     first one) once, with sample arguments of the right types, then say it is done.
 
@@ -129,5 +146,11 @@ def any_tool_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
 
 
 def _call(rng: random.Random, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    call_id = "call_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(12))
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    call_id = "call_" + "".join(
+        rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(12)
+    )
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }

@@ -73,13 +73,21 @@ def run_trainer(
     return 0
 
 
-def register(client: httpx.Client, api_url: str, batch_size: int, say: Callable[[str], None]) -> None:
+def register(
+    client: httpx.Client, api_url: str, batch_size: int, say: Callable[[str], None]
+) -> None:
     """Register as the trainer, retrying until the API answers."""
     while True:
         try:
-            client.post(f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}).raise_for_status()
+            client.post(
+                f"{api_url}/register", json={**REGISTRATION, "batch_size": batch_size}
+            ).raise_for_status()
             break
         except httpx.HTTPError as e:
-            say(f"sim-trainer: trajectory API not reachable at {api_url} ({type(e).__name__}); retrying")
+            say(
+                f"sim-trainer: trajectory API not reachable at {api_url} ({type(e).__name__}); retrying"
+            )
             time.sleep(1.0)
-    say(f"sim-trainer (SIMULATION: no model is trained): registered with {api_url}, batch size {batch_size}")
+    say(
+        f"sim-trainer (SIMULATION: no model is trained): registered with {api_url}, batch size {batch_size}"
+    )

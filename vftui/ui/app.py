@@ -85,38 +85,104 @@ class VftuiApp(App[RunSummary | None]):
     TITLE = "vftui"
     # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under
     # 36 rows) gives the turns panel's rows to the trajectory API's in rl mode.
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-medium"), (120, "-wide")]  # -wide: the side column grows
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (70, "-medium"),
+        (120, "-wide"),
+    ]  # -wide: the side column grows
     VERTICAL_BREAKPOINTS = [(0, "-low"), (20, "-short"), (36, "-tall")]
     BINDINGS = [
-        Binding("space,p", "toggle_pause", "pause",
-                tooltip="pause or resume (pausing… until the groups in flight finish)"),
-        Binding("plus,equals_sign", "temperature(0.1)", "T+", key_display="+", tooltip=TEMPERATURE_KEYS),
-        Binding("minus,underscore", "temperature(-0.1)", "T-", key_display="-", show=False, tooltip=TEMPERATURE_KEYS),
+        Binding(
+            "space,p",
+            "toggle_pause",
+            "pause",
+            tooltip="pause or resume (pausing… until the groups in flight finish)",
+        ),
+        Binding(
+            "plus,equals_sign", "temperature(0.1)", "T+", key_display="+", tooltip=TEMPERATURE_KEYS
+        ),
+        Binding(
+            "minus,underscore",
+            "temperature(-0.1)",
+            "T-",
+            key_display="-",
+            show=False,
+            tooltip=TEMPERATURE_KEYS,
+        ),
         Binding("t", "type_temperature", "set T", show=False, tooltip="type an exact temperature"),
         Binding("d", "dump", "dump", tooltip="dump the groups in memory to a new jsonl"),
         Binding("j", "cursor(1)", "next group", show=False, tooltip=MOVE),
         Binding("k", "cursor(-1)", "previous group", show=False, tooltip=MOVE),
-        Binding("enter", "next_rollout", "rollout", show=False, tooltip="next rollout of the selected group"),
-        Binding("backspace", "next_rollout(-1)", "rollout back", show=False,
-                tooltip="the previous rollout of the selected group"),
-        Binding("f", "toggle_fold", "fold prompt", show=False,
-                tooltip="fold the prompt and tool schemas away: the rollout from the model's first words"),
-        Binding("v", "pager", "pager", show=False, tooltip="open the rollout in $PAGER (less by default)"),
-        Binding("b", "best_worst", "best vs worst", show=False,
-                tooltip="the selected group's best and worst rollouts side by side"),
-        Binding("i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"),
+        Binding(
+            "enter",
+            "next_rollout",
+            "rollout",
+            show=False,
+            tooltip="next rollout of the selected group",
+        ),
+        Binding(
+            "backspace",
+            "next_rollout(-1)",
+            "rollout back",
+            show=False,
+            tooltip="the previous rollout of the selected group",
+        ),
+        Binding(
+            "f",
+            "toggle_fold",
+            "fold prompt",
+            show=False,
+            tooltip="fold the prompt and tool schemas away: the rollout from the model's first words",
+        ),
+        Binding(
+            "v",
+            "pager",
+            "pager",
+            show=False,
+            tooltip="open the rollout in $PAGER (less by default)",
+        ),
+        Binding(
+            "b",
+            "best_worst",
+            "best vs worst",
+            show=False,
+            tooltip="the selected group's best and worst rollouts side by side",
+        ),
+        Binding(
+            "i", "toggle_ids", "token ids", show=False, tooltip="show token ids in the preview"
+        ),
         Binding("slash", "filter", "filter", tooltip=f"filter groups ({FILTER_HELP})"),
-        Binding("o", "cycle_sort", "order", show=False,
-                tooltip="order the table: " + "; ".join(label for label, _ in SORTS.values())),
-        Binding("h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"),
-        Binding("g", "charts", "charts", show=False, tooltip="the run over time: reward ± std, functions, histogram, "
-                "length against the cap, rates; in rl lag, queue, KV cache"),
+        Binding(
+            "o",
+            "cycle_sort",
+            "order",
+            show=False,
+            tooltip="order the table: " + "; ".join(label for label, _ in SORTS.values()),
+        ),
+        Binding(
+            "h", "health", "health", tooltip="the run's health: truncation, drops, requests, alerts"
+        ),
+        Binding(
+            "g",
+            "charts",
+            "charts",
+            show=False,
+            tooltip="the run over time: reward ± std, functions, histogram, "
+            "length against the cap, rates; in rl lag, queue, KV cache",
+        ),
         Binding("question_mark", "help", "help", tooltip="this list"),
-        Binding("q,ctrl+c", "quit_run", "quit", priority=True,
-                tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)"),
+        Binding(
+            "q,ctrl+c",
+            "quit_run",
+            "quit",
+            priority=True,
+            tooltip="quit (asks first while running: stop the run gracefully, or leave an attached one running)",
+        ),
     ]
 
-    rollout: reactive[int] = reactive(0, init=False)  # enter: the next rollout of the group in the preview
+    rollout: reactive[int] = reactive(
+        0, init=False
+    )  # enter: the next rollout of the group in the preview
     show_ids: reactive[bool] = reactive(False, init=False)  # i
     fold: reactive[bool] = reactive(False, init=False)  # f
     previewed: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
@@ -136,12 +202,18 @@ class VftuiApp(App[RunSummary | None]):
         self.source = source
         self.inbox = source.inbox
         self.controls = source.controls
-        self.closed = threading.Event()  # set as the app ends: a worker that would go on (a followed file) waits on it
+        self.closed = (
+            threading.Event()
+        )  # set as the app ends: a worker that would go on (a followed file) waits on it
         self.left_running = False
-        self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=source.rows)
+        self.model = DashboardModel(
+            window=window, identical_alert=identical_alert, rows=source.rows
+        )
         if clock is not None:
             self.model.clock = clock
-        self.decoder = TokenDecoder(loading=True)  # until the run says which tokenizer, and it is loaded
+        self.decoder = TokenDecoder(
+            loading=True
+        )  # until the run says which tokenizer, and it is loaded
         self.result: RunSummary | None = None
         self._quitting = False
         self._quit_question: ConfirmScreen | None = None  # while q's question is on screen
@@ -161,8 +233,9 @@ class VftuiApp(App[RunSummary | None]):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield RewardsPanel(id="rewards")
-                yield TokenPreview(id="tokens").data_bind(VftuiApp.rollout, VftuiApp.show_ids, VftuiApp.fold,
-                                                          group=VftuiApp.previewed)
+                yield TokenPreview(id="tokens").data_bind(
+                    VftuiApp.rollout, VftuiApp.show_ids, VftuiApp.fold, group=VftuiApp.previewed
+                )
             with Vertical(id="right"):
                 yield RewardFunctionsPanel(id="functions")
                 yield EvalPanel(id="eval")
@@ -173,8 +246,18 @@ class VftuiApp(App[RunSummary | None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.panels = [self.query_one(p) for p in (RewardsPanel, RewardFunctionsPanel, EvalPanel, TurnsPanel,
-                                                   IdenticalPanel, TrajectoryPanel, LogPanel)]
+        self.panels = [
+            self.query_one(p)
+            for p in (
+                RewardsPanel,
+                RewardFunctionsPanel,
+                EvalPanel,
+                TurnsPanel,
+                IdenticalPanel,
+                TrajectoryPanel,
+                LogPanel,
+            )
+        ]
         self.status_bar = self.query_one(StatusBar)
         self.rewards = self.query_one(RewardsPanel)
         self.table = self.query_one(GroupTable)
@@ -199,8 +282,15 @@ class VftuiApp(App[RunSummary | None]):
 
     def _start_worker(self) -> None:
         """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
-        self.run_worker(lambda: self.source.execute(self.closed), thread=True, name="collector", exit_on_error=False)
-        self.set_timer(TICK_S / 5, self.tick)  # a viewed file's first rows are read by then: show them
+        self.run_worker(
+            lambda: self.source.execute(self.closed),
+            thread=True,
+            name="collector",
+            exit_on_error=False,
+        )
+        self.set_timer(
+            TICK_S / 5, self.tick
+        )  # a viewed file's first rows are read by then: show them
 
     def terminal_hung_up(self) -> None:
         """SIGHUP: if the terminal is gone nothing can be drawn any more (the driver's ``hang_up``); then as any
@@ -233,7 +323,10 @@ class VftuiApp(App[RunSummary | None]):
         late answer is said."""
         try:
             call()
-        except (RunEnded, Unanswered) as e:  # ended: nothing was done; unanswered: it may still act, late
+        except (
+            RunEnded,
+            Unanswered,
+        ) as e:  # ended: nothing was done; unanswered: it may still act, late
             self.notify(printable(str(e)), severity="warning", markup=False)
             return not isinstance(e, RunEnded)
         return True
@@ -251,15 +344,21 @@ class VftuiApp(App[RunSummary | None]):
             self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
             self.set_class(self.model.run_started.mode is Mode.EVAL, "-eval")
             self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
-        self.set_class(self.model.eval_report is not None and self.model.eval_report.step is not None, "-evals")
+        self.set_class(
+            self.model.eval_report is not None and self.model.eval_report.step is not None, "-evals"
+        )
         self.status_bar.show(self.model)
-        self.rewards.loading = self.model.run_started is None and self.model.state is RunState.STARTING
+        self.rewards.loading = (
+            self.model.run_started is None and self.model.state is RunState.STARTING
+        )
         if self.model.version != self._shown_version:
             self._shown_version = self.model.version
             for panel in self.panels:
                 panel.show(self.model)
         if not self._picked:  # a group the user picked stays
-            self.refresh_preview(force=self.model.state is not state_before)  # paused or ended: catch up at once
+            self.refresh_preview(
+                force=self.model.state is not state_before
+            )  # paused or ended: catch up at once
         if isinstance(self.screen, ModelScreen):
             self.screen.show(self.model)
 
@@ -290,8 +389,16 @@ class VftuiApp(App[RunSummary | None]):
         if index == self._previewed:
             return
         now = time.monotonic()
-        live = self.model.state in (RunState.RUNNING, RunState.PAUSING)  # only a collecting run moves this fast
-        if not force and live and self.table.following and now - self._preview_at < PREVIEW_FOLLOW_S:
+        live = self.model.state in (
+            RunState.RUNNING,
+            RunState.PAUSING,
+        )  # only a collecting run moves this fast
+        if (
+            not force
+            and live
+            and self.table.following
+            and now - self._preview_at < PREVIEW_FOLLOW_S
+        ):
             return
         self._previewed, self._preview_at = index, now
         self.previewed = self.selected_group()
@@ -316,7 +423,9 @@ class VftuiApp(App[RunSummary | None]):
         return not (action in self.LIVE_ONLY and self.controls is None)
 
     def action_toggle_pause(self) -> None:
-        self._steer(self.controls.toggle_pause)  # the run's answer (a RunStatus) wakes the inbox: shown at once
+        self._steer(
+            self.controls.toggle_pause
+        )  # the run's answer (a RunStatus) wakes the inbox: shown at once
 
     def action_temperature(self, delta: float) -> None:
         self._steer(lambda: self._show_temperature(self.controls.nudge_temperature(delta)))
@@ -330,21 +439,42 @@ class VftuiApp(App[RunSummary | None]):
             if value is not None:
                 self._steer(lambda: self._show_temperature(self.controls.set_temperature(value)))
 
-        if self.model.summary is not None:  # an ended run refuses any temperature, saying why: no prompt first
+        if (
+            self.model.summary is not None
+        ):  # an ended run refuses any temperature, saying why: no prompt first
             self._steer(lambda: self.controls.nudge_temperature(0.0))
             return
         question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
-        known = self.model.temperature if self.model.temperature is not None else self.controls.temperature
-        self.push_screen(PromptScreen(question, f"{known:.2f}" if math.isfinite(known) else "", read_temperature),
-                         apply)
+        known = (
+            self.model.temperature
+            if self.model.temperature is not None
+            else self.controls.temperature
+        )
+        self.push_screen(
+            PromptScreen(
+                question, f"{known:.2f}" if math.isfinite(known) else "", read_temperature
+            ),
+            apply,
+        )
 
     def action_dump(self) -> None:
         try:
             path: Path = self.controls.dump()
         except OSError as e:
-            self.notify(printable(f"dump failed: {e}"), title="dump", severity="error", timeout=8, markup=False)
+            self.notify(
+                printable(f"dump failed: {e}"),
+                title="dump",
+                severity="error",
+                timeout=8,
+                markup=False,
+            )
             return
-        self.notify(printable(f"dumped the groups in memory to {path}"), title="dump", timeout=8, markup=False)
+        self.notify(
+            printable(f"dumped the groups in memory to {path}"),
+            title="dump",
+            timeout=8,
+            markup=False,
+        )
 
     def action_cursor(self, step: int) -> None:
         self.table.action_move(step)
@@ -368,7 +498,11 @@ class VftuiApp(App[RunSummary | None]):
         try:
             pager = shlex.split(os.environ.get("PAGER") or "less -R") or ["less", "-R"]
         except ValueError as e:  # an unbalanced quote
-            self.notify(f"$PAGER does not split into words ({e}): fix it or unset it", severity="error", markup=False)
+            self.notify(
+                f"$PAGER does not split into words ({e}): fix it or unset it",
+                severity="error",
+                markup=False,
+            )
             return
         # Ctrl-C in the pager reaches this process too: it is the pager's, not a stop of the run. A handler that
         # does nothing (not SIG_IGN, which the pager would inherit) keeps it from ending the dashboard.
@@ -385,19 +519,27 @@ class VftuiApp(App[RunSummary | None]):
         def apply(text: str | None) -> None:
             if text is not None:
                 self.model.set_filter(text)
-                self._picked = False  # the preview follows the filter: a group it hides leaves the preview
+                self._picked = (
+                    False  # the preview follows the filter: a group it hides leaves the preview
+                )
                 self.tick()
                 self.refresh_preview()
                 shown = len(self.model.visible_groups())
                 total = len(self.model.all_groups())
-                self.notify(f"{shown} of {total} groups match" if text.strip() else "filter cleared")
+                self.notify(
+                    f"{shown} of {total} groups match" if text.strip() else "filter cleared"
+                )
 
         def read(text: str) -> str:
             parse_filter(text)  # a ValueError says what cannot be read
             return text
 
-        self.push_screen(PromptScreen("filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP),
-                         apply)
+        self.push_screen(
+            PromptScreen(
+                "filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP
+            ),
+            apply,
+        )
 
     def action_cycle_sort(self) -> None:
         self.notify(f"groups {self.model.cycle_sort()}")
@@ -423,10 +565,18 @@ class VftuiApp(App[RunSummary | None]):
 
     def action_help(self) -> None:
         """Every key from the bindings that hold it: the app's, the table's, Textual's own."""
-        app_keys = [b for b in self.BINDINGS if self.check_action(b.action.split("(")[0], ()) is not False]
-        rows = help_rows([*app_keys, *GroupTable.BINDINGS, *Screen.BINDINGS[:2]])  # [:2]: tab, shift+tab
-        rows.append((key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")),
-                     "command palette (themes too)"))
+        app_keys = [
+            b for b in self.BINDINGS if self.check_action(b.action.split("(")[0], ()) is not False
+        ]
+        rows = help_rows(
+            [*app_keys, *GroupTable.BINDINGS, *Screen.BINDINGS[:2]]
+        )  # [:2]: tab, shift+tab
+        rows.append(
+            (
+                key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")),
+                "command palette (themes too)",
+            )
+        )
         self.push_screen(HelpScreen(rows))
 
     async def action_quit(self) -> None:
@@ -441,7 +591,9 @@ class VftuiApp(App[RunSummary | None]):
         if self._quitting:
             self.stop_and_exit()  # a second quit cancels the groups in flight
             return
-        if self.screen is self._quit_question:  # asked again: this dashboard's own run stops, as y would say
+        if (
+            self.screen is self._quit_question
+        ):  # asked again: this dashboard's own run stops, as y would say
             if not self.source.leaves_run:
                 self.screen.dismiss("stop")
             return
@@ -477,7 +629,9 @@ class VftuiApp(App[RunSummary | None]):
         worker = event.worker
         if worker.name != "collector" or not worker.is_finished:
             return
-        if isinstance(worker.error, UserError):  # a setting the run refused: the command prints its sentence
+        if isinstance(
+            worker.error, UserError
+        ):  # a setting the run refused: the command prints its sentence
             self.exit(None)
             return
         if worker.error is not None:
@@ -487,5 +641,7 @@ class VftuiApp(App[RunSummary | None]):
             self.result = worker.result
         self.tick()
         interrupted = worker.error is None and worker.result is None and not self.source.leaves_run
-        if self._quitting or interrupted:  # interrupted: its own run stopped while it was prepared, never begun
+        if (
+            self._quitting or interrupted
+        ):  # interrupted: its own run stopped while it was prepared, never begun
             self.exit(self.result)

@@ -37,12 +37,23 @@ class CompareApp(App[None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui compare"
     BINDINGS = [
-        Binding("n", "next_rollout", "next rollout", tooltip="the next rollout of the item in both sources (or enter)"),
+        Binding(
+            "n",
+            "next_rollout",
+            "next rollout",
+            tooltip="the next rollout of the item in both sources (or enter)",
+        ),
         Binding("q,ctrl+c", "quit", "quit", priority=True),
     ]
 
-    def __init__(self, summaries: list[Summary], change: Change, header: str, theme_name: str = "vftui-dark",
-                 extra_themes=None) -> None:
+    def __init__(
+        self,
+        summaries: list[Summary],
+        change: Change,
+        header: str,
+        theme_name: str = "vftui-dark",
+        extra_themes=None,
+    ) -> None:
         super().__init__()
         self.summaries, self.change, self.header = summaries, change, header
         self.letters = [chr(ord("A") + i) for i in range(len(summaries))]
@@ -64,25 +75,42 @@ class CompareApp(App[None]):
     def on_mount(self) -> None:
         figures = self.query_one("#figures", DataTable)
         figures.add_columns("", *self.letters)
-        rows = [("items", [str(len(s.source.items)) for s in self.summaries]),
-                ("errors", [str(s.source.errors) for s in self.summaries]),
-                ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
-                ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
-                ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),
-                ("identical", [f"{s.identical:.1%}" for s in self.summaries]),
-                ("completion", [f"{s.completion_chars:.0f} chars" for s in self.summaries])]
+        rows = [
+            ("items", [str(len(s.source.items)) for s in self.summaries]),
+            ("errors", [str(s.source.errors) for s in self.summaries]),
+            ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
+            ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
+            ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),
+            ("identical", [f"{s.identical:.1%}" for s in self.summaries]),
+            ("completion", [f"{s.completion_chars:.0f} chars" for s in self.summaries]),
+        ]
         names = sorted({n for s in self.summaries for n in s.functions})
-        rows += [(n, [figure(s.functions[n].as_dict()) if n in s.functions else "-" for s in self.summaries])
-                 for n in names]
+        rows += [
+            (
+                n,
+                [
+                    figure(s.functions[n].as_dict()) if n in s.functions else "-"
+                    for s in self.summaries
+                ],
+            )
+            for n in names
+        ]
         for label, values in rows:
-            figures.add_row(shown(label), *values)  # a reward function's name is the environment's text
+            figures.add_row(
+                shown(label), *values
+            )  # a reward function's name is the environment's text
         items = self.query_one("#items", DataTable)
         items.border_title = f"items by change, B - A, worst first ({self.change.paired} in both)"
         items.add_columns("item", "A", "B", "change")
         for c in self.change.items:
             style = "red" if c.change < 0 else "green" if c.change > 0 else ""
-            items.add_row(shown(c.key), number(c.before), number(c.after), Text(number(c.change, "+"), style=style),
-                          key=c.key)
+            items.add_row(
+                shown(c.key),
+                number(c.before),
+                number(c.after),
+                Text(number(c.change, "+"), style=style),
+                key=c.key,
+            )
         items.focus()
         self.show_sides()
 
@@ -107,4 +135,6 @@ class CompareApp(App[None]):
             item = summary.source.items[key]
             n = self.rollout % len(item.rollouts)
             title = f"{letter} · item {key} · rollout {n + 1}/{len(item.rollouts)} · reward {number(item.rewards[n])}"
-            self.query_one(f"#side-{letter}", Static).update(rollout_text(item.rollouts[n], printable(title)))
+            self.query_one(f"#side-{letter}", Static).update(
+                rollout_text(item.rollouts[n], printable(title))
+            )

@@ -14,13 +14,19 @@ from vftui.events import Event, GroupCollected, RunStarted, RunStatus, RunSummar
 # Views drain their inbox and repaint once a second, however fast events come: over SSH every
 # repaint costs bytes. Keys do not wait for a tick: their effect is shown at once.
 TICK_S = 1.0
-URGENT = (RunStarted, RunStatus, RunSummary)  # what the run is doing now: shown at once, not at the next tick
+URGENT = (
+    RunStarted,
+    RunStatus,
+    RunSummary,
+)  # what the run is doing now: shown at once, not at the next tick
 
 
 class Inbox:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        self.wake: Callable[[], None] | None = None  # set by the view: asks for a tick before the next one
+        self.wake: Callable[[], None] | None = (
+            None  # set by the view: asks for a tick before the next one
+        )
         self._first_group = True
 
     def put(self, event: Event) -> None:

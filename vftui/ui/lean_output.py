@@ -58,7 +58,11 @@ class Pen:
         """The shortest codes that turn this style into ``new``."""
         if new == self:
             return ""
-        if not new.attributes >= self.attributes or (self.fg and not new.fg) or (self.bg and not new.bg):
+        if (
+            not new.attributes >= self.attributes
+            or (self.fg and not new.fg)
+            or (self.bg and not new.bg)
+        ):
             return RESET if new == DEFAULT else f"\x1b[0;{new.codes()}m"
         codes = sorted(new.attributes - self.attributes)
         codes += [c for c, old in ((new.fg, self.fg), (new.bg, self.bg)) if c and c != old]
@@ -96,7 +100,9 @@ class StyleRuns:
             params, final = match.groups()
             if final == "m":
                 wanted = self._pen(params)
-            elif final == "H" or params.startswith("?"):  # moving the cursor or a mode paints nothing
+            elif final == "H" or params.startswith(
+                "?"
+            ):  # moving the cursor or a mode paints nothing
                 out.append(match.group())
             else:
                 out.append(current.change_to(DEFAULT))
@@ -110,7 +116,9 @@ class StyleRuns:
     def _pen(self, params: str) -> Pen:
         pen = self._pens.get(params)
         if pen is None:
-            if len(self._pens) > 4096:  # a theme has a few dozen styles; this only bounds the memory
+            if (
+                len(self._pens) > 4096
+            ):  # a theme has a few dozen styles; this only bounds the memory
                 self._pens.clear()
             pen = self._pens[params] = Pen.parse(params)
         return pen

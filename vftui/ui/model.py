@@ -46,9 +46,13 @@ from vftui.series import Series
 
 HISTORY = 240
 LOG_LINES = 500
-FILTER_TERM = re.compile(r"^(reward|mean|std|item|turns|t|length|secs)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$")
-FILTER_HELP = ("terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7, length>500, secs>10 "
-               "(all must hold)")
+FILTER_TERM = re.compile(
+    r"^(reward|mean|std|item|turns|t|length|secs)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$"
+)
+FILTER_HELP = (
+    "terms: identical, varied, reward>0.5, std<0.1, item=3, turns>=2, t<=0.7, length>500, secs>10 "
+    "(all must hold)"
+)
 
 
 # The table's orders (o cycles them): as groups came, or the items that most need a look first.
@@ -73,12 +77,22 @@ def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
         elif match := FILTER_TERM.match(term):
             field_name, op, number = match.group(1), match.group(2), float(match.group(3))
             value = {
-                "reward": lambda g: stats.mean(g.scores), "mean": lambda g: stats.mean(g.scores),
-                "std": lambda g: stats.population_std(g.scores), "item": lambda g: g.item,
-                "turns": lambda g: stats.mean([float(t) for t in g.turns]), "t": lambda g: g.temperature,
-                "length": lambda g: g.completion_length, "secs": lambda g: g.elapsed_s,
+                "reward": lambda g: stats.mean(g.scores),
+                "mean": lambda g: stats.mean(g.scores),
+                "std": lambda g: stats.population_std(g.scores),
+                "item": lambda g: g.item,
+                "turns": lambda g: stats.mean([float(t) for t in g.turns]),
+                "t": lambda g: g.temperature,
+                "length": lambda g: g.completion_length,
+                "secs": lambda g: g.elapsed_s,
             }[field_name]
-            compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq}[op]
+            compare = {
+                "<": operator.lt,
+                "<=": operator.le,
+                ">": operator.gt,
+                ">=": operator.ge,
+                "=": operator.eq,
+            }[op]
             checks.append(lambda g, v=value, c=compare, n=number: c(v(g), n))
         else:
             raise ValueError(f"cannot read '{term}'; {FILTER_HELP}")
@@ -89,7 +103,9 @@ def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
 class DashboardModel:
     window: int = 256
     identical_alert: float = 0.5
-    clock: Callable[[], float] = field(default=time.time)  # stamps log lines; groups' end times are on it too
+    clock: Callable[[], float] = field(
+        default=time.time
+    )  # stamps log lines; groups' end times are on it too
     monotonic: Callable[[], float] = field(default=time.monotonic)  # durations
     run_started: RunStarted | None = None
     state: RunState = RunState.STARTING
@@ -105,7 +121,9 @@ class DashboardModel:
     servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
     health: Health | None = None
     eval_report: EvalReport | None = None  # eval mode: the figures so far; rl: the last eval's
-    eval_curve: list = field(default_factory=list)  # rl with evals: (trainer step, mean reward) of each
+    eval_curve: list = field(
+        default_factory=list
+    )  # rl with evals: (trainer step, mean reward) of each
     series: Series = field(default_factory=Series)  # the whole run, for the charts
     alerts: dict = field(default_factory=dict)  # the active ones, by name
     dropped: collections.Counter = field(default_factory=collections.Counter)
@@ -120,7 +138,9 @@ class DashboardModel:
     tokens_total: int = 0
     logs_total: int = 0
     version: int = 0
-    rows: Sequence | None = None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
+    rows: Sequence | None = (
+        None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
+    )
     sort: str = "arrival"  # a key of SORTS: the table's order
     filter_text: str = ""
     _filter: Callable[[GroupCollected], bool] | None = None
@@ -155,11 +175,19 @@ class DashboardModel:
             case RunStarted():
                 self.run_started, self.temperature = event, event.temperature
                 self.groups_total, self.groups_done = event.groups_total, event.groups_done
-                already = max(0.0, self.clock() - event.started_at) if event.started_at else 0.0  # attached late
+                already = (
+                    max(0.0, self.clock() - event.started_at) if event.started_at else 0.0
+                )  # attached late
                 self._t0 = self.monotonic() - already
             case RunStatus():
-                next_step = event.state is RunState.STARTING and event.detail and event.detail != self.detail
-                if event.state is not self.state or next_step:  # each state, and each step of the preparation
+                next_step = (
+                    event.state is RunState.STARTING
+                    and event.detail
+                    and event.detail != self.detail
+                )
+                if (
+                    event.state is not self.state or next_step
+                ):  # each state, and each step of the preparation
                     self.note("INFO", wording.run_state(event.state, event.detail))
                 self.state, self.detail = event.state, event.detail
                 self.groups_total = event.groups_total or self.groups_total
@@ -201,7 +229,10 @@ class DashboardModel:
             case FileProgress():
                 self._apply_file(event)
             case RunSoFar():  # attached to a run in progress: its figures cover more than the replayed groups
-                self.totals, self.dropped = copy.deepcopy(event.totals), collections.Counter(event.dropped)
+                self.totals, self.dropped = (
+                    copy.deepcopy(event.totals),
+                    collections.Counter(event.dropped),
+                )
             case RunSummary():
                 self.summary, self.state, self.detail = event, event.state, event.error
                 self.groups_done = event.groups_done
@@ -225,13 +256,19 @@ class DashboardModel:
     def _apply_file(self, progress: FileProgress) -> None:
         """A viewed file's figures so far: the window is the whole file."""
         totals = progress.totals
-        totals.per_metric = {printable(name): moments for name, moments in totals.per_metric.items()}
+        totals.per_metric = {
+            printable(name): moments for name, moments in totals.per_metric.items()
+        }
         self.totals = self.in_window = totals
         self.reward_history = collections.deque(progress.reward_history, maxlen=HISTORY)
         self.identical_history = collections.deque(progress.identical_history, maxlen=HISTORY)
         self.groups_done = progress.groups
         share = progress.bytes_read / progress.bytes_total if progress.bytes_total else 1.0
-        self.groups_total = progress.groups if progress.done else max(progress.groups, round(progress.groups / share))
+        self.groups_total = (
+            progress.groups
+            if progress.done
+            else max(progress.groups, round(progress.groups / share))
+        )
         if self.state is RunState.STARTING:  # the first pass; then a followed file's detail says so
             self.detail = "" if progress.done else f"reading the file: {share:.0%}"
 
@@ -279,7 +316,9 @@ class DashboardModel:
             return 0.0
         if self.summary is not None:
             return self.summary.elapsed_s
-        return self.monotonic() - self._t0  # never the wall clock's difference: it can be set back mid-run
+        return (
+            self.monotonic() - self._t0
+        )  # never the wall clock's difference: it can be set back mid-run
 
     def rates(self) -> tuple[float, float]:
         """(groups/s, tokens/s) as every view defines them (``stats.RATE_DEFINITION``)."""
@@ -313,7 +352,11 @@ class DashboardModel:
 
     def recent_scores(self) -> list[float]:
         """Every rollout's reward over the window (a viewed file's last ``window`` groups)."""
-        groups = self.rows[max(0, len(self.rows) - self.window):] if self.rows is not None else self.groups
+        groups = (
+            self.rows[max(0, len(self.rows) - self.window) :]
+            if self.rows is not None
+            else self.groups
+        )
         return [s for g in groups for s in g.scores]
 
     def all_groups(self) -> Sequence:

@@ -22,8 +22,13 @@ from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
 
 REFRESH_S = 2.0
-SORTS = {"started": lambda r: -r.created, "state": lambda r: r.state, "env": lambda r: r.env,
-         "reward": lambda r: -(r.mean_reward or float("-inf")), "groups": lambda r: -r.groups_done}
+SORTS = {
+    "started": lambda r: -r.created,
+    "state": lambda r: r.state,
+    "env": lambda r: r.env,
+    "reward": lambda r: -(r.mean_reward or float("-inf")),
+    "groups": lambda r: -r.groups_done,
+}
 
 
 class RunsApp(App[tuple[str, Path] | None]):
@@ -32,9 +37,21 @@ class RunsApp(App[tuple[str, Path] | None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui runs"
     BINDINGS = [
-        Binding("enter,a", "open('attach')", "attach", tooltip="the dashboard on the selected run (running)"),
-        Binding("v", "open('view')", "view", tooltip="what the selected run collected, in the viewer"),
-        Binding("p", "control('toggle_pause')", "pause/resume", tooltip="pause or resume the selected run"),
+        Binding(
+            "enter,a",
+            "open('attach')",
+            "attach",
+            tooltip="the dashboard on the selected run (running)",
+        ),
+        Binding(
+            "v", "open('view')", "view", tooltip="what the selected run collected, in the viewer"
+        ),
+        Binding(
+            "p",
+            "control('toggle_pause')",
+            "pause/resume",
+            tooltip="pause or resume the selected run",
+        ),
         Binding("x", "control('stop')", "stop", tooltip="stop the selected run gracefully"),
         Binding("s", "sort", "sort", tooltip="sort by start, state, env, reward, groups"),
         Binding("q,ctrl+c,escape", "quit", "quit", priority=True),
@@ -70,13 +87,19 @@ class RunsApp(App[tuple[str, Path] | None]):
         if selected is not None and selected in [line.out_path for line in self.lines]:
             table.move_cursor(row=[line.out_path for line in self.lines].index(selected))
         running = sum(line.running for line in self.lines)
-        self.query_one(Static).update(f"{len(self.lines)} runs, {running} running · sorted by {self.sort} "
-                                      "· enter attach, v view, p pause, x stop, s sort")
+        self.query_one(Static).update(
+            f"{len(self.lines)} runs, {running} running · sorted by {self.sort} "
+            "· enter attach, v view, p pause, x stop, s sort"
+        )
 
     @property
     def selected(self) -> Path | None:
         table = self.query_one(DataTable)
-        return self.lines[table.cursor_row].out_path if self.lines and 0 <= table.cursor_row < len(self.lines) else None
+        return (
+            self.lines[table.cursor_row].out_path
+            if self.lines and 0 <= table.cursor_row < len(self.lines)
+            else None
+        )
 
     def action_open(self, how: str) -> None:
         if self.selected is not None:
@@ -94,7 +117,9 @@ class RunsApp(App[tuple[str, Path] | None]):
         except UserError as e:
             self.notify(printable(str(e)), severity="error", markup=False)
             return
-        self.notify(f"{'stopping' if call == 'stop' else 'pause or resume'} sent to {path.parent.name}")
+        self.notify(
+            f"{'stopping' if call == 'stop' else 'pause or resume'} sent to {path.parent.name}"
+        )
         self.set_timer(0.5, self.refresh_runs)
 
     def action_sort(self) -> None:

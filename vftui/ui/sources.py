@@ -19,8 +19,11 @@ from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import Answer
 
 STOP_OR_NOT: tuple[Answer, ...] = (("y,enter", "yes", "stop"), ("n", "no", None))
-STOP_OR_LEAVE: tuple[Answer, ...] = (("s", "stop the run", "stop"), ("l", "leave it running", "leave"),
-                                     ("escape", "cancel", None))
+STOP_OR_LEAVE: tuple[Answer, ...] = (
+    ("s", "stop the run", "stop"),
+    ("l", "leave it running", "leave"),
+    ("escape", "cancel", None),
+)
 
 
 class Source:
@@ -44,15 +47,23 @@ class Source:
 class ViewedFile(Source):
     """A groups file, read by a background pass (``groupfile``); with ``follow``, until the app closes."""
 
-    def __init__(self, inbox: Inbox, rows: GroupFile, sim_tokenizer: str, tokenizer: str = "",
-                 follow: bool = False) -> None:
+    def __init__(
+        self,
+        inbox: Inbox,
+        rows: GroupFile,
+        sim_tokenizer: str,
+        tokenizer: str = "",
+        follow: bool = False,
+    ) -> None:
         super().__init__(inbox)
         self.rows = rows
         self._read: dict[str, Any] = {"sim_tokenizer": sim_tokenizer, "tokenizer": tokenizer}
         self._follow = follow
 
     def execute(self, closed: threading.Event) -> RunSummary:
-        return self.rows.read(self.inbox.put, follow_until=closed if self._follow else None, **self._read)
+        return self.rows.read(
+            self.inbox.put, follow_until=closed if self._follow else None, **self._read
+        )
 
 
 class StartedRun(Source):
@@ -72,7 +83,10 @@ class StartedRun(Source):
 class AttachedTo(Source):
     """A run that lives on its own (``vftui attach``): quitting asks whether to stop it or leave it running."""
 
-    quit_question = ("The run is still collecting. Stop it, or quit and leave it running?", STOP_OR_LEAVE)
+    quit_question = (
+        "The run is still collecting. Stop it, or quit and leave it running?",
+        STOP_OR_LEAVE,
+    )
     leaves_run = True
 
     def __init__(self, inbox: Inbox, attached: AttachedRun) -> None:

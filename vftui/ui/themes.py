@@ -14,14 +14,28 @@ from vftui.bounds import read_toml
 from vftui.errors import UserError
 from vftui.printable import say
 
-COLOUR_KEYS = ("primary", "secondary", "accent", "foreground", "background", "surface", "panel",
-               "success", "warning", "error", "boost")
+COLOUR_KEYS = (
+    "primary",
+    "secondary",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "success",
+    "warning",
+    "error",
+    "boost",
+)
 DEFAULT_THEME = "vftui-dark"
 
 
 def shipped_dirs() -> list[Path]:
     """The repository's ``themes/`` (editable installs) or the wheel's data copy."""
-    candidates = [Path(__file__).resolve().parents[2] / "themes", Path(sys.prefix) / "share" / "vftui" / "themes"]
+    candidates = [
+        Path(__file__).resolve().parents[2] / "themes",
+        Path(sys.prefix) / "share" / "vftui" / "themes",
+    ]
     return [d for d in candidates if d.is_dir()]
 
 
@@ -75,7 +89,9 @@ def available_themes() -> dict[str, Theme]:
 
 
 def resolve(
-    name: str | None, builtin: Collection[str] = BUILTIN_THEMES, ours: Mapping[str, Theme] | None = None
+    name: str | None,
+    builtin: Collection[str] = BUILTIN_THEMES,
+    ours: Mapping[str, Theme] | None = None,
 ) -> str:
     """Check a --theme name against ours (read from disk unless given) and Textual's own; return the name to use."""
     name = name or DEFAULT_THEME

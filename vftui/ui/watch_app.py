@@ -25,7 +25,9 @@ class WatchApp(App[None]):
     TITLE = "vftui watch"
     BINDINGS = [Binding("q,ctrl+c", "quit", "quit", priority=True)]
 
-    def __init__(self, inbox: Inbox, api_url: str, theme_name: str = "vftui-dark", extra_themes=None) -> None:
+    def __init__(
+        self, inbox: Inbox, api_url: str, theme_name: str = "vftui-dark", extra_themes=None
+    ) -> None:
         super().__init__()
         self.inbox = inbox
         self.api_url = api_url
@@ -43,7 +45,11 @@ class WatchApp(App[None]):
 
     def on_mount(self) -> None:
         self.query_one("#log").border_title = "changes"  # here the log is of what changed
-        header = Text("watch ", style="bold").append(self.api_url).append("  (no collector: read only)", style="dim")
+        header = (
+            Text("watch ", style="bold")
+            .append(self.api_url)
+            .append("  (no collector: read only)", style="dim")
+        )
         self.query_one("#status", Static).update(header)
         self.set_interval(TICK_S, self.tick)
 

@@ -26,17 +26,26 @@ class Rollout:
     metrics: dict[str, float]  # each reward function's and metric's numeric value
     turns: int  # model calls
     finish_reason: str | None  # of the last model call: stop, length, tool_calls...
-    tools: list[dict[str, Any]] = field(default_factory=list)  # the OpenAI schemas the model was sent
+    tools: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # the OpenAI schemas the model was sent
     error: str | None = None  # the rollout failed (an endpoint error): not a score
-    reward_failure: tuple[str, str] | None = None  # (function, error): a reward function raised or was not finite
-    model_calls: list[Any] = field(default_factory=list)  # rl: each call's token ids and logprobs (``tokens.Turn``)
+    reward_failure: tuple[str, str] | None = (
+        None  # (function, error): a reward function raised or was not finite
+    )
+    model_calls: list[Any] = field(
+        default_factory=list
+    )  # rl: each call's token ids and logprobs (``tokens.Turn``)
 
 
 def numeric(values: Mapping[str, Any]) -> dict[str, Any]:
     """The values that are numbers (verifiers keeps others beside them), a bool as 0 or 1; each as it came
     otherwise, so the collector refuses one that is not a score (``bounds.score``) rather than crash on it."""
-    return {str(name): float(value) if isinstance(value, bool) else value for name, value in values.items()
-            if isinstance(value, numbers.Real)}
+    return {
+        str(name): float(value) if isinstance(value, bool) else value
+        for name, value in values.items()
+        if isinstance(value, numbers.Real)
+    }
 
 
 def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
@@ -51,7 +60,10 @@ def metrics_of(rollouts: list[Rollout]) -> dict[str, list[float]]:
 def unscorable(scores: list[Any], metrics: dict[str, list[Any]]) -> tuple[str, str] | None:
     """Which metric (or the total reward) holds a value that is not a score (``bounds.score``: NaN, infinity, a
     string, None, beyond ``MAX_SCORE``), and what it is; None when every value is one."""
-    named = [*((f"metric '{name}'", values) for name, values in metrics.items()), ("the rubric's total reward", scores)]
+    named = [
+        *((f"metric '{name}'", values) for name, values in metrics.items()),
+        ("the rubric's total reward", scores),
+    ]
     for what, values in named:
         for value in values:
             if bounds.score(value) is None:
@@ -86,12 +98,21 @@ class Environment(Protocol):
         """Take the items from the eval split from now on; says which split that is (None: there is none)."""
         ...
 
-    async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
-                    max_concurrent: int) -> list[Rollout]:
+    async def group(
+        self,
+        item: dict[str, Any],
+        size: int,
+        client: Any,
+        model: str,
+        sampling: dict[str, Any],
+        max_concurrent: int,
+    ) -> list[Rollout]:
         """``size`` rollouts of ``item`` at once, ``max_concurrent`` requests in flight."""
         ...
 
-    async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
+    async def rollout(
+        self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
+    ) -> Rollout:
         """One rollout of ``item`` through ``client`` (rl: a client of its own, whose calls are recorded)."""
         ...
 

@@ -79,53 +79,80 @@ class ClassicEnvironment:
 
     def _dataset(self) -> list[dict[str, Any]]:
         if self._rows is None:
-            dataset = self.vf_env.get_eval_dataset() if self._split == "eval" else self.vf_env.get_dataset()
+            dataset = (
+                self.vf_env.get_eval_dataset()
+                if self._split == "eval"
+                else self.vf_env.get_dataset()
+            )
             self._rows = dataset.to_list()
         return self._rows
 
     def use_eval_split(self) -> str | None:
         """``get_eval_dataset``, which is the training set when the environment has none (then None)."""
         self._split, self._rows = "eval", None
-        has_own = any(getattr(self.vf_env, name, None) is not None for name in ("eval_dataset", "eval_dataset_source"))
+        has_own = any(
+            getattr(self.vf_env, name, None) is not None
+            for name in ("eval_dataset", "eval_dataset_source")
+        )
         return "its eval dataset" if has_own else None
 
     async def aclose(self) -> None:
         return None
 
-    async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
-                    max_concurrent: int) -> list[Rollout]:
+    async def group(
+        self,
+        item: dict[str, Any],
+        size: int,
+        client: Any,
+        model: str,
+        sampling: dict[str, Any],
+        max_concurrent: int,
+    ) -> list[Rollout]:
         """The reference's sft path: one ``generate`` call over the item repeated ``size`` times."""
         failures: list[tuple[str, str]] = []
         _REWARD_FAILURES.set(failures)  # the group's rollouts run in tasks that inherit it
-        outputs = (await self.vf_env.generate(
-            inputs=[_rollout_input(item) for _ in range(size)],
-            client=self._client(client),
-            model=model,
-            sampling_args=sampling,
-            max_concurrent=max_concurrent,
-            independent_scoring=True,
-            state_columns=["trajectory"],
-            on_start=lambda *args, **kwargs: None,
-            on_log=lambda message: None,
-        ))["outputs"]
+        outputs = (
+            await self.vf_env.generate(
+                inputs=[_rollout_input(item) for _ in range(size)],
+                client=self._client(client),
+                model=model,
+                sampling_args=sampling,
+                max_concurrent=max_concurrent,
+                independent_scoring=True,
+                state_columns=["trajectory"],
+                on_start=lambda *args, **kwargs: None,
+                on_log=lambda message: None,
+            )
+        )["outputs"]
         return [_rollout(output, failures[0] if failures else None) for output in outputs]
 
-    async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
+    async def rollout(
+        self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
+    ) -> Rollout:
         import verifiers as vf
 
         failures: list[tuple[str, str]] = []
         _REWARD_FAILURES.set(failures)  # this task's own context: the rollout's failures only
-        output = await self.vf_env.run_rollout(_rollout_input(item), vf.OpenAIChatCompletionsClient(client), model,
-                                               sampling, state_columns=["trajectory"])
+        output = await self.vf_env.run_rollout(
+            _rollout_input(item),
+            vf.OpenAIChatCompletionsClient(client),
+            model,
+            sampling,
+            state_columns=["trajectory"],
+        )
         return _rollout(output, failures[0] if failures else None)
 
 
 def _rollout(output: dict[str, Any], reward_failure: tuple[str, str] | None) -> Rollout:
     """A classic rollout output (prompt and completion as pydantic messages, the trajectory's steps)."""
-    messages = plain_messages(list(output.get("prompt") or []) + list(output.get("completion") or []))
+    messages = plain_messages(
+        list(output.get("prompt") or []) + list(output.get("completion") or [])
+    )
     return Rollout(
         messages=messages,
-        reward=output.get("reward"),  # as the rubric gave it: the collector refuses one that is not a score
+        reward=output.get(
+            "reward"
+        ),  # as the rubric gave it: the collector refuses one that is not a score
         metrics=numeric(output.get("metrics") or {}),
         turns=len(output.get("trajectory") or []),
         finish_reason=_finish_reason(output),
@@ -218,7 +245,9 @@ def _watched(func: Any) -> Any:
             async with scoring_limit.limit.scoring(f"reward function '{func.__name__}'"):
                 result = func(*args, **kwargs)
                 result = await result if inspect.isawaitable(result) else result
-            if not isinstance(result, bool) and bounds.score(result) is None:  # a bool scores 0 or 1, as in verifiers
+            if (
+                not isinstance(result, bool) and bounds.score(result) is None
+            ):  # a bool scores 0 or 1, as in verifiers
                 raise ValueError(f"returned {bounds.refusal(result)}")
         except Exception as e:
             failures = _REWARD_FAILURES.get()

@@ -80,20 +80,26 @@ def load(env_id: str, env_args: dict[str, Any]) -> Environment:
     """
     target = BUILTINS.get(env_id) or _find(module_name(env_id))
     if target is None:
-        raise UserError(f"environment '{env_id}' is not installed (no module {module_name(env_id)}); "
-                        f"environments that can be loaded: {', '.join(loadable_environments())}")
+        raise UserError(
+            f"environment '{env_id}' is not installed (no module {module_name(env_id)}); "
+            f"environments that can be loaded: {', '.join(loadable_environments())}"
+        )
     try:
         module = importlib.import_module(target)
     except Exception as e:
         if not classic.available() and _defines_load_environment(target):
-            raise UserError(_classic_needs_03(env_id)) from e  # it imports the classic API 0.4 removed
+            raise UserError(
+                _classic_needs_03(env_id)
+            ) from e  # it imports the classic API 0.4 removed
         raise UserError(load_failure(env_id, env_args, e)) from e
     if hasattr(module, "load_environment"):
         return _load_classic(env_id, module, env_args)
     taskset = _exported_taskset(module)
     if taskset is None:
-        raise UserError(f"environment '{env_id}' ({target}) is neither a classic verifiers environment (no "
-                        "load_environment) nor a v1 taskset (no Taskset subclass in its __all__)")
+        raise UserError(
+            f"environment '{env_id}' ({target}) is neither a classic verifiers environment (no "
+            "load_environment) nor a v1 taskset (no Taskset subclass in its __all__)"
+        )
     return _load_v1(env_id, _v1_id(target, module), env_args)
 
 
@@ -117,9 +123,11 @@ def _load_classic(env_id: str, module: ModuleType, env_args: dict[str, Any]) -> 
 
 
 def _classic_needs_03(env_id: str) -> str:
-    return (f"environment '{env_id}' is a classic verifiers environment (load_environment), which verifiers "
-            f"{importlib.metadata.version('verifiers')} no longer runs; install verifiers 0.3 beside vftui to run it "
-            f"({CLASSIC_INSTALL})")
+    return (
+        f"environment '{env_id}' is a classic verifiers environment (load_environment), which verifiers "
+        f"{importlib.metadata.version('verifiers')} no longer runs; install verifiers 0.3 beside vftui to run it "
+        f"({CLASSIC_INSTALL})"
+    )
 
 
 def _defines_load_environment(target: str) -> bool:
@@ -152,8 +160,10 @@ def _exported_taskset(module: ModuleType) -> type | None:
     exported = [getattr(module, name, None) for name in module.__all__]
     classes = [obj for obj in exported if isinstance(obj, type)]
     if any(issubclass(c, Harness) and c is not Harness for c in classes):
-        raise UserError(f"environment '{module.__name__}' brings its own harness (an agent program that runs "
-                        "the tasks); vftui runs plain chat and tool tasks in-process: run it with verifiers' eval")
+        raise UserError(
+            f"environment '{module.__name__}' brings its own harness (an agent program that runs "
+            "the tasks); vftui runs plain chat and tool tasks in-process: run it with verifiers' eval"
+        )
     return next((c for c in classes if issubclass(c, Taskset) and c is not Taskset), None)
 
 
@@ -171,7 +181,10 @@ def load_failure(env_id: str, env_args: dict[str, Any], error: Exception) -> str
         )
     if isinstance(cause, ModuleNotFoundError) and cause.name:
         package = cause.name.split(".")[0]
-        if package in ("verifiers", "atroposlib"):  # installed, so a part of another version is missing
+        if package in (
+            "verifiers",
+            "atroposlib",
+        ):  # installed, so a part of another version is missing
             return (
                 f"{failed}: it needs '{cause.name}', which {package} {importlib.metadata.version(package)} does "
                 f"not have; the environment was written for another {package} version"
@@ -199,7 +212,13 @@ def _unreachable(error: BaseException) -> bool:
     import requests
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    network = (ConnectionError, TimeoutError, requests.ConnectionError, requests.Timeout, httpx.TransportError)
+    network = (
+        ConnectionError,
+        TimeoutError,
+        requests.ConnectionError,
+        requests.Timeout,
+        httpx.TransportError,
+    )
     return isinstance(error, (*network, LocalEntryNotFoundError))
 
 

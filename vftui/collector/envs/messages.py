@@ -24,7 +24,11 @@ def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
     """
     out = []
     for message in messages or []:
-        data = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
+        data = (
+            message.model_dump(exclude_none=True)
+            if hasattr(message, "model_dump")
+            else dict(message)
+        )
         data["content"] = _text_of(data.get("content"))
         if data.get("tool_calls"):
             data["tool_calls"] = [openai_tool_call(call) for call in data["tool_calls"]]
@@ -39,7 +43,9 @@ def _text_of(content: Any) -> Any:
 
     Parts that are not all text (an image) are left for the chat template to render.
     """
-    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" for p in content
+    ):
         return "".join(str(p.get("text", "")) for p in content)
     return content or ""
 
@@ -54,8 +60,16 @@ def template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for message in messages:
         if message.get("tool_calls"):
-            calls = [{**call, "function": {**call["function"], "arguments": _parsed(call["function"]["arguments"])}}
-                     for call in message["tool_calls"]]
+            calls = [
+                {
+                    **call,
+                    "function": {
+                        **call["function"],
+                        "arguments": _parsed(call["function"]["arguments"]),
+                    },
+                }
+                for call in message["tool_calls"]
+            ]
             message = {**message, "tool_calls": calls}
         out.append(message)
     return out
@@ -94,8 +108,11 @@ def openai_tools(tool_defs: list[Any] | None) -> list[dict[str, Any]]:
         if "function" in data:  # already in the OpenAI form
             tools.append(data)
             continue
-        function = {"name": data["name"], "description": data.get("description", ""),
-                    "parameters": data.get("parameters", {"type": "object", "properties": {}})}
+        function = {
+            "name": data["name"],
+            "description": data.get("description", ""),
+            "parameters": data.get("parameters", {"type": "object", "properties": {}}),
+        }
         if data.get("strict") is not None:
             function["strict"] = data["strict"]
         tools.append({"type": "function", "function": function})

@@ -24,11 +24,19 @@ from verifiers.v1.utils.loaders import load_environment, resolve_env_config, tas
 
 from vftui.collector.envs.base import Rollout, numeric
 from vftui.collector.envs.messages import plain_messages
-from vftui.collector.envs.v1_runner import ChatCall, Outcome, ToolServer, run_episode, start_shared_tools
+from vftui.collector.envs.v1_runner import (
+    ChatCall,
+    Outcome,
+    ToolServer,
+    run_episode,
+    start_shared_tools,
+)
 from vftui.errors import UserError
 
 STAGES = {"setup": "the task's setup failed", "env": "the environment's run failed"}
-RECENT_TASKS = 4096  # an endless taskset's tasks kept for their groups (and those a resume collects again)
+RECENT_TASKS = (
+    4096  # an endless taskset's tasks kept for their groups (and those a resume collects again)
+)
 LISTED_AT_MOST = 100_000  # a taskset longer than this that does not say it is endless (INFINITE) is read as a stream
 LOGGERS = ("verifiers",)
 
@@ -55,8 +63,10 @@ def _bad_settings(env_id: str, taskset_id: str, error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"] if part != "taskset")
     if first["type"] == "extra_forbidden":
-        return (f"environment '{env_id}' has no setting '{where}' (--env-args); its settings: "
-                f"{', '.join(settings(taskset_id)) or 'none'}")
+        return (
+            f"environment '{env_id}' has no setting '{where}' (--env-args); its settings: "
+            f"{', '.join(settings(taskset_id)) or 'none'}"
+        )
     return f"invalid --env-args for '{env_id}': {where}: {first['msg']}"
 
 
@@ -65,8 +75,11 @@ def env_config(taskset_id: str, env_args: dict[str, Any]) -> dict[str, Any]:
     Env's (an unknown key is refused by the config's validation); a dotted key nests as written."""
     taskset_fields = taskset_config_type(taskset_id).model_fields
     task_config = taskset_fields["task"].annotation if "task" in taskset_fields else None
-    task_fields = task_config.model_fields if isinstance(task_config, type) and hasattr(task_config, "model_fields") \
+    task_fields = (
+        task_config.model_fields
+        if isinstance(task_config, type) and hasattr(task_config, "model_fields")
         else {}
+    )
     taskset: dict[str, Any] = {"id": taskset_id}
     env: dict[str, Any] = {"taskset": taskset}
     for key, value in env_args.items():
@@ -98,25 +111,40 @@ class V1Environment:
         self._recent: collections.OrderedDict[int, Any] = collections.OrderedDict()
         first = self._task(0)
         rewards = first.hooks("reward")
-        self.reward_function_names = [fn.__name__ for fn in rewards] + [j.reward_name for j in first.plugged_judges()]
+        self.reward_function_names = [fn.__name__ for fn in rewards] + [
+            j.reward_name for j in first.plugged_judges()
+        ]
         self.reward_weights = {fn.__name__: float(getattr(fn, "_vf_weight", 1.0)) for fn in rewards}
-        self.has_tools = bool(type(taskset).toolsets(taskset.config) or type(first).toolsets(first.config))
-        agent = getattr(env.config, "agent", None)  # its max_turns is a limit; a taskset's, how many it asks for
-        self.max_turns: int | None = getattr(agent, "max_turns", None) or getattr(taskset.config, "max_turns", None)
+        self.has_tools = bool(
+            type(taskset).toolsets(taskset.config) or type(first).toolsets(first.config)
+        )
+        agent = getattr(
+            env.config, "agent", None
+        )  # its max_turns is a limit; a taskset's, how many it asks for
+        self.max_turns: int | None = getattr(agent, "max_turns", None) or getattr(
+            taskset.config, "max_turns", None
+        )
         self._shared_tools: dict[str, ToolServer] | None = None
         self._tools_lock = asyncio.Lock()
 
     def _check_runnable(self) -> None:
         """What this runner does not run is refused with what it needs."""
-        roles = [name for name, field in type(self.env.config).model_fields.items()
-                 if isinstance(field.annotation, type) and issubclass(field.annotation, vf.AgentConfig)]
+        roles = [
+            name
+            for name, field in type(self.env.config).model_fields.items()
+            if isinstance(field.annotation, type) and issubclass(field.annotation, vf.AgentConfig)
+        ]
         if len(roles) > 1:
-            raise UserError(f"environment '{self.env_id}' runs {len(roles)} agents ({', '.join(roles)}); vftui "
-                            "collects one model's rollouts: run it with verifiers' eval")
+            raise UserError(
+                f"environment '{self.env_id}' runs {len(roles)} agents ({', '.join(roles)}); vftui "
+                "collects one model's rollouts: run it with verifiers' eval"
+            )
         task_type = type(self.env.taskset).task_type()
         if getattr(task_type, "NEEDS_CONTAINER", False):
-            raise UserError(f"environment '{self.env_id}' runs its tasks in a container; vftui runs plain chat and "
-                            "tool tasks in-process: run it with verifiers' eval")
+            raise UserError(
+                f"environment '{self.env_id}' runs its tasks in a container; vftui runs plain chat and "
+                "tool tasks in-process: run it with verifiers' eval"
+            )
 
     # -- items ----------------------------------------------------------------------------
 
@@ -131,8 +159,10 @@ class V1Environment:
     def item(self, index: int) -> dict[str, Any]:
         task = self._task(index)
         if task.data.image is not None:
-            raise UserError(f"task {task.data.idx} of '{self.env_id}' needs the container image {task.data.image}; "
-                            "vftui runs plain chat and tool tasks in-process")
+            raise UserError(
+                f"task {task.data.idx} of '{self.env_id}' needs the container image {task.data.image}; "
+                "vftui runs plain chat and tool tasks in-process"
+            )
         example_id = task.data.idx if task.data.idx is not None else index
         return {"example_id": example_id, "task": task}
 
@@ -154,8 +184,15 @@ class V1Environment:
 
     # -- rollouts -------------------------------------------------------------------------
 
-    async def group(self, item: dict[str, Any], size: int, client: Any, model: str, sampling: dict[str, Any],
-                    max_concurrent: int) -> list[Rollout]:
+    async def group(
+        self,
+        item: dict[str, Any],
+        size: int,
+        client: Any,
+        model: str,
+        sampling: dict[str, Any],
+        max_concurrent: int,
+    ) -> list[Rollout]:
         limit = asyncio.Semaphore(max_concurrent)
 
         async def one() -> Rollout:
@@ -164,15 +201,32 @@ class V1Environment:
 
         return list(await asyncio.gather(*(one() for _ in range(size))))
 
-    async def rollout(self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]) -> Rollout:
+    async def rollout(
+        self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
+    ) -> Rollout:
         try:
-            outcomes = await run_episode(self.env, item["task"], model=model, chat=_chat(client),
-                                         sampling=_sampling(sampling), shared_tools=await self._shared())
+            outcomes = await run_episode(
+                self.env,
+                item["task"],
+                model=model,
+                chat=_chat(client),
+                sampling=_sampling(sampling),
+                shared_tools=await self._shared(),
+            )
         except Exception as e:  # noqa: BLE001 - the Env failed before any agent ran: a failed rollout
-            return Rollout([], 0.0, {}, 0, None, error=f"the environment's run failed: {type(e).__name__}: {e}")
+            return Rollout(
+                [], 0.0, {}, 0, None, error=f"the environment's run failed: {type(e).__name__}: {e}"
+            )
         if len(outcomes) != 1:
-            return Rollout([], 0.0, {}, 0, None, error=f"the environment ran {len(outcomes)} agents for one rollout; "
-                                                        "vftui collects one model's rollouts")
+            return Rollout(
+                [],
+                0.0,
+                {},
+                0,
+                None,
+                error=f"the environment ran {len(outcomes)} agents for one rollout; "
+                "vftui collects one model's rollouts",
+            )
         return _rollout(outcomes[0])
 
     async def _shared(self) -> dict[str, ToolServer]:
@@ -218,7 +272,11 @@ def _rollout(outcome: Outcome) -> Rollout:
     if outcome.failed_at == "scoring":
         reward_failure = (outcome.failing_hook or "scoring", outcome.error)
     elif outcome.failed_at:
-        error = outcome.error if outcome.failed_at == "model" else f"{STAGES[outcome.failed_at]}: {outcome.error}"
+        error = (
+            outcome.error
+            if outcome.failed_at == "model"
+            else f"{STAGES[outcome.failed_at]}: {outcome.error}"
+        )
     reward = trace.reward if not outcome.failed_at else 0.0
     return Rollout(
         messages=plain_messages([message_to_wire(m) for m in trace.messages]),
@@ -230,4 +288,3 @@ def _rollout(outcome: Outcome) -> Rollout:
         error=error,
         reward_failure=reward_failure,
     )
-

@@ -63,8 +63,11 @@ class ToolServer:
         self.name = toolset.server_name
         self.manager = v1_versions.tool_manager()
         for fn in discover_decorated(toolset, "tool"):
-            self.manager.add_tool(_with_rollout_state(fn), name=getattr(fn, "tool_name", None) or fn.__name__,
-                                  description=(fn.__doc__ or "").strip() or None)
+            self.manager.add_tool(
+                _with_rollout_state(fn),
+                name=getattr(fn, "tool_name", None) or fn.__name__,
+                description=(fn.__doc__ or "").strip() or None,
+            )
         self._stack = contextlib.AsyncExitStack()
 
     async def start(self, task_data: Any = None) -> None:
@@ -82,8 +85,14 @@ class ToolServer:
         out = []
         for tool in self.manager.list_tools():
             full = f"{self.name}_{tool.name}" if self.name else tool.name
-            schema = {"type": "function", "function": {"name": full, "description": tool.description or "",
-                                                       "parameters": tool.parameters}}
+            schema = {
+                "type": "function",
+                "function": {
+                    "name": full,
+                    "description": tool.description or "",
+                    "parameters": tool.parameters,
+                },
+            }
             out.append((full, tool.name, schema))
         return out
 
@@ -145,22 +154,36 @@ class TaskRun:
 
     def __init__(self, task: Any, agent: AgentSetup, has_user: bool) -> None:
         self.task, self.agent, self.has_user = task, agent, has_user
-        self.trace = Trace(task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-                           state=state_cls(type(task))(), agent=AgentInfo(config=agent.config))
+        self.trace = Trace(
+            task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+            state=state_cls(type(task))(),
+            agent=AgentInfo(config=agent.config),
+        )
         self.outcome = Outcome(self.trace)
         config = agent.config
-        interceptors = [(hook_boundary(fn, allow_trace=False), fn) for fn in discover_decorated(task, "intercept")]
+        interceptors = [
+            (hook_boundary(fn, allow_trace=False), fn)
+            for fn in discover_decorated(task, "intercept")
+        ]
         stops = [(hook_boundary(fn, allow_trace=True), fn) for fn in task.hooks("stop")]
         self.session = RolloutSession(
-            ctx=ModelContext(model=config.model, client=config.client or EvalClientConfig(), sampling=config.sampling),
+            ctx=ModelContext(
+                model=config.model,
+                client=config.client or EvalClientConfig(),
+                sampling=config.sampling,
+            ),
             trace=self.trace,
             trace_stops=[fn for kind, fn in stops if kind is Trace],
             request_stops=[fn for kind, fn in stops if kind is vf.Request],
             response_stops=[fn for kind, fn in stops if kind is vf.Response],
             request_interceptors=[fn for kind, fn in interceptors if kind is vf.Request],
             response_interceptors=[fn for kind, fn in interceptors if kind is vf.Response],
-            limits=RolloutLimits(max_turns=config.max_turns, max_input_tokens=config.max_input_tokens,
-                                 max_output_tokens=config.max_output_tokens, max_total_tokens=config.max_total_tokens),
+            limits=RolloutLimits(
+                max_turns=config.max_turns,
+                max_input_tokens=config.max_input_tokens,
+                max_output_tokens=config.max_output_tokens,
+                max_total_tokens=config.max_total_tokens,
+            ),
         )
         self.runtime: Any = None
         self._servers: list[ToolServer] = []
@@ -216,13 +239,26 @@ class TaskRun:
         wire = self._opening(messages)
         token = _ROLLOUT_STATE.set(self.trace.state)
         try:
-            while (message := await self._ask({"model": self.agent.config.model, "messages": wire,
-                                               "tools": self.outcome.tools or None})) is not None:
+            while (
+                message := await self._ask(
+                    {
+                        "model": self.agent.config.model,
+                        "messages": wire,
+                        "tools": self.outcome.tools or None,
+                    }
+                )
+            ) is not None:
                 wire.append(message)
                 if not message.get("tool_calls"):
                     break
                 for call in message["tool_calls"]:
-                    wire.append({"role": "tool", "tool_call_id": call["id"], "content": await self._tool(call)})
+                    wire.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call["id"],
+                            "content": await self._tool(call),
+                        }
+                    )
         finally:
             _ROLLOUT_STATE.reset(token)
         return self.ok and self.trace.num_turns > turns_before
@@ -234,7 +270,10 @@ class TaskRun:
             prompt = data.prompt
         else:  # the system prompt is written again below
             branch = self.trace.branches[-1].messages if self.trace.branches else []
-            prompt = [*(m for m in branch if m.role != "system" or data.system_prompt is None), *messages]
+            prompt = [
+                *(m for m in branch if m.role != "system" or data.system_prompt is None),
+                *messages,
+            ]
         wire = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
         if isinstance(prompt, str):
             if prompt:
@@ -294,12 +333,18 @@ class TaskRun:
             self.fail("model", e)
             return None
         finally:
-            trace.calls.append(ModelCall(
-                node=node, model=body.get("model"), sampling=DIALECT.parse_sampling(body),
-                endpoint=DIALECT.upstream_path, finish_reason=response.finish_reason if response else None,
-                usage=response.usage if response else None, time=TimeSpan(start=started, end=time.time()),
-                error=Error(type=type(error).__name__, message=str(error)) if error else None,
-            ))
+            trace.calls.append(
+                ModelCall(
+                    node=node,
+                    model=body.get("model"),
+                    sampling=DIALECT.parse_sampling(body),
+                    endpoint=DIALECT.upstream_path,
+                    finish_reason=response.finish_reason if response else None,
+                    usage=response.usage if response else None,
+                    time=TimeSpan(start=started, end=time.time()),
+                    error=Error(type=type(error).__name__, message=str(error)) if error else None,
+                )
+            )
         if stopped is not None:
             trace.stop(stopped)
             return None
@@ -358,7 +403,9 @@ class Interaction:
             raise RuntimeError("the exchange is over; read interaction.trace")
         prompted = not self._started and self.trace.task.data.prompt is not None
         if (message is None) != prompted:
-            raise ValueError("a prompted task opens with a bare turn(); every later turn needs the user's message")
+            raise ValueError(
+                "a prompted task opens with a bare turn(); every later turn needs the user's message"
+            )
         messages = [UserMessage(content=message)] if isinstance(message, str) else message
         self._started = True
         turns_before, nodes_before = self.trace.num_turns, len(self.trace.nodes)
@@ -404,7 +451,11 @@ class Agent:
 
     def _run(self, task: Any, has_user: bool) -> TaskRun:
         own_tools = isinstance(task, self.setup.task_type)  # shared tools are the taskset's tasks'
-        setup = self.setup if own_tools else AgentSetup(self.setup.config, self.setup.chat, {}, self.setup.task_type)
+        setup = (
+            self.setup
+            if own_tools
+            else AgentSetup(self.setup.config, self.setup.chat, {}, self.setup.task_type)
+        )
         run = TaskRun(task, setup, has_user)
         run.trace.agent.name, run.trace.agent.trainable = self.name, self.trainable
         self.runs.append(run)
@@ -432,18 +483,29 @@ class Agent:
                 await interaction.close()
 
 
-async def run_episode(env: Any, task: Any, *, model: str, chat: ChatCall, sampling: Any,
-                      shared_tools: dict[str, ToolServer]) -> list[Outcome]:
+async def run_episode(
+    env: Any,
+    task: Any,
+    *,
+    model: str,
+    chat: ChatCall,
+    sampling: Any,
+    shared_tools: dict[str, ToolServer],
+) -> list[Outcome]:
     """``Env.run_episode`` with in-process agents: the Env's ``setup``, ``run`` and ``finalize``;
     each rollout's outcome. An Env hook that fails fails the episode's rollouts with its reason;
     one that fails before any agent ran raises it."""
-    episode = vf.Episode(env=EnvInfo(id=env.config.env_id),
-                         task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash))
+    episode = vf.Episode(
+        env=EnvInfo(id=env.config.env_id),
+        task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+    )
     runs: list[TaskRun] = []
     task_type = type(env.taskset).task_type()
 
     def make(name: str, spec: Any) -> Agent:
-        merged = sampling.model_copy(update=spec.sampling.model_dump(exclude_unset=True) if spec.sampling else {})
+        merged = sampling.model_copy(
+            update=spec.sampling.model_dump(exclude_unset=True) if spec.sampling else {}
+        )
         config = spec.model_copy(update={"model": spec.model or model, "sampling": merged})
         return Agent(name, AgentSetup(config, chat, shared_tools, task_type), runs)
 
@@ -488,4 +550,3 @@ def _failing_hook(error: BaseException, task: Any) -> str:
             return found[-1]
         cause = cause.__cause__ or cause.__context__
     return ""
-

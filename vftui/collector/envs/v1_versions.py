@@ -20,7 +20,10 @@ from verifiers.v1 import graph
 from verifiers.v1.mcp import server as mcp_server
 
 VERIFIERS = tuple(int(part) for part in version("verifiers").split(".")[:2])
-TOOLS_IN_PREFIX = VERIFIERS >= (0, 4)  # 0.4's graph keys a prefix by its tools; 0.3's commits take them
+TOOLS_IN_PREFIX = VERIFIERS >= (
+    0,
+    4,
+)  # 0.4's graph keys a prefix by its tools; 0.3's commits take them
 MCP2 = int(version("mcp").split(".")[0]) >= 2
 
 if VERIFIERS >= (0, 4):

@@ -37,32 +37,58 @@ logger = logging.getLogger(__name__)
 class EvalCollection(SftCollection):
     mode = Mode.EVAL
 
-    def __init__(self, config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]):
+    def __init__(
+        self,
+        config: RunConfig,
+        emit: Callable[[Event], None],
+        on_rate_limit: Callable[[int, float], None],
+    ):
         super().__init__(config, emit, on_rate_limit)
         self.tally = EvalTally(config.group_size, config.pass_threshold)
         self._examples = 0
-        self._started = (time.time(), time.monotonic())  # a wall stamp, and a clock the wall's jumps cannot move
+        self._started = (
+            time.time(),
+            time.monotonic(),
+        )  # a wall stamp, and a clock the wall's jumps cannot move
 
     def check(self, environment: Environment) -> None:
         """Take the eval split; an endless one needs a number of examples."""
         split = environment.use_eval_split()
         if split is None:
-            logger.warning("%s has no eval split of its own: evaluating its tasks as its config selects them "
-                           "(--env-args sets a v1 taskset's split)", environment.env_id)
+            logger.warning(
+                "%s has no eval split of its own: evaluating its tasks as its config selects them "
+                "(--env-args sets a v1 taskset's split)",
+                environment.env_id,
+            )
             split = "its tasks as configured"
         size = environment.size
         if size is None and self.config.num_examples is None:
-            raise UserError(f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N")
+            raise UserError(
+                f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N"
+            )
         examples = min(n for n in (self.config.num_examples, size) if n is not None)
         shard = self.config.own_shard  # --num-examples counts over all the shards
         self._examples = share_of(shard, examples, "examples")
-        held = max((shard.position(item) + 1 for item in [*self.tally.items, *self.tally.errors]), default=0)
+        held = max(
+            (shard.position(item) + 1 for item in [*self.tally.items, *self.tally.errors]),
+            default=0,
+        )
         if held > self._examples:  # a resume never leaves out of the figures what its file holds
-            logger.warning("this eval holds %d examples, more than the %d asked for: its figures and files cover "
-                           "all %d", held, self._examples, held)
+            logger.warning(
+                "this eval holds %d examples, more than the %d asked for: its figures and files cover "
+                "all %d",
+                held,
+                self._examples,
+                held,
+            )
             self._examples = held
-        logger.info("evaluating %d examples of %s from %s%s", self._examples, environment.env_id, split,
-                    f" (shard {shard} of the first {examples})" if self.config.shard is not None else "")
+        logger.info(
+            "evaluating %d examples of %s from %s%s",
+            self._examples,
+            environment.env_id,
+            split,
+            f" (shard {shard} of the first {examples})" if self.config.shard is not None else "",
+        )
 
     def groups_total(self, environment: Environment) -> int:
         return self._examples
@@ -94,8 +120,10 @@ class EvalCollection(SftCollection):
         finally:
             ticker.cancel()
         if self.tally.errors and not self.tally.items:
-            raise RunFailed(f"no example was scored: all {len(self.tally.errors)} failed to score (each one's error "
-                            "is in the eval's metadata.json)")
+            raise RunFailed(
+                f"no example was scored: all {len(self.tally.errors)} failed to score (each one's error "
+                "is in the eval's metadata.json)"
+            )
 
     async def finish(self, env: VerifiersEnv) -> None:
         """The final figures and the results files, from everything the jsonl holds: after a stop, a failure,
@@ -108,15 +136,24 @@ class EvalCollection(SftCollection):
         folder = eval_dir(Path(env.config.data_path_to_save_groups))
         model = str(env.hooks.extra_meta.get("model", ""))
         wall, clock = self._started
-        span = (wall, wall + time.monotonic() - clock)  # the eval's duration, whatever the wall clock did meanwhile
-        await files.write(env, report, self.tally.errors, self._run_description(model), model, span, folder)
+        span = (
+            wall,
+            wall + time.monotonic() - clock,
+        )  # the eval's duration, whatever the wall clock did meanwhile
+        await files.write(
+            env, report, self.tally.errors, self._run_description(model), model, span, folder
+        )
         logger.info("eval results written to %s", folder)
 
     def _run_description(self, model: str) -> dict[str, object]:
         cfg = self.config
-        return {"env_id": cfg.env, "env_args": cfg.env_args, "model": model,
-                "base_url": cfg.endpoint,
-                "sampling_args": {"temperature": cfg.start_temperature, "max_tokens": cfg.max_tokens}}
+        return {
+            "env_id": cfg.env,
+            "env_args": cfg.env_args,
+            "model": model,
+            "base_url": cfg.endpoint,
+            "sampling_args": {"temperature": cfg.start_temperature, "max_tokens": cfg.max_tokens},
+        }
 
     async def _report_every_second(self) -> None:
         while True:

@@ -41,8 +41,12 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
     meta = group.get(META) or {}
     metrics = meta.get("metrics") or {}
     reasons = meta.get("finish_reasons") or [None] * len(group["scores"])
-    for r, (score, messages) in enumerate(zip(group["scores"], group.get("messages") or [], strict=False)):
-        split = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+    for r, (score, messages) in enumerate(
+        zip(group["scores"], group.get("messages") or [], strict=False)
+    ):
+        split = next(
+            (i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages)
+        )
         values = {name: v[r] for name, v in metrics.items() if r < len(v)}
         yield {
             "example_id": meta.get("example_id", meta.get("item")),
@@ -61,8 +65,15 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
         }
 
 
-async def write(env: VerifiersEnv, report: EvalReport, errors: dict[int, str], run: dict[str, Any], model: str,
-                span: tuple[float, float], folder: Path) -> None:
+async def write(
+    env: VerifiersEnv,
+    report: EvalReport,
+    errors: dict[int, str],
+    run: dict[str, Any],
+    model: str,
+    span: tuple[float, float],
+    folder: Path,
+) -> None:
     """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``errors`` the examples that failed
     to score (item: why), ``run`` what it was asked."""
     safe_files.own_folder(folder)
@@ -70,8 +81,12 @@ async def write(env: VerifiersEnv, report: EvalReport, errors: dict[int, str], r
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
-    store.write_text_atomic(folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows))
-    store.write_json_atomic(folder / METADATA, finite_json(metadata(rows, by_item, report, errors, run)))
+    store.write_text_atomic(
+        folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows)
+    )
+    store.write_json_atomic(
+        folder / METADATA, finite_json(metadata(rows, by_item, report, errors, run))
+    )
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
     await write_atropos(env, report, rows, model, span, folder)
@@ -80,13 +95,28 @@ async def write(env: VerifiersEnv, report: EvalReport, errors: dict[int, str], r
 def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
     """Each example's k rewards and what they say: mean, min, max, std, how many passed; hardest first."""
     items = [ItemResult(0, tuple(rewards)) for rewards in by_item.values()]
-    out = [{"example_id": key, "rewards": list(i.rewards), "mean": i.mean, "min": i.low, "max": i.high, "std": i.std,
-            "passed": i.passed(threshold)} for key, i in zip(by_item, items, strict=True)]
+    out = [
+        {
+            "example_id": key,
+            "rewards": list(i.rewards),
+            "mean": i.mean,
+            "min": i.low,
+            "max": i.high,
+            "std": i.std,
+            "passed": i.passed(threshold),
+        }
+        for key, i in zip(by_item, items, strict=True)
+    ]
     return sorted(out, key=lambda item: (item["mean"], -item["std"]))
 
 
-def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report: EvalReport, errors: dict[int, str],
-             run: dict[str, Any]) -> dict[str, Any]:
+def metadata(
+    rows: list[dict[str, Any]],
+    by_item: dict[Any, list[float]],
+    report: EvalReport,
+    errors: dict[int, str],
+    run: dict[str, Any],
+) -> dict[str, Any]:
     """vf-eval's metadata (its ``pass_at_k`` keyed by k, for its viewers) and ours: ``pass@k`` with intervals, and
     the examples that failed to score (``errors``; ``avg_error`` their share of the examples done)."""
     k = report.rollouts_per_item
@@ -96,7 +126,8 @@ def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report
     return {
         **run,
         "num_examples": report.items,
-        "complete": report.items >= report.items_total,  # every example scored: not after a stop, nor with errors
+        "complete": report.items
+        >= report.items_total,  # every example scored: not after a stop, nor with errors
         "rollouts_per_example": k,
         "shuffle": False,  # the eval split's first examples, in order
         "shuffle_seed": None,
@@ -106,31 +137,70 @@ def metadata(rows: list[dict[str, Any]], by_item: dict[Any, list[float]], report
         "avg_error": len(errors) / done if done else 0.0,
         "errors": [{"item": item, "error": why} for item, why in sorted(errors.items())],
         "pass_at_k": {str(n): figures[f"pass@{n}"]["mean"] for n in k_values(k)} if k > 1 else {},
-        "pass_all_k": {str(n): _mean([pass_all_k(k, sum(r >= report.threshold for r in rewards), n)
-                                      for rewards in full]) for n in k_values(k)} if k > 1 else {},
+        "pass_all_k": {
+            str(n): _mean(
+                [pass_all_k(k, sum(r >= report.threshold for r in rewards), n) for rewards in full]
+            )
+            for n in k_values(k)
+        }
+        if k > 1
+        else {},
         "pass_threshold": report.threshold,
         "usage": None,
         "version_info": {name: _version(name) for name in ("vftui", "verifiers", "atroposlib")},
         "state_columns": [],
         "tools": next((row["tool_defs"] for row in rows if row["tool_defs"]), None),
         **{name: figure["mean"] for name, figure in figures.items()},
-        "intervals": {name: [f["ci_low"], f["ci_high"]] for name, f in {**figures, **report.functions}.items()},
+        "intervals": {
+            name: [f["ci_low"], f["ci_high"]] for name, f in {**figures, **report.functions}.items()
+        },
     }
 
 
-async def write_atropos(env: VerifiersEnv, report: EvalReport, rows: list[dict[str, Any]], model: str,
-                        span: tuple[float, float],
-                        folder: Path) -> None:
+async def write_atropos(
+    env: VerifiersEnv,
+    report: EvalReport,
+    rows: list[dict[str, Any]],
+    model: str,
+    span: tuple[float, float],
+    folder: Path,
+) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
-    env.config.data_dir_to_save_evals = str(safe_files.own_folder(folder / ATROPOS))  # it writes with open()
-    metrics = {f"eval/{'avg_score' if name == 'reward' else name}": f["mean"] for name, f in report.figures.items()}
+    env.config.data_dir_to_save_evals = str(
+        safe_files.own_folder(folder / ATROPOS)
+    )  # it writes with open()
+    metrics = {
+        f"eval/{'avg_score' if name == 'reward' else name}": f["mean"]
+        for name, f in report.figures.items()
+    }
     metrics.update({f"eval/{name}": f["mean"] for name, f in report.functions.items()})
-    samples = [{key: row[key] for key in ("example_id", "info", "prompt", "completion", "reward", "metrics",
-                                          "is_truncated", "stop_condition")} | {"score": row["reward"]}
-               for row in rows]
-    await env.evaluate_log(finite_json(metrics), task_name=f"{env.config.vf_env_name}_eval",
-                           model_name=model, start_time=span[0], end_time=span[1],
-                           generation_parameters={"temperature": env.temperature}, samples=samples, verbose=False)
+    samples = [
+        {
+            key: row[key]
+            for key in (
+                "example_id",
+                "info",
+                "prompt",
+                "completion",
+                "reward",
+                "metrics",
+                "is_truncated",
+                "stop_condition",
+            )
+        }
+        | {"score": row["reward"]}
+        for row in rows
+    ]
+    await env.evaluate_log(
+        finite_json(metrics),
+        task_name=f"{env.config.vf_env_name}_eval",
+        model_name=model,
+        start_time=span[0],
+        end_time=span[1],
+        generation_parameters={"temperature": env.temperature},
+        samples=samples,
+        verbose=False,
+    )
 
 
 def _mean(values: list[float]) -> float | None:

@@ -34,9 +34,16 @@ def _escaped(messages: list[Any]) -> list[Any]:
     out = []
     for rollout in messages:
         if isinstance(rollout, list):
-            out.append([{"role": html.escape(str(m.get("role", ""))),
-                         "content": html.escape(str(m.get("content") or ""))}
-                        for m in rollout if isinstance(m, dict)])
+            out.append(
+                [
+                    {
+                        "role": html.escape(str(m.get("role", ""))),
+                        "content": html.escape(str(m.get("content") or "")),
+                    }
+                    for m in rollout
+                    if isinstance(m, dict)
+                ]
+            )
         else:
             out.append(html.escape(str(rollout)))
     return out
@@ -49,11 +56,14 @@ def _live(url: str) -> bool:
 
 def _inert_links(section: str) -> str:
     """Each link or image to anything but http, https or mailto as its text and its address, not a link."""
+
     def shown(match: re.Match[str]) -> str:
         url = URL.search(match["attributes"])
         if url is None or _live(url[1]):
             return match.group()
-        text = match.groupdict().get("text") or (alt[1] if (alt := ALT.search(match["attributes"])) else "")
+        text = match.groupdict().get("text") or (
+            alt[1] if (alt := ALT.search(match["attributes"])) else ""
+        )
         return f"{text} ({url[1]})"
 
     return IMAGE.sub(shown, LINK.sub(shown, section))
@@ -72,8 +82,10 @@ def write_page(jsonl: Path) -> Path | None:
         if section := jsonl2html.create_html_for_group(safe, len(sections)):
             sections.append(_inert_links(section))
     template = Path(jsonl2html.TEMPLATE_FILE).read_text(encoding="utf-8")
-    page = template.format(title=html.escape(f"Rendered Messages - {jsonl.name}"),
-                           groups_html="\n".join(sections) or NO_DATA)
+    page = template.format(
+        title=html.escape(f"Rendered Messages - {jsonl.name}"),
+        groups_html="\n".join(sections) or NO_DATA,
+    )
     path = jsonl.with_suffix(HTML_SUFFIX)
     try:
         store.write_text_atomic(path, page)

@@ -22,13 +22,18 @@ class ItemLedger:
     """Nothing here grows with the item numbers: a resumed run's lost items are found by walking from the
     watermark when they are taken, never listed, so a checkpoint's ``iter`` costs no memory."""
 
-    def __init__(self, done_below: int = 0, done_above: Iterable[int] = (), next_item: int = 0) -> None:
+    def __init__(
+        self, done_below: int = 0, done_above: Iterable[int] = (), next_item: int = 0
+    ) -> None:
         above = {item for item in done_above if item >= done_below}
         self.next_item = max(next_item, done_below, max(above, default=-1) + 1)
         self.end: int | None = None  # an eval's range: no item at or past it is handed out
         self._done_below = done_below
         self._done_above: set[int] = set()
-        self._lost_from, self._lost_end = done_below, self.next_item  # not done in between: lost, taken first
+        self._lost_from, self._lost_end = (
+            done_below,
+            self.next_item,
+        )  # not done in between: lost, taken first
         for item in above:
             self.mark_done(item)
 

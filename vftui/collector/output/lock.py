@@ -33,7 +33,9 @@ class OutputLock:
             try:  # a link, a FIFO, a folder there: one sentence
                 fd = safe_files.open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as e:
-                raise UserError(f"cannot lock {self.path}: {e.strerror}; remove it, or choose another --out") from None
+                raise UserError(
+                    f"cannot lock {self.path}: {e.strerror}; remove it, or choose another --out"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -25,7 +25,9 @@ from vftui.shards import Shard
 from vftui.wording import counted
 
 logger = logging.getLogger(__name__)
-IN_FLIGHT_AT_MOST = 2 * LARGE  # groups a run has in flight at most: --concurrency's bound, and a quarter more spares
+IN_FLIGHT_AT_MOST = (
+    2 * LARGE
+)  # groups a run has in flight at most: --concurrency's bound, and a quarter more spares
 
 
 @dataclass
@@ -36,8 +38,12 @@ class Output:
     lock: OutputLock
     groups_before: int = 0
     ledger: ItemLedger = field(default_factory=ItemLedger)
-    written: list[GroupCollected] = field(default_factory=list)  # a resumed run's groups, for its totals
-    dropped: list[GroupDropped] = field(default_factory=list)  # and the groups it dropped (its drop log)
+    written: list[GroupCollected] = field(
+        default_factory=list
+    )  # a resumed run's groups, for its totals
+    dropped: list[GroupDropped] = field(
+        default_factory=list
+    )  # and the groups it dropped (its drop log)
     tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
 
 
@@ -50,7 +56,9 @@ def open_new(out: Path | None, env_id: str) -> Output:
         try:
             out = paths.new_run_dir(env_id) / "groups.jsonl"
         except OSError as e:
-            raise UserError(f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}") from e
+            raise UserError(
+                f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}"
+            ) from e
     if out.exists() and not out.is_file():
         what = "a folder" if out.is_dir() else "not a regular file"
         raise UserError(f"--out {out} is {what}; give a .jsonl file path")
@@ -84,7 +92,10 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     out = safe_files.given_file(find_resumable(run), "--resume")
     lock = OutputLock(out).acquire("stop it before resuming it")
     try:
-        for path in (out, drops_path(out)):  # a drop appended after a torn one would be lost with it
+        for path in (
+            out,
+            drops_path(out),
+        ):  # a drop appended after a torn one would be lost with it
             if cut := store.repair_tail(path):
                 logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
         saved = read_checkpoint(sidecars(out)[1])
@@ -96,7 +107,10 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     done = {shard.position(group.item) for group in [*written, *dropped]}
     ledger = ItemLedger(0, done, handed_out(saved, done, sidecars(out)[1].name, out.name))
     if ledger.lost:
-        logger.warning("%s in flight when the run stopped: collecting them again first", counted(ledger.lost, "item"))
+        logger.warning(
+            "%s in flight when the run stopped: collecting them again first",
+            counted(ledger.lost, "item"),
+        )
     return Output(out, lock, len(written), ledger, written, dropped, _tail_lines(out, window))
 
 
@@ -106,15 +120,28 @@ def handed_out(saved: Checkpoint, done: set[int], checkpoint: str, out: str) -> 
     and its drop log do not hold are collected (counted without listing them, however large the claim); an ``iter``
     further past the last item done than a run can have in flight starts at that item instead. Each said once."""
     claimed = saved.done_below - sum(1 for item in done if item < saved.done_below)
-    claimed += sum(1 for item in set(saved.done_above) if item >= saved.done_below and item not in done)
+    claimed += sum(
+        1 for item in set(saved.done_above) if item >= saved.done_below and item not in done
+    )
     if claimed:
         items = "1 item" if claimed == 1 else f"{claimed:,} items"
-        logger.warning("the checkpoint %s counts %s done that neither %s nor its drop log holds: they count as "
-                       "not done (the file is the truth)", checkpoint, items, out)
+        logger.warning(
+            "the checkpoint %s counts %s done that neither %s nor its drop log holds: they count as "
+            "not done (the file is the truth)",
+            checkpoint,
+            items,
+            out,
+        )
     after = max(done, default=-1) + 1
     if saved.iter - after > IN_FLIGHT_AT_MOST:
-        logger.warning("the checkpoint %s says items up to %s were handed out, far past the %s that %s accounts for: "
-                       "carrying on from there", checkpoint, f"{saved.iter:,}", f"{after:,}", out)
+        logger.warning(
+            "the checkpoint %s says items up to %s were handed out, far past the %s that %s accounts for: "
+            "carrying on from there",
+            checkpoint,
+            f"{saved.iter:,}",
+            f"{after:,}",
+            out,
+        )
         return after
     return saved.iter
 
@@ -124,8 +151,10 @@ def read_checkpoint(path: Path) -> Checkpoint:
     try:
         return run_records.read(path, Checkpoint) or Checkpoint()
     except run_records.Damaged as e:
-        raise UserError(f"--resume: the checkpoint {path} is damaged ({e.reason}); remove it to resume from the "
-                        "groups in the file alone (groups dropped before would be collected again)") from e
+        raise UserError(
+            f"--resume: the checkpoint {path} is damaged ({e.reason}); remove it to resume from the "
+            "groups in the file alone (groups dropped before would be collected again)"
+        ) from e
 
 
 def groups_written(out: Path) -> list[GroupCollected]:
@@ -147,12 +176,16 @@ def groups_written(out: Path) -> list[GroupCollected]:
                     groups.append(group)
                     continue
                 reason = f"a repeat of item {group.item} of line {first}"
-        raise UserError(f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
-                        "so mend or remove that line first")
+        raise UserError(
+            f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
+            "so mend or remove that line first"
+        )
     return groups
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:
     """The last ``count`` group lines (every line was read as a group before)."""
     with path.open("rb") as f:
-        return list(collections.deque((line for line in store.group_lines(f) if line.strip()), maxlen=count))
+        return list(
+            collections.deque((line for line in store.group_lines(f) if line.strip()), maxlen=count)
+        )

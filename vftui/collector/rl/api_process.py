@@ -35,21 +35,40 @@ class ApiProcess:
             return self
         parsed = urlparse(self.api_url)
         if parsed.hostname not in ("127.0.0.1", "localhost") or parsed.port is None:
-            raise UserError(f"--start-api needs a loopback --api-url with a port, like http://127.0.0.1:8000 "
-                            f"(got {self.api_url})")
+            raise UserError(
+                f"--start-api needs a loopback --api-url with a port, like http://127.0.0.1:8000 "
+                f"(got {self.api_url})"
+            )
         self._process = subprocess.Popen(
-            [sys.executable, "-c", "from atroposlib.cli.run_api import main; main()",
-             "--host", "127.0.0.1", "--port", str(parsed.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-c",
+                "from atroposlib.cli.run_api import main; main()",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(parsed.port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + wait_s
         while not is_up(self.api_url, timeout=0.5):
             if self._process.poll() is not None:
-                detail = (self._process.stderr.read() or "").strip().splitlines()[-1:] if self._process.stderr else []
-                raise UserError(f"the trajectory API could not start on port {parsed.port}: {' '.join(detail)}")
+                detail = (
+                    (self._process.stderr.read() or "").strip().splitlines()[-1:]
+                    if self._process.stderr
+                    else []
+                )
+                raise UserError(
+                    f"the trajectory API could not start on port {parsed.port}: {' '.join(detail)}"
+                )
             if time.monotonic() > deadline:
                 self.stop()
-                raise UserError(f"the trajectory API did not answer on {self.api_url} within {wait_s:g} s")
+                raise UserError(
+                    f"the trajectory API did not answer on {self.api_url} within {wait_s:g} s"
+                )
             time.sleep(0.2)
         return self
 

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from vftui.collector.controls import Controls
     from vftui.collector.verifiers_env import VerifiersEnv
 
-STEP_LIMIT = 1_000_000_000  # atroposlib's own group limit, out of reach: the run stops the loop itself
+STEP_LIMIT = (
+    1_000_000_000  # atroposlib's own group limit, out of reach: the run stops the loop itself
+)
 logger = logging.getLogger(__name__)
 
 
@@ -70,9 +72,15 @@ class RlCollection:
             self._api = ApiProcess(cfg.api_url).start()
         if cfg.runs_sim_trainer:
             self._trainer = subprocess.Popen(
-                vftui_command("sim-trainer", "--api-url", cfg.api_url, "--batch-size",
-                              str(cfg.batch_size or cfg.group_size)),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                vftui_command(
+                    "sim-trainer",
+                    "--api-url",
+                    cfg.api_url,
+                    "--batch-size",
+                    str(cfg.batch_size or cfg.group_size),
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
 
     def env_settings(self, groups_left: int) -> dict[str, Any]:
@@ -81,7 +89,9 @@ class RlCollection:
             "total_steps": STEP_LIMIT,
             "rollout_server_url": cfg.api_url,
             "batch_size": cfg.batch_size or -1,
-            "max_num_workers": groups_for(cfg.concurrency, cfg.group_size),  # --concurrency is in requests
+            "max_num_workers": groups_for(
+                cfg.concurrency, cfg.group_size
+            ),  # --concurrency is in requests
             # the API names the env after it ("desired_name"), so it cannot be empty
             "wandb_name": cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}",
             "steps_per_eval": cfg.eval_every or 0,
@@ -92,14 +102,20 @@ class RlCollection:
         return {"server_type": self.config.server_type, "health_check": True}
 
     def configure(self, env: VerifiersEnv) -> None:
-        env.server.tool_parser = self.config.tool_parser  # each rollout's ManagedServer parses calls with it
+        env.server.tool_parser = (
+            self.config.tool_parser
+        )  # each rollout's ManagedServer parses calls with it
         if self.config.eval_every is not None:  # an environment of its own, on its eval split
             environment = loader.load(self.config.env, self.config.env_args)
             split = environment.use_eval_split()
             self._evals = EvalsDuringRl(self.config, environment, self._emit)
             env.hooks.evaluate = self._evals
-            logger.info("evaluating every %d trainer steps on %d examples of %s", self.config.eval_every,
-                        self._evals.examples, split)
+            logger.info(
+                "evaluating every %d trainer steps on %d examples of %s",
+                self.config.eval_every,
+                self._evals.examples,
+                split,
+            )
 
     def tokens_written(self, count: int) -> None:
         return None  # the inference servers' own figures stand for the traffic (``server_watch``)
@@ -121,8 +137,11 @@ class RlCollection:
         if self._evals is not None:
             await self._evals.environment.aclose()
         if env.unsent:
-            logger.warning("%d groups were not sent to the trajectory API; they are in %s", env.unsent,
-                           env.config.data_path_to_save_groups)
+            logger.warning(
+                "%d groups were not sent to the trajectory API; they are in %s",
+                env.unsent,
+                env.config.data_path_to_save_groups,
+            )
         if self._failure is not None:
             raise self._failure
 

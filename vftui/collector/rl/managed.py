@@ -34,7 +34,9 @@ def check_tool_parser(env_id: str, parser: str | None) -> None:
     from atroposlib.envs.server_handling import tool_call_translator
 
     if not tool_call_translator.VLLM_AVAILABLE:
-        raise UserError(f"--tool-parser {parser} needs vLLM's tool parsers, which are not installed (pip install vllm)")
+        raise UserError(
+            f"--tool-parser {parser} needs vLLM's tool parsers, which are not installed (pip install vllm)"
+        )
     try:
         tool_call_translator.ToolParserManager.get_tool_parser(parser)
     except KeyError as e:
@@ -49,10 +51,17 @@ class TurnRecorder:
         self.turns: list[Turn] = []
 
     async def tokens_and_logprobs_completion(self, **kwargs: Any):
-        prompt, outputs, logprobs, reasons = await self._server.tokens_and_logprobs_completion(**kwargs)
+        prompt, outputs, logprobs, reasons = await self._server.tokens_and_logprobs_completion(
+            **kwargs
+        )
         reason = reasons[0] if reasons else None
-        self.turns.append(Turn(list(outputs[0]), [float(x) for x in logprobs[0]],
-                               reason.get("type") if isinstance(reason, dict) else reason))
+        self.turns.append(
+            Turn(
+                list(outputs[0]),
+                [float(x) for x in logprobs[0]],
+                reason.get("type") if isinstance(reason, dict) else reason,
+            )
+        )
         return prompt, outputs, logprobs, reasons
 
     def __getattr__(self, name: str) -> Any:
@@ -72,7 +81,9 @@ class ChatPostAdapter(ManagedServerAdapter):
 
 
 @contextlib.asynccontextmanager
-async def recorded_client(server_manager: Any, tokenizer: Any) -> AsyncIterator[tuple[Any, TurnRecorder]]:
+async def recorded_client(
+    server_manager: Any, tokenizer: Any
+) -> AsyncIterator[tuple[Any, TurnRecorder]]:
     """An AsyncOpenAI-like client for one rollout, and the recorder of its turns."""
     async with server_manager.managed_server(tokenizer=tokenizer) as managed:
         recorder = TurnRecorder(managed.server)

@@ -20,7 +20,9 @@ class RlRollouts:
     def __init__(self, max_concurrent: int | None = None) -> None:
         self._max_concurrent = max_concurrent
 
-    async def attempt(self, env: VerifiersEnv, item: dict[str, Any], temperature: float) -> list[Rollout]:
+    async def attempt(
+        self, env: VerifiersEnv, item: dict[str, Any], temperature: float
+    ) -> list[Rollout]:
         sampling = {"temperature": temperature, "max_tokens": env.config.max_token_length}
         model = env.server.servers[0].config.model_name
         limit = asyncio.Semaphore(self._max_concurrent or env.config.group_size)
@@ -38,7 +40,9 @@ class RlRollouts:
         calls = env.environment.max_turns or 1
         return float(env.server.servers[0].config.timeout) * calls
 
-    def tokenize(self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout) -> Tokenized:
+    def tokenize(
+        self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout
+    ) -> Tokenized:
         return rl_tokens(tokenizer, messages, rollout.model_calls)
 
     def group_meta(self, env: VerifiersEnv) -> dict[str, Any]:

@@ -31,17 +31,27 @@ ELSEWHERE = "for any other OpenAI-compatible server (llama.cpp, Ollama, a hosted
 PROBE_TOKEN = 1  # a token id every vocabulary has
 
 
-def check_servers(base_urls: tuple[str, ...], api_key: str, server_type: str, step: Callable[[str], None]) -> None:
+def check_servers(
+    base_urls: tuple[str, ...], api_key: str, server_type: str, step: Callable[[str], None]
+) -> None:
     """Each server that answers must answer ``/health`` and a one-token ``/generate`` with token ids and logprobs.
     They are asked at once (an allocation's dozens of servers that do not answer yet cost ``TIMEOUT_S`` or so, not
     that each); redirects are followed as atroposlib's aiohttp follows them (a 307 or 308 with the same POST)."""
-    headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"} if api_key else {}
+    headers = (
+        {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"} if api_key else {}
+    )
     servers = base_urls[0] if len(base_urls) == 1 else f"the {len(base_urls)} inference servers"
-    step(f"checking that {servers} serve{'s' if len(base_urls) == 1 else ''} /health and token logprobs")
+    step(
+        f"checking that {servers} serve{'s' if len(base_urls) == 1 else ''} /health and token logprobs"
+    )
     at_once = min(len(base_urls), ASKED_AT_ONCE)
     limits = httpx.Limits(max_connections=at_once)
-    with httpx.Client(timeout=TIMEOUT_S, headers=headers, follow_redirects=True, limits=limits) as client, \
-            ThreadPoolExecutor(max_workers=at_once) as pool:
+    with (
+        httpx.Client(
+            timeout=TIMEOUT_S, headers=headers, follow_redirects=True, limits=limits
+        ) as client,
+        ThreadPoolExecutor(max_workers=at_once) as pool,
+    ):
         for _ in pool.map(lambda url: check_server(client, url, server_type), base_urls):
             pass  # the first refusal, in the servers' order
 
@@ -54,7 +64,9 @@ def check_server(client: httpx.Client, base_url: str, server_type: str) -> None:
     status, _ = health
     _refuse_rejections(base_url, status)
     if status in (404, 405):
-        raise UserError(f"the inference server at {base_url} has no /health (HTTP {status}): {DRIVABLE}; {ELSEWHERE}")
+        raise UserError(
+            f"the inference server at {base_url} has no /health (HTTP {status}): {DRIVABLE}; {ELSEWHERE}"
+        )
     if status >= 500:
         return  # up but not ready (vLLM answers 503 while it loads): atroposlib waits for it
     answer = _ask(client, "POST", f"{root}/generate", json=_one_token(server_type))
@@ -93,7 +105,12 @@ def _one_token(server_type: str) -> dict[str, Any]:
             "return_logprob": True,
             "return_text_in_logprobs": False,
         }
-    return {"prompt": {"prompt_token_ids": [PROBE_TOKEN]}, "logprobs": 0, "max_tokens": 1, "temperature": 0.0}
+    return {
+        "prompt": {"prompt_token_ids": [PROBE_TOKEN]},
+        "logprobs": 0,
+        "max_tokens": 1,
+        "temperature": 0.0,
+    }
 
 
 def _missing_from(body: bytes, server_type: str) -> str:
@@ -111,7 +128,11 @@ def _missing_from(body: bytes, server_type: str) -> str:
     if not isinstance(answer, dict):
         return "a JSON object"
     sequences, reasons = answer.get("logprobs"), answer.get("finish_reasons")
-    if not (isinstance(sequences, list) and sequences and all(isinstance(s, list) and s for s in sequences)):
+    if not (
+        isinstance(sequences, list)
+        and sequences
+        and all(isinstance(s, list) and s for s in sequences)
+    ):
         return "logprobs (each generated token's id and logprob)"
     if not all(_is_id_logprob(token) for sequence in sequences for token in sequence):
         return "logprobs as [{token id: logprob}] a token"
@@ -130,7 +151,12 @@ def _is_id_logprob(token: Any) -> bool:
 
 def _is_logprob_id(token: Any) -> bool:
     """SGLang's ``(logprob, id, text)``."""
-    return isinstance(token, list) and len(token) >= 2 and _is_number(token[0]) and isinstance(token[1], int)
+    return (
+        isinstance(token, list)
+        and len(token) >= 2
+        and _is_number(token[0])
+        and isinstance(token[1], int)
+    )
 
 
 def _is_number(value: Any) -> bool:

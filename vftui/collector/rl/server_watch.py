@@ -68,15 +68,17 @@ class ServerWatch:
         self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
         self.requests = 0
         self.retries = 0
-        self._metrics_note = ""  # set once the server has no /metrics to read: it is not asked again
+        self._metrics_note = (
+            ""  # set once the server has no /metrics to read: it is not asked again
+        )
 
     def _fold_timings(self) -> None:
         timings, attempts = self.server.request_timings, self.server.attempts_list
         if len(timings) < self._read:  # atroposlib's wandb step emptied them
             self._read = 0
-        new = timings[self._read:]
+        new = timings[self._read :]
         self.requests += len(new)
-        self.retries += sum(max(0, a - 1) for a in attempts[self._read:self._read + len(new)])
+        self.retries += sum(max(0, a - 1) for a in attempts[self._read : self._read + len(new)])
         self._latencies.extend(new)
         self._read = len(timings)
 

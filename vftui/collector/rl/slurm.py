@@ -42,7 +42,9 @@ from vftui.errors import UserError
 from vftui.printable import printable
 
 # A host name as RFC 1123 has it: what a node's URL can hold, and never an option, a user@ or a path.
-HOST_NAME = re.compile(r"(?=.{1,253}\Z)(?:(?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+HOST_NAME = re.compile(
+    r"(?=.{1,253}\Z)(?:(?!-)[A-Za-z0-9-]{1,63}(?<!-)\.)*(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+)
 GPUS_PER_NODE = 8  # atroposlib's ``8 // INFER_TP``
 NAMED = 10  # nodes a sentence names (an allocation may have thousands); the others it counts
 SHOWN_NAME = 80  # characters of a node name that is no host name a sentence shows
@@ -56,19 +58,25 @@ def inference_urls(environ: Mapping[str, str] | None = None) -> list[str]:
     environ = os.environ if environ is None else environ
     nodelist = environ.get("SLURM_JOB_NODELIST")
     if not nodelist:
-        raise UserError("--slurm finds the inference servers from SLURM_JOB_NODELIST, which is not set: run it "
-                        "inside a SLURM job (sbatch, salloc), or give --base-url instead")
+        raise UserError(
+            "--slurm finds the inference servers from SLURM_JOB_NODELIST, which is not set: run it "
+            "inside a SLURM job (sbatch, salloc), or give --base-url instead"
+        )
     training = _training_nodes(environ)
     tensor_parallel = _tensor_parallel(environ)
     nodes = hostnames(nodelist)
     if len(nodes) < 2:
-        raise UserError(f"the SLURM allocation has one node ({nodes[0]}); --slurm trains on its first "
-                        "NUM_TRAINING_NODES nodes and serves inference on the rest, so it needs two or more: on one "
-                        "node, give each inference server with --base-url")
+        raise UserError(
+            f"the SLURM allocation has one node ({nodes[0]}); --slurm trains on its first "
+            "NUM_TRAINING_NODES nodes and serves inference on the rest, so it needs two or more: on one "
+            "node, give each inference server with --base-url"
+        )
     urls = _atroposlib_layout(nodes, environ, training, tensor_parallel)
     if not urls:
-        raise UserError(f"the SLURM allocation's {len(nodes)} nodes ({_some(nodes, ', ')}) are all training nodes "
-                        f"(NUM_TRAINING_NODES={training}), so none is left for inference servers")
+        raise UserError(
+            f"the SLURM allocation's {len(nodes)} nodes ({_some(nodes, ', ')}) are all training nodes "
+            f"(NUM_TRAINING_NODES={training}), so none is left for inference servers"
+        )
     return urls
 
 
@@ -76,10 +84,14 @@ def hostnames(nodelist: str) -> list[str]:
     """``scontrol show hostnames``: the allocation's nodes, in SLURM's order (the training nodes first)."""
     command = ["scontrol", "show", "hostnames", nodelist]
     if shutil.which("scontrol") is None:
-        raise UserError("--slurm lists the allocation's nodes with scontrol, which is not on PATH: run it on a "
-                        "node of the SLURM cluster, or give --base-url instead")
+        raise UserError(
+            "--slurm lists the allocation's nodes with scontrol, which is not on PATH: run it on a "
+            "node of the SLURM cluster, or give --base-url instead"
+        )
     try:
-        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=SCONTROL_TIMEOUT_S)
+        done = subprocess.run(
+            command, capture_output=True, text=True, errors="replace", timeout=SCONTROL_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired as e:
         raise UserError(f"{' '.join(command)} did not answer in {SCONTROL_TIMEOUT_S:g} s") from e
     except OSError as e:
@@ -90,14 +102,20 @@ def hostnames(nodelist: str) -> list[str]:
     nodes = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     if not nodes:
         raise UserError(f"{' '.join(command)} listed no nodes")
-    if len(nodes) > MAX_NODES:  # atroposlib lays out 8 servers a node: a million nodes took minutes and 8 GB
-        raise UserError(f"{' '.join(command)} listed {len(nodes):,} nodes, more than the {MAX_NODES:,} an allocation "
-                        "can have: give each inference server with --base-url")
+    if (
+        len(nodes) > MAX_NODES
+    ):  # atroposlib lays out 8 servers a node: a million nodes took minutes and 8 GB
+        raise UserError(
+            f"{' '.join(command)} listed {len(nodes):,} nodes, more than the {MAX_NODES:,} an allocation "
+            "can have: give each inference server with --base-url"
+        )
     if (bad := next((node for node in nodes if not HOST_NAME.fullmatch(node)), None)) is not None:
         shown = printable(bad[:SHOWN_NAME]) + ("…" if len(bad) > SHOWN_NAME else "")
-        raise UserError(f"{' '.join(command)} listed {shown!r}, which is not a host name (dot-separated "
-                        "labels of letters, digits and inner hyphens, 63 characters at most each): vftui reaches "
-                        "no server there; give each inference server with --base-url")
+        raise UserError(
+            f"{' '.join(command)} listed {shown!r}, which is not a host name (dot-separated "
+            "labels of letters, digits and inner hyphens, 63 characters at most each): vftui reaches "
+            "no server there; give each inference server with --base-url"
+        )
     return nodes
 
 
@@ -108,7 +126,9 @@ def described(urls: Sequence[str]) -> str:
     for url in urls:
         parsed = urlparse(url)
         ports.setdefault(parsed.hostname or url, []).append(str(parsed.port))
-    nodes = [f"{node} (port{'s' if len(p) > 1 else ''} {', '.join(p)})" for node, p in ports.items()]
+    nodes = [
+        f"{node} (port{'s' if len(p) > 1 else ''} {', '.join(p)})" for node, p in ports.items()
+    ]
     return f"{len(urls)} inference server{'s' if len(urls) > 1 else ''} in the SLURM allocation: {_some(nodes, '; ')}"
 
 
@@ -118,16 +138,20 @@ def _some(items: Sequence[str], between: str) -> str:
     return between.join(items[:NAMED]) + more
 
 
-def _atroposlib_layout(nodes: list[str], environ: Mapping[str, str], training: int, tensor_parallel: int | None
-                       ) -> list[str]:
+def _atroposlib_layout(
+    nodes: list[str], environ: Mapping[str, str], training: int, tensor_parallel: int | None
+) -> list[str]:
     """atroposlib's ServerManager(slurm=True) on ``nodes``, its module shown a mended environment."""
     mended = {**environ, "NUM_TRAINING_NODES": str(training)}
     if tensor_parallel is not None:
         mended["INFER_TP"] = tensor_parallel  # a number, as its ``8 // ...`` needs
-    shown = types.SimpleNamespace(environ=mended, popen=lambda command: io.StringIO("\n".join(nodes)))
+    shown = types.SimpleNamespace(
+        environ=mended, popen=lambda command: io.StringIO("\n".join(nodes))
+    )
     with mock.patch.object(server_manager, "os", shown):
-        manager = server_manager.ServerManager([APIServerConfig(base_url="http://slurm/v1")],
-                                               server_class=_Found, slurm=True)
+        manager = server_manager.ServerManager(
+            [APIServerConfig(base_url="http://slurm/v1")], server_class=_Found, slurm=True
+        )
     return [found.config.base_url for found in manager.servers]
 
 
@@ -141,11 +165,15 @@ class _Found:
 def _training_nodes(environ: Mapping[str, str]) -> int:
     value = environ.get("NUM_TRAINING_NODES")
     if value is None:
-        raise UserError("--slurm needs NUM_TRAINING_NODES: how many of the allocation's first nodes train "
-                        "(atroposlib serves inference on the rest; 0 for none)")
+        raise UserError(
+            "--slurm needs NUM_TRAINING_NODES: how many of the allocation's first nodes train "
+            "(atroposlib serves inference on the rest; 0 for none)"
+        )
     number = _whole(value)
     if number is None or number < 0:
-        raise UserError(f"NUM_TRAINING_NODES must be a whole number of nodes, 0 or more, not '{value}'")
+        raise UserError(
+            f"NUM_TRAINING_NODES must be a whole number of nodes, 0 or more, not '{value}'"
+        )
     return number
 
 
@@ -156,9 +184,11 @@ def _tensor_parallel(environ: Mapping[str, str]) -> int | None:
         return None
     number = _whole(value)
     if number is None or not 1 <= number <= GPUS_PER_NODE:
-        raise UserError(f"INFER_TP must be the GPUs each inference server uses, a whole number from 1 to "
-                        f"{GPUS_PER_NODE} (atroposlib runs {GPUS_PER_NODE} // INFER_TP servers on each inference "
-                        f"node), not '{value}'")
+        raise UserError(
+            f"INFER_TP must be the GPUs each inference server uses, a whole number from 1 to "
+            f"{GPUS_PER_NODE} (atroposlib runs {GPUS_PER_NODE} // INFER_TP servers on each inference "
+            f"node), not '{value}'"
+        )
     return number
 
 

@@ -41,7 +41,9 @@ LAG_GROUPS = 8  # the recently sent groups the off-policy lag is over
 
 class TrajectoryApiLink:
     unsent = 0  # groups a stop cut off before the API took them (they stay in the jsonl)
-    _sent_steps: collections.deque | None = None  # the trainer step each recently sent group began at
+    _sent_steps: collections.deque | None = (
+        None  # the trainer step each recently sent group began at
+    )
     _said_waiting = False
     _api_knows_us = False
 
@@ -70,15 +72,24 @@ class TrajectoryApiLink:
             return
         info: dict[str, Any] = {}
         try:
-            async with aiohttp.ClientSession() as session, session.get(f"{self.config.rollout_server_url}/wandb_info",
-                                                                         timeout=aiohttp.ClientTimeout(total=10)) as r:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(
+                    f"{self.config.rollout_server_url}/wandb_info",
+                    timeout=aiohttp.ClientTimeout(total=10),
+                ) as r,
+            ):
                 info = await r.json() if r.status == 200 else {}
         except (aiohttp.ClientError, TimeoutError, ValueError) as e:
             logger.info("no wandb project from the trajectory API (%s): using the run's", e)
         self.wandb_project = info.get("project") or self.wandb_project
         self.wandb_group = info.get("group") or self.wandb_group
-        wandb.init(name=self.config.wandb_name or None, project=self.wandb_project, group=self.wandb_group,
-                   config=self.config.model_dump())
+        wandb.init(
+            name=self.config.wandb_name or None,
+            project=self.wandb_project,
+            group=self.wandb_group,
+            config=self.config.model_dump(),
+        )
 
     async def _until_it_works(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
         """``call()`` retried with backoff for as long as the run goes on, each failure reported."""
@@ -88,12 +99,16 @@ class TrajectoryApiLink:
                 return await call()
             except aiohttp.ClientResponseError as e:
                 if 400 <= e.status < 500 and e.status not in (408, 429):
-                    raise RunFailed(f"the trajectory API refused {what}: HTTP {e.status} {e.message}") from e
+                    raise RunFailed(
+                        f"the trajectory API refused {what}: HTTP {e.status} {e.message}"
+                    ) from e
                 problem = f"HTTP {e.status}"
             except Exception as e:  # noqa: BLE001 - unreachable, restarting or erroring: all retried
                 problem = f"{type(e).__name__}: {e}"
             attempt += 1
-            self._api_knows_us = False  # it may have restarted and forgotten us: the status poll checks
+            self._api_knows_us = (
+                False  # it may have restarted and forgotten us: the status poll checks
+            )
             if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API):
                 raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
 
@@ -102,9 +117,15 @@ class TrajectoryApiLink:
         registered = data.get("status") == "success"
         if not registered and not self._said_waiting:
             self._said_waiting = True
-            self.hooks.emit(RunStatus(RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"))
+            self.hooks.emit(
+                RunStatus(
+                    RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"
+                )
+            )
         elif registered and self._said_waiting:
-            self.hooks.emit(RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered"))
+            self.hooks.emit(
+                RunStatus(RunState.RUNNING, self.groups_written, 0, "a trainer registered")
+            )
         self._api_knows_us = registered
         return data
 
@@ -112,21 +133,28 @@ class TrajectoryApiLink:
         await self._until_it_works(self._status_or_register_again, "reading its status")
         step = self.trainer_step()
         queue = int(self.status_dict.get("queue_size", 0))
-        offpolicy = self.config.max_batches_offpolicy * self.derived_batch_size // self.config.group_size - queue
-        self.hooks.emit(ApiStatus(
-            api_url=self.config.rollout_server_url,
-            reachable=True,
-            trainer_registered=True,  # our env registered, which only succeeds once a trainer has
-            batch_size=int(self.config.batch_size),
-            current_step=step,
-            queue_size=queue,
-            env_weight=float(self.status_dict.get("env_weight", 0.0)),
-            env_id=getattr(self, "env_id", None),
-            self_queue_size=int(self.status_dict.get("self_queue_size", 0)),
-            workers=len(self.workers),
-            workers_allowed=max(0, min(self.max_num_workers, offpolicy)),  # atroposlib's add_train_workers
-            lag=step - min(self._sent_steps) if self._sent_steps else None,
-        ))
+        offpolicy = (
+            self.config.max_batches_offpolicy * self.derived_batch_size // self.config.group_size
+            - queue
+        )
+        self.hooks.emit(
+            ApiStatus(
+                api_url=self.config.rollout_server_url,
+                reachable=True,
+                trainer_registered=True,  # our env registered, which only succeeds once a trainer has
+                batch_size=int(self.config.batch_size),
+                current_step=step,
+                queue_size=queue,
+                env_weight=float(self.status_dict.get("env_weight", 0.0)),
+                env_id=getattr(self, "env_id", None),
+                self_queue_size=int(self.status_dict.get("self_queue_size", 0)),
+                workers=len(self.workers),
+                workers_allowed=max(
+                    0, min(self.max_num_workers, offpolicy)
+                ),  # atroposlib's add_train_workers
+                lag=step - min(self._sent_steps) if self._sent_steps else None,
+            )
+        )
 
     def trainer_step(self) -> int:
         """The trainer step as last polled (0 before any poll); each group records it as it begins, for the lag."""
@@ -139,7 +167,9 @@ class TrajectoryApiLink:
         except aiohttp.ClientResponseError as e:
             if e.status < 500:
                 raise
-            logger.warning("the trajectory API does not know this env any more (restarted?); registering again")
+            logger.warning(
+                "the trajectory API does not know this env any more (restarted?); registering again"
+            )
             self._said_waiting = False
             await self.register_env()
             await once(BaseEnv.get_status, self)()
@@ -157,10 +187,11 @@ class TrajectoryApiLink:
             await self._until_it_works(send, "sending a group")
             if self._sent_steps is None:
                 self._sent_steps = collections.deque(maxlen=LAG_GROUPS)
-            self._sent_steps.extend(g.get(META, {}).get("trainer_step", 0)
-                                    for g in (scored_data if isinstance(scored_data, list) else [scored_data]))
+            self._sent_steps.extend(
+                g.get(META, {}).get("trainer_step", 0)
+                for g in (scored_data if isinstance(scored_data, list) else [scored_data])
+            )
         except RunFailed:
             self.unsent += 1
             logger.warning("a group was not sent before the stop; it is kept in the run's jsonl")
             raise
-

@@ -14,9 +14,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-ENVELOPE_BYTES = 64 * 1024  # an answer's JSON besides its texts: ids, roles, finish reasons, usage, an error
-BYTES_PER_TOKEN = 128  # the most one generated token takes in an answer's JSON: a long run of spaces, escapes
-BYTES_PER_LOGPROB = 512  # one logprob entry (token, bytes, logprob) when the request asks for logprobs
+ENVELOPE_BYTES = (
+    64 * 1024
+)  # an answer's JSON besides its texts: ids, roles, finish reasons, usage, an error
+BYTES_PER_TOKEN = (
+    128  # the most one generated token takes in an answer's JSON: a long run of spaces, escapes
+)
+BYTES_PER_LOGPROB = (
+    512  # one logprob entry (token, bytes, logprob) when the request asks for logprobs
+)
 BYTES_PER_EVENT = 512  # one server-sent event a token when the request streams
 
 
@@ -36,7 +42,10 @@ class Asked:
             sent = None
         if not isinstance(sent, dict):
             return cls()
-        limit, choices = sent.get("max_completion_tokens", sent.get("max_tokens")), sent.get("n") or 1
+        limit, choices = (
+            sent.get("max_completion_tokens", sent.get("max_tokens")),
+            sent.get("n") or 1,
+        )
         if not (_count(limit) and _count(choices)):
             return cls()
         per_token = BYTES_PER_TOKEN
@@ -49,9 +58,14 @@ class Asked:
 
     def body_cap(self, ceiling: int) -> tuple[int, str]:
         """The most bytes the decoded body may take (``ceiling`` at most), and what passing it means."""
-        if self.tokens is not None and (cap := ENVELOPE_BYTES + self.tokens * self.bytes_per_token) < ceiling:
-            return cap, (f"the response body passed {cap:,} bytes, more than {self.tokens:,} tokens can take "
-                         "(--max-tokens): the endpoint ignores the token limit")
+        if (
+            self.tokens is not None
+            and (cap := ENVELOPE_BYTES + self.tokens * self.bytes_per_token) < ceiling
+        ):
+            return cap, (
+                f"the response body passed {cap:,} bytes, more than {self.tokens:,} tokens can take "
+                "(--max-tokens): the endpoint ignores the token limit"
+            )
         return ceiling, f"the response body passed {ceiling:,} bytes (--max-response-mb)"
 
     def overrun(self, body: bytes) -> str | None:
@@ -63,8 +77,10 @@ class Asked:
         except (ValueError, AttributeError, RecursionError):
             return None  # not a completion: the client says what is wrong with it
         if _count(generated) and generated > self.tokens:
-            return (f"the answer has {generated:,} completion tokens where {self.tokens:,} were asked for "
-                    "(--max-tokens): the endpoint ignores the token limit")
+            return (
+                f"the answer has {generated:,} completion tokens where {self.tokens:,} were asked for "
+                "(--max-tokens): the endpoint ignores the token limit"
+            )
         return None
 
 

@@ -33,19 +33,33 @@ class SftCollection:
     fail = None  # a group's RunFailed raises out of the pool and ends the run
     item_range: int | None = None
 
-    def __init__(self, config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]):
+    def __init__(
+        self,
+        config: RunConfig,
+        emit: Callable[[Event], None],
+        on_rate_limit: Callable[[int, float], None],
+    ):
         self.config = config
         self._emit = emit
         self.limit = AdaptiveLimit(config.concurrency)
         self.traffic = TrafficStats()
-        transport = LimitedTransport(self.limit, self.traffic, timeout_s=config.timeout,
-                                     max_body_bytes=config.max_response_mb * 1024**2, on_cut=on_rate_limit)
+        transport = LimitedTransport(
+            self.limit,
+            self.traffic,
+            timeout_s=config.timeout,
+            max_body_bytes=config.max_response_mb * 1024**2,
+            on_cut=on_rate_limit,
+        )
         self._http = httpx.AsyncClient(transport=transport, timeout=config.timeout)
-        self.rollouts = SftRollouts(self._http, max_concurrent=min(config.concurrency, config.group_size))
+        self.rollouts = SftRollouts(
+            self._http, max_concurrent=min(config.concurrency, config.group_size)
+        )
         self._task: asyncio.Task | None = None
 
     def check(self, environment: Environment) -> None:
-        share_of(self.config.own_shard, self.config.steps, "groups of --steps")  # any environment the tokenizer renders
+        share_of(
+            self.config.own_shard, self.config.steps, "groups of --steps"
+        )  # any environment the tokenizer renders
 
     def groups_total(self, environment: Environment) -> int:
         return self.config.own_shard.share(self.config.steps)  # --steps counts over all the shards
@@ -58,7 +72,11 @@ class SftCollection:
 
     def env_settings(self, groups_left: int) -> dict[str, Any]:
         # atroposlib's process manager counts the groups; every scored group is kept, as its process command does
-        return {"total_steps": groups_left, "ensure_scores_are_not_same": False, "wandb_name": self.config.wandb_name}
+        return {
+            "total_steps": groups_left,
+            "ensure_scores_are_not_same": False,
+            "wandb_name": self.config.wandb_name,
+        }
 
     def server_settings(self) -> dict[str, Any]:
         return {"server_type": "openai", "health_check": False}

@@ -48,7 +48,9 @@ async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
         group, _ = await env.collect_trajectories(item)
         if group:
             processed = await env.postprocess_histories(group)
-            await env.handle_send_to_api(processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False)
+            await env.handle_send_to_api(
+                processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+            )
             await env.wandb_log()
             env.curr_step += 1
 
@@ -56,7 +58,9 @@ async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
         nonlocal in_flight
         in_flight -= 1
         room.set()
-        env.release_unstarted(item)  # a task cancelled before its first step never ran its own finally
+        env.release_unstarted(
+            item
+        )  # a task cancelled before its first step never ran its own finally
 
     try:
         async with asyncio.TaskGroup() as pool:

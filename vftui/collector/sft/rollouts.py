@@ -31,20 +31,38 @@ class SftRollouts:
         if self._client is None:
             server = env.server.servers[0].config
             # retries are ours (so each one is reported), as are time limits (the transport's)
-            self._client = AsyncOpenAI(base_url=server.base_url, api_key=server.api_key or "EMPTY",
-                                       timeout=server.timeout, max_retries=0, http_client=self._http_client)
+            self._client = AsyncOpenAI(
+                base_url=server.base_url,
+                api_key=server.api_key or "EMPTY",
+                timeout=server.timeout,
+                max_retries=0,
+                http_client=self._http_client,
+            )
         return self._client
 
-    async def attempt(self, env: VerifiersEnv, item: dict[str, Any], temperature: float) -> list[Rollout]:
+    async def attempt(
+        self, env: VerifiersEnv, item: dict[str, Any], temperature: float
+    ) -> list[Rollout]:
         size = env.config.group_size
-        sampling = {"temperature": temperature, "max_completion_tokens": env.config.max_token_length}
-        return await env.environment.group(item, size, self._client_for(env), env.server.servers[0].config.model_name,
-                                           sampling, self._max_concurrent or size)
+        sampling = {
+            "temperature": temperature,
+            "max_completion_tokens": env.config.max_token_length,
+        }
+        return await env.environment.group(
+            item,
+            size,
+            self._client_for(env),
+            env.server.servers[0].config.model_name,
+            sampling,
+            self._max_concurrent or size,
+        )
 
     def time_limit_s(self, env: VerifiersEnv) -> float | None:
         return None  # the client's per-request timeout bounds each call
 
-    def tokenize(self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout) -> Tokenized:
+    def tokenize(
+        self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout
+    ) -> Tokenized:
         return sft_tokens(tokenizer, messages, rollout.finish_reason)
 
     def group_meta(self, env: VerifiersEnv) -> dict[str, Any]:

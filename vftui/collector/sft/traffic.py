@@ -38,11 +38,15 @@ from vftui.events import RequestStats
 
 RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
-RATE_LIMIT_PATIENCE_S = 120.0  # waiting on rate limits, per request, before its 429 counts as a failure
+RATE_LIMIT_PATIENCE_S = (
+    120.0  # waiting on rate limits, per request, before its 429 counts as a failure
+)
 NOT_A_RATE_LIMIT = (b"insufficient_quota",)  # OpenAI's 429 for billing: waiting will not help
 # aiohttp writes these itself; it asks for the encodings it can decode, and decodes them a piece at a time
 OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding"})
-DECODED_AWAY = frozenset({b"content-encoding", b"content-length"})  # said of the body as sent, not as handed on
+DECODED_AWAY = frozenset(
+    {b"content-encoding", b"content-length"}
+)  # said of the body as sent, not as handed on
 RECENT_S = 10.0  # requests/s, tokens/s and "rate-limited" look this far back
 LATENCY_SAMPLES = 512
 
@@ -186,11 +190,17 @@ class TrafficStats:
         now = self._clock()
         since = now - RECENT_S
         # a young run is measured over its life so far, not diluted over the whole window
-        span = RECENT_S if self._first_answer is None else min(RECENT_S, max(1.0, now - self._first_answer))
+        span = (
+            RECENT_S
+            if self._first_answer is None
+            else min(RECENT_S, max(1.0, now - self._first_answer))
+        )
         recent = sum(1 for t in self._answered if t >= since)
         tokens = sum(n for t, n in self._tokens if t >= since)
         ordered = sorted(self._latencies)
-        if groups_in_flight == 0 and limit.in_flight == 0:  # paused: no traffic now, whatever came before
+        if (
+            groups_in_flight == 0 and limit.in_flight == 0
+        ):  # paused: no traffic now, whatever came before
             recent = tokens = 0
         return RequestStats(
             in_flight=limit.in_flight,
@@ -270,7 +280,9 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         the usual back-off.
         """
         status = response.status_code
-        if status in RATE_LIMITED and not any(marker in response.content for marker in NOT_A_RATE_LIMIT):
+        if status in RATE_LIMITED and not any(
+            marker in response.content for marker in NOT_A_RATE_LIMIT
+        ):
             asked = retry_after_s(response)
         elif status in SLOW_DOWN:
             asked = retry_after_s(response)
@@ -302,9 +314,15 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                 # a URL's user and password are in the Authorization header already, as httpx puts them there
                 # (aiohttp refuses both at once)
                 async with self._client().request(
-                    request.method, str(request.url.copy_with(userinfo=b"")), data=request.content,
-                    headers=[(k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS],
-                    allow_redirects=False, compress=None, skip_auto_headers=("User-Agent",),
+                    request.method,
+                    str(request.url.copy_with(userinfo=b"")),
+                    data=request.content,
+                    headers=[
+                        (k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS
+                    ],
+                    allow_redirects=False,
+                    compress=None,
+                    skip_auto_headers=("User-Agent",),
                 ) as response:
                     chunks, size = [], 0
                     async for chunk in response.content.iter_any():
@@ -315,12 +333,18 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     body = b"".join(chunks)
                     if overrun := asked.overrun(body):
                         raise ResponseTooLarge(overrun, request=request)
-                    headers = [(k, v) for k, v in response.raw_headers if k.lower() not in DECODED_AWAY]
+                    headers = [
+                        (k, v) for k, v in response.raw_headers if k.lower() not in DECODED_AWAY
+                    ]
                     return response.status, headers, body
         except TimeoutError as e:
-            raise httpx.ReadTimeout(f"the request took longer than {self._timeout_s:g} s", request=request) from e
+            raise httpx.ReadTimeout(
+                f"the request took longer than {self._timeout_s:g} s", request=request
+            ) from e
         except aiohttp.ClientConnectorError as e:
-            raise httpx.ConnectError(f"cannot connect to {request.url.host}:{request.url.port}", request=request) from e
+            raise httpx.ConnectError(
+                f"cannot connect to {request.url.host}:{request.url.port}", request=request
+            ) from e
         except aiohttp.ClientError as e:
             raise httpx.RemoteProtocolError(f"{type(e).__name__}: {e}", request=request) from e
 

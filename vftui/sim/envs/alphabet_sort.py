@@ -69,9 +69,18 @@ class AlphabetSortTaskset(vf.Taskset[AlphabetSortTask, AlphabetSortConfig]):
         evaluating = c.split == "eval"
         count = c.num_eval_examples if evaluating else c.num_examples
         seed = c.seed + EVAL_SEED_OFFSET if evaluating else c.seed
-        for idx, row in enumerate(make_examples(count, c.min_names, c.max_names, c.max_turns, seed)):
-            yield AlphabetSortTask(AlphabetSortData(idx=idx, prompt=None, system_prompt=SYSTEM_PROMPT,
-                                                    batches=row["info"]["batches"]), c.task)
+        for idx, row in enumerate(
+            make_examples(count, c.min_names, c.max_names, c.max_turns, seed)
+        ):
+            yield AlphabetSortTask(
+                AlphabetSortData(
+                    idx=idx,
+                    prompt=None,
+                    system_prompt=SYSTEM_PROMPT,
+                    batches=row["info"]["batches"],
+                ),
+                c.task,
+            )
 
 
 __all__ = ["AlphabetSortEnv", "AlphabetSortTaskset"]

@@ -52,7 +52,13 @@ def load_environment(
     num_eval_examples: int = 100,
 ) -> vf.Environment:
     """The verifiers entry point; every argument can be passed as ``--env-args`` JSON."""
-    if num_examples < 1 or num_eval_examples < 1 or min_names < 1 or max_names < min_names or max_turns < 1:
+    if (
+        num_examples < 1
+        or num_eval_examples < 1
+        or min_names < 1
+        or max_names < min_names
+        or max_turns < 1
+    ):
         raise ValueError(
             "alphabet-sort needs num_examples >= 1, 1 <= min_names <= max_names, max_turns >= 1"
         )
@@ -60,8 +66,11 @@ def load_environment(
     rubric = vf.Rubric(funcs=[sorted_correctly, format_ok], weights=[1.0, 0.2])
     return AlphabetSortEnv(
         dataset=Dataset.from_list(rows),
-        eval_dataset=Dataset.from_list(make_examples(num_eval_examples, min_names, max_names, max_turns,
-                                                     seed + EVAL_SEED_OFFSET)),
+        eval_dataset=Dataset.from_list(
+            make_examples(
+                num_eval_examples, min_names, max_names, max_turns, seed + EVAL_SEED_OFFSET
+            )
+        ),
         system_prompt=SYSTEM_PROMPT,
         rubric=rubric,
         max_turns=max_turns,

@@ -54,8 +54,15 @@ class AlphabetToolsTaskset(vf.Taskset[AlphabetToolsTask, AlphabetToolsConfig]):
             raise ValueError("alphabet-tools needs min_names <= max_names")
         for idx, row in enumerate(make_examples(c.num_examples, c.min_names, c.max_names, c.seed)):
             names = row["info"]["names"]
-            yield AlphabetToolsTask(AlphabetToolsData(idx=idx, prompt=QUESTION.format(names=", ".join(names)),
-                                                      system_prompt=SYSTEM_PROMPT, answer=row["answer"]), c.task)
+            yield AlphabetToolsTask(
+                AlphabetToolsData(
+                    idx=idx,
+                    prompt=QUESTION.format(names=", ".join(names)),
+                    system_prompt=SYSTEM_PROMPT,
+                    answer=row["answer"],
+                ),
+                c.task,
+            )
 
 
 __all__ = ["AlphabetToolsTaskset"]

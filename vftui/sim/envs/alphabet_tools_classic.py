@@ -20,7 +20,9 @@ async def correct_answer(completion, answer, **kwargs) -> float:
     return score(texts[-1] if texts else "", answer)
 
 
-def load_environment(num_examples: int = 200, min_names: int = 2, max_names: int = 4, seed: int = 0) -> vf.Environment:
+def load_environment(
+    num_examples: int = 200, min_names: int = 2, max_names: int = 4, seed: int = 0
+) -> vf.Environment:
     """The verifiers entry point; every argument can be passed as ``--env-args`` JSON."""
     if num_examples < 1 or min_names < 1 or max_names < min_names:
         raise ValueError("alphabet-tools needs num_examples >= 1 and 1 <= min_names <= max_names")

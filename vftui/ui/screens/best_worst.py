@@ -25,7 +25,10 @@ def best_and_worst(scores: list[float]) -> tuple[int, int]:
 
 
 class BestWorstScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,b,q", "dismiss", "close"), Binding("f", "toggle_fold", "fold prompt")]
+    BINDINGS = [
+        Binding("escape,b,q", "dismiss", "close"),
+        Binding("f", "toggle_fold", "fold prompt"),
+    ]
 
     def __init__(self, group: GroupCollected, decoder: TokenDecoder, fold: bool) -> None:
         super().__init__()
@@ -34,8 +37,11 @@ class BestWorstScreen(ModalScreen[None]):
     def compose(self):
         best, worst = best_and_worst(self.group.scores)
         spread = self.group.scores[best] - self.group.scores[worst]
-        yield Static(f"[b]group {self.group.index}[/b] · item {self.group.item} · best vs worst rollout, "
-                     f"{spread:.3f} apart  (f folds the prompt; esc closes)", id="best-worst-title")
+        yield Static(
+            f"[b]group {self.group.index}[/b] · item {self.group.item} · best vs worst rollout, "
+            f"{spread:.3f} apart  (f folds the prompt; esc closes)",
+            id="best-worst-title",
+        )
         with Horizontal(id="best-worst"):
             for side, rollout in (("best", best), ("worst", worst)):
                 preview = TokenPreview(id=f"{side}-rollout", classes="side-rollout")

@@ -49,17 +49,35 @@ class ChartsScreen(ModelScreen):
         rl = model.run_started is not None and model.run_started.mode is Mode.RL
         self.query_one("#chart-rl").display = rl
         self._reward(model)
-        self._lines("functions", "reward functions (mean per group)", "value",
-                    {name: values for name, values in series.functions.items() if name != "num_turns"})
+        self._lines(
+            "functions",
+            "reward functions (mean per group)",
+            "value",
+            {name: values for name, values in series.functions.items() if name != "num_turns"},
+        )
         self._histogram(model)
         self._length(model)
-        self._lines("rates", f"rates over the last {RATE_GROUPS} groups", "%",
-                    {"identical": [100 * v for v in rolling(series.identical, RATE_GROUPS)],
-                     "truncated": [100 * v for v in rolling(series.truncated, RATE_GROUPS)]})
+        self._lines(
+            "rates",
+            f"rates over the last {RATE_GROUPS} groups",
+            "%",
+            {
+                "identical": [100 * v for v in rolling(series.identical, RATE_GROUPS)],
+                "truncated": [100 * v for v in rolling(series.truncated, RATE_GROUPS)],
+            },
+        )
         if rl:
-            self._lines("rl", "rl: lag (steps), queue (groups), KV cache (%)", "", {
-                "lag": list(series.lag), "queue": list(series.queue), "KV cache %": list(series.kv_cache)},
-                xlabel="poll")
+            self._lines(
+                "rl",
+                "rl: lag (steps), queue (groups), KV cache (%)",
+                "",
+                {
+                    "lag": list(series.lag),
+                    "queue": list(series.queue),
+                    "KV cache %": list(series.kv_cache),
+                },
+                xlabel="poll",
+            )
 
     def _plot(self, name: str):
         widget = self.query_one(f"#chart-{name}", PlotextPlot)
@@ -69,7 +87,9 @@ class ChartsScreen(ModelScreen):
         return widget, plt
 
     def _width(self, name: str) -> int:
-        return max(10, self.query_one(f"#chart-{name}").size.width * 2)  # plotext draws two points a cell
+        return max(
+            10, self.query_one(f"#chart-{name}").size.width * 2
+        )  # plotext draws two points a cell
 
     def _reward(self, model: DashboardModel) -> None:
         widget, plt = self._plot("reward")
@@ -77,9 +97,13 @@ class ChartsScreen(ModelScreen):
         xs, mean = thinned(series.mean, points)
         _, std = thinned(series.std, points)
         if xs:
-            plt.plot(xs, [m + s for m, s in zip(mean, std, strict=True)], label="+std", color="gray")
+            plt.plot(
+                xs, [m + s for m, s in zip(mean, std, strict=True)], label="+std", color="gray"
+            )
             plt.plot(xs, mean, label="mean reward", color="green")
-            plt.plot(xs, [m - s for m, s in zip(mean, std, strict=True)], label="-std", color="gray")
+            plt.plot(
+                xs, [m - s for m, s in zip(mean, std, strict=True)], label="-std", color="gray"
+            )
         plt.title("mean reward ± std per group")
         plt.xlabel("group")
         plt.ylabel("reward")
@@ -111,7 +135,9 @@ class ChartsScreen(ModelScreen):
         widget, plt = self._plot("length")
         xs, ys = thinned(model.chart_series().length, self._width("length"))
         cap = model.run_started.max_tokens if model.run_started is not None else None
-        shown = bool(cap and xs and max(ys) > CAP_SHOWN_FROM * cap)  # far below it, the cap would flatten the line
+        shown = bool(
+            cap and xs and max(ys) > CAP_SHOWN_FROM * cap
+        )  # far below it, the cap would flatten the line
         if xs:
             plt.plot(xs, ys, label="completion tokens", color="cyan")
             if shown:

@@ -28,8 +28,10 @@ class ConfirmScreen(ModalScreen[Any]):
         self._answers = answers
 
     def compose(self):
-        hint = Text("   ").join(Text.assemble((keys.split(",")[0], "bold"), f" {words}")
-                                for keys, words, _ in self._answers)
+        hint = Text("   ").join(
+            Text.assemble((keys.split(",")[0], "bold"), f" {words}")
+            for keys, words, _ in self._answers
+        )
         with Vertical(id="confirm-box"):
             yield Static(self._question)
             yield Static(hint, classes="hint")

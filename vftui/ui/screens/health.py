@@ -21,8 +21,10 @@ def fmt(value: float | None, spec: str = ".3f") -> str:
 def server_line(server: ServerStatus) -> Text:
     """One inference server: atroposlib's health check, its requests, and its /metrics where it has them."""
     text = Text("up" if server.healthy else "DOWN", style="green" if server.healthy else "bold red")
-    text.append(f", {server.requests} requests, {server.retries} retries, latency p50 "
-                f"{fmt(server.latency_p50_s, '.2f')} s p95 {fmt(server.latency_p95_s, '.2f')} s")
+    text.append(
+        f", {server.requests} requests, {server.retries} retries, latency p50 "
+        f"{fmt(server.latency_p50_s, '.2f')} s p95 {fmt(server.latency_p95_s, '.2f')} s"
+    )
     if server.running is not None or server.waiting is not None:
         text.append(f", running {fmt(server.running, 'g')} waiting {fmt(server.waiting, 'g')}")
     if server.kv_cache is not None:
@@ -46,35 +48,56 @@ def render_health(model: DashboardModel) -> Table | Text:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    finishes = ", ".join(f"{reason} {count}" for reason, count in sorted(health.finish_reasons.items())) or "-"
+    finishes = (
+        ", ".join(f"{reason} {count}" for reason, count in sorted(health.finish_reasons.items()))
+        or "-"
+    )
     signals = health.signals
     table.add_row("window", f"{health.groups} groups")
     table.add_row("finish reasons", finishes)
     table.add_row("truncated", signal("truncated", ".1%"))
     table.add_row("identical scores", signal("identical", ".1%"))
-    table.add_row("completion tokens", f"mean {health.completion_mean:g}, p95 {health.completion_p95:g}, "
-                  f"fell by {signal('collapse', '.0%')}")
-    table.add_row("reward", f"all scored {fmt(health.reward_all)}, trainable {fmt(health.reward_trainable)}")
-    dropped = "; ".join(f"{count} {reason}" for reason, count in sorted(health.dropped.items())) or "none"
+    table.add_row(
+        "completion tokens",
+        f"mean {health.completion_mean:g}, p95 {health.completion_p95:g}, "
+        f"fell by {signal('collapse', '.0%')}",
+    )
+    table.add_row(
+        "reward", f"all scored {fmt(health.reward_all)}, trainable {fmt(health.reward_trainable)}"
+    )
+    dropped = (
+        "; ".join(f"{count} {reason}" for reason, count in sorted(health.dropped.items())) or "none"
+    )
     table.add_row("dropped", Text(dropped))
-    table.add_row("requests", f"failed {signal('errors', '.1%')}, "
-                  f"latency p50 {fmt(health.latency_p50_s, '.2f')} s "
-                  f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s")
+    table.add_row(
+        "requests",
+        f"failed {signal('errors', '.1%')}, "
+        f"latency p50 {fmt(health.latency_p50_s, '.2f')} s "
+        f"p95 {fmt(health.latency_p95_s, '.2f')} s, {fmt(health.tokens_per_s, ',.0f')} tok/s",
+    )
     table.add_row("since the last group", f"{signal('stall', '.0f')} s")
     api = model.api_status
     if api is not None and api.reachable and api.workers_allowed is not None:
-        table.add_row("trainer", f"step {api.current_step}, {fmt(signals.get('trainer_stall'), '.0f')} s since it "
-                      f"stepped with groups waiting, lag {fmt(signals.get('lag'), '.0f')} steps, "
-                      f"workers {api.workers}/{api.workers_allowed}")
+        table.add_row(
+            "trainer",
+            f"step {api.current_step}, {fmt(signals.get('trainer_stall'), '.0f')} s since it "
+            f"stepped with groups waiting, lag {fmt(signals.get('lag'), '.0f')} steps, "
+            f"workers {api.workers}/{api.workers_allowed}",
+        )
     for server in model.servers.values():
         table.add_row(Text(server.url, overflow="ellipsis"), server_line(server))
-    hacking = ", ".join(f"{name} {signal(name, '.2f')}" for name in ("dominance", "divergence", "saturation", "jump"))
+    hacking = ", ".join(
+        f"{name} {signal(name, '.2f')}"
+        for name in ("dominance", "divergence", "saturation", "jump")
+    )
     table.add_row("reward hacking", hacking)
     table.add_row("", "")
     if not model.alerts:
         table.add_row(Text("alerts", style="bold green"), Text("none", style="green"))
     for alert in model.alerts.values():
-        table.add_row(Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow"))
+        table.add_row(
+            Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow")
+        )
     return table
 
 
@@ -92,7 +115,9 @@ class HealthScreen(ModelScreen):
 
     def compose(self):
         with Vertical(id="health-box"):
-            yield Static("[b]run health[/b]  (over the recent window; esc closes)", id="health-title")
+            yield Static(
+                "[b]run health[/b]  (over the recent window; esc closes)", id="health-title"
+            )
             yield ChangedLines(id="health-body")
 
     def show(self, model: DashboardModel) -> None:

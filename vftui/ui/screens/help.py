@@ -15,7 +15,9 @@ from textual.widgets import Static
 
 def key_names(binding: Binding) -> str:
     """``space,p`` as ``space / p``; ``question_mark`` as ``?``; a ``key_display`` as it is."""
-    return binding.key_display or " / ".join(format_key(key.strip()) for key in binding.key.split(","))
+    return binding.key_display or " / ".join(
+        format_key(key.strip()) for key in binding.key.split(",")
+    )
 
 
 def help_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
@@ -41,7 +43,9 @@ class HelpScreen(ModalScreen[None]):
         for keys, description in self._rows:
             table.add_row(Text(keys), Text(description))
         with Vertical(id="help-box"):
-            yield Static("[b]vftui keys[/b]  (esc closes; up, down and the mouse scroll)", id="help-title")
+            yield Static(
+                "[b]vftui keys[/b]  (esc closes; up, down and the mouse scroll)", id="help-title"
+            )
             with VerticalScroll(id="help-keys"):  # a small terminal scrolls to the last keys
                 yield Static(table)
 

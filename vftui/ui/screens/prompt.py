@@ -16,7 +16,9 @@ class PromptScreen(ModalScreen[Any]):
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, question: str, value: str, read: Callable[[str], Any], hint: str = "") -> None:
+    def __init__(
+        self, question: str, value: str, read: Callable[[str], Any], hint: str = ""
+    ) -> None:
         super().__init__()
         self._question, self._value, self._read, self._hint = question, value, read, hint
 
@@ -24,7 +26,9 @@ class PromptScreen(ModalScreen[Any]):
         with Vertical(classes="prompt-box"):
             yield Static(f"{self._question}, enter to apply, esc to cancel", markup=False)
             yield Input(value=self._value)
-            yield Static(self._hint, classes="hint prompt-error", markup=False)  # it may quote what was typed
+            yield Static(
+                self._hint, classes="hint prompt-error", markup=False
+            )  # it may quote what was typed
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         try:

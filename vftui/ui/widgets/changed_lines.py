@@ -48,22 +48,36 @@ class ChangedLines(Widget):
         return self._renderable
 
     def render_line(self, y: int) -> Strip:
-        if self._drawn_with != (self.size.width, self.size.height, self.rich_style):  # resized or restyled
+        if self._drawn_with != (
+            self.size.width,
+            self.size.height,
+            self.rich_style,
+        ):  # resized or restyled
             self._lines = self._render_lines()
             self._drawn_with = (self.size.width, self.size.height, self.rich_style)
-        return self._lines[y] if y < len(self._lines) else Strip.blank(self.size.width, self.rich_style)
+        return (
+            self._lines[y]
+            if y < len(self._lines)
+            else Strip.blank(self.size.width, self.rich_style)
+        )
 
     def _render_lines(self) -> list[Strip]:
         width, height = self.size
         if width <= 0 or height <= 0:
             return []
         console = self.app.console
-        lines = console.render_lines(self._renderable, console.options.update_width(width), style=self.rich_style)
-        return [Strip(line, width).crop_extend(0, width, self.rich_style) for line in lines[:height]]
+        lines = console.render_lines(
+            self._renderable, console.options.update_width(width), style=self.rich_style
+        )
+        return [
+            Strip(line, width).crop_extend(0, width, self.rich_style) for line in lines[:height]
+        ]
 
 
 class FiguresPanel(ChangedLines):
-    figures: reactive[Hashable] = reactive(None, init=False, repaint=False)  # draw() repaints what changed
+    figures: reactive[Hashable] = reactive(
+        None, init=False, repaint=False
+    )  # draw() repaints what changed
 
     def watch_figures(self, figures: Hashable) -> None:
         self.draw(self.render_figures(figures))

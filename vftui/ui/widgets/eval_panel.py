@@ -43,15 +43,25 @@ def render_eval(report: EvalReport | None) -> Text:
     if report is None:
         return Text("waiting for the first examples", style="dim")
     at = f"step {report.step} · " if report.step is not None else ""
-    text = Text(f"{at}{report.items}/{report.items_total} examples × {report.rollouts_per_item}", style="bold")
+    text = Text(
+        f"{at}{report.items}/{report.items_total} examples × {report.rollouts_per_item}",
+        style="bold",
+    )
     text.append(f"  pass ≥ {report.threshold:g}", style="dim")
     if report.errors:
-        text.append(f"  {report.errors} errors", style="bold red")  # examples that failed to score: in no figure
+        text.append(
+            f"  {report.errors} errors", style="bold red"
+        )  # examples that failed to score: in no figure
     width = max(map(len, report.figures), default=0)
     for name, value in report.figures.items():
         bounds = (0.0, 1.0) if name != "reward" else _reward_bounds(value)
-        text.append(f"\n{name:<{width}} ").append(f"{wording.figure(value):<13} ").append_text(track(value, *bounds))
-    text.no_wrap, text.overflow = True, "ellipsis"  # a narrow column cuts the track, never wraps a figure
+        text.append(f"\n{name:<{width}} ").append(f"{wording.figure(value):<13} ").append_text(
+            track(value, *bounds)
+        )
+    text.no_wrap, text.overflow = (
+        True,
+        "ellipsis",
+    )  # a narrow column cuts the track, never wraps a figure
     return text
 
 

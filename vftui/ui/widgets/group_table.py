@@ -37,7 +37,10 @@ def reward_cells(scores: list[float], low: float, high: float) -> Text:
     span = (high - low) or 1.0
     for score in scores:
         level = min(1.0, max(0.0, (score - low) / span))
-        text.append(BLOCKS[round(level * (len(BLOCKS) - 1))], style=COLOURS[round(level * (len(COLOURS) - 1))])
+        text.append(
+            BLOCKS[round(level * (len(BLOCKS) - 1))],
+            style=COLOURS[round(level * (len(COLOURS) - 1))],
+        )
     return text
 
 
@@ -71,7 +74,9 @@ class GroupTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.groups: Sequence[GroupCollected] = []
         self.cursor = 0
-        self.previewed: int | None = None  # the group in the preview, marked where it is not the cursor's
+        self.previewed: int | None = (
+            None  # the group in the preview, marked where it is not the cursor's
+        )
         self._low, self._high = 0.0, 1.0
         self._rows = 0
         self._size_width = 1
@@ -152,7 +157,9 @@ class GroupTable(ScrollView, can_focus=True):
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False, immediate=True, force=True)
         elif self.cursor >= top + rows_visible:
-            self.scroll_to(y=self.cursor - rows_visible + 1, animate=False, immediate=True, force=True)
+            self.scroll_to(
+                y=self.cursor - rows_visible + 1, animate=False, immediate=True, force=True
+            )
 
     def _repaint(self) -> None:
         """Mark as dirty only the rows whose group or cursor changed; all of them when the layout did.
@@ -164,13 +171,26 @@ class GroupTable(ScrollView, can_focus=True):
         """
         top = int(self.scroll_offset.y)
         bottom = min(self.row_count, top + max(0, self.size.height - 1))
-        rows = [(self.groups[r], r == self.cursor, self.groups[r].index == self.previewed) for r in range(top, bottom)]
-        layout = (top, self.size, self._low, self._high, self._size_width, self._item_width, self._group_size)
+        rows = [
+            (self.groups[r], r == self.cursor, self.groups[r].index == self.previewed)
+            for r in range(top, bottom)
+        ]
+        layout = (
+            top,
+            self.size,
+            self._low,
+            self._high,
+            self._size_width,
+            self._item_width,
+            self._group_size,
+        )
         drawn_layout, drawn_rows = self._drawn
         if layout != drawn_layout:
             self.refresh()
         else:
-            for y, (old, new) in enumerate(zip_longest(drawn_rows, rows), start=1):  # line 0 is the header
+            for y, (old, new) in enumerate(
+                zip_longest(drawn_rows, rows), start=1
+            ):  # line 0 is the header
                 if old != new:
                     self.refresh(Region(0, y, self.size.width, 1))
         self._drawn = (layout, rows)
@@ -184,15 +204,21 @@ class GroupTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if y == 0:
-            return self._strip(self._row(HEADER), width, self.get_component_rich_style("group-table--header"))
+            return self._strip(
+                self._row(HEADER), width, self.get_component_rich_style("group-table--header")
+            )
         row = int(self.scroll_offset.y) + y - 1
         if row >= self.row_count:
             return Strip.blank(width, self.rich_style)
         g = self.groups[row]
         cells = (
-            str(g.index), str(g.item), reward_cells(g.scores, self._low, self._high),
-            f"{stats.mean(g.scores):.3f}", f"{stats.population_std(g.scores):.3f}",
-            Text("=", style="bold yellow") if g.identical else "", f"{g.temperature:.2f}",
+            str(g.index),
+            str(g.item),
+            reward_cells(g.scores, self._low, self._high),
+            f"{stats.mean(g.scores):.3f}",
+            f"{stats.population_std(g.scores):.3f}",
+            Text("=", style="bold yellow") if g.identical else "",
+            f"{g.temperature:.2f}",
         )
         if row == self.cursor:
             style = self.get_component_rich_style("group-table--cursor")
@@ -219,4 +245,3 @@ class GroupTable(ScrollView, can_focus=True):
     def _strip(self, text: Text, width: int, style) -> Strip:
         segments = list(text.render(self.app.console))
         return Strip(segments).apply_style(style).crop_extend(0, width, style)
-

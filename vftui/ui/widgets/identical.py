@@ -14,7 +14,9 @@ class IdenticalRates(FiguresPanel):
     def render_figures(self, figures: tuple[float, float, float | None, str]) -> Text:
         window, run, alert_above, label = figures
         text = Text()
-        text.append(f"{label} {window:.0%}", style="bold red" if alert_above is not None else "bold")
+        text.append(
+            f"{label} {window:.0%}", style="bold red" if alert_above is not None else "bold"
+        )
         text.append(f"  run {run:.0%}")
         if alert_above is not None:
             text.append(f"  > {alert_above:.0%}", style="red")
@@ -32,8 +34,12 @@ class IdenticalPanel(Vertical):
         window, run = model.identical_rates()
         alert = window > model.identical_alert
         self.set_class(alert, "-alert")
-        self.query_one(IdenticalRates).figures = (round(window, 2), round(run, 2),
-                                                  model.identical_alert if alert else None, model.window_label)
+        self.query_one(IdenticalRates).figures = (
+            round(window, 2),
+            round(run, 2),
+            model.identical_alert if alert else None,
+            model.window_label,
+        )
         history = list(model.identical_history)
         windows = (history[max(0, i - 9) : i + 1] for i in range(len(history)))
         smoothed = [sum(w) / len(w) for w in windows]

@@ -9,7 +9,13 @@ from textual.widgets import RichLog
 
 from vftui.ui.model import DashboardModel
 
-LEVEL_STYLE = {"ERROR": "bold red", "CRITICAL": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
+LEVEL_STYLE = {
+    "ERROR": "bold red",
+    "CRITICAL": "bold red",
+    "WARNING": "yellow",
+    "INFO": "",
+    "DEBUG": "dim",
+}
 
 
 class LogPanel(RichLog):
@@ -29,7 +35,11 @@ class LogPanel(RichLog):
         fresh = min(model.logs_total - self.shown, len(model.logs))
         for record in list(model.logs)[len(model.logs) - fresh :] if fresh > 0 else []:
             stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
-            self.write(Text(f"{stamp} ", style="dim").append(record.message, style=LEVEL_STYLE.get(record.level, "")))
+            self.write(
+                Text(f"{stamp} ", style="dim").append(
+                    record.message, style=LEVEL_STYLE.get(record.level, "")
+                )
+            )
         self.shown = model.logs_total
 
     def on_resize(self) -> None:

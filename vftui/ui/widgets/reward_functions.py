@@ -20,10 +20,18 @@ class RewardFunctionsPanel(FiguresPanel):
         window, run = model.window_metrics(), model.run_metrics()
         kept = ()
         if model.dropped:  # every scored group counts in "reward"; this one is over those sent
-            kept = (("reward (sent)", fmt(window.get("metrics/mean_reward_kept")),
-                     fmt(run.get("metrics/mean_reward_kept"))),)
-        rows = (("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))), *kept,
-                *((name, fmt(w), fmt(r)) for name, w, r in model.reward_function_rows()))
+            kept = (
+                (
+                    "reward (sent)",
+                    fmt(window.get("metrics/mean_reward_kept")),
+                    fmt(run.get("metrics/mean_reward_kept")),
+                ),
+            )
+        rows = (
+            ("reward", fmt(window.get("metrics/mean_reward")), fmt(run.get("metrics/mean_reward"))),
+            *kept,
+            *((name, fmt(w), fmt(r)) for name, w, r in model.reward_function_rows()),
+        )
         room = max(2, self.content_size.height - 1)  # under the header
         if len(rows) > room:  # say what does not fit rather than drop it silently
             rows = (*rows[: room - 1], (f"… {len(rows) - room + 1} more (g charts them)", "", ""))
@@ -39,5 +47,7 @@ def render_table(rows: tuple[tuple[str, str, str], ...], label: str) -> Table:
     table.add_column(label, justify="right", min_width=6, no_wrap=True)
     table.add_column("run", justify="right", min_width=6, no_wrap=True)
     for i, row in enumerate(rows):
-        table.add_row(*map(Text, row), style="bold" if i == 0 else None)  # names are the env's, not markup
+        table.add_row(
+            *map(Text, row), style="bold" if i == 0 else None
+        )  # names are the env's, not markup
     return table

@@ -22,6 +22,8 @@ class RewardsPanel(Vertical):
         order = "" if model.sort == "arrival" else f" · {SORTS[model.sort][0]}"
         shown = f" · filter: {model.filter_text}" if model.filter_text else ""
         title = f"{self.BORDER_TITLE}{order}{shown}"
-        if title != self._title:  # Textual repaints the whole panel on every assignment, changed or not
+        if (
+            title != self._title
+        ):  # Textual repaints the whole panel on every assignment, changed or not
             self._title = self.border_title = title
         self.query_one(Sparkline).data = list(model.reward_history)

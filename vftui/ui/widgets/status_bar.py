@@ -55,7 +55,9 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
     if s is None:
         line1.append("vftui ", style="bold").append("starting…")
     else:
-        label = "view" if model.rows is not None else s.mode  # a file is viewed, whatever mode wrote it
+        label = (
+            "view" if model.rows is not None else s.mode
+        )  # a file is viewed, whatever mode wrote it
         line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(s.model, style="italic")
         if s.simulated:
             line1.append(f"  {SIMULATION}", style="bold reverse yellow")
@@ -69,27 +71,48 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
     if model.summary is not None:  # how it ended, as its summary and its controls say
         label = ended_as(model.summary.state, model.summary.groups_done, model.summary.groups_total)
     trouble = model.trajectory_trouble or model.endpoint_trouble
-    if trouble is not None and model.state in (RunState.STARTING, RunState.RUNNING, RunState.PAUSING):
+    if trouble is not None and model.state in (
+        RunState.STARTING,
+        RunState.RUNNING,
+        RunState.PAUSING,
+    ):
         line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
     else:
         line2.append(label, style=STATE_STYLE[model.state])
     if model.detail and model.state in (RunState.PAUSING, RunState.STOPPING):
-        line2.append(f" ({model.detail})", style=STATE_STYLE[model.state])  # "finishing 3 groups in flight"
+        line2.append(
+            f" ({model.detail})", style=STATE_STYLE[model.state]
+        )  # "finishing 3 groups in flight"
     if model.alerts:
-        line2.append(f"  ⚠ {len(model.alerts)} alert{'s' if len(model.alerts) != 1 else ''} (h)", style="bold yellow")
+        line2.append(
+            f"  ⚠ {len(model.alerts)} alert{'s' if len(model.alerts) != 1 else ''} (h)",
+            style="bold yellow",
+        )
     line2.append(f"  {model.groups_done}/{model.groups_total} groups")
     requests = model.requests if model.state not in (RunState.FINISHED, RunState.FAILED) else None
-    if not viewing and model.state not in (RunState.FINISHED, RunState.FAILED):  # a rate is of a run that goes on
+    if not viewing and model.state not in (
+        RunState.FINISHED,
+        RunState.FAILED,
+    ):  # a rate is of a run that goes on
         groups_s, tokens_s = model.rates()
-        line2.append(f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else ""))
+        line2.append(
+            f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else "")
+        )
     line2.append(f"  {clock(model.elapsed_s)}")
     if requests is not None:  # its tok/s replaces the groups' own
         line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
-    if model.detail and (viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)):
+    if model.detail and (
+        viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)
+    ):
         line2.append(f"  {model.detail}", style="red" if model.state is RunState.FAILED else "dim")
     room = width - line2.cell_len - len("  → ")
-    if s is not None and room >= MIN_PATH:  # last, in the room the counters leave: never pushes them out
+    if (
+        s is not None and room >= MIN_PATH
+    ):  # last, in the room the counters leave: never pushes them out
         line2.append(f"  → {shorten_left(s.out_path, room)}", style="dim")
     status = Text("\n").join([line1, line2])
-    status.no_wrap, status.overflow = True, "ellipsis"  # a long line is cut at its end, never pushes line 2 off
+    status.no_wrap, status.overflow = (
+        True,
+        "ellipsis",
+    )  # a long line is cut at its end, never pushes line 2 off
     return status

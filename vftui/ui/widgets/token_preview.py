@@ -57,8 +57,13 @@ class Laid:
     masked: int
 
 
-def rollout_pieces(group: GroupCollected, rollout: int, decoder: TokenDecoder, show_ids: bool = False,
-                   limit: int = 8000) -> Laid:
+def rollout_pieces(
+    group: GroupCollected,
+    rollout: int,
+    decoder: TokenDecoder,
+    show_ids: bool = False,
+    limit: int = 8000,
+) -> Laid:
     """The rollout's tokens as styled pieces; its messages where it has no token ids (vf-eval's results
     keep none)."""
     tokens, masks = group.tokens[rollout], group.masks[rollout]
@@ -106,7 +111,9 @@ def message_pieces(messages: list[dict]) -> list[Piece]:
     return pieces
 
 
-def wrap_pieces(pieces: list[Piece], width: int, starts: list[int] | None = None) -> list[list[Segment]]:
+def wrap_pieces(
+    pieces: list[Piece], width: int, starts: list[int] | None = None
+) -> list[list[Segment]]:
     """Lines of at most ``width`` cells; a token moves whole to the next line when it can, and a long
     piece (a message) breaks between words. ``starts`` gets the line each piece begins on."""
     lines = _Lines(max(1, width))
@@ -134,7 +141,9 @@ class _Lines:
 
     def place(self, part: str, style: Style) -> None:
         size = cell_len(part)
-        if size > self.width - self.used and size > WORDS_FROM:  # a message, not a token: between its words
+        if (
+            size > self.width - self.used and size > WORDS_FROM
+        ):  # a message, not a token: between its words
             for word in WORD.findall(part):
                 self._add(word, cell_len(word.rstrip()), style)
         else:
@@ -144,7 +153,9 @@ class _Lines:
         """``text`` on this line if its ``size`` fits, else on the next; chopped only when wider than a line."""
         if self.used and self.used + size > self.width:
             self.newline()
-        for n, chunk in enumerate(chop_cells(text, self.width) if cell_len(text) > self.width else [text]):
+        for n, chunk in enumerate(
+            chop_cells(text, self.width) if cell_len(text) > self.width else [text]
+        ):
             if n:
                 self.newline()
             self.line.append(Segment(chunk, style))
@@ -175,7 +186,9 @@ class TokenText(ScrollView, can_focus=True):
         """Lay ``pieces`` out and scroll to piece ``jump_to`` (the completion), a line of context above it."""
         self._pieces, self._jump_to = pieces, jump_to
         self._layout()
-        self.call_after_refresh(self._jump)  # once the new height is laid out: the scrollbar then agrees
+        self.call_after_refresh(
+            self._jump
+        )  # once the new height is laid out: the scrollbar then agrees
 
     def _jump(self) -> None:
         line = self._starts[self._jump_to] if self._jump_to < len(self._starts) else 0
@@ -188,7 +201,9 @@ class TokenText(ScrollView, can_focus=True):
 
     def _layout(self) -> None:
         self._starts = []
-        self._lines = wrap_pieces(self._pieces, self.scrollable_content_region.width or 80, self._starts)
+        self._lines = wrap_pieces(
+            self._pieces, self.scrollable_content_region.width or 80, self._starts
+        )
         self.virtual_size = Size(self.scrollable_content_region.width, len(self._lines))
         self.refresh()
 
@@ -197,7 +212,11 @@ class TokenText(ScrollView, can_focus=True):
         row = int(self.scroll_offset.y) + y
         if row >= len(self._lines):
             return Strip.blank(width, self.rich_style)
-        return Strip(self._lines[row]).apply_style(self.rich_style).crop_extend(0, width, self.rich_style)
+        return (
+            Strip(self._lines[row])
+            .apply_style(self.rich_style)
+            .crop_extend(0, width, self.rich_style)
+        )
 
 
 class TokenPreview(Vertical):
@@ -256,7 +275,9 @@ class TokenPreview(Vertical):
         if self.fold:
             laid = folded(laid)
         header = Text()
-        header.append(f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold")
+        header.append(
+            f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold"
+        )
         header.append(f"reward {group.scores[rollout]:.3f} · ")
         header.append(f"trained {laid.trained}", style="bold cyan").append(" · ")
         header.append(f"masked {laid.masked}", style="dim")
@@ -264,7 +285,9 @@ class TokenPreview(Vertical):
         if reason:
             header.append(f" · {reason}")
         if not self.decoder.available:
-            header.append(" · (tokenizer loading: ids)" if self.decoder.loading else " · (no tokenizer: ids)",
-                          style="italic")
+            header.append(
+                " · (tokenizer loading: ids)" if self.decoder.loading else " · (no tokenizer: ids)",
+                style="italic",
+            )
         counts.update(header, layout=False)
         body.show(laid.pieces, laid.first_trained)

@@ -21,7 +21,9 @@ def api_state(model: DashboardModel) -> tuple[str, str]:
     if model.endpoint_trouble is not None:
         return "inference server unreachable (retrying)", "bold red"
     if api is None:
-        return (WAITING_FOR_TRAINER if model.detail.startswith("waiting") else "connecting…"), "bold yellow"
+        return (
+            WAITING_FOR_TRAINER if model.detail.startswith("waiting") else "connecting…"
+        ), "bold yellow"
     return trainer_state(api), "bold green" if api.trainer_registered else "bold yellow"
 
 
@@ -30,13 +32,25 @@ def api_figures(model: DashboardModel) -> tuple:
     api = model.api_status
     counters = None
     if api is not None and api.reachable:
-        counters = (api.current_step, api.queue_size, api.env_weight, api.self_queue_size, api.workers,
-                    api.workers_allowed, api.lag, tuple(printable(wording.env_share(e)) for e in api.envs))
+        counters = (
+            api.current_step,
+            api.queue_size,
+            api.env_weight,
+            api.self_queue_size,
+            api.workers,
+            api.workers_allowed,
+            api.lag,
+            tuple(printable(wording.env_share(e)) for e in api.envs),
+        )
     ours = None
     if model.run_started is not None:
         dropped = model.dropped
-        ours = (model.groups_done, sum(dropped.values()),
-                dropped.get(stats.TOO_HARD, 0), dropped.get(stats.TOO_EASY, 0))
+        ours = (
+            model.groups_done,
+            sum(dropped.values()),
+            dropped.get(stats.TOO_HARD, 0),
+            dropped.get(stats.TOO_EASY, 0),
+        )
     return api_state(model), counters, ours
 
 
@@ -52,7 +66,9 @@ def render_api(figures: tuple) -> Text:
         if ours_queued is not None:
             text.append(f"\nours queued {ours_queued}")
         if allowed is not None:
-            text.append(f"  {wording.workers(workers, allowed)}", style="yellow" if allowed == 0 else "")
+            text.append(
+                f"  {wording.workers(workers, allowed)}", style="yellow" if allowed == 0 else ""
+            )
         if lag is not None:
             text.append(f"\n{wording.lag(lag)}").append("  (off-policy)", style="dim")
         for run in runs:
@@ -60,7 +76,9 @@ def render_api(figures: tuple) -> Text:
     if ours is not None:
         sent, dropped, hard, easy = ours
         text.append(f"\nsent {sent}  dropped {dropped}")
-        text.append(f"\nidentical: {hard} too hard, {easy} easy", style="yellow" if hard + easy else "dim")
+        text.append(
+            f"\nidentical: {hard} too hard, {easy} easy", style="yellow" if hard + easy else "dim"
+        )
     return text
 
 

@@ -15,8 +15,13 @@ class TurnsPanel(FiguresPanel):
 
     def show(self, model: DashboardModel) -> None:
         window = model.window_metrics()
-        avg, peak_turns = window.get("metrics/avg_num_turns", 0), int(window.get("metrics/max_num_turns", 0))
-        hist, hidden = fit(model.turn_histogram(), max(1, self.content_size.height - 1))  # under the averages
+        avg, peak_turns = (
+            window.get("metrics/avg_num_turns", 0),
+            int(window.get("metrics/max_num_turns", 0)),
+        )
+        hist, hidden = fit(
+            model.turn_histogram(), max(1, self.content_size.height - 1)
+        )  # under the averages
         self.figures = (round(avg, 2), peak_turns, tuple(hist), model.filtered, hidden)
 
     def render_figures(self, figures: tuple) -> Text:
@@ -32,7 +37,9 @@ def fit(hist: list[tuple[int, int]], rows: int) -> tuple[list[tuple[int, int]], 
     return kept, len(hist) - len(kept)
 
 
-def render_turns(avg: float, max_turns: int, hist: tuple[tuple[int, int], ...], filtered: bool, hidden: int) -> Text:
+def render_turns(
+    avg: float, max_turns: int, hist: tuple[tuple[int, int], ...], filtered: bool, hidden: int
+) -> Text:
     text = Text(f"avg {avg:.2f}  max {max_turns}" + ("  (filtered)" if filtered else ""))
     peak = max((count for _, count in hist), default=1)
     for turns, count in hist:
