@@ -38,7 +38,7 @@ from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
 from vftui.live.process import CollectorProcess, Prepared
 from vftui.live.wire import Outbox, serve_commands
-from vftui.store import GroupWindow
+from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import StartedRun

@@ -27,15 +27,15 @@ from tests.conftest import (
     wait_for_screen,
     wait_until,
 )
-from vftui import stats
 from vftui.collector.controls import Controls
 from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
+from vftui.figures import stats
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer, socket_path
-from vftui.run_list import describe
+from vftui.run_files.listing import describe
+from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
-from vftui.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.runs_app import RunsApp

@@ -16,7 +16,6 @@ from aiohttp import web
 from tests.conftest import cli_env, serve_app
 from vftui.bounds import MAX_NESTING, LongLine, check_nesting, load_json, read_lines
 from vftui.cli import main
-from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.sft.answers import (
     BYTES_PER_EVENT,
     BYTES_PER_LOGPROB,
@@ -24,6 +23,7 @@ from vftui.collector.sft.answers import (
     ENVELOPE_BYTES,
     Asked,
 )
+from vftui.run_files.ledger import ItemLedger
 from vftui.sim.server import TOKENIZER_DIR
 
 MB = 1024**2
@@ -259,7 +259,7 @@ def test_view_reports_and_skips_a_line_over_the_bound_without_reading_it_whole(t
             f.write("a" * MB)
         f.write('"}]]}\n' + good)
     code = (
-        "import sys; from pathlib import Path; from vftui.groupfile import GroupFile; events = []; "
+        "import sys; from pathlib import Path; from vftui.run_files.groupfile import GroupFile; events = []; "
         "g = GroupFile(Path(sys.argv[1])); g.read(events.append, ''); "
         "print(len(g), *[e.message for e in events if type(e).__name__ == 'LogRecord'], sep='|')"
     )
@@ -285,7 +285,7 @@ def test_view_reports_and_skips_a_line_over_the_bound_without_reading_it_whole(t
     ids=["item", "start", "metrics", "overflow"],
 )
 def test_view_skips_a_group_whose_figures_do_not_fit_and_names_why(tmp_path, vftui, reason):
-    from vftui.groupfile import GroupFile
+    from vftui.run_files.groupfile import GroupFile
 
     good = {"tokens": [[1]], "masks": [[1]], "scores": [0.5]}
     path = tmp_path / "groups.jsonl"
@@ -400,7 +400,7 @@ def test_a_damaged_run_file_is_one_sentence_for_resume_a_row_for_runs_and_a_warn
     states = {r["path"]: (r["state"], r.get("problem", "")[: len(damaged)]) for r in listed_runs}
     assert states == {str(out): ("damaged", damaged), str(two_runs[1]): ("finished", "")}
 
-    from vftui.groupfile import GroupFile
+    from vftui.run_files.groupfile import GroupFile
 
     events: list = []
     rows = GroupFile(out)
@@ -413,7 +413,7 @@ def test_a_damaged_run_file_is_one_sentence_for_resume_a_row_for_runs_and_a_warn
 
 
 def test_a_damaged_run_index_entry_is_skipped_with_a_note(two_runs, capsys):
-    from vftui.run_index import index_dir
+    from vftui.run_files.index import index_dir
 
     entries = sorted(index_dir().glob("*.json"))
     entries[0].write_text(json.dumps({"out": ["not", "a", "path"]}))

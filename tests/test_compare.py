@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
 from vftui.commands.compare import load_all
-from vftui.comparison import compare, summarize
-from vftui.groupfile import GroupFile
-from vftui.results import viewable
+from vftui.figures.comparison import compare, summarize
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.results import viewable
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.compare_app import CompareApp

@@ -25,8 +25,8 @@ from vftui.events import (
     TemperatureChanged,
 )
 from vftui.live.wire import RemoteControls, serve_commands
+from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
-from vftui.store import GroupWindow
 
 
 def start(sim, tmp_path, **overrides):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import read_jsonl, run_cli, sim_admin, start_cli, wait_for_lines
 from vftui.sim.server import BackgroundSimServer
-from vftui.wording import counted
+from vftui.text.wording import counted
 
 
 def run_args(server, out, steps=40) -> list[str]:

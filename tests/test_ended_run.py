@@ -20,7 +20,7 @@ from vftui.events import RunControls, RunState, RunStatus
 from vftui.live.client import AttachedRun, control
 from vftui.live.process import CollectorProcess
 from vftui.live.server import socket_path
-from vftui.store import GroupWindow
+from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.prompt import PromptScreen

@@ -10,10 +10,10 @@ import pytest
 from verifiers.legacy.utils.save_utils import load_outputs, validate_resume_metadata
 
 from tests.conftest import json_events, read_jsonl, run_cli
-from vftui.eval_stats import ItemResult, estimate, pass_at
 from vftui.events import EvalReport
-from vftui.groupfile import GroupFile
-from vftui.results import viewable
+from vftui.figures.eval_stats import ItemResult, estimate, pass_at
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.results import viewable
 from vftui.sim import task
 
 

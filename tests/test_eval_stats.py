@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from vftui.eval_stats import (
+from vftui.figures.eval_stats import (
     EvalTally,
     ItemResult,
     estimate,
@@ -20,7 +20,7 @@ from vftui.eval_stats import (
     t_cdf,
     t_quantile,
 )
-from vftui.signals import read_gates
+from vftui.figures.signals import read_gates
 
 pytestmark = pytest.mark.unit
 
@@ -129,7 +129,7 @@ def test_gates_read_both_directions_for_eval_figures_only():
 
 @pytest.mark.unit
 def test_saved_results_with_bad_values_are_skipped_and_counted_never_a_crash(tmp_path):
-    from vftui.results import load
+    from vftui.run_files.results import load
     from vftui.ui.widgets.token_preview import message_pieces
 
     good = {"example_id": 1, "reward": 1.0, "prompt": [], "completion": "ok"}

@@ -11,7 +11,6 @@ import typing
 
 import pytest
 
-from vftui import stats
 from vftui.collector.health import HealthMonitor
 from vftui.commands.headless import HeadlessView
 from vftui.events import (
@@ -39,6 +38,7 @@ from vftui.events import (
     TemperatureChanged,
     to_json_line,
 )
+from vftui.figures import stats
 from vftui.live.server import Replay
 from vftui.ui.model import DashboardModel
 

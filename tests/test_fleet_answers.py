@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import REPO, run_cli
 from tests.test_readers_fuzz import mutated
-from vftui import fleet
+from vftui.commands import fleet
 from vftui.errors import UserError
-from vftui.run_list import RunLine, cells
+from vftui.run_files.listing import RunLine, cells
 
 FAKE_SSH = """#!/bin/sh
 # ssh as vftui calls it: its options, then HOST and the command, which the host's shell runs

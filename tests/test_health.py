@@ -35,8 +35,8 @@ from vftui.events import (
     RunStatus,
     ServerStatus,
 )
+from vftui.figures.signals import SIGNALS, parse_gates
 from vftui.live.process import CollectorProcess
-from vftui.signals import SIGNALS, parse_gates
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen

@@ -35,8 +35,8 @@ from tests.conftest import (
     wait_for_screen,
     wait_until,
 )
-from vftui.printable import printable
 from vftui.sim.server import TOKENIZER_DIR
+from vftui.text.printable import printable
 
 TITLE_AND_CLIPBOARD = "\x1b]0;PWNTITLE\x07\x1b]52;c;UFdOQ0xJUA==\x07"
 EVIL_MODEL = f"x{TITLE_AND_CLIPBOARD}"
@@ -203,7 +203,7 @@ def load_environment(kinds="ok nan ok inf total ok"):
 
 def read_view(path):
     """What ``vftui view`` reads from ``path``: its events, and how many lines it skipped."""
-    from vftui.groupfile import GroupFile
+    from vftui.run_files.groupfile import GroupFile
 
     events, rows = [], GroupFile(path)
     rows.read(events.append, str(TOKENIZER_DIR))
@@ -377,8 +377,8 @@ def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeyp
 
 
 def test_the_lock_refuses_a_second_holder_and_is_free_again_after_release(tmp_path):
-    from vftui.collector.output.lock import OutputLock
     from vftui.errors import UserError
+    from vftui.run_files.lock import OutputLock
 
     out = tmp_path / "g.jsonl"
     held = OutputLock(out).acquire("hint")
@@ -448,7 +448,7 @@ def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
 
 
 def test_the_html_page_shows_model_markup_as_text(tmp_path):
-    from vftui.collector.output.html_page import write_page
+    from vftui.collector.sft.html_page import write_page
 
     script = "<script>alert(document.domain)</script>"
     group = {

@@ -178,7 +178,8 @@ def test_opening_the_dashboard_loads_no_collector_library():
 
 @pytest.mark.unit
 def test_the_suite_never_touches_the_users_own_folders(own_user_folders):
-    from vftui import paths, run_index
+    from vftui import paths
+    from vftui.run_files import index as run_index
 
     for folder in (paths.data_dir(), paths.config_dir(), run_index.index_dir()):
         assert folder.is_relative_to(own_user_folders), folder

@@ -39,15 +39,16 @@ from tests.conftest import (
     wait_until,
 )
 from tests.test_hostile import recorded_pane
-from vftui import safe_files, store
-from vftui.collector.output.lock import OutputLock
-from vftui.drops import DropLog
+from vftui import safe_files
 from vftui.errors import UserError
 from vftui.events import GroupDropped
-from vftui.printable import say
-from vftui.redact import scrub
-from vftui.run_list import NOT_ANSWERING, RunLine, all_runs
+from vftui.run_files import store
+from vftui.run_files.drops import DropLog
+from vftui.run_files.listing import NOT_ANSWERING, RunLine, all_runs
+from vftui.run_files.lock import OutputLock
 from vftui.sim.server import TOKENIZER_DIR
+from vftui.text.printable import say
+from vftui.text.redact import scrub
 
 SECRET = "the victim's own content\n"
 needs_tmux = pytest.mark.needs("tmux")
@@ -279,7 +280,7 @@ def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_ref
 
 @pytest.mark.unit
 def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
-    from vftui.collector.output.html_page import write_page
+    from vftui.collector.sft.html_page import write_page
 
     answer = (
         "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "

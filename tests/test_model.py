@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from vftui import stats, wording
 from vftui.commands.headless import HeadlessView
 from vftui.events import (
     ApiStatus,
@@ -20,7 +19,9 @@ from vftui.events import (
     RunState,
     RunStatus,
 )
+from vftui.figures import stats
 from vftui.live.server import Replay
+from vftui.text import wording
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
 from vftui.ui.screens.best_worst import best_and_worst

@@ -19,12 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vftui.bounds import MAX_SCORE, score
-from vftui.collector.output.opening import open_resumed
 from vftui.commands.compare import as_dict, load_all
-from vftui.comparison import compare, summarize, worse_beyond
-from vftui.drops import read_drops
 from vftui.errors import UserError
-from vftui.eval_stats import (
+from vftui.figures.comparison import compare, summarize, worse_beyond
+from vftui.figures.eval_stats import (
     EvalTally,
     ItemResult,
     difference,
@@ -34,9 +32,11 @@ from vftui.eval_stats import (
     pass_at_k,
     t_quantile,
 )
-from vftui.groupfile import GroupFile
-from vftui.results import load, vf_eval_groups
-from vftui.shards import WHOLE
+from vftui.run_files.drops import read_drops
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.opening import open_resumed
+from vftui.run_files.results import load, vf_eval_groups
+from vftui.run_files.shards import WHOLE
 
 pytestmark = pytest.mark.unit
 SOME = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

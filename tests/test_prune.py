@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli_env, read_jsonl, read_until, run_cli, start_cli
-from vftui import paths, pruning, run_records, safe_files
-from vftui.drops import DropLog
+from vftui import paths, safe_files
 from vftui.events import GroupDropped
-from vftui.pruning import Kind, Place
-from vftui.run_files import (
+from vftui.run_files import prune as pruning
+from vftui.run_files import records
+from vftui.run_files.drops import DropLog
+from vftui.run_files.files import (
     CHECKPOINT_SUFFIX,
     EVAL_SUFFIX,
     LOCK_SUFFIX,
@@ -28,7 +29,8 @@ from vftui.run_files import (
     eval_dir,
     own_files,
 )
-from vftui.run_list import all_runs
+from vftui.run_files.listing import all_runs
+from vftui.run_files.prune import Kind, Place
 
 
 def data_dir(tmp_path: Path) -> Path:
@@ -226,11 +228,11 @@ def test_a_run_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_p
             safe_files.open_to_read(tmp_path / f"{name}.json")
         assert refused.value.strerror == f"it is {kind}, not a regular file"
         with pytest.raises(
-            run_records.Damaged, match=f"cannot be read: it is {kind}, not a regular file"
+            records.Damaged, match=f"cannot be read: it is {kind}, not a regular file"
         ):
-            run_records.read(tmp_path / f"{name}.json", run_records.Checkpoint)
+            records.read(tmp_path / f"{name}.json", records.Checkpoint)
     (tmp_path / "file.json").write_text('{"groups": 2}')
-    assert run_records.read(tmp_path / "file.json", run_records.Checkpoint).groups == 2
+    assert records.read(tmp_path / "file.json", records.Checkpoint).groups == 2
 
 
 # -- prune's decisions, against random trees ---------------------------------------------------------------

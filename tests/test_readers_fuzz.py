@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO
-from vftui import run_records
 from vftui.config import load_config
-from vftui.drops import read_drops
 from vftui.errors import UserError
 from vftui.events import GroupCollected
-from vftui.groupfile import GroupFile
+from vftui.run_files import records
+from vftui.run_files.drops import read_drops
+from vftui.run_files.groupfile import GroupFile
 from vftui.ui.themes import load_theme
 
 pytestmark = pytest.mark.unit
@@ -85,8 +85,8 @@ def inputs(original: bytes) -> st.SearchStrategy[bytes]:
 @pytest.mark.parametrize(
     ("name", "model", "seed"),
     [
-        ("run.json", run_records.RunRecord, RUN_JSON),
-        ("checkpoint.json", run_records.Checkpoint, CHECKPOINT),
+        ("run.json", records.RunRecord, RUN_JSON),
+        ("checkpoint.json", records.Checkpoint, CHECKPOINT),
     ],
 )
 @given(data=st.data())
@@ -96,12 +96,12 @@ def test_a_runs_settings_and_checkpoint_read_as_records_or_damaged(
     path = tmp_path / f"groups.{name}"
     path.write_bytes(data.draw(inputs(seed)))
     try:
-        record = run_records.read(path, model)
-    except run_records.Damaged as e:
+        record = records.read(path, model)
+    except records.Damaged as e:
         assert str(e).startswith(f"{path} is damaged (")
     else:
         assert isinstance(record, model)
-        assert not isinstance(record, run_records.RunRecord) or record.config.own_shard.count >= 1
+        assert not isinstance(record, records.RunRecord) or record.config.own_shard.count >= 1
 
 
 @FUZZ
@@ -164,7 +164,7 @@ def test_a_config_file_or_theme_gives_its_settings_or_one_sentence(
 def test_the_seeds_are_what_vftui_writes(tmp_path):
     """The mutations start from valid files: each seed reads as it is."""
     assert json.loads(GROUP_LINE)["scores"] and load_theme(next((REPO / "themes").glob("*.toml")))
-    assert run_records.Checkpoint.model_validate_json(CHECKPOINT).done_above == [5, 7]
-    assert run_records.RunRecord.model_validate_json(RUN_JSON).config.own_shard.count == 2
+    assert records.Checkpoint.model_validate_json(CHECKPOINT).done_above == [5, 7]
+    assert records.RunRecord.model_validate_json(RUN_JSON).config.own_shard.count == 2
     (tmp_path / "config.toml").write_bytes(CONFIG)
     assert load_config({}, config_file=tmp_path / "config.toml", environ={}).group_size == 4

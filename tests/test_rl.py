@@ -32,8 +32,8 @@ from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
 from vftui.events import FileProgress, RunState
-from vftui.groupfile import GroupFile
 from vftui.live.process import CollectorProcess
+from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

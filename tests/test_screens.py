@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, screen_lines, until
-from vftui import stats
 from vftui.errors import UserError
 from vftui.events import LogRecord
-from vftui.groupfile import GroupFile
+from vftui.figures import stats
+from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp

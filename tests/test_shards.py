@@ -21,10 +21,10 @@ from tests.conftest import cli_env, json_events, read_jsonl, run_cli, until, wai
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import LogRecord
-from vftui.groupfile import GroupFile
-from vftui.results import load, viewable
-from vftui.shard_folder import MISSING_NAMED, gaps
-from vftui.shards import MAX_COUNT, Shard, from_slurm, parse
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.results import load, viewable
+from vftui.run_files.shard_folder import MISSING_NAMED, gaps
+from vftui.run_files.shards import MAX_COUNT, Shard, from_slurm, parse
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

@@ -28,8 +28,8 @@ from vftui.config import RunConfig, load_config
 from vftui.errors import UserError
 from vftui.events import RunState
 from vftui.live.process import CollectorProcess
-from vftui.printable import printable
 from vftui.sim.server import BackgroundSimServer
+from vftui.text.printable import printable
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen

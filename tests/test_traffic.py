@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
-from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
+from vftui.run_files.ledger import ItemLedger
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 
 

@@ -10,7 +10,6 @@ import pytest
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 from transformers import AutoTokenizer
 
-from vftui import stats, store
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
@@ -26,6 +25,8 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
+from vftui.figures import stats
+from vftui.run_files import store
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel

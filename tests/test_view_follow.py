@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import REPO, until
 from vftui.events import RunState
-from vftui.groupfile import FOLLOW_EVERY_S, FOLLOWING, GroupFile
+from vftui.run_files.groupfile import FOLLOW_EVERY_S, FOLLOWING, GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

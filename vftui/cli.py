@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 from vftui import __version__, paths
+from vftui.collector.quiet import quiet_libraries
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import STOP_SIGNALS, RunFailed, UserError
-from vftui.groupfile import ORDERS
-from vftui.printable import one_line
-from vftui.quiet import quiet_libraries
-from vftui.redact import scrub
+from vftui.run_files.groupfile import ORDERS
+from vftui.text.printable import one_line
+from vftui.text.redact import scrub
 
 DESCRIPTION = """\
 vftui runs the Atropos verifiers collector and shows what it produces.
@@ -266,7 +266,7 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _remote_vftui(parser: argparse.ArgumentParser) -> None:
-    from vftui.fleet import REMOTE_VFTUI
+    from vftui.commands.fleet import REMOTE_VFTUI
 
     parser.add_argument(
         "--remote-vftui",
@@ -414,7 +414,7 @@ def by_id(path: Path) -> Path:
     """``path``, or the run whose short id (``vftui runs``' first column) it is, when no such file exists."""
     if path.exists():
         return path
-    from vftui.run_index import resolve_id
+    from vftui.run_files.index import resolve_id
 
     return resolve_id(str(path)) or path
 
@@ -429,7 +429,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _attach(args: argparse.Namespace) -> int:
-    from vftui import fleet
+    from vftui.commands import fleet
     from vftui.commands.attach import run_attach
 
     if args.run is not None and (there := fleet.remote_run(args.run)) is not None:

@@ -27,12 +27,12 @@ from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
-from vftui.eval_stats import k_values
 from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
-from vftui.redact import has_hidden_password, scrub
-from vftui.run_records import saved_config
-from vftui.shards import WHOLE, Shard, from_slurm, parse
-from vftui.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
+from vftui.figures.eval_stats import k_values
+from vftui.figures.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
+from vftui.run_files.records import saved_config
+from vftui.run_files.shards import WHOLE, Shard, from_slurm, parse
+from vftui.text.redact import has_hidden_password, scrub
 
 MODE_ALIASES = {
     "process": Mode.SFT,

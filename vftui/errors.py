@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 
 from vftui.events import RunState, RunSummary
-from vftui.signals import STALL_TIMEOUT
+from vftui.figures.signals import STALL_TIMEOUT
 
 # Every command's exit codes (and 2 for a UserError): said in --help and README.
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vftui.stats import Accumulator, is_identical, mean
+from vftui.figures.stats import Accumulator, is_identical, mean
 
 MASKED = -100  # the Atropos mask of a token the trainer does not learn from (prompt, tool results)
 

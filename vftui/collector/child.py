@@ -18,13 +18,13 @@ import threading
 import traceback
 from multiprocessing.connection import Connection
 
-from vftui import captured
+from vftui.collector import captured
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
 from vftui.events import RunControls, RunState, RunStatus
 from vftui.live.process import STOP_SIGNAL, Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
-from vftui.wording import LOADING_LIBRARIES
+from vftui.text.wording import LOADING_LIBRARIES
 
 
 def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:

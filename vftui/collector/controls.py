@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vftui import wording
 from vftui.errors import RunEnded
 from vftui.events import (
     MAX_TEMPERATURE,
@@ -30,7 +29,8 @@ from vftui.events import (
     TemperatureChanged,
     checked_temperature,
 )
-from vftui.store import GroupWindow
+from vftui.run_files.store import GroupWindow
+from vftui.text import wording
 
 logger = logging.getLogger(__name__)
 

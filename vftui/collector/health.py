@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from vftui import stats
 from vftui.events import (
     Alert,
     ApiStatus,
@@ -46,7 +45,8 @@ from vftui.events import (
     TemperatureChanged,
     trained_tokens,
 )
-from vftui.signals import SIGNALS, STALL_TIMEOUT, Tripped
+from vftui.figures import stats
+from vftui.figures.signals import SIGNALS, STALL_TIMEOUT, Tripped
 
 MIN_GROUPS = 8  # a window's figures start to mean something
 TREND_GROUPS = 32  # trends (older half against newer) need halves this big, or the whole window: no flapping at start

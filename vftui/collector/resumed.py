@@ -16,8 +16,8 @@ from typing import Any
 from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.errors import UserError
 from vftui.events import Mode
-from vftui.run_records import RunRecord
-from vftui.shards import parse
+from vftui.run_files.records import RunRecord
+from vftui.run_files.shards import parse
 
 # settings whose change changes a line's meaning
 KEPT = ("mode", "env", "env_args", "group_size", "tool_parser", "shard")

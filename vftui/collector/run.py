@@ -28,21 +28,20 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig
 
-from vftui import paths, run_index, run_records, stats, store
+from vftui import paths
 from vftui.collector import endpoint, hub, resumed, scoring_limit
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
 from vftui.collector.health import HealthMonitor
 from vftui.collector.modes import Collection, collection_for
-from vftui.collector.output.opening import Output, open_new, open_resumed
+from vftui.collector.quiet import quiet_libraries
 from vftui.collector.rl import slurm
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.defaults import DEFAULT_HUB_TOKENIZER
-from vftui.drops import DropLog
 from vftui.errors import RunEnded, RunFailed, UserError
 from vftui.events import (
     EvalReport,
@@ -56,14 +55,18 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
+from vftui.figures import stats
+from vftui.figures.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
 from vftui.live.server import RunServer, socket_path
-from vftui.quiet import quiet_libraries
-from vftui.redact import scrub, scrub_event
-from vftui.run_files import sidecars
-from vftui.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
+from vftui.run_files import index, store
+from vftui.run_files import records as run_records
+from vftui.run_files.drops import DropLog
+from vftui.run_files.files import sidecars
+from vftui.run_files.opening import Output, open_new, open_resumed
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
+from vftui.text.redact import scrub, scrub_event
 
 HEALTH_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
@@ -303,7 +306,7 @@ class Run:
             raise UserError(
                 f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}"
             ) from e
-        run_index.remember(out_path)
+        index.remember(out_path)
 
     def _step(self, what: str) -> None:
         """A step of the preparation, shown while it lasts (loading an environment can take a while)."""

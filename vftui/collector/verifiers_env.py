@@ -25,7 +25,6 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
-from vftui import stats, store
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.controls import Controls
 from vftui.collector.endpoint import auth_errors
@@ -33,7 +32,6 @@ from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.collector.envs.messages import template_messages
 from vftui.collector.modes import Rollouts
-from vftui.collector.output.ledger import ItemLedger
 from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
@@ -48,7 +46,10 @@ from vftui.events import (
     MetricsWindow,
     trained_tokens,
 )
-from vftui.shards import WHOLE, Shard
+from vftui.figures import stats
+from vftui.run_files import store
+from vftui.run_files.ledger import ItemLedger
+from vftui.run_files.shards import WHOLE, Shard
 
 logger = logging.getLogger(__name__)
 CLAIMED = "_vftui_claimed"  # the item's group slot was claimed when it was handed out

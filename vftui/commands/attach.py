@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from vftui import wording
 from vftui.errors import EXIT_OK, UserError, exit_code
 from vftui.live.client import AttachedRun
 from vftui.live.server import socket_path
-from vftui.printable import say
-from vftui.run_list import find_running
+from vftui.run_files.listing import find_running
+from vftui.text import wording
+from vftui.text.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

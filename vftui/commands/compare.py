@@ -13,14 +13,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vftui import wording
-from vftui.comparison import BINS, Change, Summary, compare, histograms, summarize, worse_beyond
 from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
-from vftui.eval_stats import Estimate
 from vftui.events import finite_json
-from vftui.printable import one_line, say
-from vftui.results import Source, load
+from vftui.figures.comparison import (
+    BINS,
+    Change,
+    Summary,
+    compare,
+    histograms,
+    summarize,
+    worse_beyond,
+)
+from vftui.figures.eval_stats import Estimate
+from vftui.run_files.results import Source, load
+from vftui.text import wording
+from vftui.text.printable import one_line, say
 
 SHOWN_ITEMS = 10
 BARS = " ▁▂▃▄▅▆▇█"

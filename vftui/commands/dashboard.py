@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import sys
 
-from vftui import wording
 from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.errors import EXIT_FAILED, EXIT_INTERRUPTED, exit_code
 from vftui.live.process import STOPPED_HARD, CollectorProcess
-from vftui.printable import say
+from vftui.text import wording
+from vftui.text.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

@@ -14,14 +14,15 @@ import sys
 import time
 from pathlib import Path
 
-from vftui import paths, safe_files, wording
+from vftui import paths, safe_files
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.live.client import ask_status
+from vftui.live.process import vftui_command
 from vftui.live.server import RunInfo, socket_path
-from vftui.printable import say
-from vftui.relaunch import vftui_command
-from vftui.run_files import LOG_SUFFIX, find_resumable, jsonl_named
+from vftui.run_files.files import LOG_SUFFIX, find_resumable, jsonl_named
+from vftui.text import wording
+from vftui.text.printable import say
 
 POLL_S = 0.2
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO, assert_never
 
-from vftui import captured, stats, wording
+from vftui.collector import captured
 from vftui.config import RunConfig
 from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
 from vftui.events import (
@@ -46,7 +46,9 @@ from vftui.events import (
     TemperatureChanged,
     to_json_line,
 )
-from vftui.printable import say
+from vftui.figures import stats
+from vftui.text import wording
+from vftui.text.printable import say
 
 if (
     TYPE_CHECKING

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sys
 
-from vftui import fleet, paths, pruning
+from vftui import paths
+from vftui.commands import fleet
 from vftui.defaults import SHARED_FLAGS
-from vftui.printable import printable, say
-from vftui.run_list import COLUMNS, RunLine, all_runs, cells
+from vftui.run_files import prune as pruning
+from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
+from vftui.text.printable import printable, say
 
 
 def run_runs(

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from vftui.errors import UserError
-from vftui.groupfile import GroupFile
-from vftui.printable import one_line
-from vftui.results import viewable
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.results import viewable
 from vftui.sim import TOKENIZER_DIR
+from vftui.text.printable import one_line
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

@@ -17,11 +17,12 @@ from collections.abc import Callable
 
 import httpx
 
-from vftui import run_index, wording
 from vftui.events import ApiStatus, EnvShare
 from vftui.live.client import ask_status
 from vftui.live.server import RunInfo, socket_path
-from vftui.printable import say
+from vftui.run_files import index
+from vftui.text import wording
+from vftui.text.printable import say
 
 
 def poll(client: httpx.Client, api_url: str) -> ApiStatus:
@@ -47,7 +48,7 @@ def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
     """Each live run of this user's that sends to ``api_url``, as it sees the API: the API itself
     has no read-only list of its envs (``/status-env`` fails loudly on an id it does not know)."""
     shares = []
-    for out in run_index.known_runs():
+    for out in index.known_runs():
         path = socket_path(out)
         info = ask_status(path) if path.exists() else None
         api = info.api if isinstance(info, RunInfo) else None

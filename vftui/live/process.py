@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Any
 from vftui.errors import EXIT_INTERRUPTED
 from vftui.events import Event, RunSummary
 from vftui.live.wire import EXIT_TIMEOUT_S, RemoteControls
-from vftui.run_files import LOG_SUFFIX
+from vftui.run_files.files import LOG_SUFFIX
 
 STOPPED_HARD = (
     "run stopped: reward code held it past the second stop, so its process was ended "
@@ -195,3 +196,10 @@ class ChildControls(RemoteControls):
     def stop(self) -> None:
         if not self._process.interrupt_preparation():
             super().stop()
+
+
+def vftui_command(*args: str) -> list[str]:
+    """``python -P -m vftui ARGS``, vftui started again as a child (``run --detach``, rl's sim trainer):
+    ``-P`` keeps the working folder off ``sys.path``, so a folder named ``vftui`` there (a clone's parent)
+    is never imported in place of the installed package."""
+    return [sys.executable, "-P", "-m", "vftui", *args]

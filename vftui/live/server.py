@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import assert_never
 
-from vftui import safe_files, stats
+from vftui import safe_files
 from vftui.errors import UserError
 from vftui.events import (
     TRAJECTORY_API,
@@ -57,8 +57,9 @@ from vftui.events import (
     ServerStatus,
     TemperatureChanged,
 )
+from vftui.figures import stats
 from vftui.live.wire import Outbox, serve_commands
-from vftui.run_files import SOCKET_SUFFIX
+from vftui.run_files.files import SOCKET_SUFFIX
 
 MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 HELLO_TIMEOUT_S = 5.0

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import httpx
 
-from vftui import stats
 from vftui.events import trained_tokens
+from vftui.figures import stats
 
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",

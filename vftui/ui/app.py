@@ -42,7 +42,7 @@ from vftui.events import (
     checked_temperature,
     with_texts,
 )
-from vftui.printable import printable
+from vftui.text.printable import printable
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S

@@ -12,12 +12,12 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
-from vftui.comparison import Change, Summary
-from vftui.printable import printable
+from vftui.figures.comparison import Change, Summary
+from vftui.text.printable import printable
+from vftui.text.wording import figure, number
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.widgets.token_preview import message_pieces
-from vftui.wording import figure, number
 
 
 def shown(text: str) -> Text:

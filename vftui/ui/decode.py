@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from vftui.printable import printable
+from vftui.text.printable import printable
 
 
 class TokenDecoder:

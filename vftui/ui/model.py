@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from vftui import stats, wording
 from vftui.events import (
     TRAJECTORY_API,
     Alert,
@@ -41,8 +40,10 @@ from vftui.events import (
     TemperatureChanged,
     with_texts,
 )
-from vftui.printable import printable
-from vftui.series import Series
+from vftui.figures import stats
+from vftui.figures.series import Series
+from vftui.text import wording
+from vftui.text.printable import printable
 
 HISTORY = 240
 LOG_LINES = 500

@@ -16,8 +16,8 @@ from textual.widgets import DataTable, Footer, Static
 from vftui.errors import UserError
 from vftui.live.client import control
 from vftui.live.server import socket_path
-from vftui.printable import printable
-from vftui.run_list import COLUMNS, NOT_ANSWERING, RunLine, all_runs, cells, not_answering
+from vftui.run_files.listing import COLUMNS, NOT_ANSWERING, RunLine, all_runs, cells, not_answering
+from vftui.text.printable import printable
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
 

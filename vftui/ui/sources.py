@@ -12,9 +12,9 @@ import threading
 from typing import Any
 
 from vftui.events import RunControls, RunSummary
-from vftui.groupfile import GroupFile
 from vftui.live.client import AttachedRun
 from vftui.live.process import CollectorProcess
+from vftui.run_files.groupfile import GroupFile
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import Answer
 

@@ -12,7 +12,7 @@ from textual.theme import BUILTIN_THEMES, Theme
 from vftui import paths
 from vftui.bounds import read_toml
 from vftui.errors import UserError
-from vftui.printable import say
+from vftui.text.printable import say
 
 COLOUR_KEYS = (
     "primary",

@@ -22,10 +22,10 @@ from vftui.collector.eval import files
 from vftui.collector.sft.collection import STATS_EVERY_S, SftCollection
 from vftui.config import RunConfig
 from vftui.errors import RunFailed, UserError
-from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
-from vftui.run_files import eval_dir
-from vftui.shards import share_of
+from vftui.figures.eval_stats import EvalTally
+from vftui.run_files.files import eval_dir
+from vftui.run_files.shards import share_of
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls

@@ -19,8 +19,8 @@ from openai import AsyncOpenAI
 
 from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.config import RunConfig
-from vftui.eval_stats import EvalTally
 from vftui.events import EvalReport, Event
+from vftui.figures.eval_stats import EvalTally
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv

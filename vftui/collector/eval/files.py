@@ -15,10 +15,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vftui import safe_files, store
-from vftui.eval_stats import ItemResult, k_values, pass_all_k
+from vftui import safe_files
 from vftui.events import META, EvalReport, finite_json
-from vftui.results import METADATA, RESULTS
+from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
+from vftui.run_files import store
+from vftui.run_files.results import METADATA, RESULTS
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv

@@ -25,7 +25,7 @@ from vftui.collector.sft.pool import groups_for
 from vftui.config import RunConfig
 from vftui.errors import RunFailed
 from vftui.events import Event, Mode
-from vftui.relaunch import vftui_command
+from vftui.live.process import vftui_command
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls

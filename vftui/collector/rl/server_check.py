@@ -21,7 +21,7 @@ import httpx
 
 from vftui.bounds import load_json
 from vftui.errors import UserError
-from vftui.printable import printable
+from vftui.text.printable import printable
 
 TIMEOUT_S = 10.0
 ASKED_AT_ONCE = 64  # servers checked at a time: an allocation's 8 a node, of a few nodes

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from vftui import stats
 from vftui.events import ServerStatus
+from vftui.figures import stats
 
 # vLLM (both engine versions) and SGLang name the same gauges differently
 GAUGES = {

@@ -39,7 +39,7 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 
 from vftui.bounds import LARGE
 from vftui.errors import UserError
-from vftui.printable import printable
+from vftui.text.printable import printable
 
 # A host name as RFC 1123 has it: what a node's URL can hold, and never an option, a user@ or a path.
 HOST_NAME = re.compile(

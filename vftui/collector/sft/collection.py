@@ -19,7 +19,7 @@ from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats
 from vftui.config import RunConfig
 from vftui.events import Event, Mode
-from vftui.shards import share_of
+from vftui.run_files.shards import share_of
 
 if TYPE_CHECKING:
     from vftui.collector.controls import Controls

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vftui.collector.output import html_page
+from vftui.collector.sft import html_page
 from vftui.errors import RunFailed
 
 if TYPE_CHECKING:

@@ -31,10 +31,10 @@ from contextlib import asynccontextmanager
 import aiohttp
 import httpx
 
-from vftui import stats
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.sft.answers import Asked
 from vftui.events import RequestStats
+from vftui.figures import stats
 
 RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)

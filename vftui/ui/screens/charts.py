@@ -16,7 +16,7 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from vftui.events import Mode
-from vftui.series import rolling, thinned
+from vftui.figures.series import rolling, thinned
 from vftui.ui.model import DashboardModel
 from vftui.ui.screens.health import ModelScreen
 

@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
-from vftui import wording
 from vftui.events import EvalReport, Figure
+from vftui.text import wording
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
 

@@ -20,8 +20,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from vftui import stats
 from vftui.events import GroupCollected
+from vftui.figures import stats
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 COLOURS = ["red", "dark_orange", "yellow", "green_yellow", "green"]

@@ -7,9 +7,9 @@ import math
 from rich.text import Text
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
+from vftui.text.wording import SIMULATION, clock, ended_as
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
-from vftui.wording import SIMULATION, clock, ended_as
 
 STATE_STYLE = {
     RunState.STARTING: "bold",

@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from vftui.events import MASKED, GroupCollected, trained_tokens
-from vftui.printable import printable
+from vftui.text.printable import printable
 from vftui.ui.decode import TokenDecoder
 
 SHADES = ("on grey15", "on grey23")

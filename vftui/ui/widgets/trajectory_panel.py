@@ -6,11 +6,12 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
-from vftui import stats, wording
-from vftui.printable import printable
+from vftui.figures import stats
+from vftui.text import wording
+from vftui.text.printable import printable
+from vftui.text.wording import WAITING_FOR_TRAINER, trainer_state
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
-from vftui.wording import WAITING_FOR_TRAINER, trainer_state
 
 
 def api_state(model: DashboardModel) -> tuple[str, str]:

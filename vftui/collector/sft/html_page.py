@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from vftui import store
-from vftui.run_files import HTML_SUFFIX
+from vftui.run_files import store
+from vftui.run_files.files import HTML_SUFFIX
 
 logger = logging.getLogger(__name__)
 NO_DATA = "<p>No groups were written.</p>"

@@ -30,11 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from vftui import bounds, run_records, stats, store
+from vftui import bounds
 from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
-from vftui.drops import read_drops
-from vftui.eval_stats import EvalTally
 from vftui.events import (
     META,
     Event,
@@ -47,9 +45,14 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
-from vftui.run_records import RunRecord, Settings
-from vftui.series import Series
-from vftui.shard_folder import ShardedRun, ShardRun, foreign, gaps
+from vftui.figures import stats
+from vftui.figures.eval_stats import EvalTally
+from vftui.figures.series import Series
+from vftui.run_files import records as run_records
+from vftui.run_files import store
+from vftui.run_files.drops import read_drops
+from vftui.run_files.records import RunRecord, Settings
+from vftui.run_files.shard_folder import ShardedRun, ShardRun, foreign, gaps
 
 HISTORY = 240  # the panels' sparklines
 PROGRESS_EVERY_S = 0.25

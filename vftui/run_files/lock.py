@@ -16,7 +16,7 @@ from pathlib import Path
 
 from vftui import safe_files
 from vftui.errors import UserError
-from vftui.run_files import LOCK_SUFFIX
+from vftui.run_files.files import LOCK_SUFFIX
 
 
 class OutputLock:

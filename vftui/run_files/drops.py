@@ -16,7 +16,7 @@ from typing import Any
 from vftui import safe_files
 from vftui.bounds import HUGE, LongLine, read_lines, score
 from vftui.events import GroupDropped
-from vftui.run_files import DROPS_SUFFIX
+from vftui.run_files.files import DROPS_SUFFIX
 
 MAX_LINE_BYTES = (
     1 << 20

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from vftui import safe_files
 from vftui.events import Event, LogRecord
-from vftui.run_files import LOG_SUFFIX
+from vftui.run_files.files import LOG_SUFFIX
 
 
 @dataclass

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.printable import printable
-from vftui.run_list import RunLine
+from vftui.run_files.listing import RunLine
+from vftui.text.printable import printable
 
 SSH_COMMAND = "VFTUI_SSH"
 REMOTE_VFTUI = (

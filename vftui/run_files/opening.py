@@ -11,18 +11,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vftui import paths, run_records, safe_files, store
+from vftui import paths, safe_files
 from vftui.bounds import LARGE
-from vftui.collector.output.ledger import ItemLedger
-from vftui.collector.output.lock import OutputLock
-from vftui.drops import drops_path, read_drops
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
-from vftui.groupfile import group_event
-from vftui.run_files import find_resumable, jsonl_named, sidecars
-from vftui.run_records import Checkpoint
-from vftui.shards import Shard
-from vftui.wording import counted
+from vftui.run_files import records as run_records
+from vftui.run_files import store
+from vftui.run_files.drops import drops_path, read_drops
+from vftui.run_files.files import find_resumable, jsonl_named, sidecars
+from vftui.run_files.groupfile import group_event
+from vftui.run_files.ledger import ItemLedger
+from vftui.run_files.lock import OutputLock
+from vftui.run_files.records import Checkpoint
+from vftui.run_files.shards import Shard
+from vftui.text.wording import counted
 
 logger = logging.getLogger(__name__)
 IN_FLIGHT_AT_MOST = (

@@ -49,7 +49,7 @@ def jsonl_named(out: Path) -> Path:
 
 
 def lock_holder(out_path: Path) -> int | None:
-    """The pid written in the run's lock file by the process holding it (``collector.output.lock``)."""
+    """The pid written in the run's lock file by the process holding it (``run_files.lock``)."""
     try:
         with safe_files.open_to_read(out_path.with_suffix(LOCK_SUFFIX)) as f:
             return int(f.read(32).strip())

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vftui import paths
-from vftui.collector.output.lock import OutputLock
-from vftui.drops import drops_path
 from vftui.errors import UserError
-from vftui.results import METADATA
-from vftui.run_files import eval_dir, own_files
-from vftui.run_index import forget
-from vftui.run_list import DAMAGED, RunLine
+from vftui.run_files.drops import drops_path
+from vftui.run_files.files import eval_dir, own_files
+from vftui.run_files.index import forget
+from vftui.run_files.listing import DAMAGED, RunLine
+from vftui.run_files.lock import OutputLock
+from vftui.run_files.results import METADATA
 
 NOT_PLAIN = "goes through a symbolic link or '..'"
 

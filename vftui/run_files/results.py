@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import bounds, paths, run_records, shard_folder, store
+from vftui import bounds, paths
 from vftui.bounds import LongLine
-from vftui.drops import read_drops
 from vftui.errors import UserError
 from vftui.events import META
-from vftui.run_files import RUN_SUFFIX
-from vftui.run_records import EvalMetadata, Settings
-from vftui.shard_folder import ShardedRun, foreign, gaps
-from vftui.shards import Shard
+from vftui.run_files import records as run_records
+from vftui.run_files import shard_folder, store
+from vftui.run_files.drops import read_drops
+from vftui.run_files.files import RUN_SUFFIX
+from vftui.run_files.records import EvalMetadata, Settings
+from vftui.run_files.shard_folder import ShardedRun, foreign, gaps
+from vftui.run_files.shards import Shard
 
 RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = (

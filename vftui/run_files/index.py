@@ -13,9 +13,11 @@ import os
 import re
 from pathlib import Path
 
-from vftui import paths, run_records, store
-from vftui.run_files import RUN_SUFFIX
-from vftui.run_records import IndexEntry
+from vftui import paths
+from vftui.run_files import records as run_records
+from vftui.run_files import store
+from vftui.run_files.files import RUN_SUFFIX
+from vftui.run_files.records import IndexEntry
 
 
 def index_dir() -> Path:

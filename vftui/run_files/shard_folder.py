@@ -16,12 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vftui import run_records, store
 from vftui.errors import UserError
 from vftui.events import META
-from vftui.run_files import RUN_SUFFIX
-from vftui.run_records import Settings
-from vftui.shards import Shard
+from vftui.run_files import records as run_records
+from vftui.run_files import store
+from vftui.run_files.files import RUN_SUFFIX
+from vftui.run_files.records import Settings
+from vftui.run_files.shards import Shard
 
 MISSING_NAMED = 10  # shards a warning names of those missing; the rest it counts
 

@@ -11,8 +11,8 @@ import statistics
 from array import array
 from dataclasses import dataclass, field
 
-from vftui import stats
 from vftui.events import ApiStatus, GroupCollected, ServerStatus, trained_tokens
+from vftui.figures import stats
 
 
 def _floats() -> array:

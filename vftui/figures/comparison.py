@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from vftui.eval_stats import Estimate, ItemResult, difference, estimate, pass_at
-from vftui.results import Source
+from vftui.figures.eval_stats import Estimate, ItemResult, difference, estimate, pass_at
+from vftui.run_files.results import Source
 
 BINS = 10
 

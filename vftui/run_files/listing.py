@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vftui import run_records
 from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo, socket_path
-from vftui.printable import printable
-from vftui.run_files import find_resumable, lock_holder, sidecars
-from vftui.run_index import known_runs, run_id
-from vftui.run_records import Checkpoint, RunRecord, Settings
-from vftui.wording import clock, ended_as
+from vftui.run_files import records as run_records
+from vftui.run_files.files import find_resumable, lock_holder, sidecars
+from vftui.run_files.index import known_runs, run_id
+from vftui.run_files.records import Checkpoint, RunRecord, Settings
+from vftui.text.printable import printable
+from vftui.text.wording import clock, ended_as
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
 NOT_ANSWERING = (

@@ -15,10 +15,11 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vftui import bounds, shards
+from vftui import bounds
 from vftui.errors import UserError
 from vftui.events import RunState
-from vftui.run_files import find_resumable, sidecars
+from vftui.run_files import shards
+from vftui.run_files.files import find_resumable, sidecars
 
 LENIENT = ConfigDict(
     extra="allow", frozen=True, allow_inf_nan=False

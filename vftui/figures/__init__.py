@@ -1,0 +1,1 @@
+"""Pure numbers: run statistics, eval statistics, chart series, health signals and gates, comparisons."""

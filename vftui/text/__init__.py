@@ -1,0 +1,1 @@
+"""What people (and programs reading --json) read: wording, printable text, redaction."""
