@@ -77,9 +77,15 @@ def own_user_folders(tmp_path_factory) -> Iterator[Path]:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a classic
-    test is skipped where verifiers runs no classic environments (0.4)."""
+    """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a long
+    test starts first, on a worker of its own, so it does not end the suite alone; a classic test is skipped
+    where verifiers runs no classic environments (0.4)."""
+    items.sort(
+        key=lambda item: item.get_closest_marker("long") is None
+    )  # stable: the rest keep their order
     for item in items:
+        if item.get_closest_marker("long") is not None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid))
         if item.get_closest_marker("unit") is None:
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("serial") is not None:
