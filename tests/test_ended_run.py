@@ -13,6 +13,7 @@ from tests.conftest import start_cli, until, wait_until
 from tests.test_collector_process import _toasts
 from vftui.collector.child import child_main
 from vftui.collector.controls import Controls
+from vftui.collector.gate import GroupGate
 from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
@@ -49,11 +50,12 @@ def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(
     before, after, state, done
 ):
     events: list = []
-    controls = Controls(1.0, GroupWindow(4), Path("unused"), events.append, groups_total=3)
+    gate = GroupGate(3, 0, events.append)
+    controls = Controls(gate, 1.0, GroupWindow(4), Path("unused"), events.append)
     steer = {**STEERING, "resume": lambda c: c.resume()}
     for name in before:
         steer[name](controls)  # never refused while the run goes on
-    controls.groups_done = done
+    gate.groups_done = done
     controls.end(state)
     ended = "failed" if state is RunState.FAILED else "finished" if done >= 3 else "stopped"
     said = len(events)

@@ -159,6 +159,31 @@ def test_each_layer_imports_only_what_it_may(layer, forbidden):
     assert _importers(layer, forbidden) == {}
 
 
+def _every_import(module: str) -> set[str]:
+    """The modules ``module`` names in an import, ``TYPE_CHECKING`` ones included."""
+    tree = ast.parse(MODULES[module].read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_only_the_run_hands_out_the_users_controls():
+    """The env and the modes schedule groups through the gate and read a temperature; the user's
+    controls (stop's grace, the refusals once the run ended) are the views' and the socket's."""
+    users = {
+        module
+        for module in MODULES
+        if module.startswith("vftui.collector.")
+        and "vftui.collector.controls" in _every_import(module)
+    }
+    assert users == {"vftui.collector.run"}
+    assert "vftui.collector.controls" not in _every_import("vftui.collector.gate")
+
+
 def test_opening_the_dashboard_loads_no_collector_library():
     """The dashboard's first frame comes before atroposlib, verifiers and transformers load (seconds):
     they are imported by the collector's child process only."""
