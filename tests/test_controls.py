@@ -250,18 +250,21 @@ def test_a_key_the_run_answers_late_says_so_and_is_still_carried_out(tmp_path):
     controls = idle_controls(4, tmp_path)
     remote = RemoteControls(dashboard_end, temperature=1.0, reply_timeout_s=0.2)
 
+    answering = threading.Event()
+
     def busy_then_serving() -> None:
-        time.sleep(0.6)  # past the reply timeout
+        answering.wait(timeout=60)  # busy until both calls have gone unanswered
         serve_commands(collector_end, controls)
 
     collector = threading.Thread(target=busy_then_serving, daemon=True)
     collector.start()
     with pytest.raises(
-        Unanswered, match=r"the run did not answer within 0\.2 s; it may still pause or resume"
+        Unanswered, match=r"did not answer within 0\.2 s; it may still pause or resume"
     ):
         remote.toggle_pause()
     with pytest.raises(Unanswered, match="it may still change the temperature"):
         remote.set_temperature(0.5)
+    answering.set()
     assert remote.temperature == 0.5 and controls.paused, (
         "both were carried out once the run answered"
     )
