@@ -153,6 +153,18 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
             ),
         ),
         ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
+        (
+            "vftui.config",
+            (
+                "verifiers",
+                "atroposlib",
+                "transformers",
+                "textual",
+                "vftui.collector",
+                "vftui.ui",
+                "vftui.commands",
+            ),
+        ),  # settings and each mode's rules load before the collector's libraries (first frame)
     ],
 )
 def test_each_layer_imports_only_what_it_may(layer, forbidden):
