@@ -27,9 +27,10 @@ from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json, read_toml
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, PASS_THRESHOLD, SHARED_FLAGS
 from vftui.errors import UserError
-from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
+from vftui.events import Mode
 from vftui.figures.eval_stats import k_values
 from vftui.figures.signals import EVAL_FIGURES, SIGNALS, eval_gates, read_gates
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
 from vftui.run_files.records import saved_config
 from vftui.run_files.shards import WHOLE, Shard, from_slurm, parse
 from vftui.text.redact import has_hidden_password, scrub

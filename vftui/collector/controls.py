@@ -19,16 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vftui.errors import RunEnded
-from vftui.events import (
-    MAX_TEMPERATURE,
-    MIN_TEMPERATURE,
-    Event,
-    GroupsDumped,
-    RunState,
-    RunStatus,
-    TemperatureChanged,
-    checked_temperature,
-)
+from vftui.events import Event, GroupsDumped, RunState, RunStatus, TemperatureChanged
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
 from vftui.run_files.store import GroupWindow
 from vftui.text import wording
 
