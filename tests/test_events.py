@@ -16,6 +16,7 @@ from vftui.collector.health import HealthMonitor
 from vftui.commands.headless import HeadlessView
 from vftui.figures import stats
 from vftui.live.server import Replay
+from vftui.text import wording
 from vftui.text.json_lines import to_json_line
 from vftui.ui.model import DashboardModel
 
@@ -124,3 +125,10 @@ def test_a_kind_of_event_nobody_named_is_an_error_not_silence():
         HeadlessView(json_events=False, err=io.StringIO()).line_for(Unheard())
     with pytest.raises(AssertionError):
         HealthMonitor(4, 100, {}).observe(Unheard())
+
+
+def test_a_retry_says_its_attempt_out_of_the_limit_or_alone_when_there_is_none():
+    endpoint = wording.trouble(ev.EndpointTrouble(3, 6, "refused", 1.25))
+    api = wording.trouble(ev.EndpointTrouble(3, 0, "refused", 2.0, ev.TRAJECTORY_API))
+    assert endpoint == "endpoint error (attempt 3/6): refused; retrying in 1.2 s"
+    assert api == "trajectory API error (attempt 3): refused; retrying in 2.0 s"
