@@ -16,8 +16,6 @@ from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import (
-    MAX_TEMPERATURE,
-    MIN_TEMPERATURE,
     GroupCollected,
     GroupsDumped,
     Health,
@@ -26,6 +24,7 @@ from vftui.events import (
     TemperatureChanged,
 )
 from vftui.live.wire import RemoteControls, serve_commands
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 

@@ -17,10 +17,11 @@ from vftui.collector.gate import GroupGate
 from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
-from vftui.events import RunControls, RunState, RunStatus
+from vftui.events import RunState, RunStatus
 from vftui.live.client import AttachedRun, control
 from vftui.live.process import CollectorProcess
 from vftui.live.server import socket_path
+from vftui.run_controls import RunControls
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

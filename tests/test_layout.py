@@ -196,6 +196,29 @@ def test_only_the_run_hands_out_the_users_controls():
     assert "vftui.collector.controls" not in _every_import("vftui.collector.gate")
 
 
+@pytest.mark.parametrize("module", ["vftui.run_controls", "vftui.group_format"])
+def test_the_contracts_small_halves_import_the_standard_library_only(module):
+    """What a key may do and what a group line holds are read by every room, ``live/`` included."""
+    outside = {
+        name for name in imported_names(module) if name.split(".")[0] not in sys.stdlib_module_names
+    }
+    assert outside == set()
+
+
+def test_events_holds_events_only():
+    """No functions or protocols: the controls, formats and encodings live in their own modules."""
+    tree = ast.parse(MODULES["vftui.events"].read_text())
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    neither = [
+        name
+        for name, node in classes.items()
+        if not any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+        and not any("Enum" in ast.unparse(b) for b in node.bases)
+    ]
+    assert (functions, neither) == ([], [])
+
+
 def test_opening_the_dashboard_loads_no_collector_library():
     """The dashboard's first frame comes before atroposlib, verifiers and transformers load (seconds):
     they are imported by the collector's child process only."""

@@ -19,15 +19,8 @@ from pathlib import Path
 
 from vftui.collector.gate import GroupGate
 from vftui.errors import RunEnded
-from vftui.events import (
-    MAX_TEMPERATURE,
-    MIN_TEMPERATURE,
-    Event,
-    GroupsDumped,
-    RunState,
-    TemperatureChanged,
-    checked_temperature,
-)
+from vftui.events import Event, GroupsDumped, RunState, TemperatureChanged
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
 from vftui.run_files.store import GroupWindow
 from vftui.text import wording
 

@@ -37,16 +37,9 @@ from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
 from vftui.errors import RunFailed
-from vftui.events import (
-    META,
-    EndpointTrouble,
-    Event,
-    GroupCollected,
-    GroupDropped,
-    MetricsWindow,
-    trained_tokens,
-)
+from vftui.events import EndpointTrouble, Event, GroupCollected, GroupDropped, MetricsWindow
 from vftui.figures import stats
+from vftui.group_format import META, trained_tokens
 from vftui.run_files import store
 from vftui.run_files.ledger import ItemLedger
 from vftui.run_files.shards import WHOLE, Shard

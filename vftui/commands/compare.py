@@ -15,7 +15,6 @@ from typing import Any
 
 from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
-from vftui.events import finite_json
 from vftui.figures.comparison import (
     BINS,
     Change,
@@ -28,6 +27,7 @@ from vftui.figures.comparison import (
 from vftui.figures.eval_stats import Estimate
 from vftui.run_files.results import Source, load
 from vftui.text import wording
+from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
 
 SHOWN_ITEMS = 10

@@ -12,8 +12,9 @@ from pydantic.fields import FieldInfo
 from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json
 from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, SHARED_FLAGS
-from vftui.events import MAX_TEMPERATURE, MIN_TEMPERATURE, Mode
+from vftui.events import Mode
 from vftui.figures.signals import EVAL_FIGURES, SIGNALS, read_gates
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
 from vftui.run_files.shards import WHOLE, Shard, parse
 from vftui.text.redact import scrub
 
