@@ -468,3 +468,25 @@ async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_
             "$PAGER does not split into words (No closing quotation): fix it or unset it"
         ]
         assert app.is_running
+
+
+async def test_the_number_column_is_as_wide_as_the_largest_number_shown_after_a_filter_and_an_order(
+    tmp_path,
+):
+    """``/varied``, then ``o`` (hardest first): group 151 leads, group 1 ends the rows; 151 is shown whole."""
+    base = json.loads(FIXTURE.read_text().splitlines()[3])
+    path = tmp_path / "many.jsonl"
+    lines = []
+    for index in range(1, 161):
+        scores = [0.0, 0.1, 0.2, 0.1] if index == 151 else [0.5, 0.6, 0.5, 0.6]
+        lines.append(json.dumps({**base, "scores": [1.2, 0.9, 1.1, 1.0] if index == 1 else scores}))
+    path.write_text("\n".join(lines) + "\n")
+    app = viewer_app(path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: read_through(app), pilot=pilot)
+        await pilot.press("slash", *"varied", "enter")
+        await until(lambda: app.model.filter_text == "varied", pilot=pilot)
+        await pilot.press("o")
+        await idle(pilot)
+        rows = ["".join(s.text for s in app.table.render_line(y)) for y in (1, 2)]
+        assert rows[0].startswith("151 ") and rows[1].startswith("  2 "), rows
