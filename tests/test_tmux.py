@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import uuid
@@ -83,6 +84,34 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
         wait_for_screen(session, "finished")  # the dashboard again
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_v_as_the_view_opens_pages_words_with_a_header_wrapped_at_the_terminal(tmp_path):
+    """``v`` the moment the preview shows (the tokenizer still loading): the pager gets the rollout's words, not
+    token ids, under its header, with spans marked, each line within the 90 columns and no word cut."""
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    paged = tmp_path / "paged.txt"
+    pager = shlex.quote(f"sh -c 'cat > {paged}'")
+    viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
+    command = (
+        f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "90", "-y", "30", command)
+    try:
+        wait_for_screen(session, "rollout 1/4")
+        tmux("send-keys", "-t", session, "v")
+        wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager ran")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    lines = paged.read_text().splitlines()
+    assert lines[0].startswith("group ") and " · rollout 1/4 · reward " in lines[0], lines[:2]
+    assert not re.search(r"<\d+>", paged.read_text()), "words, not token ids"
+    assert [line.split(" · ")[0] for line in lines if line.startswith("── ")][:2] == [
+        "── masked",
+        "── trained",
+    ]
+    assert all(len(line) <= 90 for line in lines) and max(map(len, lines)) > 78
+    assert "Sort names alphabetically" in " ".join(lines), "a sentence reads whole, across lines"
 
 
 def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
