@@ -417,44 +417,114 @@ RUNS_HOME = Path(
 )  # fixed, so the runs' paths and ids are the same on any machine
 
 
-def test_snapshot_runs_screen(snap_compare, monkeypatch):
-    """Three finished runs of fixed paths, times and figures, as the runs screen lists them."""
+def ended_run(folder: Path, env: str, mode: str, done: int, steps: int, reward: float, day: int):
+    """A run that ended, as its files say: its settings, and a checkpoint of how far it got."""
+    folder.mkdir(parents=True)
+    (folder / "groups.jsonl").write_text("")
+    (folder / "groups.run.json").write_text(
+        json.dumps(
+            {
+                "config": {"env": env, "mode": mode, "steps": steps},
+                "model": "vftui-sim",
+                "created": FIXED_CLOCK + day,
+            }
+        )
+    )
+    (folder / "groups.checkpoint.json").write_text(
+        json.dumps(
+            {
+                "groups": done,
+                "elapsed_s": 60.0 * (day + 1),
+                "state": "finished",
+                "mean_reward": reward,
+            }
+        )
+    )
+    return folder / "groups.jsonl"
+
+
+@pytest.fixture
+def three_runs(monkeypatch) -> list[Path]:
+    """Three finished runs of fixed paths, times and figures in the runs folder."""
     shutil.rmtree(RUNS_HOME, ignore_errors=True)
     monkeypatch.setenv("XDG_DATA_HOME", str(RUNS_HOME))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     runs = [
-        ("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, "finished", 0.912),
-        ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, "finished", 0.734),
-        ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, "finished", 0.388),
-    ]  # short of its steps
-    for day, (name, mode, env, done, steps, state, reward) in enumerate(runs):
-        folder = RUNS_HOME / "vftui" / "runs" / name
-        folder.mkdir(parents=True)
-        (folder / "groups.jsonl").write_text("")
-        (folder / "groups.run.json").write_text(
-            json.dumps(
-                {
-                    "config": {"env": env, "mode": mode, "steps": steps},
-                    "model": "vftui-sim",
-                    "created": FIXED_CLOCK + day,
-                }
-            )
-        )
-        (folder / "groups.checkpoint.json").write_text(
-            json.dumps(
-                {
-                    "groups": done,
-                    "elapsed_s": 60.0 * (day + 1),
-                    "state": state,
-                    "mean_reward": reward,
-                }
-            )
-        )
-    try:
-        assert snap_compare(RunsApp(), terminal_size=(140, 12))
-    finally:
-        time.tzset()
+        ("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, 0.912),
+        ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, 0.734),
+        ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, 0.388),  # short of its steps
+    ]
+    yield [
+        ended_run(RUNS_HOME / "vftui" / "runs" / name, env, mode, done, steps, reward, day)
+        for day, (name, mode, env, done, steps, reward) in enumerate(runs)
+    ]
+    time.tzset()
+
+
+def test_snapshot_runs_screen(snap_compare, three_runs):
+    """Three finished runs of fixed paths, times and figures, as the runs screen lists them."""
+    assert snap_compare(RunsApp(), terminal_size=(140, 12))
+
+
+@pytest.mark.parametrize("width", [80, 100])
+async def test_the_runs_screen_keeps_reward_and_the_paths_end_on_a_narrow_terminal(
+    three_runs, width
+):
+    app = RunsApp()
+    async with app.run_test(size=(width, 12)) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert all(len(line.rstrip()) <= width for line in lines)
+        row = next(line for line in lines if "2026-12-03-stopped" in line)
+        assert "0.388" in row and row.rstrip().endswith("2026-12-03-stopped/groups.jsonl"), row
+        assert "REWARD" in lines[1] and "PATH" in lines[1]
+
+
+async def test_the_runs_screen_names_one_key_for_attach_and_enter_attaches(three_runs):
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert "enter attach" in lines[-1] and "a attach" not in "\n".join(lines), lines
+        await pilot.press("down", "enter")
+    assert app.return_value == ("attach", three_runs[1].resolve())
+
+
+async def test_the_runs_filter_keeps_the_runs_that_match_and_says_what_it_cannot_read(three_runs):
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.press("slash", *"sft reward<0.5", "enter")
+        await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
+        assert [line.out_path for line in app.lines] == [three_runs[2].resolve()]
+        assert "1 of 3 runs match 'sft reward<0.5'" in screen_lines(app)[0]
+        await pilot.press("slash", "ctrl+a", "ctrl+k", *"reward<<1", "enter")
+        await pilot.pause()
+        assert "cannot read 'reward<<1'" in str(app.screen.query_one(".prompt-error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running and len(app.lines) == 1, "escape leaves the box, not the screen"
+        await pilot.press("slash", "ctrl+a", "ctrl+k", "enter")
+        await pilot.pause()
+        assert len(app.lines) == 3, "an empty filter shows every run"
+
+
+async def test_a_run_deleted_while_the_screen_is_open_leaves_the_list_and_names_are_shown_not_obeyed(
+    three_runs,
+):
+    hostile = ended_run(
+        RUNS_HOME / "vftui" / "runs" / "hostile", "x/\x1b]0;pwned\x07evil", "sft", 1, 2, 0.5, 5
+    )
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.pause()
+        shown = "\n".join(screen_lines(app))
+        assert "\x1b" not in shown and "\x07" not in shown and "␛]0;pwned␇evil" in shown
+        shutil.rmtree(hostile.parent)
+        shutil.rmtree(three_runs[0].parent)
+        app.refresh_runs()
+        await pilot.pause()
+        assert [line.out_path for line in app.lines] == [p.resolve() for p in three_runs[:0:-1]]
 
 
 async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_crash(monkeypatch):
