@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, screen_lines, until
+from tests.conftest import REPO, ended_run, screen_lines, until
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.figures import stats
@@ -417,32 +417,6 @@ RUNS_HOME = Path(
 )  # fixed, so the runs' paths and ids are the same on any machine
 
 
-def ended_run(folder: Path, env: str, mode: str, done: int, steps: int, reward: float, day: int):
-    """A run that ended, as its files say: its settings, and a checkpoint of how far it got."""
-    folder.mkdir(parents=True)
-    (folder / "groups.jsonl").write_text("")
-    (folder / "groups.run.json").write_text(
-        json.dumps(
-            {
-                "config": {"env": env, "mode": mode, "steps": steps},
-                "model": "vftui-sim",
-                "created": FIXED_CLOCK + day,
-            }
-        )
-    )
-    (folder / "groups.checkpoint.json").write_text(
-        json.dumps(
-            {
-                "groups": done,
-                "elapsed_s": 60.0 * (day + 1),
-                "state": "finished",
-                "mean_reward": reward,
-            }
-        )
-    )
-    return folder / "groups.jsonl"
-
-
 @pytest.fixture
 def three_runs(monkeypatch) -> list[Path]:
     """Three finished runs of fixed paths, times and figures in the runs folder."""
@@ -456,7 +430,9 @@ def three_runs(monkeypatch) -> list[Path]:
         ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, 0.388),  # short of its steps
     ]
     yield [
-        ended_run(RUNS_HOME / "vftui" / "runs" / name, env, mode, done, steps, reward, day)
+        ended_run(
+            RUNS_HOME / "vftui" / "runs" / name, env, mode, done, steps, reward, FIXED_CLOCK + day
+        )
         for day, (name, mode, env, done, steps, reward) in enumerate(runs)
     ]
     time.tzset()
@@ -513,7 +489,13 @@ async def test_a_run_deleted_while_the_screen_is_open_leaves_the_list_and_names_
     three_runs,
 ):
     hostile = ended_run(
-        RUNS_HOME / "vftui" / "runs" / "hostile", "x/\x1b]0;pwned\x07evil", "sft", 1, 2, 0.5, 5
+        RUNS_HOME / "vftui" / "runs" / "hostile",
+        "x/\x1b]0;pwned\x07evil",
+        "sft",
+        1,
+        2,
+        0.5,
+        FIXED_CLOCK + 5,
     )
     app = RunsApp()
     async with app.run_test(size=(140, 12)) as pilot:
