@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REPO, ended_run, screen_lines, until
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.figures import stats
 from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.listing import COLUMNS, RunLine, cells
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.runs_app import RunsApp
+from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
@@ -542,3 +546,44 @@ async def test_the_number_column_is_as_wide_as_the_largest_number_shown_after_a_
         await idle(pilot)
         rows = ["".join(s.text for s in app.table.render_line(y)) for y in (1, 2)]
         assert rows[0].startswith("151 ") and rows[1].startswith("  2 "), rows
+
+
+RUN_LINES = st.builds(
+    RunLine,
+    state=st.sampled_from(["running", "paused", "finished", "not answering"]),
+    groups_done=st.integers(0, 10**6),
+    groups_total=st.integers(0, 10**6),
+    groups_per_s=st.floats(0, 1e3),
+    out_path=st.text(
+        st.characters(exclude_characters="\x00/", exclude_categories=["Cs"]),
+        min_size=1,
+        max_size=30,
+    ).map(lambda t: Path("/runs") / t / "groups.jsonl"),
+    created=st.floats(0, 4e9),
+    env=st.text(max_size=20),
+    mean_reward=st.none() | st.floats(-10, 10),
+)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(RUN_LINES, max_size=8), st.text(max_size=12))
+def test_a_runs_filter_word_keeps_exactly_the_rows_that_hold_it(lines, word):
+    word = re.sub(r"[\s<>=]", "", word).lower()  # one word, no comparison
+    kept = [line for line in lines if run_filter(word)(line)]
+    assert kept == [r for r in lines if any(word in cell.lower() for cell in cells(r))]
+    assert [r for r in lines if run_filter("")(r)] == lines
+    low = [r for r in lines if run_filter("reward<0.5")(r)]
+    assert low == [r for r in lines if r.mean_reward is not None and r.mean_reward < 0.5]
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(RUN_LINES, max_size=8), st.integers(40, 300))
+def test_the_runs_table_fits_the_width_it_is_given(lines, width):
+    rows = [cells(line) for line in lines]
+    shown, path_width = fit(rows, width)
+    assert shown[-1] == COLUMNS.index("PATH") and COLUMNS.index("REWARD") in shown
+    natural = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in shown[:-1]]
+    if len(shown) > len(COLUMNS) - 5:  # columns left to drop: what is shown fits
+        assert sum(n + 2 for n in natural) + path_width + 2 <= width

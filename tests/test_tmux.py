@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import uuid
 
 import pytest
 
-from tests.conftest import REPO, read_jsonl, tmux, tmux_cli_command, wait_for_screen, wait_until
+from tests.conftest import (
+    REPO,
+    ended_run,
+    read_jsonl,
+    tmux,
+    tmux_cli_command,
+    wait_for_screen,
+    wait_until,
+)
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.needs("tmux")
@@ -213,5 +222,33 @@ def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         wait_for_screen(session, "run stopped")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path):
+    """As k9s: v opens the run, q there is the list again (on the same run), q on the list is the shell. A run
+    deleted since the list was drawn is a sentence on the list."""
+    home = tmp_path / "xdg-data" / "vftui" / "runs"
+    runs = [
+        ended_run(home / f"run-{i}", "vftui/alphabet-sort", "sft", 1, 2, 0.5, 1e9 + i)
+        for i in range(2)
+    ]
+    shutil.copy(REPO / "tests" / "data" / "groups.jsonl", runs[0])
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    command = tmux_cli_command(tmp_path, "runs") + "; echo EXIT=$?; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "20", command)
+    try:
+        wait_for_screen(session, "2 runs")
+        tmux("send-keys", "-t", session, "Down", "v")
+        wait_for_screen(session, "rollout 1/4")  # the viewer, on run-0 (the older, second row)
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "2 runs")
+        shutil.rmtree(runs[0].parent)
+        tmux("send-keys", "-t", session, "v")  # still on run-0, gone
+        wait_for_screen(session, "no such file")  # the sentence, on the list
+        assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
+        tmux("send-keys", "-t", session, "q")
+        assert "EXIT=0" in wait_for_screen(session, "EXIT=")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
