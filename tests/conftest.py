@@ -289,3 +289,31 @@ async def until(predicate, timeout: float = 60.0, pilot=None) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         await (pilot.pause(0.05) if pilot is not None else asyncio.sleep(0.02))
+
+
+def ended_run(
+    folder: Path, env: str, mode: str, done: int, steps: int, reward: float, created: float
+) -> Path:
+    """A run that ended, as its files say: its settings, and a checkpoint of how far it got."""
+    folder.mkdir(parents=True)
+    (folder / "groups.jsonl").write_text("")
+    (folder / "groups.run.json").write_text(
+        json.dumps(
+            {
+                "config": {"env": env, "mode": mode, "steps": steps},
+                "model": "vftui-sim",
+                "created": created,
+            }
+        )
+    )
+    (folder / "groups.checkpoint.json").write_text(
+        json.dumps(
+            {
+                "groups": done,
+                "elapsed_s": 60.0 * (1 + created % 10),
+                "state": "finished",
+                "mean_reward": reward,
+            }
+        )
+    )
+    return folder / "groups.jsonl"

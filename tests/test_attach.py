@@ -13,9 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from tests.conftest import (
     cli_env,
+    ended_run,
     free_port,
     read_jsonl,
     run_cli,
@@ -34,12 +36,14 @@ from vftui.events import Health, RunState, RunStatus
 from vftui.figures import stats
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer, socket_path
-from vftui.run_files.listing import describe
+from vftui.run_files.index import remember
+from vftui.run_files.listing import COLUMNS, cells, describe
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.runs_app import RunsApp
+from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.sources import AttachedTo
 
 needs_tmux = pytest.mark.needs("tmux")
@@ -503,6 +507,42 @@ def test_runs_lists_ids_env_mode_model_reward_and_every_command_takes_an_id(tmp_
     assert elsewhere.exists(), "forgotten, not deleted"
 
 
+def test_runs_kept_elsewhere_are_listed_after_the_runs_folders_and_a_closed_pipe_ends_quietly(
+    tmp_path, monkeypatch
+):
+    """A bench's ``--out`` run, newer than the user's own, comes after them in ``runs``, its screen and
+    ``--json``; ``runs --json | head`` of hundreds of runs ends as a pipe writer should."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # as the CLI's (cli_env)
+    home = tmp_path / "xdg-data" / "vftui" / "runs"
+    own = [
+        ended_run(home / f"r{i}", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + i)
+        for i in range(3)
+    ]
+    bench = ended_run(tmp_path / "bench" / "b", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 2e9)
+    remember(bench)
+    listed = [
+        json.loads(line)["path"]
+        for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()
+    ]
+    assert listed == [str(p.resolve()) for p in [*own[::-1], bench]]
+    table = run_cli(["runs", "--no-ui"], tmp_path).stdout.splitlines()
+    assert table[-1].endswith(str(bench.resolve())), table
+    for i in range(300):
+        ended_run(home / f"many{i}", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + 10 + i)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vftui", "runs", "--json"],
+        cwd=tmp_path,
+        env=cli_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert json.loads(process.stdout.readline())["id"]
+    process.stdout.close()  # head -1
+    said = process.stderr.read()
+    assert process.wait(timeout=120) == 141 and said == "", said
+
+
 async def test_the_runs_screen_pauses_stops_and_opens_a_run(tmp_path, slow_sim, monkeypatch):
     monkeypatch.setenv(
         "XDG_DATA_HOME", str(tmp_path / "xdg-data")
@@ -514,14 +554,23 @@ async def test_the_runs_screen_pauses_stops_and_opens_a_run(tmp_path, slow_sim, 
         app = RunsApp()
         async with app.run_test(size=(160, 20)) as pilot:
             assert app.selected == out.resolve() and "running" in str(
-                app.query_one("#items").get_row_at(0)
+                app.query_one("#runs").get_row_at(0)
             )
             await pilot.press("p")
             await until(
                 pilot=pilot,
                 predicate=lambda: describe(out.resolve()).state in ("paused", "pausing"),
             )
+            assert cells(describe(out.resolve()))[COLUMNS.index("RATE")] == "0.00 g/s", (
+                "a paused run's rate, as its dashboard says it"
+            )
             await pilot.press("x")
+            await until(pilot=pilot, predicate=lambda: isinstance(app.screen, ConfirmScreen))
+            assert "Stop run" in str(app.screen.query(Static).first().render())
+            await pilot.press("n")
+            await pilot.pause(1.0)
+            assert process.poll() is None, "n: the run goes on"
+            await pilot.press("x", "y")
             assert process.wait(timeout=60) == 130, "stopped gracefully before the end"
             await pilot.press("v")
         assert app.return_value == ("view", out.resolve())

@@ -8,6 +8,8 @@ import re
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vftui.commands.headless import HeadlessView
 from vftui.events import (
@@ -20,12 +22,16 @@ from vftui.events import (
     RunStatus,
 )
 from vftui.figures import stats
+from vftui.group_format import MASKED
 from vftui.live.server import Replay
+from vftui.sim import TOKENIZER_DIR
 from vftui.text import wording
+from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
+from vftui.ui.pager_text import pager_text
 from vftui.ui.screens.best_worst import best_and_worst
-from vftui.ui.widgets.token_preview import wrap_pieces
+from vftui.ui.widgets.token_preview import rollout_pieces, wrap_pieces
 from vftui.ui.widgets.trajectory_panel import api_state
 from vftui.ui.widgets.turns import fit
 
@@ -242,3 +248,52 @@ def test_the_turns_panel_keeps_the_most_frequent_counts_and_says_how_many_it_hid
 def test_best_and_worst_are_two_rollouts_even_when_all_scored_the_same():
     assert best_and_worst([0.2, 0.9, 0.1, 0.9, 0.1]) == (1, 4)
     assert best_and_worst([0.0] * 8) == (0, 7)
+
+
+# -- reading a rollout: the preview's pieces and the pager's text -----------------------------
+
+SPLIT_WORDS = "Sort these: café, 日本, naïve and a verylongwordthatnolinecanhold, then the rest"
+
+
+def decoded_group(decoder: TokenDecoder) -> GroupCollected:
+    """One rollout of a prompt (masked) and an answer (trained) whose characters the tokenizer cuts."""
+    encode = decoder._tokenizer.encode
+    prompt, answer = encode("user: please sort\n"), encode(SPLIT_WORDS * 3)
+    tokens = prompt + answer
+    masks = [MASKED] * len(prompt) + answer
+    return dataclasses.replace(group(151, [0.75]), tokens=[tokens], masks=[masks])
+
+
+@pytest.fixture(scope="module")
+def decoder() -> TokenDecoder:
+    return TokenDecoder.load(str(TOKENIZER_DIR))
+
+
+def test_a_character_cut_across_tokens_shows_whole_in_the_preview(decoder):
+    laid = rollout_pieces(decoded_group(decoder), 0, decoder)
+    text = "".join(text for text, _ in laid.pieces)
+    assert "\ufffd" not in text and "café, 日本, naïve" in text
+    assert laid.pieces[laid.first_trained][0].startswith("Sort"), "the reader jumps to the answer"
+
+
+@pytest.mark.parametrize("width", [40, 78, 131])
+def test_the_pager_text_has_a_header_marks_spans_and_wraps_between_words(decoder, width):
+    group = decoded_group(decoder)
+    lines = pager_text(group, 0, decoder, width).splitlines()
+    marks = [line for line in lines if line.startswith("── ")]
+    header = " ".join(lines[: lines.index(marks[0])])
+    assert header.startswith("group 151 · rollout 1/1 · reward 0.750 · trained "), header
+    assert [m.split(" · ")[0] for m in marks] == ["── masked", "── trained"], marks
+    assert all(len(line) <= width for line in lines if "verylongword" not in line)
+    body = " ".join(lines[lines.index(marks[1]) + 1 :])
+    assert body.split() == (SPLIT_WORDS * 3).split(), "every word whole, none cut at a line's end"
+    assert "\ufffd" not in body
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_the_pieces_of_any_text_cover_each_token_once_and_read_as_the_whole(decoder, text):
+    tokens = decoder._tokenizer.encode(text)
+    pieces = decoder.pieces(tokens)
+    assert sum(size for size, _ in pieces) == len(tokens)
+    assert "".join(piece for _, piece in pieces) == decoder.text(tokens)

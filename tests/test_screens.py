@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tests.conftest import REPO, screen_lines, until
+from tests.conftest import REPO, ended_run, screen_lines, until
 from vftui.errors import UserError
 from vftui.events import LogRecord
 from vftui.figures import stats
 from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.listing import COLUMNS, RunLine, cells
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.runs_app import RunsApp
+from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
@@ -417,44 +421,96 @@ RUNS_HOME = Path(
 )  # fixed, so the runs' paths and ids are the same on any machine
 
 
-def test_snapshot_runs_screen(snap_compare, monkeypatch):
-    """Three finished runs of fixed paths, times and figures, as the runs screen lists them."""
+@pytest.fixture
+def three_runs(monkeypatch) -> list[Path]:
+    """Three finished runs of fixed paths, times and figures in the runs folder."""
     shutil.rmtree(RUNS_HOME, ignore_errors=True)
     monkeypatch.setenv("XDG_DATA_HOME", str(RUNS_HOME))
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     runs = [
-        ("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, "finished", 0.912),
-        ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, "finished", 0.734),
-        ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, "finished", 0.388),
-    ]  # short of its steps
-    for day, (name, mode, env, done, steps, state, reward) in enumerate(runs):
-        folder = RUNS_HOME / "vftui" / "runs" / name
-        folder.mkdir(parents=True)
-        (folder / "groups.jsonl").write_text("")
-        (folder / "groups.run.json").write_text(
-            json.dumps(
-                {
-                    "config": {"env": env, "mode": mode, "steps": steps},
-                    "model": "vftui-sim",
-                    "created": FIXED_CLOCK + day,
-                }
-            )
+        ("2026-12-01-sft", "sft", "vftui/alphabet-sort", 200, 200, 0.912),
+        ("2026-12-02-eval", "eval", "vftui/alphabet-sort", 64, 0, 0.734),
+        ("2026-12-03-stopped", "sft", "owner/reverse-text", 41, 100, 0.388),  # short of its steps
+    ]
+    yield [
+        ended_run(
+            RUNS_HOME / "vftui" / "runs" / name, env, mode, done, steps, reward, FIXED_CLOCK + day
         )
-        (folder / "groups.checkpoint.json").write_text(
-            json.dumps(
-                {
-                    "groups": done,
-                    "elapsed_s": 60.0 * (day + 1),
-                    "state": state,
-                    "mean_reward": reward,
-                }
-            )
-        )
-    try:
-        assert snap_compare(RunsApp(), terminal_size=(140, 12))
-    finally:
-        time.tzset()
+        for day, (name, mode, env, done, steps, reward) in enumerate(runs)
+    ]
+    time.tzset()
+
+
+def test_snapshot_runs_screen(snap_compare, three_runs):
+    """Three finished runs of fixed paths, times and figures, as the runs screen lists them."""
+    assert snap_compare(RunsApp(), terminal_size=(140, 12))
+
+
+@pytest.mark.parametrize("width", [80, 100])
+async def test_the_runs_screen_keeps_reward_and_the_paths_end_on_a_narrow_terminal(
+    three_runs, width
+):
+    app = RunsApp()
+    async with app.run_test(size=(width, 12)) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert all(len(line.rstrip()) <= width for line in lines)
+        row = next(line for line in lines if "2026-12-03-stopped" in line)
+        assert "0.388" in row and row.rstrip().endswith("2026-12-03-stopped/groups.jsonl"), row
+        assert "REWARD" in lines[1] and "PATH" in lines[1]
+
+
+async def test_the_runs_screen_names_one_key_for_attach_and_enter_attaches(three_runs):
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert "enter attach" in lines[-1] and "a attach" not in "\n".join(lines), lines
+        await pilot.press("down", "enter")
+    assert app.return_value == ("attach", three_runs[1].resolve())
+
+
+async def test_the_runs_filter_keeps_the_runs_that_match_and_says_what_it_cannot_read(three_runs):
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.press("slash", *"sft reward<0.5", "enter")
+        await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
+        assert [line.out_path for line in app.lines] == [three_runs[2].resolve()]
+        assert "1 of 3 runs match 'sft reward<0.5'" in screen_lines(app)[0]
+        await pilot.press("slash", "ctrl+a", "ctrl+k", *"reward<<1", "enter")
+        await pilot.pause()
+        assert "cannot read 'reward<<1'" in str(app.screen.query_one(".prompt-error").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running and len(app.lines) == 1, "escape leaves the box, not the screen"
+        await pilot.press("slash", "ctrl+a", "ctrl+k", "enter")
+        await pilot.pause()
+        assert len(app.lines) == 3, "an empty filter shows every run"
+
+
+async def test_a_run_deleted_while_the_screen_is_open_leaves_the_list_and_names_are_shown_not_obeyed(
+    three_runs,
+):
+    hostile = ended_run(
+        RUNS_HOME / "vftui" / "runs" / "hostile",
+        "x/\x1b]0;pwned\x07evil",
+        "sft",
+        1,
+        2,
+        0.5,
+        FIXED_CLOCK + 5,
+    )
+    app = RunsApp()
+    async with app.run_test(size=(140, 12)) as pilot:
+        await pilot.pause()
+        shown = "\n".join(screen_lines(app))
+        assert "\x1b" not in shown and "\x07" not in shown and "␛]0;pwned␇evil" in shown
+        shutil.rmtree(hostile.parent)
+        shutil.rmtree(three_runs[0].parent)
+        app.refresh_runs()
+        await pilot.pause()
+        assert [line.out_path for line in app.lines] == [p.resolve() for p in three_runs[:0:-1]]
 
 
 async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_crash(monkeypatch):
@@ -468,3 +524,66 @@ async def test_a_pager_setting_that_does_not_split_into_words_is_a_notice_not_a_
             "$PAGER does not split into words (No closing quotation): fix it or unset it"
         ]
         assert app.is_running
+
+
+async def test_the_number_column_is_as_wide_as_the_largest_number_shown_after_a_filter_and_an_order(
+    tmp_path,
+):
+    """``/varied``, then ``o`` (hardest first): group 151 leads, group 1 ends the rows; 151 is shown whole."""
+    base = json.loads(FIXTURE.read_text().splitlines()[3])
+    path = tmp_path / "many.jsonl"
+    lines = []
+    for index in range(1, 161):
+        scores = [0.0, 0.1, 0.2, 0.1] if index == 151 else [0.5, 0.6, 0.5, 0.6]
+        lines.append(json.dumps({**base, "scores": [1.2, 0.9, 1.1, 1.0] if index == 1 else scores}))
+    path.write_text("\n".join(lines) + "\n")
+    app = viewer_app(path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(lambda: read_through(app), pilot=pilot)
+        await pilot.press("slash", *"varied", "enter")
+        await until(lambda: app.model.filter_text == "varied", pilot=pilot)
+        await pilot.press("o")
+        await idle(pilot)
+        rows = ["".join(s.text for s in app.table.render_line(y)) for y in (1, 2)]
+        assert rows[0].startswith("151 ") and rows[1].startswith("  2 "), rows
+
+
+RUN_LINES = st.builds(
+    RunLine,
+    state=st.sampled_from(["running", "paused", "finished", "not answering"]),
+    groups_done=st.integers(0, 10**6),
+    groups_total=st.integers(0, 10**6),
+    groups_per_s=st.floats(0, 1e3),
+    out_path=st.text(
+        st.characters(exclude_characters="\x00/", exclude_categories=["Cs"]),
+        min_size=1,
+        max_size=30,
+    ).map(lambda t: Path("/runs") / t / "groups.jsonl"),
+    created=st.floats(0, 4e9),
+    env=st.text(max_size=20),
+    mean_reward=st.none() | st.floats(-10, 10),
+)
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(RUN_LINES, max_size=8), st.text(max_size=12))
+def test_a_runs_filter_word_keeps_exactly_the_rows_that_hold_it(lines, word):
+    word = re.sub(r"[\s<>=]", "", word).lower()  # one word, no comparison
+    kept = [line for line in lines if run_filter(word)(line)]
+    assert kept == [r for r in lines if any(word in cell.lower() for cell in cells(r))]
+    assert [r for r in lines if run_filter("")(r)] == lines
+    low = [r for r in lines if run_filter("reward<0.5")(r)]
+    assert low == [r for r in lines if r.mean_reward is not None and r.mean_reward < 0.5]
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.lists(RUN_LINES, max_size=8), st.integers(40, 300))
+def test_the_runs_table_fits_the_width_it_is_given(lines, width):
+    rows = [cells(line) for line in lines]
+    shown, path_width = fit(rows, width)
+    assert shown[-1] == COLUMNS.index("PATH") and COLUMNS.index("REWARD") in shown
+    natural = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in shown[:-1]]
+    if len(shown) > len(COLUMNS) - 5:  # columns left to drop: what is shown fits
+        assert sum(n + 2 for n in natural) + path_width + 2 <= width

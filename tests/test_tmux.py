@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import shlex
+import shutil
 import subprocess
 import uuid
 
 import pytest
 
-from tests.conftest import REPO, read_jsonl, tmux, tmux_cli_command, wait_for_screen, wait_until
+from tests.conftest import (
+    REPO,
+    ended_run,
+    read_jsonl,
+    tmux,
+    tmux_cli_command,
+    wait_for_screen,
+    wait_until,
+)
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.needs("tmux")
@@ -83,6 +93,34 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
         wait_for_screen(session, "finished")  # the dashboard again
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_v_as_the_view_opens_pages_words_with_a_header_wrapped_at_the_terminal(tmp_path):
+    """``v`` the moment the preview shows (the tokenizer still loading): the pager gets the rollout's words, not
+    token ids, under its header, with spans marked, each line within the 90 columns and no word cut."""
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    paged = tmp_path / "paged.txt"
+    pager = shlex.quote(f"sh -c 'cat > {paged}'")
+    viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
+    command = (
+        f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "90", "-y", "30", command)
+    try:
+        wait_for_screen(session, "rollout 1/4")
+        tmux("send-keys", "-t", session, "v")
+        wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager ran")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    lines = paged.read_text().splitlines()
+    assert lines[0].startswith("group ") and " · rollout 1/4 · reward " in lines[0], lines[:2]
+    assert not re.search(r"<\d+>", paged.read_text()), "words, not token ids"
+    assert [line.split(" · ")[0] for line in lines if line.startswith("── ")][:2] == [
+        "── masked",
+        "── trained",
+    ]
+    assert all(len(line) <= 90 for line in lines) and max(map(len, lines)) > 78
+    assert "Sort names alphabetically" in " ".join(lines), "a sentence reads whole, across lines"
 
 
 def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
@@ -184,5 +222,33 @@ def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         wait_for_screen(session, "run stopped")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path):
+    """As k9s: v opens the run, q there is the list again (on the same run), q on the list is the shell. A run
+    deleted since the list was drawn is a sentence on the list."""
+    home = tmp_path / "xdg-data" / "vftui" / "runs"
+    runs = [
+        ended_run(home / f"run-{i}", "vftui/alphabet-sort", "sft", 1, 2, 0.5, 1e9 + i)
+        for i in range(2)
+    ]
+    shutil.copy(REPO / "tests" / "data" / "groups.jsonl", runs[0])
+    session = f"vftui-{uuid.uuid4().hex[:8]}"
+    command = tmux_cli_command(tmp_path, "runs") + "; echo EXIT=$?; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "20", command)
+    try:
+        wait_for_screen(session, "2 runs")
+        tmux("send-keys", "-t", session, "Down", "v")
+        wait_for_screen(session, "rollout 1/4")  # the viewer, on run-0 (the older, second row)
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "2 runs")
+        shutil.rmtree(runs[0].parent)
+        tmux("send-keys", "-t", session, "v")  # still on run-0, gone
+        wait_for_screen(session, "no such file")  # the sentence, on the list
+        assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
+        tmux("send-keys", "-t", session, "q")
+        assert "EXIT=0" in wait_for_screen(session, "EXIT=")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from vftui import paths
 from vftui.commands import fleet
 from vftui.defaults import SHARED_FLAGS
+from vftui.errors import UserError
 from vftui.run_files import prune as pruning
 from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
 from vftui.text.printable import printable, say
@@ -80,18 +82,33 @@ def _print(lines: list[RunLine], as_json: bool, hosted: bool = False) -> None:
 
 
 def _runs_screen(theme: str | None) -> int:
+    """The runs screen, and the dashboard its keys open; quitting that dashboard comes back to the list
+    (on the same run), as in k9s: only ``q`` on the list ends the command."""
     from vftui.ui import themes
     from vftui.ui.runs_app import RunsApp
 
     ours = themes.available_themes()
-    chosen = RunsApp(themes.resolve(theme, ours=ours), ours).run()
-    if chosen is None:
-        return 0
-    how, path = chosen
+    chosen_theme = themes.resolve(theme, ours=ours)
+    last: Path | None = None
+    notice = ""
+    while True:
+        chosen = RunsApp(chosen_theme, ours, selected=last, notice=notice).run()
+        if chosen is None:
+            return 0
+        how, last = chosen
+        try:
+            _open(how, last, theme)
+            notice = ""
+        except UserError as e:  # the run ended or went since the list was drawn: said on the list
+            notice = str(e)
+
+
+def _open(how: str, path: Path, theme: str | None) -> None:
     if how == "attach":
         from vftui.commands.attach import run_attach
 
-        return run_attach(path, theme)
+        run_attach(path, theme)
+        return
     from vftui.commands.view import run_viewer
 
-    return run_viewer(path, None, theme, SHARED_FLAGS["identical_alert"].default, "file")
+    run_viewer(path, None, theme, SHARED_FLAGS["identical_alert"].default, "file")

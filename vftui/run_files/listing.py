@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vftui import paths
 from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
@@ -26,7 +27,7 @@ from vftui.run_files.files import find_resumable, lock_holder, sidecars
 from vftui.run_files.index import known_runs, run_id
 from vftui.run_files.records import Checkpoint, RunRecord, Settings
 from vftui.text.printable import printable
-from vftui.text.wording import clock, ended_as
+from vftui.text.wording import clock, ended_as, groups_rate
 
 KILLED = "interrupted"  # no state recorded and nobody holds it: killed, or its machine went down
 NOT_ANSWERING = (
@@ -182,11 +183,19 @@ def describe(out: Path) -> RunLine:
 
 
 def all_runs(skipped: list[str] | None = None) -> list[RunLine]:
-    """Newest first, asked all at once; a damaged index entry's sentence goes to ``skipped`` when given."""
+    """The runs in the runs folder newest first, then those kept elsewhere (``--out``: a bench's, a
+    test's, another tool's) newest first, so they never push the user's own off the first screen; asked
+    all at once. A damaged index entry's sentence goes to ``skipped`` when given."""
     runs = known_runs(skipped)
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_ASKED_AT_ONCE, len(runs)))) as pool:
         lines = list(pool.map(describe, runs))
-    return sorted(lines, key=lambda r: r.created, reverse=True)
+    home = paths.runs_dir().resolve()
+    return sorted(lines, key=lambda r: (kept_elsewhere(r, home), -r.created))
+
+
+def kept_elsewhere(line: RunLine, home: Path | None = None) -> bool:
+    """Whether the run's jsonl is outside the runs folder ``home`` (``--out`` elsewhere)."""
+    return not line.out_path.is_relative_to(home or paths.runs_dir().resolve())
 
 
 def find_running(target: Path | None) -> RunLine:
@@ -195,7 +204,7 @@ def find_running(target: Path | None) -> RunLine:
         running = [r for r in all_runs() if r.running and r.state != NOT_ANSWERING]
         if not running:
             raise UserError("no vftui run is running (vftui runs lists them all)")
-        return running[0]
+        return max(running, key=lambda r: r.created)
     line = describe(find_resumable(target.expanduser().resolve(), asked_by="vftui attach"))
     if line.state == NOT_ANSWERING:
         raise not_answering(line)
@@ -266,7 +275,10 @@ COLUMNS = (
 def cells(r: RunLine) -> tuple[str, ...]:
     """A run's row, as ``vftui runs`` prints it and the runs screen shows it."""
     started = time.strftime("%m-%d %H:%M", time.localtime(r.created)) if r.created else "-"
-    rate = f"{r.groups_per_s:.2f} g/s" if r.groups_per_s else "-"
+    unknown = r.state in (NOT_ANSWERING, DAMAGED) or not (r.running or r.duration_s)
+    rate = (
+        "-" if unknown else groups_rate(r.groups_per_s)
+    )  # a paused run's is 0.00, as its dashboard's
     reward = f"{r.mean_reward:.3f}" if r.mean_reward is not None else "-"
     return (
         r.id,

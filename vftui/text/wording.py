@@ -138,6 +138,11 @@ def eval_report(report: EvalReport) -> list[str]:
     return lines
 
 
+def groups_rate(groups_per_s: float) -> str:
+    """A rate as the dashboard and ``vftui runs`` say it: ``0.00 g/s`` while paused, never a dash."""
+    return f"{groups_per_s:.2f} g/s"
+
+
 def ended_as(state: RunState, done: int, total: int) -> str:
     """What a run that has ended is called: one that finished short of its groups was stopped (a stop, a gate)."""
     return "stopped" if state is RunState.FINISHED and done < total else state.value

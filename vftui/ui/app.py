@@ -40,6 +40,7 @@ from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
+from vftui.ui.pager_text import pager_text
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen, ModelScreen
@@ -53,7 +54,7 @@ from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
 from vftui.ui.widgets.rewards import RewardsPanel
 from vftui.ui.widgets.status_bar import StatusBar
-from vftui.ui.widgets.token_preview import TokenPreview, TokenText
+from vftui.ui.widgets.token_preview import TokenPreview
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 from vftui.ui.widgets.turns import TurnsPanel
 
@@ -209,6 +210,7 @@ class VftuiApp(App[RunSummary | None]):
         self.result: RunSummary | None = None
         self._quitting = False
         self._quit_question: ConfirmScreen | None = None  # while q's question is on screen
+        self._pager_asked = False  # v while the tokenizer loads: the pager opens once it has
         self._shown_version = -1
         self._previewed: int | None = None  # the number of the group in the preview
         self._picked = False  # the user chose it: it stays until the user moves
@@ -356,7 +358,13 @@ class VftuiApp(App[RunSummary | None]):
 
     def _load_decoder(self) -> None:
         self.decoder = TokenDecoder.load(self.model.run_started.tokenizer)
-        self.call_from_thread(setattr, self.preview, "decoder", self.decoder)
+        self.call_from_thread(self._decoder_loaded)
+
+    def _decoder_loaded(self) -> None:
+        self.preview.decoder = self.decoder
+        if self._pager_asked:  # v was pressed while it loaded
+            self._pager_asked = False
+            self.action_pager()
 
     def selected_group(self) -> GroupCollected | None:
         """The selected group, whole: a viewed file's row is read from disk, made printable as events are."""
@@ -485,8 +493,17 @@ class VftuiApp(App[RunSummary | None]):
         self.push_screen(BestWorstScreen(group, self.decoder, self.fold))
 
     def action_pager(self) -> None:
-        """The previewed rollout, as laid out, in the user's pager; the dashboard comes back after it."""
-        text = self.preview.query_one(TokenText).plain
+        """The previewed rollout in the user's pager (``pager_text``); the dashboard comes back after it. While
+        the tokenizer loads, the pager opens once it is ready: never with raw token ids."""
+        group = self.previewed
+        if group is None or not group.scores:
+            self.notify("no group selected", severity="warning")
+            return
+        if self.decoder.loading:
+            self._pager_asked = True
+            self.notify("the tokenizer is loading: the pager opens once it is ready", timeout=4)
+            return
+        text = pager_text(group, self.rollout % len(group.tokens), self.decoder, self.size.width)
         try:
             pager = shlex.split(os.environ.get("PAGER") or "less -R") or ["less", "-R"]
         except ValueError as e:  # an unbalanced quote

@@ -1,11 +1,15 @@
-"""Token ids to display strings for the preview, with a cache (decoding is per token)."""
+"""Token ids to display strings for the preview and the pager, with a cache (decoding is per token)."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 from vftui.text.printable import printable
+
+SPLIT = "\ufffd"  # what a tokenizer gives for the bytes of a character cut across tokens
+MAX_SPLIT = 4  # tokens: a character is at most 4 bytes of UTF-8, so at most 4 byte-level tokens
 
 
 class TokenDecoder:
@@ -16,6 +20,7 @@ class TokenDecoder:
         self._tokenizer = tokenizer
         self.loading = loading
         self.piece = functools.lru_cache(maxsize=65536)(self._piece)
+        self._joined = functools.lru_cache(maxsize=4096)(self._decode)
 
     @classmethod
     def load(cls, name: str) -> TokenDecoder:
@@ -37,3 +42,30 @@ class TokenDecoder:
         if self._tokenizer is None:
             return f"<{token_id}>"
         return printable(self._tokenizer.decode([token_id]))
+
+    def _decode(self, tokens: tuple[int, ...]) -> str:
+        return printable(self._tokenizer.decode(list(tokens)))
+
+    def text(self, tokens: Sequence[int]) -> str:
+        """The tokens decoded together, as the model wrote them (a split character whole); ids without a
+        tokenizer."""
+        if self._tokenizer is None:
+            return "".join(map(self.piece, tokens))
+        return printable(self._tokenizer.decode(list(tokens)))
+
+    def pieces(self, tokens: Sequence[int]) -> list[tuple[int, str]]:
+        """Each token's text, as (tokens it covers, text): a character cut across tokens is one piece of the
+        fewest tokens that spell it whole (each alone would be ``�``); a ``�`` nothing completes stays."""
+        found: list[tuple[int, str]] = []
+        i = 0
+        while i < len(tokens):
+            size, text = 1, self.piece(tokens[i])
+            if SPLIT in text and self._tokenizer is not None:
+                for n in range(2, min(MAX_SPLIT, len(tokens) - i) + 1):
+                    joined = self._joined(tuple(tokens[i : i + n]))
+                    if SPLIT not in joined:
+                        size, text = n, joined
+                        break
+            found.append((size, text))
+            i += size
+        return found

@@ -112,13 +112,15 @@ class GroupTable(ScrollView, can_focus=True):
         follow = self.following
         self.groups, self._rows = groups, len(groups)
         self._low, self._high = score_range
-        if hasattr(groups, "max_item"):  # a file's rows
+        if hasattr(groups, "max_item"):  # a file's rows, numbered by position
             max_item, self._group_size = groups.max_item, groups.group_size
-        else:
+            max_index = len(groups)
+        else:  # a filter and an order put any number last: the largest shown sets the width
             max_item = max((g.item for g in groups), default=0)
             self._group_size = max((len(g.scores) for g in groups), default=1)
+            max_index = max((g.index for g in groups), default=1)
         self._item_width = max(4, len(str(max_item)))
-        self._size_width = len(str(groups[-1].index)) if groups else 1
+        self._size_width = len(str(max_index))
         self.virtual_size = Size(self.scrollable_content_region.width, len(groups) + 1)
         if follow or before is None:
             target = len(groups) - 1

@@ -7,7 +7,7 @@ import math
 from rich.text import Text
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
-from vftui.text.wording import SIMULATION, clock, ended_as, traffic
+from vftui.text.wording import SIMULATION, clock, ended_as, groups_rate, traffic
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
 
@@ -96,7 +96,7 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
     ):  # a rate is of a run that goes on
         groups_s, tokens_s = model.rates()
         line2.append(
-            f"  {groups_s:.2f} g/s" + (f"  {tokens_s:,.0f} tok/s" if requests is None else "")
+            f"  {groups_rate(groups_s)}" + (f"  {tokens_s:,.0f} tok/s" if requests is None else "")
         )
     line2.append(f"  {clock(model.elapsed_s)}")
     if requests is not None:  # its tok/s replaces the groups' own

@@ -75,22 +75,44 @@ def rollout_pieces(
     logprobs = group.logprobs[rollout] if group.logprobs else None
     trained = trained_tokens(masks)
     pieces: list[Piece] = []
-    for i, (token, mask) in enumerate(zip(tokens[:limit], masks[:limit], strict=False)):
-        text = decoder.piece(token).replace("\n", "↵\n")
+    first, i = None, 0
+    for size, text in decoder.pieces(tokens[: min(limit, len(masks))]):
+        text = text.replace("\n", "↵\n")
         if show_ids:
-            text = f"{text}·{token}"
-        shade = SHADES[i % 2]
-        if mask == MASKED:
+            text = f"{text}·{'·'.join(map(str, tokens[i : i + size]))}"
+        shade = SHADES[len(pieces) % 2]
+        if masks[i] == MASKED:  # a character cut across tokens: as its first token
             style = f"dim {shade}"
-        elif logprobs is not None:
-            style = f"{logprob_style(logprobs[i])} {shade}"
         else:
-            style = f"bold cyan {shade}"
+            style = f"{logprob_style(logprobs[i])} {shade}" if logprobs else f"bold cyan {shade}"
+            first = len(pieces) if first is None else first
         pieces.append((text, style))
+        i += size
     if len(tokens) > limit:
         pieces.append((f"\n… {len(tokens) - limit} more tokens", "italic"))
-    first = next((i for i, mask in enumerate(masks[:limit]) if mask != MASKED), 0)
-    return Laid(pieces, first, trained, len(tokens) - trained)
+    return Laid(pieces, first or 0, trained, len(tokens) - trained)
+
+
+def rollout_header(
+    group: GroupCollected, rollout: int, trained: int, masked: int, decoder: TokenDecoder
+) -> Text:
+    """What the preview (and the pager's first line) says of the rollout: group, rollout, reward, tokens."""
+    header = Text()
+    header.append(
+        f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold"
+    )
+    header.append(f"reward {group.scores[rollout]:.3f} · ")
+    header.append(f"trained {trained}", style="bold cyan").append(" · ")
+    header.append(f"masked {masked}", style="dim")
+    reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
+    if reason:
+        header.append(f" · {reason}")
+    if not decoder.available:
+        header.append(
+            " · (tokenizer loading: ids)" if decoder.loading else " · (no tokenizer: ids)",
+            style="italic",
+        )
+    return header
 
 
 def folded(laid: Laid) -> Laid:
@@ -275,20 +297,6 @@ class TokenPreview(Vertical):
         laid = rollout_pieces(group, rollout, self.decoder, self.show_ids)
         if self.fold:
             laid = folded(laid)
-        header = Text()
-        header.append(
-            f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold"
-        )
-        header.append(f"reward {group.scores[rollout]:.3f} · ")
-        header.append(f"trained {laid.trained}", style="bold cyan").append(" · ")
-        header.append(f"masked {laid.masked}", style="dim")
-        reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
-        if reason:
-            header.append(f" · {reason}")
-        if not self.decoder.available:
-            header.append(
-                " · (tokenizer loading: ids)" if self.decoder.loading else " · (no tokenizer: ids)",
-                style="italic",
-            )
+        header = rollout_header(group, rollout, laid.trained, laid.masked, self.decoder)
         counts.update(header, layout=False)
         body.show(laid.pieces, laid.first_trained)
