@@ -116,7 +116,8 @@ def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(bot
     text = run_cli(["compare", str(ours), str(theirs)], tmp_path)
     assert (
         text.returncode == 0
-        and "B - A (paired over 10 items)" in text.stdout
+        and "B - A reward " in text.stdout
+        and ", paired over 10 items: " in text.stdout
         and "histogram" in text.stdout
     )
 
@@ -265,7 +266,7 @@ async def test_at_80x24_the_compare_screen_shows_the_selected_items_answers(tmp_
     app = CompareApp(*measure(load_all(paths), 0.5))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = "\n".join(screen_lines(app))
-        key = app.change.items[0].key
+        key = app.changes[0].items[0].key
         assert screen.count(f"assistant: answer {key}") == 2, screen
         await pilot.press("q")
 

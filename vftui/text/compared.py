@@ -39,8 +39,8 @@ def meaning(change: Change) -> str:
     """What the change says at 95%: worse, better, or no clear change; or that it has no interval."""
     e = change.reward
     if e.low is None or e.high is None:
-        held = f"{change.paired} item in common" if change.paired else "too few items"
-        return f"no interval: {held}"
+        held = wording.counted(change.paired, "item") if change.paired else "no item"
+        return f"no interval, {held} in common"
     if e.high < 0:
         return "worse beyond its interval"
     if e.low > 0:
@@ -49,9 +49,9 @@ def meaning(change: Change) -> str:
 
 
 def change_line(letter: str, change: Change) -> str:
-    """The answer: ``B - A (paired over 12 items): reward -0.188 [-0.451, +0.076] (no clear change ...)``."""
-    how = f"paired over {change.paired} items" if change.paired else "no common items: unpaired"
-    return f"{letter} - A ({how}): reward {signed(change.reward)} ({meaning(change)})"
+    """The answer: ``B - A reward -0.188 [-0.451, +0.076], paired over 12 items: no clear change``."""
+    how = f"paired over {wording.counted(change.paired, 'item')}" if change.paired else "unpaired"
+    return f"{letter} - A reward {signed(change.reward)}, {how}: {meaning(change)}"
 
 
 def function_changes(change: Change) -> str:
@@ -59,12 +59,27 @@ def function_changes(change: Change) -> str:
     return ", ".join(f"{name} {signed(e)}" for name, e in change.functions.items())
 
 
+def passed(change: Change, margin: float) -> str:
+    return "failed" if worse_beyond(change, margin) else "passed"
+
+
 def verdict(later: str, first: str, change: Change, margin: float) -> str:
     """``--fail-if-worse``'s verdict on one later source, passed or failed."""
     worse = worse_beyond(change, margin)
     return (
-        f"--fail-if-worse {margin:g} {'failed' if worse else 'passed'}: {later} is "
-        f"{'' if worse else 'not '}worse than {first} by more than {margin:g} beyond the 95% interval"
+        f"--fail-if-worse {margin:g} {passed(change, margin)}: {later} is {'' if worse else 'not '}"
+        f"worse than {first} by more than {margin:g} beyond the 95% interval"
+    )
+
+
+def verdicts(letters: list[str], changes: list[Change], margin: float) -> str:
+    """Every later source's verdict in one line: ``--fail-if-worse 0.02: B passed, C failed (...)``."""
+    each = ", ".join(
+        f"{letter} {passed(c, margin)}" for letter, c in zip(letters, changes, strict=True)
+    )
+    return (
+        f"--fail-if-worse {margin:g}: {each} (a source fails where it is worse than A by more than "
+        f"{margin:g} beyond the 95% interval)"
     )
 
 

@@ -38,31 +38,32 @@ def rollout_text(messages: list[dict]) -> Text:
 
 
 ALL = "all"  # a fact every source shares, in one row
-WIDE = 100  # columns from which how the sources differ has a table of its own, beside the figures
+SETUP_ROOM = (
+    44  # columns how the sources differ needs, to have a table of its own beside the figures
+)
 TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
     Binding(
         "up,down,pageup,pagedown,home,end",
         "",
         "",
-        tooltip="the items (each opens at A's and B's rollouts that differ most); a focused table scrolls",
+        key_display="↑ ↓ pgup pgdn home end",
+        tooltip="an item, opened at the rollouts of A and B that differ most",
     ),
-    Binding("tab,shift+tab", "", "", tooltip="the next table: items, figures, how they differ"),
+    Binding("tab,shift+tab", "", "", tooltip="the next table (a focused table scrolls)"),
 ]
 
 
 class CompareApp(App[None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui compare"
-    # -narrow: how the sources differ on top of the figures, not beside them; -low: no line of each
-    # function's change (the figures have each function's mean)
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE, "-wide")]
+    # -low: no line of each function's change (the figures have each function's mean)
     VERTICAL_BREAKPOINTS = [(0, "-low"), (28, "-tall")]
     BINDINGS = [
         Binding(
             "n",
             "next_rollout",
             "next rollout",
-            tooltip="the next rollout of the item in both sources (or enter)",
+            tooltip="the item's next rollout in A and in B (or enter)",
         ),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit", "quit", priority=True),
@@ -92,7 +93,8 @@ class CompareApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(self.title_line(), id="compare-header")
         yield Static(self.answer(), id="answer")
-        yield Static(self.by_function(), id="by-function")
+        if by_function := self.by_function():
+            yield Static(by_function, id="by-function")
         with Horizontal(id="tables"):
             yield DataTable(id="figures", cursor_type="none", zebra_stripes=True)
             yield DataTable(id="setup", cursor_type="none", show_header=False)
@@ -112,15 +114,15 @@ class CompareApp(App[None]):
         return text
 
     def answer(self) -> Text:
-        """Each later source's change against A, its meaning and (with --fail-if-worse) the verdict, first."""
+        """Each later source's change against A and its meaning, then (with --fail-if-worse) the verdicts."""
         text = Text()
         for letter, change in zip(self.letters[1:], self.changes, strict=True):
             style = "red" if compared.meaning(change).startswith("worse") else "bold"
             text.append(compared.change_line(letter, change) + "\n", style=style)
-            if self.margin is not None:
-                failed = worse_beyond(change, self.margin)
-                said = compared.verdict(letter, "A", change, self.margin)
-                text.append(said + "\n", style="bold red" if failed else "green")
+        if self.margin is not None:
+            failed = any(worse_beyond(c, self.margin) for c in self.changes)
+            said = compared.verdicts(self.letters[1:], self.changes, self.margin)
+            text.append(said, style="bold red" if failed else "green")
         text.rstrip()
         return text
 
@@ -169,12 +171,13 @@ class CompareApp(App[None]):
         low, high, counts = histograms(self.summaries)
         rows = compared.figure_rows(self.summaries)
         rows.insert(2, (f"histogram [{low:g}, {high:g}]", [compared.bars(c) for c in counts]))
-        narrow = self.size.width < WIDE
-        label = max(len(name) for name, _ in (setup if narrow else []) + rows)
+        label = max(len(name) for name, _ in setup + rows)
         columns = [max(len(values[n]) for _, values in rows) for n in range(len(self.letters))]
         # its border, its scrollbar, a cell's padding each side: as wide as its figures, the rest beside
         wanted = label + sum(columns) + 2 * (len(columns) + 1) + 4
-        width = self.size.width if narrow else min(wanted, self.size.width * 2 // 3)
+        narrow = self.size.width - wanted < SETUP_ROOM
+        self.screen.set_class(narrow, "-one-table")
+        width = self.size.width if narrow else wanted
         figures = self.query_one("#figures", DataTable)
         figures.styles.width = width
         figures.border_title = (
@@ -192,7 +195,9 @@ class CompareApp(App[None]):
                         *(Text(compared.cut(one_line(v), room, name == "model")) for v in values),
                     )
 
-        add_setup(alike=False)  # narrow: what differs first, what they share after the figures
+        add_setup(
+            alike=False
+        )  # in one table: what differs first, what they share after the figures
         for name, values in rows:  # a reward function's name is the environment's text
             figures.add_row(shown(name), *values)
         add_setup(alike=True)
