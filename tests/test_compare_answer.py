@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.conftest import REPO, run_cli, screen_lines
 from vftui.commands.compare import load_all, measure
 from vftui.figures.comparison import ItemChange, moved, widest_pair
+from vftui.run_files.results import Setup
 from vftui.ui.compare_app import CompareApp
 from vftui.ui.screens.help import HelpScreen
 
@@ -103,6 +104,40 @@ def test_no_ui_says_how_the_sources_differ_and_unknown_where_a_source_does_not_r
         "split": None,
         "versions": None,
     }
+
+
+def test_a_runs_setup_comes_from_its_groups_run_json_and_eval_metadata_and_without_them_is_unknown(
+    tmp_path,
+):
+    eval_run = tmp_path / "e.jsonl"
+    result = run_cli(
+        ["run", "--mode", "eval", "--no-ui", "--num-examples", "3", "--out", str(eval_run)],
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    bare = tmp_path / "bare" / "e.jsonl"  # the groups alone: no run.json, no eval folder
+    bare.parent.mkdir()
+    bare.write_bytes(eval_run.read_bytes())
+    result = run_cli(["compare", "--json", str(eval_run), str(bare)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    ran, alone = (s["setup"] for s in json.loads(result.stdout)["sources"])
+    versions = json.loads((tmp_path / "e.eval" / "metadata.json").read_text())["version_info"]
+    assert ran == {
+        "model": "vftui-sim",
+        "temperatures": [0.0],  # one rollout an example: greedy
+        "env_args": "{}",
+        "split": "default (eval mode)",
+        "versions": ", ".join(f"{name} {v}" for name, v in sorted(versions.items())),
+    }
+    assert alone == {**ran, "env_args": None, "split": None, "versions": None}, "from the groups"
+
+
+@pytest.mark.unit
+def test_a_folder_of_shards_setup_is_what_they_all_record():
+    one = Setup("m", (1.0,), "{}", "train", None)
+    assert one.merged(one) == one
+    other = Setup("n", (0.3,), "{}", None, "vftui 1")
+    assert one.merged(other) == Setup("m | n", (0.3, 1.0), "{}", "train", "vftui 1")
 
 
 @pytest.mark.parametrize("margin", ["0.5", "0.01"])
