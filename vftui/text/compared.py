@@ -78,8 +78,8 @@ def verdicts(letters: list[str], changes: list[Change], margin: float) -> str:
         f"{letter} {passed(c, margin)}" for letter, c in zip(letters, changes, strict=True)
     )
     return (
-        f"--fail-if-worse {margin:g}: {each} (a source fails where it is worse than A by more than "
-        f"{margin:g} beyond the 95% interval)"
+        f"--fail-if-worse {margin:g}: {each} (fails: worse than A by more than {margin:g} beyond the "
+        "95% interval)"
     )
 
 

@@ -38,9 +38,8 @@ def rollout_text(messages: list[dict]) -> Text:
 
 
 ALL = "all"  # a fact every source shares, in one row
-SETUP_ROOM = (
-    44  # columns how the sources differ needs, to have a table of its own beside the figures
-)
+# the columns how the sources differ needs to have a table of its own, beside the figures
+SETUP_ROOM = 44
 TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
     Binding(
         "up,down,pageup,pagedown,home,end",
@@ -180,9 +179,8 @@ class CompareApp(App[None]):
         width = self.size.width if narrow else wanted
         figures = self.query_one("#figures", DataTable)
         figures.styles.width = width
-        figures.border_title = (
-            f"{said} · figures" if narrow else "figures (± 95% interval over items)"
-        )
+        about = "figures (± 95% interval over items)"
+        figures.border_title = f"{said} · {about}" if narrow else about
         figures.clear(columns=True)
         figures.add_columns("", *self.letters)
         room = max(8, (width - label - 6) // len(self.letters) - 2)
@@ -195,9 +193,8 @@ class CompareApp(App[None]):
                         *(Text(compared.cut(one_line(v), room, name == "model")) for v in values),
                     )
 
-        add_setup(
-            alike=False
-        )  # in one table: what differs first, what they share after the figures
+        # in one table: what the sources differ in first, what they share after the figures
+        add_setup(alike=False)
         for name, values in rows:  # a reward function's name is the environment's text
             figures.add_row(shown(name), *values)
         add_setup(alike=True)
