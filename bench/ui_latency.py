@@ -34,6 +34,7 @@ from _machine import described
 from textual import events
 
 from vftui.collector.controls import Controls
+from vftui.collector.gate import GroupGate
 from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
 from vftui.live.process import CollectorProcess, Prepared
@@ -106,9 +107,8 @@ def synthetic_collector(
     """The child: real Controls over the command pipe, synthetic groups at ``rate`` until hung up."""
     outbox = Outbox(event_pipe)
     with tempfile.TemporaryDirectory() as tmp:
-        controls = Controls(
-            1.0, GroupWindow(config.window), Path(tmp), outbox.put, groups_total=10**9
-        )
+        gate = GroupGate(10**9, 0, outbox.put)
+        controls = Controls(gate, 1.0, GroupWindow(config.window), Path(tmp), outbox.put)
         outbox.put(Prepared(tmp, simulated=True))
         outbox.put(
             RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"])

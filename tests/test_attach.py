@@ -28,6 +28,7 @@ from tests.conftest import (
     wait_until,
 )
 from vftui.collector.controls import Controls
+from vftui.collector.gate import GroupGate
 from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
 from vftui.figures import stats
@@ -71,7 +72,8 @@ def lines_in(path) -> int:
 def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
     """The peer check itself: a server that takes the caller for another user answers nothing."""
     path = tmp_path / "run.sock"
-    controls = Controls(1.0, GroupWindow(4), tmp_path, lambda event: None, groups_total=10)
+    ignore = [].append
+    controls = Controls(GroupGate(10, 0, ignore), 1.0, GroupWindow(4), tmp_path, ignore)
     stranger = RunServer(4, stats.Accumulator(), uid=os.getuid() + 1)  # as if we were someone else
     stranger.publish(RunStatus(RunState.RUNNING, 3, 10))
     stranger.listen(path, controls)

@@ -11,12 +11,11 @@ import pytest
 
 from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.controls import Controls
+from vftui.collector.gate import GroupGate
 from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import (
-    MAX_TEMPERATURE,
-    MIN_TEMPERATURE,
     GroupCollected,
     GroupsDumped,
     Health,
@@ -25,6 +24,7 @@ from vftui.events import (
     TemperatureChanged,
 )
 from vftui.live.wire import RemoteControls, serve_commands
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 
@@ -40,6 +40,12 @@ def start(sim, tmp_path, **overrides):
     return run, task, events
 
 
+def idle_controls(groups_total: int, dump_dir) -> Controls:
+    """The controls of a run that collects nothing: what they do by themselves."""
+    ignore = [].append
+    return Controls(GroupGate(groups_total, 0, ignore), 1.0, GroupWindow(8), dump_dir, ignore)
+
+
 def states(events) -> list[RunState]:
     return [e.state for e in events if isinstance(e, RunStatus)]
 
@@ -47,7 +53,7 @@ def states(events) -> list[RunState]:
 async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_path):
     run, task, events = start(slow_sim, tmp_path)
     controls = run.controls
-    await until(lambda: controls.groups_done >= 2)
+    await until(lambda: run.gate.groups_done >= 2)
     seen = len(events)
     controls.pause()
     await until(lambda: states(events)[-1] is RunState.PAUSED)
@@ -61,20 +67,20 @@ async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_pa
     assert after[-2].detail == "finishing 1 group in flight", (
         "the status counts down to the last group"
     )
-    held = controls.groups_done
+    held = run.gate.groups_done
     assert held == pausing.groups_done + in_flight, "every group in flight finished and was kept"
     requests_before = sim_admin(slow_sim, "/sim/requests")["total"]
     ticks = sum(isinstance(e, Health) for e in events)
     await until(
         lambda: sum(isinstance(e, Health) for e in events) >= ticks + 2
     )  # the run's own clock, twice
-    assert controls.groups_done == held
+    assert run.gate.groups_done == held
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == held
     assert sim_admin(slow_sim, "/sim/requests")["total"] == requests_before, (
         "no request while paused"
     )
     controls.resume()
-    await until(lambda: controls.groups_done >= held + 2)
+    await until(lambda: run.gate.groups_done >= held + 2)
     assert RunState.RUNNING in states(events)[-3:]
     controls.stop()
     summary = await task
@@ -85,7 +91,7 @@ async def test_pause_holds_the_group_count_and_resume_continues(slow_sim, tmp_pa
 async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, tmp_path):
     run, task, events = start(slow_sim, tmp_path)
     controls = run.controls
-    await until(lambda: controls.groups_done >= 1)
+    await until(lambda: run.gate.groups_done >= 1)
     changed_at = time.time()
     assert controls.set_temperature(0.3) == 0.3
     await until(
@@ -113,15 +119,45 @@ async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, 
 
 @pytest.mark.unit
 def test_a_nudge_is_clamped_to_the_temperature_range(tmp_path):
-    controls = Controls(1.0, GroupWindow(8), tmp_path, lambda event: None, groups_total=1)
+    controls = idle_controls(1, tmp_path)
     assert controls.nudge_temperature(+5) == MAX_TEMPERATURE
     assert controls.nudge_temperature(-5) == MIN_TEMPERATURE
+
+
+@pytest.mark.unit
+async def test_a_pause_from_another_thread_holds_the_gate_and_a_second_stop_forces_it(tmp_path):
+    """The user's controls and the collector's gate meet under one lock: the group in flight finishes,
+    no other starts until the resume; a stop closes the gate, the second one cancels the flight."""
+    events: list = []
+    forced = threading.Event()
+    gate = GroupGate(10, 0, events.append)
+    controls = Controls(gate, 1.0, GroupWindow(4), tmp_path, events.append)
+    gate.bind(asyncio.get_running_loop(), on_force_stop=forced.set)
+    assert await gate.claim_group()
+    await asyncio.to_thread(controls.pause)
+    held = asyncio.ensure_future(gate.claim_group())
+    await asyncio.sleep(0.1)
+    gate.group_finished(written=True)
+    await asyncio.sleep(0.1)
+    assert not held.done() and gate.groups_done == 1 and gate.in_flight == 0
+    await asyncio.to_thread(controls.resume)
+    assert await asyncio.wait_for(held, 5) and gate.in_flight == 1
+    await asyncio.to_thread(controls.stop)
+    assert not await gate.claim_group() and not forced.is_set()
+    await asyncio.to_thread(controls.stop)
+    assert forced.is_set()
+    assert [(e.state, e.detail) for e in events if isinstance(e, RunStatus)] == [
+        (RunState.PAUSING, "finishing 1 group in flight"),
+        (RunState.PAUSED, ""),
+        (RunState.RUNNING, ""),
+        (RunState.STOPPING, "finishing 1 group in flight"),
+    ]
 
 
 async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):
     run, task, events = start(slow_sim, tmp_path, window=3)
     controls = run.controls
-    await until(lambda: controls.groups_done >= 5)
+    await until(lambda: run.gate.groups_done >= 5)
     controls.pause()
     await until(lambda: states(events)[-1] is RunState.PAUSED)
     path = controls.dump()
@@ -199,9 +235,9 @@ async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_s
     await until(lambda: RunState.STARTING in states(events[1:]))
     await asyncio.sleep(1.0)
     assert states(events)[-1] is RunState.PAUSED, states(events)
-    assert RunState.RUNNING not in states(events) and run.controls.groups_done == 0
+    assert RunState.RUNNING not in states(events) and run.gate.groups_done == 0
     run.controls.resume()
-    await until(lambda: run.controls.groups_done >= 2)
+    await until(lambda: run.gate.groups_done >= 2)
     run.controls.stop()
     assert (await task).state is RunState.FINISHED
     run.close()
@@ -210,21 +246,24 @@ async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_s
 def test_a_key_the_run_answers_late_says_so_and_is_still_carried_out(tmp_path):
     """A busy collector (still loading, or stuck): the key says it was not answered, never seems to do nothing."""
     dashboard_end, collector_end = Pipe()
-    controls = Controls(1.0, GroupWindow(10), tmp_path, lambda event: None, groups_total=4)
+    controls = idle_controls(4, tmp_path)
     remote = RemoteControls(dashboard_end, temperature=1.0, reply_timeout_s=0.2)
 
+    answering = threading.Event()
+
     def busy_then_serving() -> None:
-        time.sleep(0.6)  # past the reply timeout
+        answering.wait(timeout=60)  # busy until both calls have gone unanswered
         serve_commands(collector_end, controls)
 
     collector = threading.Thread(target=busy_then_serving, daemon=True)
     collector.start()
     with pytest.raises(
-        Unanswered, match=r"the run did not answer within 0\.2 s; it may still pause or resume"
+        Unanswered, match=r"did not answer within 0\.2 s; it may still pause or resume"
     ):
         remote.toggle_pause()
     with pytest.raises(Unanswered, match="it may still change the temperature"):
         remote.set_temperature(0.5)
+    answering.set()
     assert remote.temperature == 0.5 and controls.paused, (
         "both were carried out once the run answered"
     )

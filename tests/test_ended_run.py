@@ -13,13 +13,15 @@ from tests.conftest import start_cli, until, wait_until
 from tests.test_collector_process import _toasts
 from vftui.collector.child import child_main
 from vftui.collector.controls import Controls
+from vftui.collector.gate import GroupGate
 from vftui.collector.run import Run
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
-from vftui.events import RunControls, RunState, RunStatus
+from vftui.events import RunState, RunStatus
 from vftui.live.client import AttachedRun, control
 from vftui.live.process import CollectorProcess
 from vftui.live.server import socket_path
+from vftui.run_controls import RunControls
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -49,11 +51,12 @@ def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(
     before, after, state, done
 ):
     events: list = []
-    controls = Controls(1.0, GroupWindow(4), Path("unused"), events.append, groups_total=3)
+    gate = GroupGate(3, 0, events.append)
+    controls = Controls(gate, 1.0, GroupWindow(4), Path("unused"), events.append)
     steer = {**STEERING, "resume": lambda c: c.resume()}
     for name in before:
         steer[name](controls)  # never refused while the run goes on
-    controls.groups_done = done
+    gate.groups_done = done
     controls.end(state)
     ended = "failed" if state is RunState.FAILED else "finished" if done >= 3 else "stopped"
     said = len(events)

@@ -11,40 +11,18 @@ import typing
 
 import pytest
 
+from vftui import events as ev
 from vftui.collector.health import HealthMonitor
 from vftui.commands.headless import HeadlessView
-from vftui.events import (
-    Alert,
-    ApiStatus,
-    EndpointTrouble,
-    EnvShare,
-    EvalReport,
-    Event,
-    FileProgress,
-    GroupCollected,
-    GroupDropped,
-    GroupsDumped,
-    Health,
-    LogRecord,
-    MetricsWindow,
-    Mode,
-    RequestStats,
-    RunSoFar,
-    RunStarted,
-    RunState,
-    RunStatus,
-    RunSummary,
-    ServerStatus,
-    TemperatureChanged,
-    to_json_line,
-)
 from vftui.figures import stats
 from vftui.live.server import Replay
+from vftui.text import wording
+from vftui.text.json_lines import to_json_line
 from vftui.ui.model import DashboardModel
 
 pytestmark = pytest.mark.unit
 
-GROUP = GroupCollected(
+GROUP = ev.GroupCollected(
     index=1,
     item=0,
     example_id=0,
@@ -59,23 +37,25 @@ GROUP = GroupCollected(
     started_at=1.0,
     elapsed_s=0.5,
 )
-SAMPLES: list[Event] = [
-    RunStarted(
-        Mode.SFT, "env", "model", "simulated", True, "/tmp/groups.jsonl", 10, 0, 2, 1.0, ["f"]
+SAMPLES: list[ev.Event] = [
+    ev.RunStarted(
+        ev.Mode.SFT, "env", "model", "simulated", True, "/tmp/groups.jsonl", 10, 0, 2, 1.0, ["f"]
     ),
     GROUP,
-    MetricsWindow(1, {"metrics/mean_reward": 0.5}),
-    FileProgress(1, 10, 100, stats.Accumulator(), [0.5], [0.0]),
-    RunSoFar(stats.Accumulator(), {"too hard": 1}),
-    RunStatus(RunState.RUNNING, 1, 10),
-    EndpointTrouble(1, 6, "refused", 0.5),
-    RequestStats(2, 32, 32, 1, 3.0, 40.0, 0.1, 0.2, False),
-    GroupDropped(1, "all scores equal", [1.0, 1.0], {"f": [1.0, 1.0]}, [1, 1]),
-    ApiStatus("http://127.0.0.1:8000", True, envs=(EnvShare("/tmp/g.jsonl", 0, 1.0, 2, 1, 3, 0),)),
-    ServerStatus("http://127.0.0.1:9000/v1", True, 3, 0, 0.1, 0.2),
-    Health(8, {"stop": 8}, 10.0, 12.0, {}, 0.5, 0.5, 0.1, 0.2, 40.0, {"identical": 0.1}, []),
-    Alert("truncated", 0.5, 0.2, True, "half the rollouts were cut"),
-    EvalReport(
+    ev.MetricsWindow(1, {"metrics/mean_reward": 0.5}),
+    ev.FileProgress(1, 10, 100, stats.Accumulator(), [0.5], [0.0]),
+    ev.RunSoFar(stats.Accumulator(), {"too hard": 1}),
+    ev.RunStatus(ev.RunState.RUNNING, 1, 10),
+    ev.EndpointTrouble(1, 6, "refused", 0.5),
+    ev.RequestStats(2, 32, 32, 1, 3.0, 40.0, 0.1, 0.2, False),
+    ev.GroupDropped(1, "all scores equal", [1.0, 1.0], {"f": [1.0, 1.0]}, [1, 1]),
+    ev.ApiStatus(
+        "http://127.0.0.1:8000", True, envs=(ev.EnvShare("/tmp/g.jsonl", 0, 1.0, 2, 1, 3, 0),)
+    ),
+    ev.ServerStatus("http://127.0.0.1:9000/v1", True, 3, 0, 0.1, 0.2),
+    ev.Health(8, {"stop": 8}, 10.0, 12.0, {}, 0.5, 0.5, 0.1, 0.2, 40.0, {"identical": 0.1}, []),
+    ev.Alert("truncated", 0.5, 0.2, True, "half the rollouts were cut"),
+    ev.EvalReport(
         3,
         10,
         2,
@@ -85,15 +65,17 @@ SAMPLES: list[Event] = [
         final=True,
         step=4,
     ),
-    TemperatureChanged(0.7),
-    GroupsDumped("/tmp/dump.jsonl", 2),
-    LogRecord("WARNING", "vftui", "a line"),
-    RunSummary(RunState.FINISHED, 10, 10, "/tmp/groups.jsonl", 1.5, {"metrics/mean_reward": 0.5}),
+    ev.TemperatureChanged(0.7),
+    ev.GroupsDumped("/tmp/dump.jsonl", 2),
+    ev.LogRecord("WARNING", "vftui", "a line"),
+    ev.RunSummary(
+        ev.RunState.FINISHED, 10, 10, "/tmp/groups.jsonl", 1.5, {"metrics/mean_reward": 0.5}
+    ),
 ]
 
 
 def test_the_samples_cover_every_kind_of_event():
-    assert {type(e) for e in SAMPLES} == set(typing.get_args(Event))
+    assert {type(e) for e in SAMPLES} == set(typing.get_args(ev.Event))
 
 
 @pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
@@ -102,7 +84,7 @@ def test_every_consumer_takes_every_kind_of_event(event):
     model.apply([event])
     replay = Replay(4, stats.Accumulator())
     replay.add(event)
-    assert all(isinstance(e, typing.get_args(Event)) for e in replay.events())
+    assert all(isinstance(e, typing.get_args(ev.Event)) for e in replay.events())
     view = HeadlessView(json_events=True, err=io.StringIO(), out=io.StringIO())
     view(event)
     assert json.loads(view.out.getvalue())["event"] == type(event).__name__
@@ -114,7 +96,7 @@ def test_an_attaching_dashboard_sees_what_one_watching_from_the_start_saw():
     """The replay of every sample, folded, gives the model the same run figures and state."""
     watched, attached, replay = DashboardModel(), DashboardModel(), Replay(4, stats.Accumulator())
     for event in SAMPLES:
-        if isinstance(event, (FileProgress, RunSoFar)):
+        if isinstance(event, (ev.FileProgress, ev.RunSoFar)):
             continue  # a file's and a replay's own
         watched.apply([event])
         replay.add(event)
@@ -143,3 +125,10 @@ def test_a_kind_of_event_nobody_named_is_an_error_not_silence():
         HeadlessView(json_events=False, err=io.StringIO()).line_for(Unheard())
     with pytest.raises(AssertionError):
         HealthMonitor(4, 100, {}).observe(Unheard())
+
+
+def test_a_retry_says_its_attempt_out_of_the_limit_or_alone_when_there_is_none():
+    endpoint = wording.trouble(ev.EndpointTrouble(3, 6, "refused", 1.25))
+    api = wording.trouble(ev.EndpointTrouble(3, 0, "refused", 2.0, ev.TRAJECTORY_API))
+    assert endpoint == "endpoint error (attempt 3/6): refused; retrying in 1.2 s"
+    assert api == "trajectory API error (attempt 3): refused; retrying in 2.0 s"

@@ -26,7 +26,6 @@ from vftui.collector.health import HealthMonitor
 from vftui.collector.rl.server_watch import ServerWatch, parse_metrics
 from vftui.config import RunConfig
 from vftui.events import (
-    MASKED,
     ApiStatus,
     GroupCollected,
     GroupDropped,
@@ -36,6 +35,7 @@ from vftui.events import (
     ServerStatus,
 )
 from vftui.figures.signals import SIGNALS, parse_gates
+from vftui.group_format import MASKED
 from vftui.live.process import CollectorProcess
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox

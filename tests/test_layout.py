@@ -153,10 +153,70 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
             ),
         ),
         ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
+        (
+            "vftui.config",
+            (
+                "verifiers",
+                "atroposlib",
+                "transformers",
+                "textual",
+                "vftui.collector",
+                "vftui.ui",
+                "vftui.commands",
+            ),
+        ),  # settings and each mode's rules load before the collector's libraries (first frame)
     ],
 )
 def test_each_layer_imports_only_what_it_may(layer, forbidden):
     assert _importers(layer, forbidden) == {}
+
+
+def _every_import(module: str) -> set[str]:
+    """The modules ``module`` names in an import, ``TYPE_CHECKING`` ones included."""
+    tree = ast.parse(MODULES[module].read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_only_the_run_hands_out_the_users_controls():
+    """The env and the modes schedule groups through the gate and read a temperature; the user's
+    controls (stop's grace, the refusals once the run ended) are the views' and the socket's."""
+    users = {
+        module
+        for module in MODULES
+        if module.startswith("vftui.collector.")
+        and "vftui.collector.controls" in _every_import(module)
+    }
+    assert users == {"vftui.collector.run"}
+    assert "vftui.collector.controls" not in _every_import("vftui.collector.gate")
+
+
+@pytest.mark.parametrize("module", ["vftui.run_controls", "vftui.group_format"])
+def test_the_contracts_small_halves_import_the_standard_library_only(module):
+    """What a key may do and what a group line holds are read by every room, ``live/`` included."""
+    outside = {
+        name for name in imported_names(module) if name.split(".")[0] not in sys.stdlib_module_names
+    }
+    assert outside == set()
+
+
+def test_events_holds_events_only():
+    """No functions or protocols: the controls, formats and encodings live in their own modules."""
+    tree = ast.parse(MODULES["vftui.events"].read_text())
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    neither = [
+        name
+        for name, node in classes.items()
+        if not any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+        and not any("Enum" in ast.unparse(b) for b in node.bases)
+    ]
+    assert (functions, neither) == ([], [])
 
 
 def test_opening_the_dashboard_loads_no_collector_library():

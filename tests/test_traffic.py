@@ -14,6 +14,7 @@ from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
 from vftui.run_files.ledger import ItemLedger
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
+from vftui.text import wording
 
 
 @pytest.mark.unit
@@ -125,7 +126,8 @@ def test_traffic_figures_cover_recent_requests():
     )
     assert (snap.latency_p50_s, snap.latency_p95_s) == (0.3, 0.4)
     assert snap.requests_total == 5 and snap.rate_limited_total == 1 and snap.rate_limited
-    assert "rate-limited" in snap.line and "in flight 0/16 in 3 groups ·" in snap.line
+    line = wording.traffic(snap)
+    assert "rate-limited" in line and "in flight 0/16 in 3 groups ·" in line
     idle = traffic.snapshot(AdaptiveLimit(16), groups_in_flight=0)
     assert (idle.requests_per_s, idle.tokens_per_s, idle.requests_total) == (0.0, 0.0, 5), (
         "paused: 0 req/s now"

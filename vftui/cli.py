@@ -53,6 +53,7 @@ RUN_HELP = "collect groups from a verifiers environment"
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:
     from vftui.config import RunConfig
+    from vftui.config.fields import flag_of
 
     p = sub.add_parser(
         "run",
@@ -70,10 +71,10 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         ),
     }
     for name, field in RunConfig.model_fields.items():
-        extra = dict(field.json_schema_extra or {})
-        flag = extra.pop("flag", "--" + name.replace("_", "-"))
+        flag = flag_of(name, field)
         if flag is None:
             continue
+        extra = {k: v for k, v in (field.json_schema_extra or {}).items() if k != "flag"}
         where = groups.get(extra.pop("group", None), p)
         where.add_argument(
             flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra)

@@ -2,32 +2,20 @@
 
 The collector (``vftui.collector``) emits these; the views (headless, Textual) consume
 them. Neither side imports the other, so each event carries everything a view needs.
+What a view may do back is ``run_controls``; how a group line is saved, ``group_format``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import json
-import math
 import time
 from array import array
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from vftui.figures.stats import Accumulator, is_identical, mean
-
-MASKED = -100  # the Atropos mask of a token the trainer does not learn from (prompt, tool results)
-
-
-def trained_tokens(mask: list[int]) -> int:
-    """How many of a rollout's tokens the trainer learns from (the model's own words): one count in C."""
-    return len(mask) - mask.count(MASKED)
-
-
-META = "vftui"  # the key of vftui's own object (item, metrics, turns, times) in each group line
+from vftui.group_format import trained_tokens
 
 
 class Mode(enum.StrEnum):
@@ -188,11 +176,6 @@ class EndpointTrouble:
     retry_in_s: float
     service: str = "endpoint"
 
-    @property
-    def attempts(self) -> str:
-        """``3/6``, or just ``3`` for what is retried as long as the run goes on."""
-        return f"{self.attempt}/{self.max_attempts}" if self.max_attempts else str(self.attempt)
-
 
 @dataclass(frozen=True)
 class RequestStats:
@@ -215,19 +198,6 @@ class RequestStats:
     requests_total: int = 0
     rate_limited_total: int = 0
     failed_total: int = 0
-
-    @property
-    def line(self) -> str:
-        """One line for a status bar or a progress line, the same in every view."""
-        groups = f"{self.groups_in_flight} group{'s' if self.groups_in_flight != 1 else ''}"
-        parts = [f"in flight {self.in_flight}/{self.ceiling} in {groups}"]
-        if self.rate_limited:
-            parts.append(f"rate-limited to {self.limit}")
-        parts.append(f"{self.requests_per_s:.1f} req/s")
-        if self.latency_p50_s is not None and self.latency_p95_s is not None:
-            parts.append(f"p50 {self.latency_p50_s:.2f} s p95 {self.latency_p95_s:.2f} s")
-        parts.append(f"{self.tokens_per_s:,.0f} tok/s")
-        return " · ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -427,90 +397,3 @@ Event = (
     | LogRecord
     | RunSummary
 )
-
-
-MIN_TEMPERATURE, MAX_TEMPERATURE = 0.0, 2.0
-
-
-def checked_temperature(value: float) -> float:
-    """``value`` as a sampling temperature, rounded; outside the range a ValueError says so."""
-    value = round(float(value), 4)
-    if not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
-        raise ValueError(
-            f"the temperature must be between {MIN_TEMPERATURE:g} and {MAX_TEMPERATURE:g} (got {value:g})"
-        )
-    return value
-
-
-FORCED_STOP_S = 1.5
-"""A second stop ends the run's process within this (plus a signal's delivery), whatever its reward code does."""
-
-
-class RunControls(Protocol):
-    """What a view may do to a running collector (``vftui.collector.controls.Controls``): every key is one of these.
-
-    ``set_temperature`` refuses a value outside [MIN_TEMPERATURE, MAX_TEMPERATURE]
-    (``checked_temperature``); ``nudge_temperature`` clamps to it. Once the run has ended, pause,
-    temperature and stop raise ``errors.RunEnded``, whose sentence says why nothing was done.
-    """
-
-    @property
-    def temperature(self) -> float: ...
-
-    def toggle_pause(self) -> None: ...
-
-    def set_temperature(self, value: float) -> float: ...
-
-    def nudge_temperature(self, delta: float) -> float: ...
-
-    def dump(self, path: Path | None = None) -> Path: ...
-
-    def stop(self) -> None: ...
-
-
-def with_texts(event: Event, change: Callable[[str], str]) -> Event:
-    """The event with ``change`` applied to its text fields, the texts of its list fields and
-    its dicts' text keys (a group's messages, lists of dicts, are left alone)."""
-    changes = {}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        if isinstance(value, str):
-            new = change(value)
-        elif isinstance(value, list) and value and any(isinstance(v, str) for v in value):
-            new = [change(v) if isinstance(v, str) else v for v in value]
-        elif isinstance(value, dict) and any(isinstance(k, str) for k in value):
-            new = {change(k) if isinstance(k, str) else k: v for k, v in value.items()}
-        else:
-            continue
-        if new != value:
-            changes[f.name] = new
-    return dataclasses.replace(event, **changes) if changes else event
-
-
-def to_json_line(event: Event) -> str:
-    """The event as one line of strict JSON; a NaN or infinite figure becomes null."""
-    body = to_json_dict(event)
-    try:
-        return json.dumps(body, default=str, allow_nan=False)
-    except ValueError:
-        return json.dumps(finite_json(body), default=str, allow_nan=False)
-
-
-def finite_json(value: Any) -> Any:
-    """``value`` with every NaN or infinite float as None, for JSON other tools read."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(v) for v in value]
-    return value
-
-
-def to_json_dict(event: Event) -> dict[str, Any]:
-    """A JSON-ready dict with the event's type under ``event``."""
-    body = dataclasses.asdict(event)
-    for key, value in body.items():
-        if isinstance(value, enum.Enum):
-            body[key] = value.value
-    return {"event": type(event).__name__, **body}

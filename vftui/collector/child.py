@@ -21,9 +21,10 @@ from multiprocessing.connection import Connection
 from vftui.collector import captured
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
-from vftui.events import RunControls, RunState, RunStatus
+from vftui.events import RunState, RunStatus
 from vftui.live.process import STOP_SIGNAL, Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
+from vftui.run_controls import RunControls
 from vftui.text.wording import LOADING_LIBRARIES
 
 

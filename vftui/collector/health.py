@@ -22,31 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from vftui.events import (
-    Alert,
-    ApiStatus,
-    EndpointTrouble,
-    EvalReport,
-    Event,
-    FileProgress,
-    GroupCollected,
-    GroupDropped,
-    GroupsDumped,
-    Health,
-    LogRecord,
-    MetricsWindow,
-    RequestStats,
-    RunSoFar,
-    RunStarted,
-    RunState,
-    RunStatus,
-    RunSummary,
-    ServerStatus,
-    TemperatureChanged,
-    trained_tokens,
-)
+from vftui import events as ev
 from vftui.figures import stats
 from vftui.figures.signals import SIGNALS, STALL_TIMEOUT, Tripped
+from vftui.group_format import trained_tokens
 
 MIN_GROUPS = 8  # a window's figures start to mean something
 TREND_GROUPS = 32  # trends (older half against newer) need halves this big, or the whole window: no flapping at start
@@ -96,25 +75,25 @@ class HealthMonitor:
         self._last_group = self._clock()
         self._best_mean = -math.inf
         self._requests: collections.deque[tuple[float, int, int]] = collections.deque()
-        self._latest: RequestStats | None = None
-        self._api: ApiStatus | None = None
+        self._latest: ev.RequestStats | None = None
+        self._api: ev.ApiStatus | None = None
         self._step_since = self._clock()
-        self._servers: dict[str, ServerStatus] = {}
-        self._active: dict[str, Alert] = {}
+        self._servers: dict[str, ev.ServerStatus] = {}
+        self._active: dict[str, ev.Alert] = {}
 
     # -- folding --------------------------------------------------------------------------
 
-    def observe(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
+    def observe(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
         with self._lock:
             match event:
-                case GroupCollected():
+                case ev.GroupCollected():
                     self._add(event, None)
-                case GroupDropped() if event.scores:
+                case ev.GroupDropped() if event.scores:
                     self._add(event, event.reason)
-                case RequestStats():
+                case ev.RequestStats():
                     self._latest = event
                     self._requests.append((self._clock(), event.requests_total, event.failed_total))
-                case ApiStatus(reachable=True):
+                case ev.ApiStatus(reachable=True):
                     if self._api is None or event.current_step != self._api.current_step:
                         self._step_since = self._clock()
                     if (
@@ -122,39 +101,39 @@ class HealthMonitor:
                     ):  # the trainer has enough: not collecting is not a stall
                         self._last_group = self._clock()
                     self._api = event
-                case ServerStatus():  # rl: a retry is a failed attempt, as in sft's request figures
+                case ev.ServerStatus():  # rl: a retry is a failed attempt, as in sft's request figures
                     self._servers[event.url] = event
                     retries = sum(s.retries for s in self._servers.values())
                     attempts = sum(s.requests for s in self._servers.values()) + retries
                     self._requests.append((self._clock(), attempts, retries))
-                case RunStatus(state=RunState.RUNNING):
+                case ev.RunStatus(state=ev.RunState.RUNNING):
                     if self._running_since is None:
                         self._running_since = self._last_group = (
                             self._clock()
                         )  # a resume restarts the stall clock
-                case RunStatus():
+                case ev.RunStatus():
                     self._running_since = None
-                case GroupDropped() | ApiStatus():
+                case ev.GroupDropped() | ev.ApiStatus():
                     pass  # a group that failed before it was scored; an API that cannot be read says nothing
                 case (
-                    RunStarted()
-                    | MetricsWindow()
-                    | FileProgress()
-                    | RunSoFar()
-                    | EndpointTrouble()
-                    | Health()
-                    | EvalReport()
-                    | Alert()
-                    | TemperatureChanged()
-                    | GroupsDumped()
-                    | LogRecord()
-                    | RunSummary()
+                    ev.RunStarted()
+                    | ev.MetricsWindow()
+                    | ev.FileProgress()
+                    | ev.RunSoFar()
+                    | ev.EndpointTrouble()
+                    | ev.Health()
+                    | ev.EvalReport()
+                    | ev.Alert()
+                    | ev.TemperatureChanged()
+                    | ev.GroupsDumped()
+                    | ev.LogRecord()
+                    | ev.RunSummary()
                 ):
                     pass  # errors count through the request figures; the rest are not about health
                 case _:
                     assert_never(event)
 
-    def _add(self, group: GroupCollected | GroupDropped, drop: str | None) -> None:
+    def _add(self, group: ev.GroupCollected | ev.GroupDropped, drop: str | None) -> None:
         self._last_group = self._clock()
         mean = stats.mean(group.scores)
         self._best_mean = max(self._best_mean, mean)
@@ -178,7 +157,7 @@ class HealthMonitor:
 
     # -- once a second --------------------------------------------------------------------
 
-    def check(self) -> tuple[Health, list[Alert], Tripped | None]:
+    def check(self) -> tuple[ev.Health, list[ev.Alert], Tripped | None]:
         """The figures now, the alerts that started or cleared since the last check, a gate that tripped."""
         with self._lock:
             now = self._clock()
@@ -266,7 +245,7 @@ class HealthMonitor:
         total = sum(parts.values())
         return {name: part / total for name, part in parts.items()} if total > 0 else {}
 
-    def _alerts(self, values: dict[str, float]) -> list[Alert]:
+    def _alerts(self, values: dict[str, float]) -> list[ev.Alert]:
         changes = []
         for name, threshold in self.thresholds.items():
             value = values.get(name)
@@ -275,7 +254,7 @@ class HealthMonitor:
                 threshold * CLEARS_BELOW if was_active else threshold
             )
             if active and not was_active:
-                alert = Alert(
+                alert = ev.Alert(
                     name,
                     round(value, 4),
                     threshold,
@@ -287,16 +266,18 @@ class HealthMonitor:
             elif not active and was_active:
                 del self._active[name]
                 changes.append(
-                    Alert(name, round(value or 0.0, 4), threshold, False, f"{name} back to normal")
+                    ev.Alert(
+                        name, round(value or 0.0, 4), threshold, False, f"{name} back to normal"
+                    )
                 )
         return changes
 
-    def _figures(self, samples: list[Sample], values: dict[str, float]) -> Health:
+    def _figures(self, samples: list[Sample], values: dict[str, float]) -> ev.Health:
         finishes = collections.Counter(str(f) for s in samples for f in s.finish)
         lengths = sorted(c for s in samples for c in s.completion)
         trainable = [s.mean for s in samples if s.varied_kept]
         latest = self._latest or self._slowest_server()
-        return Health(
+        return ev.Health(
             groups=len(samples),
             finish_reasons=dict(finishes),
             completion_mean=round(statistics.fmean(lengths), 1) if lengths else 0.0,
@@ -306,13 +287,13 @@ class HealthMonitor:
             reward_trainable=round(statistics.fmean(trainable), 4) if trainable else None,
             latency_p50_s=latest.latency_p50_s if latest else None,
             latency_p95_s=latest.latency_p95_s if latest else None,
-            tokens_per_s=latest.tokens_per_s if isinstance(latest, RequestStats) else None,
+            tokens_per_s=latest.tokens_per_s if isinstance(latest, ev.RequestStats) else None,
             signals={name: round(value, 4) for name, value in values.items()},
             active=sorted(self._active),
             thresholds={name: t for name, t in self.thresholds.items() if math.isfinite(t)},
         )
 
-    def _slowest_server(self) -> ServerStatus | None:
+    def _slowest_server(self) -> ev.ServerStatus | None:
         """rl: the inference server with the slowest requests (sft has its own request figures)."""
         timed = [s for s in self._servers.values() if s.latency_p95_s is not None]
         return max(timed, key=lambda s: s.latency_p95_s or 0.0, default=None)
@@ -334,7 +315,7 @@ class HealthMonitor:
             return Tripped(STALL_TIMEOUT, stall, self._stall_timeout)
         return None
 
-    def wandb_metrics(self, health: Health) -> dict[str, float]:
+    def wandb_metrics(self, health: ev.Health) -> dict[str, float]:
         """The figures under ``health/`` names, for the run's wandb log."""
         out = {f"health/{name}": value for name, value in health.signals.items()}
         out["health/completion_mean"] = health.completion_mean

@@ -20,7 +20,7 @@ from vftui.errors import RunFailed
 from vftui.events import Event, Mode
 
 if TYPE_CHECKING:
-    from vftui.collector.controls import Controls
+    from vftui.collector.gate import GroupGate
     from vftui.collector.verifiers_env import VerifiersEnv
 
 
@@ -90,7 +90,7 @@ class Collection(Protocol):
         """Generated tokens of each group written (sft counts them into its traffic figures)."""
         ...
 
-    async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
+    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
         """Collect until the groups are done or a stop; raises the run's failure."""
         ...
 

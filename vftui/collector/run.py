@@ -33,6 +33,7 @@ from vftui.collector import endpoint, hub, resumed, scoring_limit
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
+from vftui.collector.gate import GroupGate
 from vftui.collector.health import HealthMonitor
 from vftui.collector.modes import Collection, collection_for
 from vftui.collector.quiet import quiet_libraries
@@ -123,6 +124,7 @@ class Run:
         self.totals = stats.Accumulator()
         self.dropped: collections.Counter[str] = collections.Counter()
         self.plan: Plan | None = None
+        self.gate: GroupGate | None = None
         self.controls: Controls | None = None
         self.collection: Collection = collection_for(config, self.emit, _say_rate_limited)
         self._api_key = ""
@@ -244,15 +246,15 @@ class Run:
         )  # eval: examples done
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, before, total)
+        self.gate = GroupGate(total, before, self.emit)
         self.controls = Controls(
+            self.gate,
             cfg.start_temperature,
             self.window,
             output.path.parent,
             self.emit,
-            groups_total=total,
             stop_grace_s=cfg.score_timeout,
         )
-        self.controls.groups_done = before
         self._env = self._build_env(environment, output)
         # one rollout a group always scores identically: nothing to warn about
         identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
@@ -347,7 +349,8 @@ class Run:
             for url in plan.base_urls
         ]
         hooks = Hooks(
-            controls=self.controls,
+            gate=self.gate,
+            temperature=lambda: self.controls.temperature,
             emit=self.emit,
             checkpoint_path=sidecars(plan.out_path)[1],
             ledger=output.ledger,
@@ -405,8 +408,8 @@ class Run:
 
         Library ``print``s (atroposlib's HTML step) go to stderr, so stdout can carry JSON events.
         """
-        plan, env, controls = self.plan, self._env, self.controls
-        assert plan is not None and env is not None and controls is not None, "call prepare() first"
+        plan, env, gate = self.plan, self._env, self.gate
+        assert plan is not None and env is not None and gate is not None, "call prepare() first"
         clock = time.monotonic()
         # The libraries and the environment loaded by now live as long as the run; keeping them out
         # of the collector's reach keeps full collections (which stall control calls as well) short.
@@ -420,10 +423,10 @@ class Run:
         self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
         self.emit(self._started(time.time()))
         self._loop = loop
-        controls.bind(loop, on_force_stop=self._force_stop)
+        gate.bind(loop, on_force_stop=self._force_stop)
         over = threading.Event()
         watch = threading.Thread(
-            target=self._watch_health, args=(controls, over), name="run-health", daemon=True
+            target=self._watch_health, args=(self.controls, over), name="run-health", daemon=True
         )
         watch.start()
         scoring_limit.limit.limit_s = self.config.score_timeout
@@ -436,7 +439,7 @@ class Run:
         )  # until it ends one of the ways below
         try:
             try:
-                state, error = await self._collect(env, controls)
+                state, error = await self._collect(env, gate)
             finally:
                 over.set()
                 watch.join()
@@ -493,16 +496,16 @@ class Run:
             max_tokens=self.config.max_tokens * (env.max_turns or 1),
         )
 
-    async def _collect(self, env: VerifiersEnv, controls: Controls) -> tuple[RunState, str]:
+    async def _collect(self, env: VerifiersEnv, gate: GroupGate) -> tuple[RunState, str]:
         """The mode's collection, to its end; how it ended (a crash raises)."""
         if self.plan.groups_before >= self.plan.groups_total:
             return RunState.FINISHED, ""
         # a pause pressed while the run was starting holds: it starts paused, and says so
-        state = RunState.PAUSED if controls.paused else RunState.RUNNING
-        self.emit(RunStatus(state, controls.groups_done, self.plan.groups_total))
+        state = RunState.PAUSED if gate.held else RunState.RUNNING
+        self.emit(RunStatus(state, gate.groups_done, self.plan.groups_total))
         try:
             with contextlib.redirect_stdout(sys.stderr):
-                await self.collection.collect(env, controls)
+                await self.collection.collect(env, gate)
         except asyncio.CancelledError:
             pass  # a second stop cancelled the groups in flight: a stopped run, not a failed one
         except RunFailed as e:
@@ -521,7 +524,7 @@ class Run:
                     "state": state.value,
                     "elapsed_s": round(elapsed_s, 3),
                     "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
-                    "groups_done": self.controls.groups_done,
+                    "groups_done": self.gate.groups_done,
                     "groups_total": self.plan.groups_total,
                 },
             )
@@ -530,22 +533,18 @@ class Run:
         return state, error
 
     def _summary(self, state: RunState, error: str, elapsed_s: float) -> RunSummary:
-        plan, controls = self.plan, self.controls
-        if (
-            state is RunState.FINISHED
-            and self._tripped is None
-            and controls.groups_done >= plan.groups_total
-        ):
+        plan, controls, done = self.plan, self.controls, self.gate.groups_done
+        if state is RunState.FINISHED and self._tripped is None and done >= plan.groups_total:
             self._tripped = eval_gate_tripped(eval_gates(self.config.fail_on), self._eval)
         if state is RunState.FINISHED and self._tripped is not None:
             error = self._tripped.sentence
-        elif state is RunState.FINISHED and controls.groups_done < plan.groups_total:
+        elif state is RunState.FINISHED and done < plan.groups_total:
             error = "stopped before all groups were collected"
         controls.end(state)
-        self.emit(RunStatus(state, controls.groups_done, plan.groups_total, error))
+        self.emit(RunStatus(state, done, plan.groups_total, error))
         summary = RunSummary(
             state=state,
-            groups_done=controls.groups_done,
+            groups_done=done,
             groups_total=plan.groups_total,
             out_path=str(plan.out_path),
             elapsed_s=round(elapsed_s, 3),

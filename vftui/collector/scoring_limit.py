@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from vftui.errors import EXIT_FAILED, EXIT_INTERRUPTED
-from vftui.events import FORCED_STOP_S
+from vftui.run_controls import FORCED_STOP_S
 
 BEAT_S = 0.25  # how often the loop says it is alive
 INTERRUPT = signal.SIGUSR1

@@ -12,7 +12,7 @@ from typing import Any
 
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 
-from vftui.events import MASKED
+from vftui.group_format import MASKED
 
 
 class ChatTemplateTokenizer:

@@ -6,7 +6,7 @@ in flight, and ``env_manager`` for rl, where groups go to the trajectory API (it
 and re-registration are ``rl.trajectory_link.TrajectoryApiLink``). What differs by mode,
 how a group's rollouts are got and tokenized, is its ``rollouts`` (``modes.Rollouts``); the
 environment is driven through ``envs.base.Environment``, whatever its kind. Instead of
-globals it takes ``Hooks``: the run's controls (pause, temperature, stop), an event sink,
+globals it takes ``Hooks``: the run's group gate (pause, stop), its temperature, an event sink,
 the item ledger and where to keep its checkpoint. Without them it behaves like
 atroposlib's own environments and runs under atroposlib's CLI:
 ``python -m vftui.collector.verifiers_env process --env.vf_env_name alphabet-sort ...``.
@@ -26,27 +26,20 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
 from vftui.collector.backoff import backoff_seconds
-from vftui.collector.controls import Controls
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
 from vftui.collector.envs.messages import template_messages
+from vftui.collector.gate import GroupGate
 from vftui.collector.modes import Rollouts
 from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
 from vftui.errors import RunFailed
-from vftui.events import (
-    META,
-    EndpointTrouble,
-    Event,
-    GroupCollected,
-    GroupDropped,
-    MetricsWindow,
-    trained_tokens,
-)
+from vftui.events import EndpointTrouble, Event, GroupCollected, GroupDropped, MetricsWindow
 from vftui.figures import stats
+from vftui.group_format import META, trained_tokens
 from vftui.run_files import store
 from vftui.run_files.ledger import ItemLedger
 from vftui.run_files.shards import WHOLE, Shard
@@ -71,7 +64,9 @@ class VfEnvConfig(BaseEnvConfig):
 class Hooks:
     """What a vftui run plugs into the env; every field has a harmless default."""
 
-    controls: Controls | None = None
+    gate: GroupGate | None = None
+    temperature: Callable[[], float] = lambda: 1.0
+    """What a group started now is sampled at (the run's controls set it)."""
     emit: Callable[[Event], None] = lambda event: None
     checkpoint_path: Path | None = None
     ledger: ItemLedger = field(default_factory=ItemLedger)
@@ -165,15 +160,15 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         return None  # the environment hands its items out one by one (some never end)
 
     async def get_next_item(self) -> dict[str, Any] | None:
-        controls = self.hooks.controls
-        if controls is not None and not await controls.claim_group():
+        gate = self.hooks.gate
+        if gate is not None and not await gate.claim_group():
             return None
         position = self.ledger.take()
         if position is None:  # an eval's range is done or in flight
             self._group_done(done=False)
             return None
         index = self.hooks.shard.item(position)
-        return {**self.environment.item(index), "_item": index, CLAIMED: controls is not None}
+        return {**self.environment.item(index), "_item": index, CLAIMED: gate is not None}
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
         """atroposlib calls it every ``steps_per_eval`` trainer steps: the run's evals, if it asked for them."""
@@ -193,14 +188,13 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     @property
     def temperature(self) -> float:
-        controls = self.hooks.controls
-        return controls.temperature if controls is not None else 1.0
+        return self.hooks.temperature()
 
     async def collect_trajectories(
         self, item: dict[str, Any]
     ) -> tuple[ScoredDataGroup | None, list]:
-        controls = self.hooks.controls
-        if controls is not None and not item.pop(CLAIMED, False) and not controls.begin_group():
+        gate = self.hooks.gate
+        if gate is not None and not item.pop(CLAIMED, False) and not gate.begin_group():
             return None, []
         try:
             group = await self._collect_group(item)
@@ -260,11 +254,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         logger.info(
             "%s attempt %d/%d failed: %s", service, attempt, attempts, problem
         )  # the event is the warning
-        if self.hooks.controls is None:
+        if self.hooks.gate is None:
             await asyncio.sleep(delay)
             return True
-        await self.hooks.controls.sleep(delay)
-        return not self.hooks.controls.stop_requested
+        await self.hooks.gate.sleep(delay)
+        return not self.hooks.gate.stopping
 
     async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
         """One group as atroposlib's ``ScoredDataGroup``, or None when it cannot be training data.
@@ -447,8 +441,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     def _group_done(self, done: bool) -> None:
         """The group left the flight: written (or, in an eval, judged an error), or to be collected again."""
-        if self.hooks.controls is not None:
-            self.hooks.controls.group_finished(done)
+        if self.hooks.gate is not None:
+            self.hooks.gate.group_finished(done)
 
     # -- metrics ------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
-from vftui.events import finite_json
 from vftui.figures.comparison import (
     BINS,
     Change,
@@ -29,6 +28,7 @@ from vftui.figures.comparison import (
 )
 from vftui.run_files.results import Source, load
 from vftui.text import compared, wording
+from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
 
 SHOWN_EACH = 5  # items that dropped most, and that gained most

@@ -19,35 +19,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO, assert_never
 
+from vftui import events as ev
 from vftui.collector import captured
 from vftui.config import RunConfig
 from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
-from vftui.events import (
-    Alert,
-    ApiStatus,
-    EndpointTrouble,
-    EvalReport,
-    Event,
-    FileProgress,
-    GroupCollected,
-    GroupDropped,
-    GroupsDumped,
-    Health,
-    LogRecord,
-    MetricsWindow,
-    Mode,
-    RequestStats,
-    RunSoFar,
-    RunStarted,
-    RunState,
-    RunStatus,
-    RunSummary,
-    ServerStatus,
-    TemperatureChanged,
-    to_json_line,
-)
 from vftui.figures import stats
 from vftui.text import wording
+from vftui.text.json_lines import to_json_line
 from vftui.text.printable import say
 
 if (
@@ -57,7 +35,7 @@ if (
     from vftui.collector.run import Run
 
 
-def _worth_saying(record: LogRecord) -> bool:
+def _worth_saying(record: ev.LogRecord) -> bool:
     """Without --verbose: our own warnings (a repaired file, a rate limit) and errors not from verifiers."""
     if record.logger.startswith("vftui"):
         return record.level in ("WARNING", "ERROR", "CRITICAL")
@@ -82,11 +60,11 @@ class HeadlessView:
         self._total = 0
         self._throughput = stats.Throughput()
         self._simulated = simulated
-        self._requests: RequestStats | None = None
+        self._requests: ev.RequestStats | None = None
         self.on_reader_gone: Callable[[], None] = lambda: None
         self.reader_gone = False
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: ev.Event) -> None:
         if self.json_events:
             try:
                 self.out.write(to_json_line(event) + "\n")
@@ -111,55 +89,57 @@ class HeadlessView:
             os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
         self.on_reader_gone()
 
-    def line_for(self, event: Event) -> str | list[str] | None:  # noqa: C901 - one case per kind of event
+    def line_for(self, event: ev.Event) -> str | list[str] | None:  # noqa: C901 - one case per kind of event
         """What a person reads of ``event``: a line, several, or nothing."""
         match event:
-            case RunStarted():
+            case ev.RunStarted():
                 return self._started_lines(event)
-            case GroupCollected():
+            case ev.GroupCollected():
                 return self._group_line(event)
-            case RequestStats():
+            case ev.RequestStats():
                 self._requests = event
-            case EndpointTrouble():
+            case ev.EndpointTrouble():
                 return wording.trouble(event)
-            case GroupDropped():
+            case ev.GroupDropped():
                 return wording.dropped(event)
-            case RunStatus(state=RunState.STARTING, detail=detail) if detail:
+            case ev.RunStatus(state=ev.RunState.STARTING, detail=detail) if detail:
                 return wording.run_state(event.state, detail)
-            case RunStatus(state=RunState.PAUSED | RunState.STOPPING | RunState.PAUSING):
+            case ev.RunStatus(
+                state=ev.RunState.PAUSED | ev.RunState.STOPPING | ev.RunState.PAUSING
+            ):
                 return wording.run_state(event.state, event.detail)
-            case TemperatureChanged():
+            case ev.TemperatureChanged():
                 return f"temperature -> {event.temperature:g} (from the next group)"
-            case GroupsDumped():
+            case ev.GroupsDumped():
                 return wording.dumped(event)
-            case Alert():
+            case ev.Alert():
                 return wording.alert(event)
-            case LogRecord() if self.verbose or _worth_saying(event):
+            case ev.LogRecord() if self.verbose or _worth_saying(event):
                 return f"[{event.level.lower()}] {event.logger}: {event.message}"
-            case EvalReport(final=True):
+            case ev.EvalReport(final=True):
                 return wording.eval_report(event)
-            case RunSummary():
+            case ev.RunSummary():
                 return wording.summary(event, self._simulated)
-            case RunStatus() | LogRecord():
+            case ev.RunStatus() | ev.LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
             case (
-                Health()
-                | EvalReport()
-                | ApiStatus()
-                | ServerStatus()
-                | MetricsWindow()
-                | FileProgress()
-                | RunSoFar()
+                ev.Health()
+                | ev.EvalReport()
+                | ev.ApiStatus()
+                | ev.ServerStatus()
+                | ev.MetricsWindow()
+                | ev.FileProgress()
+                | ev.RunSoFar()
             ):
                 return None  # figures for the dashboard and --json; alerts are their lines here
             case _:
                 assert_never(event)
         return None
 
-    def _started_lines(self, event: RunStarted) -> list[str]:
+    def _started_lines(self, event: ev.RunStarted) -> list[str]:
         self._total, self._simulated = event.groups_total, event.simulated
         todo = event.groups_total - event.groups_done
-        what = "examples x" if event.mode is Mode.EVAL else "groups of"
+        what = "examples x" if event.mode is ev.Mode.EVAL else "groups of"
         lines = [
             f"vftui {event.mode}: env {event.env}, model {event.model}, endpoint {event.endpoint}",
             f"  {todo} {what} {event.group_size} at temperature {event.temperature:g} -> {event.out_path}",
@@ -168,7 +148,7 @@ class HeadlessView:
             lines.insert(0, f"vftui: {wording.SIMULATION_NOTE}")
         return lines
 
-    def _group_line(self, g: GroupCollected) -> str:
+    def _group_line(self, g: ev.GroupCollected) -> str:
         self._throughput.add(g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens))
         rate, _ = self._throughput.rates(time.time(), collecting=True)
         mean, std = stats.mean(g.scores), stats.population_std(g.scores)
@@ -179,10 +159,10 @@ class HeadlessView:
             f"identical {'yes' if g.identical else 'no '}  turns {turns:.1f}  "
             f"t={g.temperature:g}  {rate:.2f} groups/s"
         )
-        return f"{line}  {self._requests.line}" if self._requests is not None else line
+        return f"{line}  {wording.traffic(self._requests)}" if self._requests is not None else line
 
 
-async def _drive(run: Run, view: HeadlessView) -> RunSummary:
+async def _drive(run: Run, view: HeadlessView) -> ev.RunSummary:
     controls = run.controls
     assert controls is not None
 
@@ -260,7 +240,7 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     _stops_interrupt_the_preparation()
     terminal = captured.Terminal.keep()
     view = HeadlessView(config.json_events, verbose, err=terminal.err, out=terminal.out)
-    view(RunStatus(RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
+    view(ev.RunStatus(ev.RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - until the run's log file is known
     log_path = None
     try:

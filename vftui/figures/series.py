@@ -11,8 +11,9 @@ import statistics
 from array import array
 from dataclasses import dataclass, field
 
-from vftui.events import ApiStatus, GroupCollected, ServerStatus, trained_tokens
+from vftui.events import ApiStatus, GroupCollected, ServerStatus
 from vftui.figures import stats
+from vftui.group_format import trained_tokens
 
 
 def _floats() -> array:

@@ -31,34 +31,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import assert_never
 
+from vftui import events as ev
 from vftui import safe_files
 from vftui.errors import UserError
-from vftui.events import (
-    TRAJECTORY_API,
-    Alert,
-    ApiStatus,
-    EndpointTrouble,
-    EvalReport,
-    Event,
-    FileProgress,
-    GroupCollected,
-    GroupDropped,
-    GroupsDumped,
-    Health,
-    LogRecord,
-    MetricsWindow,
-    RequestStats,
-    RunControls,
-    RunSoFar,
-    RunStarted,
-    RunState,
-    RunStatus,
-    RunSummary,
-    ServerStatus,
-    TemperatureChanged,
-)
 from vftui.figures import stats
 from vftui.live.wire import Outbox, serve_commands
+from vftui.run_controls import RunControls
 from vftui.run_files.files import SOCKET_SUFFIX
 
 MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
@@ -73,13 +51,13 @@ RECENT_LOGS = 200
 class RunInfo:
     """How a live run is doing, in a line of ``vftui runs``."""
 
-    state: RunState
+    state: ev.RunState
     groups_done: int
     groups_total: int
     groups_per_s: float
     out_path: str
     pid: int
-    api: ApiStatus | None = None  # rl: the trajectory API as the run last saw it
+    api: ev.ApiStatus | None = None  # rl: the trajectory API as the run last saw it
     mean_reward: float | None = None
 
 
@@ -108,71 +86,80 @@ class Replay:
     """What a dashboard attaching now needs to show the run as if it had watched from the start."""
 
     def __init__(self, window: int, totals: stats.Accumulator) -> None:
-        self.latest: dict[type, Event] = {}
-        self.groups: collections.deque[GroupCollected] = collections.deque(maxlen=window)
-        self.logs: collections.deque[LogRecord] = collections.deque(maxlen=RECENT_LOGS)
+        self.latest: dict[type, ev.Event] = {}
+        self.groups: collections.deque[ev.GroupCollected] = collections.deque(maxlen=window)
+        self.logs: collections.deque[ev.LogRecord] = collections.deque(maxlen=RECENT_LOGS)
         self.totals = copy.deepcopy(totals)  # a resumed run's groups count too
         self.dropped: collections.Counter[str] = collections.Counter()
-        self.servers: dict[str, ServerStatus] = {}
-        self.alerts: dict[str, Alert] = {}  # the active ones
-        self.troubles: dict[str, EndpointTrouble] = {}  # by service, until it works again
+        self.servers: dict[str, ev.ServerStatus] = {}
+        self.alerts: dict[str, ev.Alert] = {}  # the active ones
+        self.troubles: dict[str, ev.EndpointTrouble] = {}  # by service, until it works again
         self.throughput = stats.Throughput()
 
-    def add(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
+    def add(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
         """Keep what a later dashboard needs of ``event``; every kind of event is named here."""
         match event:
-            case GroupCollected():
+            case ev.GroupCollected():
                 self.groups.append(event.compacted())
                 self.totals.add(event)
                 self.throughput.add(
                     event.started_at + event.elapsed_s, sum(len(t) for t in event.tokens)
                 )
                 self.troubles.clear()  # a group came through: whatever failed works again
-            case GroupDropped():
+            case ev.GroupDropped():
                 self.dropped[event.reason] += 1
                 self.totals.add(event)
-            case LogRecord():
+            case ev.LogRecord():
                 self.logs.append(event)
-            case ServerStatus():
+            case ev.ServerStatus():
                 self.servers[event.url] = event
-            case Alert(active=True):
+            case ev.Alert(active=True):
                 self.alerts[event.name] = event
-            case Alert():
+            case ev.Alert():
                 self.alerts.pop(event.name, None)
-            case ApiStatus():
-                self.latest[ApiStatus] = event
+            case ev.ApiStatus():
+                self.latest[ev.ApiStatus] = event
                 if event.reachable:
-                    self.troubles.pop(TRAJECTORY_API, None)
+                    self.troubles.pop(ev.TRAJECTORY_API, None)
             case (
-                RunStarted()
-                | RunStatus()
-                | TemperatureChanged()
-                | RequestStats()
-                | Health()
-                | EvalReport()
-                | RunSummary()
+                ev.RunStarted()
+                | ev.RunStatus()
+                | ev.TemperatureChanged()
+                | ev.RequestStats()
+                | ev.Health()
+                | ev.EvalReport()
+                | ev.RunSummary()
             ):
                 self.latest[type(event)] = event
-            case EndpointTrouble():
+            case ev.EndpointTrouble():
                 self.troubles[event.service] = event
-            case GroupsDumped() | MetricsWindow():
+            case ev.GroupsDumped() | ev.MetricsWindow():
                 pass  # of the moment: a dump is said once, the window's figures come again with the next groups
-            case FileProgress() | RunSoFar():
+            case ev.FileProgress() | ev.RunSoFar():
                 pass  # a viewed file's and a replay's own: a live run never sends them
             case _:
                 assert_never(event)
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[ev.Event]:
         """The run so far, in an order the dashboard folds as it would have live."""
         first = [
-            self.latest[kind] for kind in (RunStarted, TemperatureChanged) if kind in self.latest
+            self.latest[kind]
+            for kind in (ev.RunStarted, ev.TemperatureChanged)
+            if kind in self.latest
         ]
         last = [
             self.latest[kind]
-            for kind in (RequestStats, ApiStatus, Health, EvalReport, RunStatus, RunSummary)
+            for kind in (
+                ev.RequestStats,
+                ev.ApiStatus,
+                ev.Health,
+                ev.EvalReport,
+                ev.RunStatus,
+                ev.RunSummary,
+            )
             if kind in self.latest
         ]
-        so_far = RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
+        so_far = ev.RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
         return [
             *first,
             *self.groups,
@@ -185,8 +172,8 @@ class Replay:
         ]
 
     def info(self) -> RunInfo:
-        started, status = self.latest.get(RunStarted), self.latest.get(RunStatus)
-        state = status.state if status is not None else RunState.STARTING
+        started, status = self.latest.get(ev.RunStarted), self.latest.get(ev.RunStatus)
+        state = status.state if status is not None else ev.RunState.STARTING
         rate, _ = self.throughput.rates(time.time(), state.collecting)
         return RunInfo(
             state=state,
@@ -197,7 +184,7 @@ class Replay:
             groups_per_s=round(rate, 3),
             out_path=started.out_path if started is not None else "",
             pid=os.getpid(),
-            api=self.latest.get(ApiStatus),
+            api=self.latest.get(ev.ApiStatus),
             mean_reward=self.totals.metrics().get(stats.MEAN_REWARD),
         )
 
@@ -215,7 +202,7 @@ class RunServer:
         self._closed = threading.Event()
         self._controls: RunControls | None = None
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: ev.Event) -> None:
         with self._lock:
             self._replay.add(event)
             for peer in list(self._peers):

@@ -8,7 +8,7 @@ every run listens on (``live.server``):
 - a control call is ``(call number, name, args)`` answered by ``(call number, ok, value)``;
   ``RemoteControls`` makes each one a method call, as on the run's own ``Controls``, and
   ``serve_commands`` answers them on the run's side. The calls allowed are exactly the
-  members of ``events.RunControls``.
+  members of ``run_controls.RunControls``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from vftui.errors import RunEnded, Unanswered
-from vftui.events import GroupCollected, LogRecord, RunControls
+from vftui.events import GroupCollected, LogRecord
+from vftui.run_controls import RunControls
 
 REPLY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 30.0

@@ -34,7 +34,6 @@ from vftui import bounds
 from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
 from vftui.events import (
-    META,
     Event,
     FileProgress,
     GroupCollected,
@@ -48,6 +47,7 @@ from vftui.events import (
 from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
 from vftui.figures.series import Series
+from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import store
 from vftui.run_files.drops import read_drops

@@ -20,7 +20,7 @@ from typing import Any
 from vftui import bounds, paths
 from vftui.bounds import LongLine
 from vftui.errors import UserError
-from vftui.events import META
+from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import shard_folder, store
 from vftui.run_files.drops import read_drops

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vftui.errors import UserError
-from vftui.events import META
+from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import store
 from vftui.run_files.files import RUN_SUFFIX

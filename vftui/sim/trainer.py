@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import httpx
 
-from vftui.events import trained_tokens
 from vftui.figures import stats
+from vftui.group_format import trained_tokens
 
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",

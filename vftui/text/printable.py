@@ -13,9 +13,12 @@ of its own; a message of several lines is a list of lines (``say``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
+
+from vftui.events import Event
 
 # C0 controls (but newline and tab), DEL, C1 controls (CSI is 0x9b), and the bidirectional
 # overrides and isolates that make text display in another order than it is read.
@@ -51,3 +54,22 @@ def say(lines: str | Sequence[str], stream: TextIO) -> None:
             file=stream,
             flush=True,
         )
+
+
+def with_texts(event: Event, change: Callable[[str], str]) -> Event:
+    """The event with ``change`` applied to its text fields, the texts of its list fields and
+    its dicts' text keys (a group's messages, lists of dicts, are left alone)."""
+    changes = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if isinstance(value, str):
+            new = change(value)
+        elif isinstance(value, list) and value and any(isinstance(v, str) for v in value):
+            new = [change(v) if isinstance(v, str) else v for v in value]
+        elif isinstance(value, dict) and any(isinstance(k, str) for k in value):
+            new = {change(k) if isinstance(k, str) else k: v for k, v in value.items()}
+        else:
+            continue
+        if new != value:
+            changes[f.name] = new
+    return dataclasses.replace(event, **changes) if changes else event

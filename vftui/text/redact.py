@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from vftui.events import Event, with_texts
+from vftui.events import Event
+from vftui.text.printable import with_texts
 
 HIDDEN = "***"
 TOKEN_SHAPES = re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}")

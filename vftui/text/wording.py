@@ -16,6 +16,7 @@ from vftui.events import (
     Figure,
     GroupDropped,
     GroupsDumped,
+    RequestStats,
     RunState,
     RunSummary,
 )
@@ -70,7 +71,22 @@ def api_reachability(status: ApiStatus) -> str:
 
 
 def trouble(event: EndpointTrouble) -> str:
-    return f"{event.service} error (attempt {event.attempts}): {event.error}; retrying in {event.retry_in_s:.1f} s"
+    """``3/6`` attempts, or just ``3`` for what is retried as long as the run goes on."""
+    attempts = f"{event.attempt}/{event.max_attempts}" if event.max_attempts else str(event.attempt)
+    return f"{event.service} error (attempt {attempts}): {event.error}; retrying in {event.retry_in_s:.1f} s"
+
+
+def traffic(stats: RequestStats) -> str:
+    """The endpoint's traffic on one line for a status bar or a progress line, the same in every view."""
+    groups = f"{stats.groups_in_flight} group{'s' if stats.groups_in_flight != 1 else ''}"
+    parts = [f"in flight {stats.in_flight}/{stats.ceiling} in {groups}"]
+    if stats.rate_limited:
+        parts.append(f"rate-limited to {stats.limit}")
+    parts.append(f"{stats.requests_per_s:.1f} req/s")
+    if stats.latency_p50_s is not None and stats.latency_p95_s is not None:
+        parts.append(f"p50 {stats.latency_p50_s:.2f} s p95 {stats.latency_p95_s:.2f} s")
+    parts.append(f"{stats.tokens_per_s:,.0f} tok/s")
+    return " · ".join(parts)
 
 
 def dropped(event: GroupDropped) -> str:

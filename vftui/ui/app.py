@@ -32,17 +32,9 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from vftui.errors import RunEnded, Unanswered, UserError
-from vftui.events import (
-    MAX_TEMPERATURE,
-    MIN_TEMPERATURE,
-    GroupCollected,
-    Mode,
-    RunState,
-    RunSummary,
-    checked_temperature,
-    with_texts,
-)
-from vftui.text.printable import printable
+from vftui.events import GroupCollected, Mode, RunState, RunSummary
+from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
+from vftui.text.printable import printable, with_texts
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S

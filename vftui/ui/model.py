@@ -16,34 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
-from vftui.events import (
-    TRAJECTORY_API,
-    Alert,
-    ApiStatus,
-    EndpointTrouble,
-    EvalReport,
-    Event,
-    FileProgress,
-    GroupCollected,
-    GroupDropped,
-    GroupsDumped,
-    Health,
-    LogRecord,
-    MetricsWindow,
-    RequestStats,
-    RunSoFar,
-    RunStarted,
-    RunState,
-    RunStatus,
-    RunSummary,
-    ServerStatus,
-    TemperatureChanged,
-    with_texts,
-)
+from vftui import events as ev
 from vftui.figures import stats
 from vftui.figures.series import Series
 from vftui.text import wording
-from vftui.text.printable import printable
+from vftui.text.printable import printable, with_texts
 
 HISTORY = 240
 LOG_LINES = 500
@@ -57,7 +34,7 @@ FILTER_HELP = (
 
 
 # The table's orders (o cycles them): as groups came, or the items that most need a look first.
-SORTS: dict[str, tuple[str, Callable[[GroupCollected], float] | None]] = {
+SORTS: dict[str, tuple[str, Callable[[ev.GroupCollected], float] | None]] = {
     "arrival": ("as collected", None),
     "mean": ("by mean, hardest first", lambda g: stats.mean(g.scores)),
     "min": ("by worst rollout first", lambda g: min(g.scores, default=0.0)),
@@ -67,9 +44,9 @@ SORTS: dict[str, tuple[str, Callable[[GroupCollected], float] | None]] = {
 }
 
 
-def parse_filter(text: str) -> Callable[[GroupCollected], bool]:
+def parse_filter(text: str) -> Callable[[ev.GroupCollected], bool]:
     """A predicate from a filter like ``varied reward<0.8``; bad syntax is a ValueError."""
-    checks: list[Callable[[GroupCollected], bool]] = []
+    checks: list[Callable[[ev.GroupCollected], bool]] = []
     for term in text.split():
         if term == "identical":
             checks.append(lambda g: g.identical)
@@ -108,20 +85,20 @@ class DashboardModel:
         default=time.time
     )  # stamps log lines; groups' end times are on it too
     monotonic: Callable[[], float] = field(default=time.monotonic)  # durations
-    run_started: RunStarted | None = None
-    state: RunState = RunState.STARTING
+    run_started: ev.RunStarted | None = None
+    state: ev.RunState = ev.RunState.STARTING
     detail: str = ""
     temperature: float | None = None
     groups_done: int = 0
     groups_total: int = 0
-    summary: RunSummary | None = None
-    endpoint_trouble: EndpointTrouble | None = None
-    trajectory_trouble: EndpointTrouble | None = None
-    api_status: ApiStatus | None = None
-    requests: RequestStats | None = None
+    summary: ev.RunSummary | None = None
+    endpoint_trouble: ev.EndpointTrouble | None = None
+    trajectory_trouble: ev.EndpointTrouble | None = None
+    api_status: ev.ApiStatus | None = None
+    requests: ev.RequestStats | None = None
     servers: dict = field(default_factory=dict)  # rl: each inference server's ServerStatus, by URL
-    health: Health | None = None
-    eval_report: EvalReport | None = None  # eval mode: the figures so far; rl: the last eval's
+    health: ev.Health | None = None
+    eval_report: ev.EvalReport | None = None  # eval mode: the figures so far; rl: the last eval's
     eval_curve: list = field(
         default_factory=list
     )  # rl with evals: (trainer step, mean reward) of each
@@ -144,7 +121,7 @@ class DashboardModel:
     )
     sort: str = "arrival"  # a key of SORTS: the table's order
     filter_text: str = ""
-    _filter: Callable[[GroupCollected], bool] | None = None
+    _filter: Callable[[ev.GroupCollected], bool] | None = None
     _t0: float | None = None  # on ``monotonic``
     throughput: stats.Throughput = field(default_factory=stats.Throughput)
     _derived: dict = field(default_factory=dict)
@@ -160,7 +137,7 @@ class DashboardModel:
 
     # -- folding events -------------------------------------------------------------------
 
-    def apply(self, events: list[Event]) -> bool:
+    def apply(self, events: list[ev.Event]) -> bool:
         """Fold a batch; True if anything visible changed."""
         for event in events:
             self._apply(with_texts(event, printable))  # nothing from outside drives the terminal
@@ -168,21 +145,21 @@ class DashboardModel:
             self.version += 1
         return bool(events)
 
-    def _apply(self, event: Event) -> None:  # noqa: C901 - one case per kind of event
+    def _apply(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
         """Fold one event; every kind of event is named here."""
         match event:
-            case GroupCollected():
+            case ev.GroupCollected():
                 self._apply_group(event)
-            case RunStarted():
+            case ev.RunStarted():
                 self.run_started, self.temperature = event, event.temperature
                 self.groups_total, self.groups_done = event.groups_total, event.groups_done
                 already = (
                     max(0.0, self.clock() - event.started_at) if event.started_at else 0.0
                 )  # attached late
                 self._t0 = self.monotonic() - already
-            case RunStatus():
+            case ev.RunStatus():
                 next_step = (
-                    event.state is RunState.STARTING
+                    event.state is ev.RunState.STARTING
                     and event.detail
                     and event.detail != self.detail
                 )
@@ -192,57 +169,57 @@ class DashboardModel:
                     self.note("INFO", wording.run_state(event.state, event.detail))
                 self.state, self.detail = event.state, event.detail
                 self.groups_total = event.groups_total or self.groups_total
-            case TemperatureChanged():
+            case ev.TemperatureChanged():
                 self.temperature = event.temperature
-            case EndpointTrouble():
-                if event.service == TRAJECTORY_API:
+            case ev.EndpointTrouble():
+                if event.service == ev.TRAJECTORY_API:
                     self.trajectory_trouble = event
                 else:
                     self.endpoint_trouble = event
                 self.note("WARNING", wording.trouble(event))
-            case ApiStatus():
+            case ev.ApiStatus():
                 self._apply_api(event)
-            case RequestStats():
+            case ev.RequestStats():
                 self.requests = event
-            case ServerStatus():
+            case ev.ServerStatus():
                 self.servers[event.url] = event
                 self.series.add_server(event)
-            case Health():
+            case ev.Health():
                 self.health = event
-            case EvalReport():
+            case ev.EvalReport():
                 self.eval_report = event
                 if event.step is not None and event.figures["reward"]["mean"] is not None:
                     self.eval_curve.append((event.step, event.figures["reward"]["mean"]))
-            case Alert():
+            case ev.Alert():
                 if event.active:
                     self.alerts[event.name] = event
                 else:
                     self.alerts.pop(event.name, None)
                 self.note("WARNING" if event.active else "INFO", wording.alert(event))
-            case GroupDropped():
+            case ev.GroupDropped():
                 self.dropped[event.reason] += 1
                 self._scored(event)
                 self.note("WARNING", wording.dropped(event))
-            case GroupsDumped():
+            case ev.GroupsDumped():
                 self.note("INFO", wording.dumped(event))
-            case LogRecord():
+            case ev.LogRecord():
                 self.log(event)
-            case FileProgress():
+            case ev.FileProgress():
                 self._apply_file(event)
-            case RunSoFar():  # attached to a run in progress: its figures cover more than the replayed groups
+            case ev.RunSoFar():  # attached to a run in progress: its figures cover more than the replayed groups
                 self.totals, self.dropped = (
                     copy.deepcopy(event.totals),
                     collections.Counter(event.dropped),
                 )
-            case RunSummary():
+            case ev.RunSummary():
                 self.summary, self.state, self.detail = event, event.state, event.error
                 self.groups_done = event.groups_done
-            case MetricsWindow():
+            case ev.MetricsWindow():
                 pass  # the window's figures are folded from the groups themselves
             case _:
                 assert_never(event)
 
-    def _apply_group(self, group: GroupCollected) -> None:
+    def _apply_group(self, group: ev.GroupCollected) -> None:
         self.groups.append(group)
         self.series.add_group(group)
         self._scored(group)
@@ -254,7 +231,7 @@ class DashboardModel:
         self.throughput.add(group.started_at + group.elapsed_s, tokens)
         self.endpoint_trouble = self.trajectory_trouble = None
 
-    def _apply_file(self, progress: FileProgress) -> None:
+    def _apply_file(self, progress: ev.FileProgress) -> None:
         """A viewed file's figures so far: the window is the whole file."""
         totals = progress.totals
         totals.per_metric = {
@@ -270,10 +247,12 @@ class DashboardModel:
             if progress.done
             else max(progress.groups, round(progress.groups / share))
         )
-        if self.state is RunState.STARTING:  # the first pass; then a followed file's detail says so
+        if (
+            self.state is ev.RunState.STARTING
+        ):  # the first pass; then a followed file's detail says so
             self.detail = "" if progress.done else f"reading the file: {share:.0%}"
 
-    def _scored(self, group: GroupCollected | GroupDropped) -> None:
+    def _scored(self, group: ev.GroupCollected | ev.GroupDropped) -> None:
         """Every scored group, kept or dropped, counts in the window's and the run's figures."""
         if len(self.scored) == self.scored.maxlen:
             self.in_window.remove(self.scored[0])
@@ -281,7 +260,7 @@ class DashboardModel:
         self.in_window.add(group)
         self.totals.add(group)
 
-    def _apply_api(self, status: ApiStatus) -> None:
+    def _apply_api(self, status: ev.ApiStatus) -> None:
         """A poll of the trajectory API; what changed goes to the log."""
         self.series.add_api(status)
         before = self.api_status
@@ -297,15 +276,15 @@ class DashboardModel:
 
     def fail(self, detail: str) -> None:
         """The run ended without a summary (its process died): a failed run, in the log too."""
-        self.state, self.detail = RunState.FAILED, printable(detail)
+        self.state, self.detail = ev.RunState.FAILED, printable(detail)
         self.note("ERROR", self.detail)
         self.version += 1
 
     def note(self, level: str, message: str) -> None:
         """A line of the model's own (status changes, dumps), stamped with its clock."""
-        self.log(LogRecord(level, "run", message, self.clock()))
+        self.log(ev.LogRecord(level, "run", message, self.clock()))
 
-    def log(self, record: LogRecord) -> None:
+    def log(self, record: ev.LogRecord) -> None:
         self.logs.append(record)
         self.logs_total += 1
 

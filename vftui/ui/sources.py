@@ -11,9 +11,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from vftui.events import RunControls, RunSummary
+from vftui.events import RunSummary
 from vftui.live.client import AttachedRun
 from vftui.live.process import CollectorProcess
+from vftui.run_controls import RunControls
 from vftui.run_files.groupfile import GroupFile
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import Answer

@@ -28,7 +28,7 @@ from vftui.run_files.files import eval_dir
 from vftui.run_files.shards import share_of
 
 if TYPE_CHECKING:
-    from vftui.collector.controls import Controls
+    from vftui.collector.gate import GroupGate
     from vftui.collector.verifiers_env import VerifiersEnv
 
 logger = logging.getLogger(__name__)
@@ -111,12 +111,12 @@ class EvalCollection(SftCollection):
         """The figures over the examples done, each a mean with its 95% interval."""
         return self.tally.report(self._examples, final)
 
-    async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
+    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
         """sft's collection with the report once a second; an eval that scored none of its examples measured
         nothing, so it fails (its files still say why, example by example)."""
         ticker = asyncio.ensure_future(self._report_every_second())
         try:
-            await super().collect(env, controls)
+            await super().collect(env, gate)
         finally:
             ticker.cancel()
         if self.tally.errors and not self.tally.items:

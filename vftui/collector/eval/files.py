@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
-from vftui.events import META, EvalReport, finite_json
+from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
+from vftui.group_format import META
 from vftui.run_files import store
 from vftui.run_files.results import METADATA, RESULTS
+from vftui.text.json_lines import finite_json
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv

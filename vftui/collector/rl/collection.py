@@ -28,7 +28,7 @@ from vftui.events import Event, Mode
 from vftui.live.process import vftui_command
 
 if TYPE_CHECKING:
-    from vftui.collector.controls import Controls
+    from vftui.collector.gate import GroupGate
     from vftui.collector.verifiers_env import VerifiersEnv
 
 STEP_LIMIT = (
@@ -120,10 +120,10 @@ class RlCollection:
     def tokens_written(self, count: int) -> None:
         return None  # the inference servers' own figures stand for the traffic (``server_watch``)
 
-    async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
+    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
         """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure."""
         self._task = asyncio.ensure_future(env.env_manager())
-        finished = asyncio.ensure_future(controls.wait_finished())
+        finished = asyncio.ensure_future(gate.wait_finished())
         servers = asyncio.ensure_future(watch_servers(env.server.servers, self._emit))
         try:
             await asyncio.wait({self._task, finished}, return_when=asyncio.FIRST_COMPLETED)

@@ -22,7 +22,8 @@ from atroposlib.envs.base import BaseEnv
 from tenacity import stop_after_attempt
 
 from vftui.errors import RunFailed
-from vftui.events import META, TRAJECTORY_API, ApiStatus, RunState, RunStatus
+from vftui.events import TRAJECTORY_API, ApiStatus, RunState, RunStatus
+from vftui.group_format import META
 
 logger = logging.getLogger(__name__)
 

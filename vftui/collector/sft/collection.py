@@ -22,7 +22,7 @@ from vftui.events import Event, Mode
 from vftui.run_files.shards import share_of
 
 if TYPE_CHECKING:
-    from vftui.collector.controls import Controls
+    from vftui.collector.gate import GroupGate
     from vftui.collector.verifiers_env import VerifiersEnv
 
 STATS_EVERY_S = 1.0
@@ -90,24 +90,24 @@ class SftCollection:
     def tokens_written(self, count: int) -> None:
         self.traffic.tokens(count)
 
-    async def collect(self, env: VerifiersEnv, controls: Controls) -> None:
+    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
         """Groups in flight as the request limit allows, the traffic figures once a second."""
         group_size = self.config.group_size
         self._task = asyncio.ensure_future(
             collect_in_flight(env, lambda: groups_with_spares(self.limit.size, group_size))
         )
-        ticker = asyncio.ensure_future(self._report_traffic(controls))
+        ticker = asyncio.ensure_future(self._report_traffic(gate))
         try:
             await self._task
         finally:
             ticker.cancel()
-            self._emit(self.traffic.snapshot(self.limit, controls.groups_in_flight))
+            self._emit(self.traffic.snapshot(self.limit, gate.in_flight))
             await self._http.aclose()
 
-    async def _report_traffic(self, controls: Controls) -> None:
+    async def _report_traffic(self, gate: GroupGate) -> None:
         while True:
             await asyncio.sleep(STATS_EVERY_S)
-            self._emit(self.traffic.snapshot(self.limit, controls.groups_in_flight))
+            self._emit(self.traffic.snapshot(self.limit, gate.in_flight))
 
     async def finish(self, env: VerifiersEnv) -> None:
         return None  # its files are the jsonl and the checkpoint, written as it goes

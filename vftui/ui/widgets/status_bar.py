@@ -7,7 +7,7 @@ import math
 from rich.text import Text
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RunState
-from vftui.text.wording import SIMULATION, clock, ended_as
+from vftui.text.wording import SIMULATION, clock, ended_as, traffic
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
 
@@ -100,7 +100,7 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
         )
     line2.append(f"  {clock(model.elapsed_s)}")
     if requests is not None:  # its tok/s replaces the groups' own
-        line2.append(f"  {requests.line}", style="bold yellow" if requests.rate_limited else "")
+        line2.append(f"  {traffic(requests)}", style="bold yellow" if requests.rate_limited else "")
     if model.detail and (
         viewing or model.state in (RunState.FAILED, RunState.FINISHED, RunState.STARTING)
     ):

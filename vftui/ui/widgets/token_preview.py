@@ -23,7 +23,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from vftui.events import MASKED, GroupCollected, trained_tokens
+from vftui.events import GroupCollected
+from vftui.group_format import MASKED, trained_tokens
 from vftui.text.printable import printable
 from vftui.ui.decode import TokenDecoder
 

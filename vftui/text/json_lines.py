@@ -1,0 +1,40 @@
+"""Events and figures as strict JSON for programs: ``--json`` lines, eval metadata, ``compare --json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from typing import Any
+
+from vftui.events import Event
+
+
+def to_json_line(event: Event) -> str:
+    """The event as one line of strict JSON; a NaN or infinite figure becomes null."""
+    body = to_json_dict(event)
+    try:
+        return json.dumps(body, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite_json(body), default=str, allow_nan=False)
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None, for JSON other tools read."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def to_json_dict(event: Event) -> dict[str, Any]:
+    """A JSON-ready dict with the event's type under ``event``."""
+    body = dataclasses.asdict(event)
+    for key, value in body.items():
+        if isinstance(value, enum.Enum):
+            body[key] = value.value
+    return {"event": type(event).__name__, **body}
