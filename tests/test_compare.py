@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
-from vftui.commands.compare import load_all
-from vftui.figures.comparison import compare, summarize
+from vftui.commands.compare import load_all, measure
+from vftui.figures.comparison import widest_pair
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import viewable
 from vftui.sim.server import TOKENIZER_DIR
@@ -116,7 +116,8 @@ def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(bot
     text = run_cli(["compare", str(ours), str(theirs)], tmp_path)
     assert (
         text.returncode == 0
-        and "B - A (paired over 10 items)" in text.stdout
+        and "B - A reward " in text.stdout
+        and ", paired over 10 items: " in text.stdout
         and "histogram" in text.stdout
     )
 
@@ -207,24 +208,23 @@ async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rol
 ):
     ours, theirs = both
     sources = load_all([ours, theirs])
-    summaries = [summarize(s, 0.5) for s in sources]
-    change = compare(*sources)
-    app = CompareApp(summaries, change, "header")
+    summaries, (change,) = measure(sources, 0.5)
+    app = CompareApp(summaries, [change])
     async with app.run_test(size=(130, 45)) as pilot:
         items = app.query_one("#items")
         worst = change.items[0]
         assert items.row_count == 10 and str(items.get_row_at(0)[0]) == worst.key
-        side_a, side_b = (str(app.query_one(f"#side-{x}").render()) for x in "AB")
-        assert (
-            f"A · item {worst.key} · rollout 1/4" in side_a
-            and f"B · item {worst.key} · rollout 1/4" in side_b
-        )
-        first_answer = sources[1].items[worst.key].rollouts[0][-1]["content"].splitlines()[0]
-        assert first_answer in side_b
+        a, b = (sources[n].items[worst.key] for n in (0, 1))
+        i, j = widest_pair(a.rewards, b.rewards)
+        side_a, side_b = (app.query_one(f"#side-{x}") for x in "AB")
+        assert f"· rollout {i + 1}/4 · item {worst.key}" in side_a.border_title
+        assert f"· rollout {j + 1}/4 · item {worst.key}" in side_b.border_title
+        answer = b.rollouts[j][-1]["content"].splitlines()[0]
+        assert answer in str(side_b.render())
         await pilot.press("enter")
-        assert "rollout 2/4" in str(app.query_one("#side-A").render())
+        assert f"rollout {(i + 1) % 4 + 1}/4" in side_a.border_title
         await pilot.press("down")
-        assert f"item {change.items[1].key} · rollout 1/4" in str(app.query_one("#side-B").render())
+        assert f"· item {change.items[1].key}" in side_b.border_title
         await pilot.press("q")
 
 
@@ -250,8 +250,7 @@ async def test_the_compare_screen_shows_a_roles_escapes_as_signs(tmp_path):
     paths = [
         results_file(tmp_path / side / "results.jsonl", [1.0, 0.0], role=hostile) for side in "ab"
     ]
-    sources = load_all(paths)
-    app = CompareApp([summarize(s, 0.5) for s in sources], compare(*sources), "header")
+    app = CompareApp(*measure(load_all(paths), 0.5))
     async with app.run_test(size=(130, 40)) as pilot:
         side = str(app.query_one("#side-A").render())
         assert "\x1b" not in side and "\x07" not in side and "user␛]0;PWNTITLE␇␛[2J: sort" in side
@@ -264,13 +263,10 @@ async def test_at_80x24_the_compare_screen_shows_the_selected_items_answers(tmp_
         results_file(tmp_path / side / "results.jsonl", [1.0, 0.0, 0.5, 0.25], functions=4)
         for side in "abc"
     ]
-    sources = load_all(paths)
-    app = CompareApp(
-        [summarize(s, 0.5) for s in sources], compare(sources[0], sources[1]), "a\nb\nc\nd"
-    )
+    app = CompareApp(*measure(load_all(paths), 0.5))
     async with app.run_test(size=(80, 24)) as pilot:
         screen = "\n".join(screen_lines(app))
-        key = app.change.items[0].key
+        key = app.changes[0].items[0].key
         assert screen.count(f"assistant: answer {key}") == 2, screen
         await pilot.press("q")
 

@@ -325,8 +325,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         help="set runs, evals, dumps and vf-eval outputs of one environment side by side",
         description="Compare the rollouts of one environment saved by several runs: per source the mean reward, "
         "pass@1 and each reward function's mean with 95% intervals over items, truncation, the identical-score "
-        "rate, completion length and a reward histogram; each later source against the first (A), paired by "
-        "item where both have it, with the items that changed most, worst first.",
+        "rate, completion length, a reward histogram and how it was made (model, temperature, env args, "
+        "split, versions); each later source against the first (A), paired by item where both have it, with "
+        "the items that dropped most and those that gained most.",
         epilog="exit codes: 0 compared, 2 bad input, 3 --fail-if-worse: a source is worse than A beyond the "
         "interval.\nexample: vftui compare runs/base/eval.eval runs/step-200/eval.eval --fail-if-worse 0.02",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -347,7 +348,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="D",
         help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
-        "of the change (a gate for CI)",
+        "of the change (a gate for CI); its verdict on stderr, passed or failed",
     )
     p.add_argument(
         "--pass-threshold",

@@ -8,6 +8,7 @@ by more than D beyond the 95% interval of the change, for CI.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -21,17 +22,16 @@ from vftui.figures.comparison import (
     Summary,
     compare,
     histograms,
+    moved,
     summarize,
     worse_beyond,
 )
-from vftui.figures.eval_stats import Estimate
 from vftui.run_files.results import Source, load
-from vftui.text import wording
+from vftui.text import compared, wording
 from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
 
-SHOWN_ITEMS = 10
-BARS = " ▁▂▃▄▅▆▇█"
+SHOWN_EACH = 5  # items that dropped most, and that gained most
 
 
 def load_all(paths: list[Path]) -> list[Source]:
@@ -58,6 +58,16 @@ def module_name(env_id: str) -> str:
     return env_id.rsplit("/", 1)[-1].replace("-", "_")
 
 
+def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summary], list[Change]]:
+    """Each source's figures, and each later source's change against the first."""
+    # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
+    summaries = [
+        summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
+        for s in sources
+    ]
+    return summaries, [compare(sources[0], s) for s in sources[1:]]
+
+
 def run_compare(
     paths: list[Path],
     as_json: bool,
@@ -66,7 +76,8 @@ def run_compare(
     no_ui: bool = False,
     theme: str | None = None,
 ) -> int:
-    """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app."""
+    """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app; with
+    ``fail_if_worse``, its verdict on each later source on stderr, passed or failed."""
     sources = load_all(paths)
     for source in sources:
         if source.skipped:
@@ -83,12 +94,7 @@ def run_compare(
             )
         for warning in source.warnings:
             print(f"vftui: warning: {one_line(str(source.path))}: {warning}", file=sys.stderr)
-    # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
-    summaries = [
-        summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
-        for s in sources
-    ]
-    changes = [compare(sources[0], s) for s in sources[1:]]
+    summaries, changes = measure(sources, threshold)
     if fail_if_worse is not None:
         refuse_unjudged(sources, changes)
     worse = [
@@ -105,20 +111,13 @@ def run_compare(
         from vftui.ui.compare_app import CompareApp
 
         ours = themes.available_themes()
-        header = report(summaries, changes)
-        CompareApp(
-            summaries,
-            changes[0],
-            "\n".join(header[: len(summaries) + 1]),
-            themes.resolve(theme, ours=ours),
-            ours,
-        ).run()
-    for path in worse:
-        print(
-            f"vftui: {one_line(str(path))} is worse than {one_line(str(sources[0].path))} by more than "
-            f"{fail_if_worse:g} beyond the 95% interval",
-            file=sys.stderr,
-        )
+        CompareApp(summaries, changes, fail_if_worse, themes.resolve(theme, ours=ours), ours).run()
+    if fail_if_worse is not None:
+        letters = compared.letters(len(sources))
+        for letter, source, change in zip(letters[1:], sources[1:], changes, strict=True):
+            said = compared.verdict(str(source.path), str(sources[0].path), change, fail_if_worse)
+            figure = compared.signed(change.reward)
+            say(f"vftui: {said} ({letter} - A reward {figure})", sys.stderr)
     return EXIT_GATE if worse else 0
 
 
@@ -184,75 +183,63 @@ def _summary_dict(s: Summary) -> dict[str, Any]:
         "identical": s.identical,
         "completion_chars": s.completion_chars,
         "warnings": s.source.warnings,
+        "setup": dataclasses.asdict(s.source.setup),
     }
 
 
 def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
-    """The side-by-side table, the histograms, each change and the items that changed most."""
-    letters = [chr(ord("A") + i) for i in range(len(summaries))]
-    env = next((s.source.env_id for s in summaries if s.source.env_id), "an unnamed environment")
-    lines = [f"compare: {len(summaries)} sources of {env} (± is a 95% interval over items)"]
+    """The sources, how they were made and their figures side by side, the histograms, each change and the
+    items that dropped and gained most."""
+    letters = compared.letters(len(summaries))
+    lines = [compared.title(summaries)]
     lines += [
         f"  {letter}  {s.source.path} ({s.source.kind})"
         for letter, s in zip(letters, summaries, strict=True)
     ]
-    rows = [
-        ("items", [str(len(s.source.items)) for s in summaries]),
-        ("errors", [str(s.source.errors) for s in summaries]),
-        ("rollouts/item", [str(s.rollouts) for s in summaries]),
-        ("reward", [_figure(s.reward) for s in summaries]),
-        ("pass@1", [_figure(s.pass1) for s in summaries]),
-        ("passes at", [f"reward >= {s.threshold:g}" for s in summaries]),
-        ("truncated", [f"{s.truncated:.1%}" for s in summaries]),
-        ("identical", [f"{s.identical:.1%}" for s in summaries]),
-        ("completion", [f"{s.completion_chars:.0f} chars" for s in summaries]),
-    ]
-    names = sorted({n for s in summaries for n in s.functions})
-    rows += [
-        (name, [_figure(s.functions[name]) if name in s.functions else "-" for s in summaries])
-        for name in names
-    ]
+    setup = compared.setup_rows(summaries)
+    if differ := compared.differing(setup):
+        lines.append(f"  they differ in: {', '.join(differ)}")
+    rows = [(label, list(map(compared.cut, values))) for label, values in setup]
+    rows += compared.figure_rows(summaries)
     width = max(len(label) for label, _ in rows)
-    lines.append(f"  {'':<{width}}  " + "".join(f"{letter:<18}" for letter in letters))
+    columns = [
+        max(len(letter), *(len(values[n]) for _, values in rows)) + 2
+        for n, letter in enumerate(letters)
+    ]
+    lines.append(
+        f"  {'':<{width}}  " + "".join(f"{x:<{w}}" for x, w in zip(letters, columns, strict=True))
+    )
     lines += [
-        f"  {label:<{width}}  " + "".join(f"{v:<18}" for v in values) for label, values in rows
+        f"  {label:<{width}}  "
+        + "".join(f"{v:<{w}}" for v, w in zip(values, columns, strict=True)).rstrip()
+        for label, values in rows
     ]
     low, high, counts = histograms(summaries)
-    lines.append(f"  reward histogram, {BINS} bins over [{low:g}, {high:g}]:")
-    lines += [f"    {letter}  {_bars(bins)}" for letter, bins in zip(letters, counts, strict=True)]
+    lines.append(f"  reward histogram, {BINS} bins over [{low:g}, {high:g}] (rollouts):")
+    lines += [
+        f"    {letter}  {compared.bars(bins)}" for letter, bins in zip(letters, counts, strict=True)
+    ]
     for letter, change in zip(letters[1:], changes, strict=True):
-        how = f"paired over {change.paired} items" if change.paired else "no common items: unpaired"
-        lines.append(
-            f"  {letter} - A ({how}): reward {_signed(change.reward)}"
-            + "".join(f", {n} {_signed(e)}" for n, e in change.functions.items())
-        )
-        if change.items:
-            lines.append(
-                f"    items that changed most, worst first ({min(SHOWN_ITEMS, len(change.items))} of "
-                f"{len(change.items)}):"
-            )
-            lines += [
-                f"      {i.key:<12} {wording.number(i.before)} -> {wording.number(i.after)}  "
-                f"{wording.number(i.change, '+')}"
-                for i in change.items[:SHOWN_ITEMS]
-            ]
+        lines.append("  " + compared.change_line(letter, change))
+        if functions := compared.function_changes(change):
+            lines.append(f"    by function: {functions}")
+        lines += _moved(change)
     return lines
 
 
-def _figure(e: Estimate) -> str:
-    return wording.figure(e.as_dict())
-
-
-def _signed(e: Estimate) -> str:
-    mean = wording.number(e.mean, "+")
-    if e.low is None or e.high is None:
-        return mean
-    return f"{mean} [{wording.number(e.low, '+')}, {wording.number(e.high, '+')}]"
-
-
-def _bars(bins: list[int]) -> str:
-    top = max(bins) or 1
-    return (
-        "".join(BARS[round(count / top * (len(BARS) - 1))] for count in bins)
-        + f"  ({sum(bins)} rollouts)"
-    )
+def _moved(change: Change) -> list[str]:
+    """The items that dropped most, worst first, and those that gained most, best first."""
+    drops, gains = moved(change.items, SHOWN_EACH)
+    lines = []
+    for shown, how in ((drops, "dropped"), (gains, "gained")):
+        everyone = sum(1 for i in change.items if (i.change < 0) == (how == "dropped") and i.change)
+        if shown:
+            lines.append(f"    items that {how} most ({len(shown)} of {everyone} that {how}):")
+            lines += [
+                f"      {i.key:<12} {wording.number(i.before)} -> {wording.number(i.after)}  "
+                f"{wording.number(i.change, '+')}"
+                for i in shown
+            ]
+    if unchanged := sum(1 for i in change.items if i.change == 0):
+        lines.append(f"    {wording.counted(unchanged, 'item')} unchanged")
+    return lines

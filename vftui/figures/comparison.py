@@ -128,6 +128,29 @@ def histograms(summaries: list[Summary]) -> tuple[float, float, list[list[int]]]
     return low, high, counts
 
 
+def moved(items: list[ItemChange], shown: int) -> tuple[list[ItemChange], list[ItemChange]]:
+    """Of ``items`` (worst change first), the ``shown`` worst drops and the ``shown`` biggest gains, biggest
+    first: an unchanged item is no news, and a list of drops alone would hide what got better."""
+    drops = [c for c in items if c.change < 0][:shown]
+    gains = sorted((c for c in items if c.change > 0), key=lambda c: (-c.change, c.key))[:shown]
+    return drops, gains
+
+
+def widest_pair(first: list[float], later: list[float]) -> tuple[int, int]:
+    """The rollout of an item in each source whose rewards differ most: for a drop, the first source's best
+    against the later one's worst; for a gain, the other way round (the first such rollout of each)."""
+
+    def best(rewards: list[float]) -> int:
+        return max(range(len(rewards)), key=rewards.__getitem__)
+
+    def worst(rewards: list[float]) -> int:
+        return min(range(len(rewards)), key=rewards.__getitem__)
+
+    drop = (best(first), worst(later))
+    gain = (worst(first), best(later))
+    return drop if first[drop[0]] - later[drop[1]] >= later[gain[1]] - first[gain[0]] else gain
+
+
 def worse_beyond(change: Change, margin: float) -> bool:
     """True when the later source is worse than the first by more than ``margin``, beyond the interval."""
     return change.reward.high is not None and change.reward.high < -margin

@@ -44,6 +44,7 @@ class Settings(BaseModel):
     mode: str = ""
     steps: Count = 0
     pass_threshold: Number | None = None  # an eval's (older runs did not save it)
+    env_args: dict[str, Any] = {}
     shard: list[int] | None = None  # [I, N] of a sharded run, as saved (older runs did not save it)
 
     @field_validator("shard", mode="before")
@@ -107,6 +108,10 @@ class EvalMetadata(BaseModel):
     base_url: str = ""
     pass_threshold: Number | None = None
     sampling_args: dict[str, Any] = {}
+    env_args: Any = None  # shown only: another tool's form is no reason to refuse the file
+    version_info: Any = (
+        None  # vf-eval's (vf_version, env_version, ...); ours: vftui, verifiers, atroposlib
+    )
     errors: Any = None  # ours: a list of the examples that failed to score (in no figure); another tool's may differ
 
 

@@ -8,9 +8,11 @@ No collector or view imports: plain files in, plain figures out.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,8 @@ from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import shard_folder, store
 from vftui.run_files.drops import read_drops
-from vftui.run_files.files import RUN_SUFFIX
-from vftui.run_files.records import EvalMetadata, Settings
+from vftui.run_files.files import RUN_SUFFIX, eval_dir
+from vftui.run_files.records import EvalMetadata, RunRecord, Settings
 from vftui.run_files.shard_folder import ShardedRun, foreign, gaps
 from vftui.run_files.shards import Shard
 
@@ -59,6 +61,32 @@ class Item:
         self.rollouts += other.rollouts
 
 
+@dataclass(frozen=True)
+class Setup:
+    """How a source was made, as its files record it (None, or no temperature: they do not say)."""
+
+    model: str | None = None
+    temperatures: tuple[float, ...] = ()  # every one its rollouts were sampled at, lowest first
+    env_args: str | None = None  # as JSON, its keys in order
+    split: str | None = None
+    versions: str | None = None  # "name version, ..." of what made it
+
+    def merged(self, other: Setup) -> Setup:
+        """A folder's shards as one: what they all record, each value they differ in joined with `` | ``."""
+
+        def both(mine: str | None, theirs: str | None) -> str | None:
+            values = [v for v in (mine, theirs) if v is not None]
+            return " | ".join(dict.fromkeys(" | ".join(values).split(" | "))) if values else None
+
+        return Setup(
+            both(self.model, other.model),
+            tuple(sorted({*self.temperatures, *other.temperatures})),
+            both(self.env_args, other.env_args),
+            both(self.split, other.split),
+            both(self.versions, other.versions),
+        )
+
+
 @dataclass
 class Source:
     """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
@@ -73,6 +101,7 @@ class Source:
     warnings: list[str] = field(
         default_factory=list
     )  # a folder of shards: shards missing, items missing
+    setup: Setup = field(default_factory=Setup)
 
 
 def load(path: Path) -> Source:
@@ -101,7 +130,8 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     )
     if "scores" in first:
         items, skipped, indices = _from_groups(rows)
-        settings = _settings(path)
+        record = _record(path)
+        settings = record.config if record is not None else Settings()
         evaluated = settings.mode == "eval"
         errors = len({drop.item for drop in read_drops(path)[0]} - set(indices)) if evaluated else 0
         return Source(
@@ -112,6 +142,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             lines.skipped + skipped,
             settings.pass_threshold if evaluated else None,
             errors=errors,
+            setup=_run_setup(rows, record, path),
         ), indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
@@ -125,6 +156,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             lines.skipped + skipped,
             metadata.pass_threshold,
             errors=len(metadata.errors) if isinstance(metadata.errors, list) else 0,
+            setup=_eval_setup(metadata),
         ), []
     raise UserError(
         f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
@@ -136,6 +168,7 @@ def _load_shards(sharded: ShardedRun) -> Source:
     """A folder of one run's shards as one source: their items together, each line's item checked to be its
     shard's (an overlap is refused), the shards and items missing as warnings."""
     merged = Source(sharded.folder, "shards", sharded.env, {}, warnings=sharded.missing())
+    setups: list[Setup] = []
     counts: dict[Shard, int] = {}
     top = -1  # the highest item any shard holds
     for run in sharded.runs:
@@ -148,9 +181,11 @@ def _load_shards(sharded: ShardedRun) -> Source:
         merged.skipped += source.skipped
         merged.errors += source.errors
         merged.threshold = source.threshold if merged.threshold is None else merged.threshold
+        setups.append(source.setup)
         for key, item in source.items.items():
             merged.items.setdefault(key, Item(key)).extend(item)
     merged.warnings += gaps(counts, sharded.count, top)
+    merged.setup = functools.reduce(Setup.merged, setups)
     return merged
 
 
@@ -344,13 +379,79 @@ def _completion_chars(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) for m in messages if m.get("role") == "assistant")
 
 
-def _settings(path: Path) -> Settings:
-    """The settings a run saved beside its jsonl, if it did."""
+def _record(path: Path) -> RunRecord | None:
+    """What a run saved beside its jsonl, if it did."""
     try:
-        record = run_records.run_record(path)
+        return run_records.run_record(path)
     except run_records.Damaged as e:
         raise UserError(str(e)) from e
-    return record.config if record is not None else Settings()
+
+
+def _run_setup(groups: list[dict[str, Any]], record: RunRecord | None, path: Path) -> Setup:
+    """A run's setup from its groups (each records its model and temperature), its run.json (the env args,
+    the mode) and, for an eval, the versions its metadata.json names."""
+    metas = [g[META] for g in groups if isinstance(g.get(META), dict)]
+    models = [m["model"] for m in metas if isinstance(m.get("model"), str)]
+    model = models[0] if models else record.model if record is not None and record.model else None
+    settings = record.config if record is not None else None
+    versions = None
+    if settings is not None and settings.mode == "eval":
+        # a damaged metadata.json: the versions are unknown, the groups compare all the same
+        with contextlib.suppress(UserError):
+            versions = _metadata(eval_dir(path)).version_info
+    return Setup(
+        model,
+        _temperatures(g.get("generation_params") for g in groups),
+        _json(settings.env_args) if settings is not None else None,
+        _split(settings.env_args, settings.mode) if settings is not None else None,
+        _versions(versions),
+    )
+
+
+def _eval_setup(metadata: EvalMetadata) -> Setup:
+    """An eval's setup from its metadata.json (vf-eval's, or ours); vf-eval evaluates in eval mode."""
+    recorded = metadata.model_fields_set
+    env_args = metadata.env_args if isinstance(metadata.env_args, dict) else None
+    return Setup(
+        metadata.model if "model" in recorded else None,
+        _temperatures([metadata.sampling_args]),
+        _json(env_args) if env_args is not None else None,
+        _split(env_args or {}, "eval") if recorded else None,
+        _versions(metadata.version_info),
+    )
+
+
+def _temperatures(sampling: Iterable[Any]) -> tuple[float, ...]:
+    found = {
+        t
+        for args in sampling
+        if isinstance(args, dict) and (t := bounds.score(args.get("temperature"))) is not None
+    }
+    return tuple(sorted(found))
+
+
+def _split(env_args: dict[str, Any], mode: str) -> str | None:
+    """The split the env args name, else the environment's default for the mode."""
+    if isinstance(env_args.get("split"), str):
+        return env_args["split"]
+    return f"default ({mode} mode)" if mode else None
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _versions(info: Any) -> str | None:
+    """``name version, ...`` of a metadata's ``version_info`` (vf-eval's ``vf_version`` as ``vf``); None where it
+    names none."""
+    if not isinstance(info, dict):
+        return None
+    named = [
+        f"{name.removesuffix('_version')} {v}"
+        for name, v in sorted(info.items())
+        if isinstance(v, str | int | float)
+    ]
+    return ", ".join(named) or None
 
 
 def _metadata(folder: Path) -> EvalMetadata:

@@ -1,5 +1,7 @@
-"""``vftui compare`` in a terminal: the sources' figures side by side, the items by how much they
-changed (worst first), and the selected item's rollouts in each source side by side.
+"""``vftui compare`` in a terminal: the answer first (each later source's change against A with its interval,
+and the ``--fail-if-worse`` verdict), then the sources' figures and how they were made side by side, the
+items by how much they changed (worst first), and the selected item's rollouts in A and B, opened at the
+two that differ most.
 
 Everything here is computed once from the files (``comparison``); the app only shows it.
 """
@@ -12,11 +14,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
-from vftui.figures.comparison import Change, Summary
-from vftui.text.printable import printable
-from vftui.text.wording import figure, number
+from vftui.figures.comparison import Change, Summary, histograms, widest_pair, worse_beyond
+from vftui.text import compared
+from vftui.text.printable import one_line, printable
+from vftui.text.wording import number
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.screens.help import HelpScreen, help_rows
 from vftui.ui.widgets.token_preview import message_pieces
 
 
@@ -25,84 +29,124 @@ def shown(text: str) -> Text:
     return Text(printable(text))
 
 
-def rollout_text(messages: list[dict], title: str) -> Text:
+def rollout_text(messages: list[dict]) -> Text:
     """One rollout as text, as the dashboard's preview shows messages: the model's words bright, the rest dim."""
-    text = Text(title + "\n", style="bold")
+    text = Text()
     for piece, style in message_pieces(messages):
         text.append(piece, style=style)
     return text
 
 
+ALL = "all"  # a fact every source shares, in one row
+# the columns how the sources differ needs to have a table of its own, beside the figures
+SETUP_ROOM = 44
+TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
+    Binding(
+        "up,down,pageup,pagedown,home,end",
+        "",
+        "",
+        key_display="↑ ↓ pgup pgdn home end",
+        tooltip="an item, opened at the rollouts of A and B that differ most",
+    ),
+    Binding("tab,shift+tab", "", "", tooltip="the next table (a focused table scrolls)"),
+]
+
+
 class CompareApp(App[None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui compare"
+    # -low: no line of each function's change (the figures have each function's mean)
+    VERTICAL_BREAKPOINTS = [(0, "-low"), (28, "-tall")]
     BINDINGS = [
         Binding(
             "n",
             "next_rollout",
             "next rollout",
-            tooltip="the next rollout of the item in both sources (or enter)",
+            tooltip="the item's next rollout in A and in B (or enter)",
         ),
+        Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit", "quit", priority=True),
     ]
 
     def __init__(
         self,
         summaries: list[Summary],
-        change: Change,
-        header: str,
+        changes: list[Change],
+        margin: float | None = None,
         theme_name: str = "vftui-dark",
         extra_themes=None,
     ) -> None:
         super().__init__()
-        self.summaries, self.change, self.header = summaries, change, header
-        self.letters = [chr(ord("A") + i) for i in range(len(summaries))]
-        self.rollout = 0
+        self.summaries, self.changes, self.margin = summaries, changes, margin
+        self.letters = compared.letters(len(summaries))
+        self.pair = (
+            0,
+            0,
+        )  # the rollouts of the highlighted item shown first: those that differ most
+        self.rollout = 0  # how many rollouts on from them (enter, n)
         themes.install(self, theme_name, extra_themes)
 
     def get_driver_class(self) -> type:
         return lean_driver(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
-        yield Static(shown(self.header), id="compare-header")
-        yield DataTable(id="figures", cursor_type="none", zebra_stripes=True)
+        yield Static(self.title_line(), id="compare-header")
+        yield Static(self.answer(), id="answer")
+        if by_function := self.by_function():
+            yield Static(by_function, id="by-function")
+        with Horizontal(id="tables"):
+            yield DataTable(id="figures", cursor_type="none", zebra_stripes=True)
+            yield DataTable(id="setup", cursor_type="none", show_header=False)
         yield DataTable(id="items", cursor_type="row")
         with Horizontal(id="sides"):
             for letter in self.letters[:2]:
                 yield Static(id=f"side-{letter}", classes="side")
         yield Footer()
 
+    def title_line(self) -> Text:
+        """The environment, and which source each letter stands for."""
+        env = next((s.source.env_id for s in self.summaries if s.source.env_id), "")
+        text = Text(f"{one_line(env) or 'compare'}: ", style="bold")
+        for n, (letter, summary) in enumerate(zip(self.letters, self.summaries, strict=True)):
+            text.append(f"{' · ' if n else ''}{letter} ", style="bold")
+            text.append(f"{one_line(str(summary.source.path))} ({summary.source.kind})")
+        return text
+
+    def answer(self) -> Text:
+        """Each later source's change against A and its meaning, then (with --fail-if-worse) the verdicts."""
+        text = Text()
+        for letter, change in zip(self.letters[1:], self.changes, strict=True):
+            style = "red" if compared.meaning(change).startswith("worse") else "bold"
+            text.append(compared.change_line(letter, change) + "\n", style=style)
+        if self.margin is not None:
+            failed = any(worse_beyond(c, self.margin) for c in self.changes)
+            said = compared.verdicts(self.letters[1:], self.changes, self.margin)
+            text.append(said, style="bold red" if failed else "green")
+        text.rstrip()
+        return text
+
+    def by_function(self) -> Text:
+        """Each reward function's change, as the reward's (a low terminal leaves it out: the figures have them)."""
+        lines = [
+            f"{letter} - A by function: {one_line(functions)}"
+            for letter, change in zip(self.letters[1:], self.changes, strict=True)
+            if (functions := compared.function_changes(change))
+        ]
+        return Text("\n".join(lines), style="dim")
+
     def on_mount(self) -> None:
-        figures = self.query_one("#figures", DataTable)
-        figures.add_columns("", *self.letters)
-        rows = [
-            ("items", [str(len(s.source.items)) for s in self.summaries]),
-            ("errors", [str(s.source.errors) for s in self.summaries]),
-            ("reward", [figure(s.reward.as_dict()) for s in self.summaries]),
-            ("pass@1", [figure(s.pass1.as_dict()) for s in self.summaries]),
-            ("truncated", [f"{s.truncated:.1%}" for s in self.summaries]),
-            ("identical", [f"{s.identical:.1%}" for s in self.summaries]),
-            ("completion", [f"{s.completion_chars:.0f} chars" for s in self.summaries]),
-        ]
-        names = sorted({n for s in self.summaries for n in s.functions})
-        rows += [
-            (
-                n,
-                [
-                    figure(s.functions[n].as_dict()) if n in s.functions else "-"
-                    for s in self.summaries
-                ],
-            )
-            for n in names
-        ]
-        for label, values in rows:
-            figures.add_row(
-                shown(label), *values
-            )  # a reward function's name is the environment's text
         items = self.query_one("#items", DataTable)
-        items.border_title = f"items by change, B - A, worst first ({self.change.paired} in both)"
+        change = self.changes[0]
+        drops, gains = (
+            sum(1 for c in change.items if c.change < 0),
+            sum(1 for c in change.items if c.change > 0),
+        )
+        items.border_title = (
+            f"items by change, B - A, worst first ({change.paired} in both: {drops} dropped, "
+            f"{gains} gained)"
+        )
         items.add_columns("item", "A", "B", "change")
-        for c in self.change.items:
+        for c in change.items:
             style = "red" if c.change < 0 else "green" if c.change > 0 else ""
             items.add_row(
                 shown(c.key),
@@ -112,11 +156,75 @@ class CompareApp(App[None]):
                 key=c.key,
             )
         items.focus()
-        self.show_sides()
+        self.open_item()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fill_tables)  # once the tables are mounted
+
+    def fill_tables(self) -> None:
+        """The figures, and how the sources were made: beside them where the terminal is wide enough, else
+        on top of them in the one table; each value cut to the room its column has."""
+        setup = compared.setup_rows(self.summaries)
+        differ = compared.differing(setup)
+        said = f"how they differ: {', '.join(differ)}" if differ else "made alike"
+        low, high, counts = histograms(self.summaries)
+        rows = compared.figure_rows(self.summaries)
+        rows.insert(2, (f"histogram [{low:g}, {high:g}]", [compared.bars(c) for c in counts]))
+        label = max(len(name) for name, _ in setup + rows)
+        columns = [max(len(values[n]) for _, values in rows) for n in range(len(self.letters))]
+        # its border, its scrollbar, a cell's padding each side: as wide as its figures, the rest beside
+        wanted = label + sum(columns) + 2 * (len(columns) + 1) + 4
+        narrow = self.size.width - wanted < SETUP_ROOM
+        self.screen.set_class(narrow, "-one-table")
+        width = self.size.width if narrow else wanted
+        figures = self.query_one("#figures", DataTable)
+        figures.styles.width = width
+        about = "figures (± 95% interval over items)"
+        figures.border_title = f"{said} · {about}" if narrow else about
+        figures.clear(columns=True)
+        figures.add_columns("", *self.letters)
+        room = max(8, (width - label - 6) // len(self.letters) - 2)
+
+        def add_setup(alike: bool) -> None:
+            for name, values in setup:
+                if narrow and (name in differ) != alike:
+                    figures.add_row(
+                        Text(name, style="dim" if alike else "bold"),
+                        *(Text(compared.cut(one_line(v), room, name == "model")) for v in values),
+                    )
+
+        # in one table: what the sources differ in first, what they share after the figures
+        add_setup(alike=False)
+        for name, values in rows:  # a reward function's name is the environment's text
+            figures.add_row(shown(name), *values)
+        add_setup(alike=True)
+        if not narrow:
+            self.fill_setup(setup, differ, said, self.size.width - width - 4)
+
+    def fill_setup(
+        self, rows: list[tuple[str, list[str]]], differ: list[str], said: str, room: int
+    ) -> None:
+        """How the sources were made, beside the figures (``room`` columns inside its border and scrollbar):
+        each fact they differ in, a line a source, then the facts they share in a line each."""
+        setup = self.query_one("#setup", DataTable)
+        setup.border_title = said
+        label = max(len(name) for name, _ in rows)
+        letters = max(len(self.letters) * 2 - 1, len(ALL))
+        width = max(8, room - label - letters - 6)  # a cell's padding each side of 3 columns
+        setup.clear(columns=True)
+        setup.add_columns("fact", "of", "value")
+        for name, values in sorted(rows, key=lambda row: row[0] not in differ):
+            tail = name == "model"  # where checkpoints' ids differ
+            if name not in differ:
+                cell = Text(compared.cut(one_line(values[0]), width, tail), style="dim")
+                setup.add_row(Text(name, style="dim"), Text(ALL, style="dim"), cell)
+                continue
+            for n, (letter, value) in enumerate(zip(self.letters, values, strict=True)):
+                cell = Text(compared.cut(one_line(value), width, tail))
+                setup.add_row(Text(name if n == 0 else "", style="bold"), letter, cell)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.rollout = 0
-        self.show_sides()
+        self.open_item()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.action_next_rollout()  # enter on an item: its next rollout, as in the dashboard
@@ -125,16 +233,35 @@ class CompareApp(App[None]):
         self.rollout += 1
         self.show_sides()
 
-    def show_sides(self) -> None:
-        """The highlighted item's rollout ``self.rollout`` in A and in B."""
+    def action_help(self) -> None:
+        """Every key from the bindings that hold it: the app's, the tables' and Textual's focus keys."""
+        self.push_screen(HelpScreen(help_rows([*self.BINDINGS, *TABLE_KEYS])))
+
+    def highlighted(self) -> str | None:
         items = self.query_one("#items", DataTable)
-        if not self.change.items:
+        if not self.changes[0].items:
+            return None
+        return self.changes[0].items[min(items.cursor_row, len(self.changes[0].items) - 1)].key
+
+    def open_item(self) -> None:
+        """The highlighted item at the rollouts of A and B whose rewards differ most."""
+        if (key := self.highlighted()) is not None:
+            first, later = (s.source.items[key].rewards for s in self.summaries[:2])
+            self.pair, self.rollout = widest_pair(first, later), 0
+        self.show_sides()
+
+    def show_sides(self) -> None:
+        """The highlighted item's rollouts in A and in B, ``self.rollout`` on from the pair that differ most."""
+        if (key := self.highlighted()) is None:
             return
-        key = self.change.items[min(items.cursor_row, len(self.change.items) - 1)].key
-        for letter, summary in zip(self.letters[:2], self.summaries[:2], strict=True):
+        for letter, summary, start in zip(
+            self.letters[:2], self.summaries[:2], self.pair, strict=True
+        ):
             item = summary.source.items[key]
-            n = self.rollout % len(item.rollouts)
-            title = f"{letter} · item {key} · rollout {n + 1}/{len(item.rollouts)} · reward {number(item.rewards[n])}"
-            self.query_one(f"#side-{letter}", Static).update(
-                rollout_text(item.rollouts[n], printable(title))
-            )
+            n = (start + self.rollout) % len(item.rollouts)
+            side = self.query_one(f"#side-{letter}", Static)
+            side.border_title = one_line(
+                f"{letter} · reward {number(item.rewards[n])} · rollout {n + 1}/{len(item.rollouts)} "
+                f"· item {key}"
+            )  # the reward first: a narrow side cuts the title's end
+            side.update(rollout_text(item.rollouts[n]))

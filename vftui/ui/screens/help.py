@@ -30,6 +30,25 @@ def help_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
 
 
 class HelpScreen(ModalScreen[None]):
+    # its own style, so every app's ? (the dashboard's, compare's) shows the same box
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+    }
+    #help-box {
+        width: 84;
+        max-width: 90%;
+        height: auto;
+        max-height: 100%;
+        padding: 1 2;
+        border: thick $primary;
+        background: $surface;
+    }
+    #help-keys {
+        height: auto;
+        max-height: 70vh;  /* the box's border, padding and title fit around it on a 24-row terminal */
+    }
+    """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def __init__(self, rows: list[tuple[str, str]]) -> None:

@@ -1,0 +1,150 @@
+"""How a comparison is said, once, for ``compare --no-ui`` and the compare screen: each later source's change
+against A with its interval and what it means, the ``--fail-if-worse`` verdict, how the sources were made,
+their figures and histograms.
+
+Text from the files (paths, model ids, env args, function names) is returned as it is: each caller makes it
+printable on its way to a terminal.
+"""
+
+from __future__ import annotations
+
+from vftui.figures.comparison import Change, Summary, worse_beyond
+from vftui.figures.eval_stats import Estimate
+from vftui.run_files.results import Setup
+from vftui.text import wording
+
+UNKNOWN = "unknown"  # a fact a source's files do not record
+LONGEST = 48  # a recorded value longer than this is cut, with an ellipsis
+BARS = " ▁▂▃▄▅▆▇█"
+
+
+def letters(count: int) -> list[str]:
+    return [chr(ord("A") + i) for i in range(count)]
+
+
+def title(summaries: list[Summary]) -> str:
+    env = next((s.source.env_id for s in summaries if s.source.env_id), "an unnamed environment")
+    return f"compare: {len(summaries)} sources of {env} (± is a 95% interval over items)"
+
+
+def signed(e: Estimate) -> str:
+    """``-0.188 [-0.451, +0.076]``, or the mean alone with no interval."""
+    mean = wording.number(e.mean, "+")
+    if e.low is None or e.high is None:
+        return mean
+    return f"{mean} [{wording.number(e.low, '+')}, {wording.number(e.high, '+')}]"
+
+
+def meaning(change: Change) -> str:
+    """What the change says at 95%: worse, better, or no clear change; or that it has no interval."""
+    e = change.reward
+    if e.low is None or e.high is None:
+        held = wording.counted(change.paired, "item") if change.paired else "no item"
+        return f"no interval, {held} in common"
+    if e.high < 0:
+        return "worse beyond its interval"
+    if e.low > 0:
+        return "better beyond its interval"
+    return "no clear change"
+
+
+def change_line(letter: str, change: Change) -> str:
+    """The answer: ``B - A reward -0.188 [-0.451, +0.076], paired over 12 items: no clear change``."""
+    how = f"paired over {wording.counted(change.paired, 'item')}" if change.paired else "unpaired"
+    return f"{letter} - A reward {signed(change.reward)}, {how}: {meaning(change)}"
+
+
+def function_changes(change: Change) -> str:
+    """Each reward function's change, as the reward's: ``format_ok +0.000 [...], ...``; "" when none."""
+    return ", ".join(f"{name} {signed(e)}" for name, e in change.functions.items())
+
+
+def passed(change: Change, margin: float) -> str:
+    return "failed" if worse_beyond(change, margin) else "passed"
+
+
+def verdict(later: str, first: str, change: Change, margin: float) -> str:
+    """``--fail-if-worse``'s verdict on one later source, passed or failed."""
+    worse = worse_beyond(change, margin)
+    return (
+        f"--fail-if-worse {margin:g} {passed(change, margin)}: {later} is {'' if worse else 'not '}"
+        f"worse than {first} by more than {margin:g} beyond the 95% interval"
+    )
+
+
+def verdicts(letters: list[str], changes: list[Change], margin: float) -> str:
+    """Every later source's verdict in one line: ``--fail-if-worse 0.02: B passed, C failed (...)``."""
+    each = ", ".join(
+        f"{letter} {passed(c, margin)}" for letter, c in zip(letters, changes, strict=True)
+    )
+    return (
+        f"--fail-if-worse {margin:g}: {each} (fails: worse than A by more than {margin:g} beyond the "
+        "95% interval)"
+    )
+
+
+def cut(text: str, width: int = LONGEST, tail: bool = False) -> str:
+    """``text`` in ``width`` characters: its start and an ellipsis, or (``tail``) an ellipsis and its end."""
+    if len(text) <= width:
+        return text
+    return "…" + text[len(text) - width + 1 :] if tail else text[: width - 1] + "…"
+
+
+def setup_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
+    """How each source was made: the same facts for each, ``unknown`` where its files do not say (each value
+    whole: a caller cuts it to the room it has)."""
+    setups = [s.source.setup for s in summaries]
+
+    def row(label: str, value) -> tuple[str, list[str]]:
+        return label, [value(s) or UNKNOWN for s in setups]
+
+    return [
+        row("model", lambda s: s.model),
+        row("temperature", lambda s: temperatures(s)),
+        row("env args", lambda s: s.env_args),
+        row("split", lambda s: s.split),
+        row("versions", lambda s: s.versions),
+    ]
+
+
+def temperatures(setup: Setup) -> str:
+    """``1``, ``0.7, 1`` or ``0.2 to 1 (5 values)``: it may have changed during a run."""
+    values = setup.temperatures
+    if len(values) > 3:
+        return f"{values[0]:g} to {values[-1]:g} ({len(values)} values)"
+    return ", ".join(f"{t:g}" for t in values)
+
+
+def differing(rows: list[tuple[str, list[str]]]) -> list[str]:
+    """The labels of the rows whose sources do not all agree (an unknown is a difference too)."""
+    return [label for label, values in rows if len(set(values)) > 1]
+
+
+def figure_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
+    """Each source's figures, a row a figure, the answer's first, then a row for each reward function."""
+    rows = [
+        ("reward", [_figure(s.reward) for s in summaries]),
+        ("pass@1", [_figure(s.pass1) for s in summaries]),
+        ("passes at", [f"reward >= {s.threshold:g}" for s in summaries]),
+        ("rollouts/item", [str(s.rollouts) for s in summaries]),
+        ("items", [str(len(s.source.items)) for s in summaries]),
+        ("errors", [str(s.source.errors) for s in summaries]),
+        ("truncated", [f"{s.truncated:.1%}" for s in summaries]),
+        ("identical", [f"{s.identical:.1%}" for s in summaries]),
+        ("completion", [f"{s.completion_chars:.0f} chars" for s in summaries]),
+    ]
+    names = sorted({n for s in summaries for n in s.functions})
+    return rows + [
+        (name, [_figure(s.functions[name]) if name in s.functions else "-" for s in summaries])
+        for name in names
+    ]
+
+
+def bars(bins: list[int]) -> str:
+    """A histogram in one line of block characters, and how many rollouts it counts."""
+    top = max(bins) or 1
+    return "".join(BARS[round(count / top * (len(BARS) - 1))] for count in bins) + f" {sum(bins)}"
+
+
+def _figure(e: Estimate) -> str:
+    return wording.figure(e.as_dict())
