@@ -159,6 +159,13 @@ def test_each_layer_imports_only_what_it_may(layer, forbidden):
     assert _importers(layer, forbidden) == {}
 
 
+def test_a_run_is_driven_in_one_place():
+    """One lifecycle (prepare, the log, execute, close) for the dashboard's child and ``run --no-ui``: only
+    ``collector.lifecycle`` builds a ``Run``; the tests that drive one by hand are outside the package."""
+    drivers = {m for m in MODULES if "vftui.collector.run" in imported_names(m)}
+    assert drivers == {"vftui.collector.lifecycle"}
+
+
 def test_opening_the_dashboard_loads_no_collector_library():
     """The dashboard's first frame comes before atroposlib, verifiers and transformers load (seconds):
     they are imported by the collector's child process only."""
