@@ -219,12 +219,20 @@ def test_events_holds_events_only():
     assert (functions, neither) == ([], [])
 
 
+def test_a_run_is_driven_in_one_place():
+    """One lifecycle (prepare, the log, execute, close) for the dashboard's child and ``run --no-ui``: only
+    ``collector.lifecycle`` builds a ``Run``; the tests that drive one by hand are outside the package."""
+    drivers = {m for m in MODULES if "vftui.collector.run" in imported_names(m)}
+    assert drivers == {"vftui.collector.lifecycle"}
+
+
 def test_opening_the_dashboard_loads_no_collector_library():
-    """The dashboard's first frame comes before atroposlib, verifiers and transformers load (seconds):
-    they are imported by the collector's child process only."""
+    """The dashboard's first frame (and ``--no-ui``'s first line) comes before atroposlib, verifiers and
+    transformers load (seconds): the collector's child, or ``lifecycle`` after that line, imports them."""
     code = (
         "import sys\n"
         "import vftui.cli, vftui.commands.dashboard, vftui.commands.attach, vftui.commands.view, vftui.ui.app\n"
+        "import vftui.commands.headless\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules}"
         " & {'atroposlib', 'verifiers', 'transformers', 'torch'})\n"
         "print(','.join(heavy))\n"

@@ -79,6 +79,8 @@ def switch_to_log(out_path: Path, early: TextIO, emit: Callable[[Event], None]) 
 
 
 def remove_if_empty(path: Path) -> None:
+    """The run's log, if nothing reached it (what Python still buffers for it counts)."""
+    _flush()
     with contextlib.suppress(OSError):
         if path.stat().st_size == 0:
             path.unlink()

@@ -4,8 +4,8 @@ The child prepares the run on its own main thread (verifiers environments instal
 handlers there), reports ``Prepared`` or the error it refused with, collects, and answers
 control calls until the parent hangs up. The dashboard is on screen from the start, so
 nothing here may write to the terminal: output goes to a scratch file until the run's own
-log file (beside its jsonl) is known. This module imports the run lazily: the parent
-imports it only to name it as the child's target.
+log file (beside its jsonl) is known. The run is imported lazily (``lifecycle``): the parent
+imports this module only to name it as the child's target.
 """
 
 from __future__ import annotations
@@ -13,77 +13,72 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-import tempfile
 import threading
 import traceback
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
-from vftui.collector import captured
+from vftui.collector.lifecycle import run_to_end
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
-from vftui.events import RunState, RunStatus
 from vftui.live.process import STOP_SIGNAL, Crashed, Prepared, Refused
 from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.run_controls import RunControls
-from vftui.text.wording import LOADING_LIBRARIES
+
+if TYPE_CHECKING:
+    from vftui.collector.run import Plan, Run
 
 
 def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:
     """Prepare, report, collect, answer controls until hung up."""
-    import asyncio
-
     stop = _ParentsStop()
-    early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - the output until the log file is known
     _no_process_locks()
     outbox = Outbox(events)
-    outbox.put(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
-    from vftui.collector import scoring_limit
-    from vftui.collector.run import Run
-
-    run = Run(config, outbox.put)
     try:
-        try:
-            plan = run.prepare()
-            stop.prepared.set()  # within the try: a stop that came as prepare returned is still caught
-        except (
-            KeyboardInterrupt
-        ):  # the parent's stop, or Ctrl-C before the dashboard took the terminal
-            outbox.put(Refused(KeyboardInterrupt()))
-            return
-        except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
-            outbox.put(Refused(e) if picklable(e) else Crashed(traceback.format_exc()))
-            return
-        # From here the parent drives the run: terminal signals go to it, and the
-        # terminal is the dashboard's, so library output goes to a file beside the run.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log_path = captured.switch_to_log(plan.out_path, early, outbox.put)
-        outbox.put(Prepared(str(plan.out_path), plan.simulated))
-        server = threading.Thread(
-            target=serve_commands, args=(commands, run.controls), name="collector-controls"
-        )
-        server.start()
-        stop.then_stop(run.controls)  # one the parent sent before it knew the run was prepared
-        try:
-            with scoring_limit.limit.may_end_process(
-                _into_the_log
-            ):  # the parent says why, by the exit code
-                asyncio.run(run.execute())
-        except Exception:  # noqa: BLE001 - reported to the parent, which shows it
-            traceback.print_exc()  # into the log file, for the whole story
-            outbox.put(Crashed(traceback.format_exc()))
-        server.join()
-        if log_path is not None:
-            captured.remove_if_empty(log_path)
+        run_to_end(config, outbox.put, _Child(stop, outbox, commands))
+    except KeyboardInterrupt:  # the parent's stop, or Ctrl-C before the dashboard took the terminal
+        outbox.put(Refused(KeyboardInterrupt()))
+    except Exception as e:  # noqa: BLE001 - the parent raises it as prepare would have
+        outbox.put(Refused(e) if picklable(e) else Crashed(traceback.format_exc()))
     finally:
-        run.close()
         outbox.close()
 
 
-def _into_the_log(line: str) -> None:
-    print(
-        line, file=sys.stderr, flush=True
-    )  # the log file beside the run's jsonl, where the child's output goes
+class _Child:
+    """The run's host in the dashboard's child: the parent drives the run (its stop, its controls over a pipe),
+    the terminal is the dashboard's, and a crash is reported to the parent."""
+
+    def __init__(self, stop: _ParentsStop, outbox: Outbox, commands: Connection) -> None:
+        self._stop = stop
+        self._outbox = outbox
+        self._commands = commands
+
+    def prepared(self, run: Run) -> None:
+        self._stop.prepared.set()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's signals are the parent's now
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    @contextlib.contextmanager
+    def while_running(self, run: Run, plan: Plan) -> Iterator[None]:
+        self._outbox.put(Prepared(str(plan.out_path), plan.simulated))
+        server = threading.Thread(
+            target=serve_commands, args=(self._commands, run.controls), name="collector-controls"
+        )
+        server.start()
+        self._stop.then_stop(
+            run.controls
+        )  # one the parent sent before it knew the run was prepared
+        try:
+            yield
+        except Exception:  # noqa: BLE001 - reported to the parent, which shows it
+            traceback.print_exc()  # into the log file, for the whole story
+            self._outbox.put(Crashed(traceback.format_exc()))
+        server.join()
+
+    def say(self, line: str) -> None:
+        """Into the log file beside the run's jsonl: the parent says why, by the exit code."""
+        print(line, file=sys.stderr, flush=True)
 
 
 def _no_process_locks() -> None:

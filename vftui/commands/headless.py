@@ -8,12 +8,10 @@ blocks the run's loop holds neither the first stop nor the second back.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO, assert_never
 
 from vftui import events as ev
 from vftui.collector import captured
+from vftui.collector.lifecycle import run_to_end
 from vftui.config import RunConfig
 from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
 from vftui.figures import stats
@@ -28,11 +27,9 @@ from vftui.text import wording
 from vftui.text.json_lines import to_json_line
 from vftui.text.printable import say
 
-if (
-    TYPE_CHECKING
-):  # run_headless imports the collector after its first line: its libraries take seconds to load
+if TYPE_CHECKING:  # the run is imported after the first line (lifecycle): its libraries are slow
     from vftui.collector.controls import Controls
-    from vftui.collector.run import Run
+    from vftui.collector.run import Plan, Run
 
 
 def _worth_saying(record: ev.LogRecord) -> bool:
@@ -162,23 +159,6 @@ class HeadlessView:
         return f"{line}  {wording.traffic(self._requests)}" if self._requests is not None else line
 
 
-async def _drive(run: Run, view: HeadlessView) -> ev.RunSummary:
-    controls = run.controls
-    assert controls is not None
-
-    def on_signal() -> None:
-        first = not controls.stop_requested
-        try:
-            controls.stop()
-        except RunEnded:
-            return  # its summary is out: nothing to stop, nothing to say
-        if first:
-            view.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
-
-    with _signals_on_a_thread(on_signal):
-        return await run.execute()
-
-
 def _stop(controls: Controls) -> None:
     with contextlib.suppress(
         RunEnded
@@ -240,26 +220,43 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     _stops_interrupt_the_preparation()
     terminal = captured.Terminal.keep()
     view = HeadlessView(config.json_events, verbose, err=terminal.err, out=terminal.out)
-    view(ev.RunStatus(ev.RunState.STARTING, 0, config.groups_hint, wording.LOADING_LIBRARIES))
-    early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - until the run's log file is known
-    log_path = None
     try:
-        from vftui.collector import scoring_limit
-        from vftui.collector.run import Run
-
-        run = Run(config, view)
-        try:
-            plan = run.prepare()
-            log_path = captured.switch_to_log(plan.out_path, early, view)
-            view.on_reader_gone = lambda: _stop(run.controls)
-            if view.reader_gone:  # it left while the run was being prepared
-                run.controls.stop()
-            with scoring_limit.limit.may_end_process(view.say):
-                summary = asyncio.run(_drive(run, view))
-        finally:
-            run.close()
+        summary = run_to_end(config, view, _Headless(view))
     finally:
         terminal.restore()
-        if log_path is not None:
-            captured.remove_if_empty(log_path)
+    assert summary is not None  # this host takes no crash: it is raised
     return exit_code(summary)
+
+
+class _Headless:
+    """The run's host in ``run --no-ui``: stops answered on a thread of its own, the reader of ``--json``
+    leaving stops the run, lines said on the terminal."""
+
+    def __init__(self, view: HeadlessView) -> None:
+        self._view = view
+
+    def prepared(self, run: Run) -> None:
+        """A stop still interrupts as Ctrl-C does until the run answers it (``while_running``)."""
+
+    @contextlib.contextmanager
+    def while_running(self, run: Run, plan: Plan) -> Iterator[None]:
+        controls = run.controls
+        assert controls is not None
+
+        def on_signal() -> None:
+            first = not controls.stop_requested
+            try:
+                controls.stop()
+            except RunEnded:
+                return  # its summary is out: nothing to stop, nothing to say
+            if first:
+                self.say("stopping after the groups in flight (press Ctrl-C again to cancel them)")
+
+        self._view.on_reader_gone = lambda: _stop(controls)
+        if self._view.reader_gone:  # it left while the run was being prepared
+            controls.stop()
+        with _signals_on_a_thread(on_signal):
+            yield
+
+    def say(self, line: str) -> None:
+        self._view.say(line)
