@@ -38,6 +38,7 @@ from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
 from vftui.live.process import CollectorProcess, Prepared
 from vftui.live.wire import Outbox, serve_commands
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -106,10 +107,9 @@ def synthetic_collector(
     """The child: real Controls over the command pipe, synthetic groups at ``rate`` until hung up."""
     outbox = Outbox(event_pipe)
     with tempfile.TemporaryDirectory() as tmp:
-        controls = Controls(
-            1.0, GroupWindow(config.window), Path(tmp), outbox.put, groups_total=10**9
-        )
-        outbox.put(Prepared(tmp, simulated=True))
+        files = RunFiles(Path(tmp) / "groups.jsonl")
+        controls = Controls(1.0, GroupWindow(config.window), files, outbox.put, groups_total=10**9)
+        outbox.put(Prepared(str(files.log), simulated=True))
         outbox.put(
             RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"])
         )

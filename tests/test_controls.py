@@ -25,6 +25,7 @@ from vftui.events import (
     TemperatureChanged,
 )
 from vftui.live.wire import RemoteControls, serve_commands
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 
@@ -113,7 +114,9 @@ async def test_temperature_change_reaches_the_endpoint_and_the_groups(slow_sim, 
 
 @pytest.mark.unit
 def test_a_nudge_is_clamped_to_the_temperature_range(tmp_path):
-    controls = Controls(1.0, GroupWindow(8), tmp_path, lambda event: None, groups_total=1)
+    controls = Controls(
+        1.0, GroupWindow(8), RunFiles(tmp_path / "groups.jsonl"), lambda event: None, groups_total=1
+    )
     assert controls.nudge_temperature(+5) == MAX_TEMPERATURE
     assert controls.nudge_temperature(-5) == MIN_TEMPERATURE
 
@@ -210,7 +213,13 @@ async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_s
 def test_a_key_the_run_answers_late_says_so_and_is_still_carried_out(tmp_path):
     """A busy collector (still loading, or stuck): the key says it was not answered, never seems to do nothing."""
     dashboard_end, collector_end = Pipe()
-    controls = Controls(1.0, GroupWindow(10), tmp_path, lambda event: None, groups_total=4)
+    controls = Controls(
+        1.0,
+        GroupWindow(10),
+        RunFiles(tmp_path / "groups.jsonl"),
+        lambda event: None,
+        groups_total=4,
+    )
     remote = RemoteControls(dashboard_end, temperature=1.0, reply_timeout_s=0.2)
 
     def busy_then_serving() -> None:

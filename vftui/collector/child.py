@@ -56,8 +56,8 @@ def child_main(config: RunConfig, events: Connection, commands: Connection) -> N
         # terminal is the dashboard's, so library output goes to a file beside the run.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        log_path = captured.switch_to_log(plan.out_path, early, outbox.put)
-        outbox.put(Prepared(str(plan.out_path), plan.simulated))
+        log_path = captured.switch_to_log(plan.files, early, outbox.put)
+        outbox.put(Prepared(str(plan.files.log), plan.simulated))
         server = threading.Thread(
             target=serve_commands, args=(commands, run.controls), name="collector-controls"
         )

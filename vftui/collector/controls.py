@@ -29,6 +29,7 @@ from vftui.events import (
     TemperatureChanged,
     checked_temperature,
 )
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.text import wording
 
@@ -45,7 +46,7 @@ class Controls:
         self,
         temperature: float,
         window: GroupWindow,
-        dump_dir: Path,
+        files: RunFiles,
         emit: Callable[[Event], None],
         groups_total: int,
         stop_grace_s: float = math.inf,
@@ -54,7 +55,7 @@ class Controls:
         self._lock = threading.Lock()
         self._temperature = temperature
         self._window = window
-        self._dump_dir = dump_dir
+        self._files = files
         self._emit = emit
         self._paused = False
         self._stop_requested = False
@@ -131,7 +132,7 @@ class Controls:
     def dump(self, path: Path | None = None) -> Path:
         """Write the groups in the in-memory window to a new jsonl; returns its path."""
         if path is None:
-            path = self._dump_dir / f"dump-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+            path = self._files.dump_path(time.time())
         written, count = self._window.dump(Path(path))
         self._emit(GroupsDumped(str(written), count))
         return written

@@ -270,7 +270,7 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
         run = Run(config, view)
         try:
             plan = run.prepare()
-            log_path = captured.switch_to_log(plan.out_path, early, view)
+            log_path = captured.switch_to_log(plan.files, early, view)
             view.on_reader_gone = lambda: _stop(run.controls)
             if view.reader_gone:  # it left while the run was being prepared
                 run.controls.stop()

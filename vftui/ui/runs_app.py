@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from vftui.errors import UserError
 from vftui.live.client import control
-from vftui.live.server import socket_path
+from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import COLUMNS, NOT_ANSWERING, RunLine, all_runs, cells, not_answering
 from vftui.text.printable import printable
 from vftui.ui import themes
@@ -113,7 +113,7 @@ class RunsApp(App[tuple[str, Path] | None]):
             line = next(line for line in self.lines if line.out_path == path)
             if line.state == NOT_ANSWERING:
                 raise not_answering(line)
-            control(socket_path(path), lambda controls: getattr(controls, call)())
+            control(RunFiles(path).socket, lambda controls: getattr(controls, call)())
         except UserError as e:
             self.notify(printable(str(e)), severity="error", markup=False)
             return
