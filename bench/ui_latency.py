@@ -39,6 +39,7 @@ from vftui.config import RunConfig
 from vftui.events import GroupCollected, RunStarted
 from vftui.live.process import CollectorProcess, Prepared
 from vftui.live.wire import Outbox, serve_commands
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -107,9 +108,10 @@ def synthetic_collector(
     """The child: real Controls over the command pipe, synthetic groups at ``rate`` until hung up."""
     outbox = Outbox(event_pipe)
     with tempfile.TemporaryDirectory() as tmp:
+        files = RunFiles(Path(tmp) / "groups.jsonl")
         gate = GroupGate(10**9, 0, outbox.put)
-        controls = Controls(gate, 1.0, GroupWindow(config.window), Path(tmp), outbox.put)
-        outbox.put(Prepared(tmp, simulated=True))
+        controls = Controls(gate, 1.0, GroupWindow(config.window), files, outbox.put)
+        outbox.put(Prepared(str(files.log), simulated=True))
         outbox.put(
             RunStarted("sft", "synthetic", "bench", "simulated", True, "-", 10**9, 0, 8, 1.0, ["f"])
         )

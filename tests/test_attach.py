@@ -35,7 +35,8 @@ from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
 from vftui.figures import stats
 from vftui.live.client import AttachedRun, ask_status, connect
-from vftui.live.server import RunServer, socket_path
+from vftui.live.server import RunServer
+from vftui.run_files.files import RunFiles
 from vftui.run_files.index import remember
 from vftui.run_files.listing import COLUMNS, cells, describe
 from vftui.run_files.store import GroupWindow
@@ -77,7 +78,9 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
     """The peer check itself: a server that takes the caller for another user answers nothing."""
     path = tmp_path / "run.sock"
     ignore = [].append
-    controls = Controls(GroupGate(10, 0, ignore), 1.0, GroupWindow(4), tmp_path, ignore)
+    controls = Controls(
+        GroupGate(10, 0, ignore), 1.0, GroupWindow(4), RunFiles(tmp_path / "groups.jsonl"), ignore
+    )
     stranger = RunServer(4, stats.Accumulator(), uid=os.getuid() + 1)  # as if we were someone else
     stranger.publish(RunStatus(RunState.RUNNING, 3, 10))
     stranger.listen(path, controls)
@@ -111,9 +114,10 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
 
 def test_a_socket_path_too_long_for_the_kernel_moves_to_a_private_folder(tmp_path):
     deep = tmp_path / ("d" * 60) / ("e" * 60) / "groups.jsonl"
-    path = socket_path(deep)
+    path = RunFiles(deep).socket
     assert (
-        path == socket_path(deep)
+        path == RunFiles(deep).socket
+        and RunFiles(deep).socket_is_private
         and len(os.fsencode(path)) < 108
         and path.parent.name == f"vftui-{os.getuid()}"
     )
@@ -132,8 +136,8 @@ async def test_two_dashboards_attach_to_a_headless_run_and_steer_it(tmp_path, sl
     try:
         wait_for_lines(out, 4, proc)
         first, second = Inbox(), Inbox()
-        one = AttachedRun(socket_path(out), first.put).start()
-        two = AttachedRun(socket_path(out), second.put).start()
+        one = AttachedRun(RunFiles(out).socket, first.put).start()
+        two = AttachedRun(RunFiles(out).socket, second.put).start()
         app = VftuiApp(AttachedTo(first, one))
         async with app.run_test(size=(100, 30)) as pilot:
             await until(
@@ -201,7 +205,7 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
         held = lines_in(out)
         ticks: list[Health] = []
         watcher = AttachedRun(
-            socket_path(out), lambda e: ticks.append(e) if isinstance(e, Health) else None
+            RunFiles(out).socket, lambda e: ticks.append(e) if isinstance(e, Health) else None
         ).start()
         try:  # two ticks of the run's own clock while paused, time for several groups at this speed: none may come
             wait_until(
@@ -286,7 +290,7 @@ def test_detach_starts_a_run_that_outlives_its_command_and_runs_lists_it(tmp_pat
         timeout=120,
     )
     assert len(read_jsonl(out)) == 40
-    assert not socket_path(out).exists() and not out.with_suffix(".lock").exists()
+    assert not RunFiles(out).socket.exists() and not out.with_suffix(".lock").exists()
     saved = json.loads(out.with_suffix(".checkpoint.json").read_text())
     assert saved["state"] == "finished"
 
@@ -385,7 +389,7 @@ def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path)
     )
     try:
         screen = wait_for_screen(session, "starting")
-        assert "running" not in screen and not socket_path(out).exists(), (
+        assert "running" not in screen and not RunFiles(out).socket.exists(), (
             "on screen before the run is prepared"
         )
         wait_for_screen(session, "loading the")  # its steps are shown as they come
@@ -519,7 +523,7 @@ def test_runs_kept_elsewhere_are_listed_after_the_runs_folders_and_a_closed_pipe
         for i in range(3)
     ]
     bench = ended_run(tmp_path / "bench" / "b", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 2e9)
-    remember(bench)
+    remember(RunFiles(bench))
     listed = [
         json.loads(line)["path"]
         for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
+from vftui.run_files.files import RunFiles
 
 pytestmark = pytest.mark.unit
 
@@ -16,9 +17,10 @@ SAYS_WITHOUT_A_NEWLINE = """
 import sys, tempfile
 from pathlib import Path
 from vftui.collector import captured
+from vftui.run_files.files import RunFiles
 
 early = captured.capture(tempfile.TemporaryFile("w+"))
-log = captured.switch_to_log(Path(sys.argv[1]), early, print)
+log = captured.switch_to_log(RunFiles(Path(sys.argv[1])), early, print)
 print("closing, no newline", end="")  # as a library might while the run closes
 captured.remove_if_empty(log)
 """
@@ -34,6 +36,6 @@ def test_a_log_holding_only_an_unended_line_is_kept(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    log = out.with_suffix(".collector.log")
+    log = RunFiles(out).log
     assert log.exists(), "the line still buffered counts: the log is not empty"
     assert log.read_text() == "closing, no newline"

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from multiprocessing import Pipe
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,7 @@ from vftui.events import (
 )
 from vftui.live.wire import RemoteControls, serve_commands
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 
@@ -40,10 +42,11 @@ def start(sim, tmp_path, **overrides):
     return run, task, events
 
 
-def idle_controls(groups_total: int, dump_dir) -> Controls:
+def idle_controls(groups_total: int, folder: Path) -> Controls:
     """The controls of a run that collects nothing: what they do by themselves."""
     ignore = [].append
-    return Controls(GroupGate(groups_total, 0, ignore), 1.0, GroupWindow(8), dump_dir, ignore)
+    files = RunFiles(folder / "groups.jsonl")
+    return Controls(GroupGate(groups_total, 0, ignore), 1.0, GroupWindow(8), files, ignore)
 
 
 def states(events) -> list[RunState]:

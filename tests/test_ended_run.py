@@ -20,8 +20,8 @@ from vftui.errors import RunEnded
 from vftui.events import RunState, RunStatus
 from vftui.live.client import AttachedRun, control
 from vftui.live.process import CollectorProcess
-from vftui.live.server import socket_path
 from vftui.run_controls import RunControls
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
@@ -52,7 +52,7 @@ def test_controls_steer_a_run_until_it_ends_and_then_refuse_saying_how_it_ended(
 ):
     events: list = []
     gate = GroupGate(3, 0, events.append)
-    controls = Controls(gate, 1.0, GroupWindow(4), Path("unused"), events.append)
+    controls = Controls(gate, 1.0, GroupWindow(4), RunFiles(Path("unused.jsonl")), events.append)
     steer = {**STEERING, "resume": lambda c: c.resume()}
     for name in before:
         steer[name](controls)  # never refused while the run goes on
@@ -109,7 +109,7 @@ def test_a_finished_run_refuses_its_dashboards_pipe_and_its_socket_alike(sim, tm
             STEERING["stop"],
         ]:  # what an attached dashboard or `vftui runs` sends
             with pytest.raises(RunEnded, match="the run has finished"):
-                control(socket_path(out), steer)
+                control(RunFiles(out).socket, steer)
     finally:
         run.close()
 
@@ -180,11 +180,11 @@ async def test_keys_on_an_attached_run_whose_process_ended_say_so_and_keep_its_t
     )
     try:
         wait_until(
-            lambda: socket_path(out).exists() and out.exists() and out.stat().st_size,
+            lambda: RunFiles(out).socket.exists() and out.exists() and out.stat().st_size,
             "the run began",
         )
         inbox = Inbox()
-        attached = AttachedRun(socket_path(out), inbox.put).start()
+        attached = AttachedRun(RunFiles(out).socket, inbox.put).start()
         app = VftuiApp(AttachedTo(inbox, attached))
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
             await until(pilot=pilot, predicate=lambda: app.model.temperature == 1.0)

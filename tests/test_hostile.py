@@ -369,23 +369,24 @@ def test_two_runs_started_at_once_on_one_out_one_writes_and_the_other_is_refused
 
 
 def test_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
-    from vftui import paths
+    from vftui.run_files.files import RunFiles
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    folders = {paths.new_run_dir("owner/env") for _ in range(3)}
+    folders = {RunFiles.new(None, "owner/env").folder for _ in range(3)}
     assert len(folders) == 3 and all(f.is_dir() for f in folders)
 
 
 def test_the_lock_refuses_a_second_holder_and_is_free_again_after_release(tmp_path):
     from vftui.errors import UserError
-    from vftui.run_files.lock import OutputLock
+    from vftui.run_files.files import RunFiles
+    from vftui.run_files.lock import RunLock
 
-    out = tmp_path / "g.jsonl"
-    held = OutputLock(out).acquire("hint")
+    out = RunFiles(tmp_path / "g.jsonl")
+    held = RunLock(out).acquire("hint")
     with pytest.raises(UserError, match=rf"pid {os.getpid()}\); hint"):
-        OutputLock(out).acquire("hint")
+        RunLock(out).acquire("hint")
     held.release()
-    OutputLock(out).acquire("hint").release()
+    RunLock(out).acquire("hint").release()
     assert not (tmp_path / "g.lock").exists()
 
 
@@ -449,6 +450,7 @@ def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
 
 def test_the_html_page_shows_model_markup_as_text(tmp_path):
     from vftui.collector.sft.html_page import write_page
+    from vftui.run_files.files import RunFiles
 
     script = "<script>alert(document.domain)</script>"
     group = {
@@ -464,7 +466,7 @@ def test_the_html_page_shows_model_markup_as_text(tmp_path):
     }
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
-    page = write_page(jsonl).read_text()
+    page = write_page(RunFiles(jsonl)).read_text()
     assert "<script>alert" not in page and "<b>x</b>" not in page
     assert "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in page
     assert "<details>" in page and "Assistant" in page, "atroposlib's layout and roles are kept"

@@ -150,6 +150,7 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
                 "vftui.collector",
                 "vftui.ui",
                 "vftui.config",
+                "vftui.run_files",
             ),
         ),
         ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
@@ -251,3 +252,51 @@ def test_the_suite_never_touches_the_users_own_folders(own_user_folders):
 
     for folder in (paths.data_dir(), paths.config_dir(), run_index.index_dir()):
         assert folder.is_relative_to(own_user_folders), folder
+
+
+SIDE_FILE_SUFFIXES = (
+    ".run.json",
+    ".checkpoint.json",
+    ".lock",
+    ".collector.log",
+    ".sock",
+    ".dropped.jsonl",
+    ".eval",
+)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def test_only_run_files_names_a_side_file():
+    """A run's side files are named in ``run_files/files.py`` alone (``RunFiles``): elsewhere no string ends in
+    one of their suffixes (prose may name one: help texts, docstrings) and no name of a suffix constant is used."""
+    found = []
+    for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "bench").rglob("*.py")]):
+        if path == PACKAGE / "run_files" / "files.py":
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            name = node.id if isinstance(node, ast.Name) else getattr(node, "name", None)
+            if isinstance(node, (ast.Name, ast.alias)) and str(name).endswith(
+                ("_SUFFIX", "_SUFFIXES")
+            ):
+                found.append(f"{path.relative_to(REPO)}: {name}")
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and node.value.endswith(SIDE_FILE_SUFFIXES)
+            ):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
+    assert found == []

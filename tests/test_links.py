@@ -44,8 +44,9 @@ from vftui.errors import UserError
 from vftui.events import GroupDropped
 from vftui.run_files import store
 from vftui.run_files.drops import DropLog
+from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import NOT_ANSWERING, RunLine, all_runs
-from vftui.run_files.lock import OutputLock
+from vftui.run_files.lock import RunLock
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.text.printable import say
 from vftui.text.redact import scrub
@@ -199,10 +200,10 @@ def test_the_lock_refuses_a_link_and_the_drop_log_does_not_follow_one(tmp_path, 
     out = tmp_path / "groups.jsonl"
     out.with_suffix(".lock").symlink_to(victim)
     with pytest.raises(UserError, match=r"groups\.lock: it is a symbolic link"):
-        OutputLock(out).acquire("")
+        RunLock(RunFiles(out)).acquire("")
     out.with_suffix(".dropped.jsonl").symlink_to(victim)
     with pytest.raises(OSError, match="symbolic link"):
-        DropLog(out).add(GroupDropped(0, "all equal", [1.0, 1.0], {}, [1, 1]))
+        DropLog(RunFiles(out)).add(GroupDropped(0, "all equal", [1.0, 1.0], {}, [1, 1]))
     untouched(victim)
 
 
@@ -296,7 +297,7 @@ def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
     }
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
-    page = write_page(jsonl).read_text()
+    page = write_page(RunFiles(jsonl)).read_text()
     hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
     assert [h for h in hrefs if "example.com" in h] == [
         "https://example.com/a?b=1&amp;c=2",

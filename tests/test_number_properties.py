@@ -33,6 +33,7 @@ from vftui.figures.eval_stats import (
     t_quantile,
 )
 from vftui.run_files.drops import read_drops
+from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.opening import open_resumed
 from vftui.run_files.results import load, vf_eval_groups
@@ -325,7 +326,7 @@ def test_a_groups_file_and_its_side_files_read_as_rows_or_a_sentence(groups, dro
         assert summary.groups_done == len(view) and all(
             finite_figures(list(row.scores)) for row in view
         )
-        found, _ = read_drops(out)
+        found, _ = read_drops(RunFiles(out))
         assert all(type(drop.item) is int and finite_figures(drop.scores) for drop in found)
         assert_rows_or_a_sentence(out)
         try:

@@ -16,21 +16,33 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cli_env, read_jsonl, read_until, run_cli, start_cli
-from vftui import paths, safe_files
+from vftui import safe_files
 from vftui.events import GroupDropped
 from vftui.run_files import prune as pruning
 from vftui.run_files import records
 from vftui.run_files.drops import DropLog
-from vftui.run_files.files import (
-    CHECKPOINT_SUFFIX,
-    EVAL_SUFFIX,
-    LOCK_SUFFIX,
-    SIDECAR_SUFFIXES,
-    eval_dir,
-    own_files,
-)
+from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import all_runs
 from vftui.run_files.prune import Kind, Place
+
+SIDE_SUFFIXES = (
+    ".run.json",
+    ".checkpoint.json",
+    ".lock",
+    ".collector.log",
+    ".sock",
+    ".dropped.jsonl",
+    ".html",
+)
+EVAL_SUFFIX = ".eval"  # the test's own names of a run's files, so that a renamed one shows
+
+
+def own_files(out: Path) -> set[Path]:
+    return {out, *RunFiles(out).side_files}
+
+
+def eval_dir(out: Path) -> Path:
+    return RunFiles(out).eval_dir
 
 
 def data_dir(tmp_path: Path) -> Path:
@@ -102,7 +114,7 @@ def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_row
         out.with_suffix(".run.json").write_text(
             json.dumps({"config": {"env": "x", "mode": "rl", "steps": 3}})
         )
-    DropLog(dropped).add(
+    DropLog(RunFiles(dropped)).add(
         GroupDropped(0, "identical scores, all high (too easy)", [1.0, 1.0], {}, [1, 1])
     )
     eval_dir(evaluated).mkdir()
@@ -241,7 +253,7 @@ STEMS, FOREIGN = ("a", "b", "groups"), ("NOTES.txt", "data.csv", "keep")
 OWN_NAMES = [
     Path(f"{stem}.jsonl").with_suffix(suffix).name
     for stem in STEMS
-    for suffix in (".jsonl", *SIDECAR_SUFFIXES, EVAL_SUFFIX)
+    for suffix in (".jsonl", *SIDE_SUFFIXES, EVAL_SUFFIX)
 ]
 RUNS = Path("/d/vftui/runs")
 
@@ -278,7 +290,7 @@ def test_an_empty_run_loses_its_own_files_and_its_folder_only_when_vftui_made_it
     stem, beside, made_by_vftui
 ):
     out = RUNS / "f" / f"{stem}.jsonl"
-    plan = pruning.to_delete(out, beside, made_by_vftui)
+    plan = pruning.to_delete(RunFiles(out), beside, made_by_vftui)
     own = {p.name for p in own_files(out)} | {eval_dir(out).name}
     gone = {p.name for p in (*plan.files, *plan.trees)}
     assert all(p.parent == out.parent for p in (*plan.files, *plan.trees)), (
@@ -340,6 +352,10 @@ def make_tree(root: Path, spec: Spec, entries: list[str]) -> Path:
     return data
 
 
+def made_by_vftui(folder: Path) -> bool:
+    return RunFiles(folder / "groups.jsonl").made_by_vftui
+
+
 def everything(root: Path) -> set[Path]:
     """Every path under ``root``, links not followed."""
     return {
@@ -356,8 +372,8 @@ def prunable(folder: str, empty: bool, own: list[tuple[str, str]]) -> bool:
     return (
         empty
         and folder != "linked"
-        and CHECKPOINT_SUFFIX not in kinds
-        and kinds.get(LOCK_SUFFIX, "file") == "file"
+        and ".checkpoint.json" not in kinds
+        and kinds.get(".lock", "file") == "file"
         and kinds.get(EVAL_SUFFIX) != "folder"
     )
 
@@ -365,7 +381,7 @@ def prunable(folder: str, empty: bool, own: list[tuple[str, str]]) -> bool:
 FOLDERS = st.sampled_from(["20260101-000000-env", "20260101-000001-env-1", "myexp", "linked"])
 OWN = st.lists(
     st.tuples(
-        st.sampled_from([*SIDECAR_SUFFIXES, EVAL_SUFFIX]),
+        st.sampled_from([*SIDE_SUFFIXES, EVAL_SUFFIX]),
         st.sampled_from(["file", "folder", "link"]),
     ),
     max_size=4,
@@ -418,15 +434,13 @@ def test_prune_deletes_nothing_but_empty_runs_own_files_and_the_empty_folders_vf
             assert (
                 path in deletable
                 or any(path.is_relative_to(tree) for tree in trees)
-                or (path.parent == runs and paths.is_run_dir_name(path.name))
+                or (path.parent == runs and made_by_vftui(path))
                 or path.parent == data / "index"
             ), f"{path} was not an empty run's own"
         assert not {path for path in gone if path.is_relative_to(outside)}, (
             "nothing outside is touched"
         )
-        assert not {
-            path for path in gone if path.parent == runs and not paths.is_run_dir_name(path.name)
-        }
+        assert not {path for path in gone if path.parent == runs and not made_by_vftui(path)}
         assert refused <= {path.name for path in (data / "index").iterdir()}, (
             "an entry through a link or '..' stays"
         )

@@ -16,6 +16,7 @@ from vftui.errors import UserError
 from vftui.events import GroupCollected
 from vftui.run_files import records
 from vftui.run_files.drops import read_drops
+from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import GroupFile
 from vftui.ui.themes import load_theme
 
@@ -136,7 +137,7 @@ def test_a_damaged_group_file_shows_its_whole_groups_and_counts_the_rest(tmp_pat
 )
 def test_recorded_drops_read_as_drops_or_are_left_out(tmp_path, data):
     (tmp_path / "groups.dropped.jsonl").write_bytes(data)
-    drops, offset = read_drops(tmp_path / "groups.jsonl")
+    drops, offset = read_drops(RunFiles(tmp_path / "groups.jsonl"))
     assert 0 <= offset <= len(data) and len(drops) <= data.count(b"\n")
 
 

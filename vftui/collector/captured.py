@@ -21,7 +21,7 @@ from typing import TextIO
 
 from vftui import safe_files
 from vftui.events import Event, LogRecord
-from vftui.run_files.files import LOG_SUFFIX
+from vftui.run_files.files import RunFiles
 
 
 @dataclass
@@ -62,11 +62,11 @@ def capture(file: TextIO) -> TextIO:
     return file
 
 
-def switch_to_log(out_path: Path, early: TextIO, emit: Callable[[Event], None]) -> Path | None:
+def switch_to_log(files: RunFiles, early: TextIO, emit: Callable[[Event], None]) -> Path | None:
     """From now on into the run's log beside its jsonl, with what was said while the run was prepared
     (``early``); a link planted at its name is not followed: the output stays in the scratch file, and the
     run's views are told (``emit``)."""
-    path = out_path.with_suffix(LOG_SUFFIX)
+    path = files.log
     try:
         log = open(safe_files.open_append(path), "a", buffering=1)  # noqa: SIM115 - lives as long as the run
     except OSError as e:

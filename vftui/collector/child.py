@@ -61,7 +61,7 @@ class _Child:
 
     @contextlib.contextmanager
     def while_running(self, run: Run, plan: Plan) -> Iterator[None]:
-        self._outbox.put(Prepared(str(plan.out_path), plan.simulated))
+        self._outbox.put(Prepared(str(plan.files.log), plan.simulated))
         server = threading.Thread(
             target=serve_commands, args=(self._commands, run.controls), name="collector-controls"
         )

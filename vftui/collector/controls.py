@@ -21,6 +21,7 @@ from vftui.collector.gate import GroupGate
 from vftui.errors import RunEnded
 from vftui.events import Event, GroupsDumped, RunState, TemperatureChanged
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
+from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.text import wording
 
@@ -33,7 +34,7 @@ class Controls:
         gate: GroupGate,
         temperature: float,
         window: GroupWindow,
-        dump_dir: Path,
+        files: RunFiles,
         emit: Callable[[Event], None],
         stop_grace_s: float = math.inf,
     ) -> None:
@@ -42,7 +43,7 @@ class Controls:
         self._lock = gate.lock
         self._temperature = temperature
         self._window = window
-        self._dump_dir = dump_dir
+        self._files = files
         self._emit = emit
         self._stop_grace_s = stop_grace_s
         self._grace: threading.Timer | None = None
@@ -93,7 +94,7 @@ class Controls:
     def dump(self, path: Path | None = None) -> Path:
         """Write the groups in the in-memory window to a new jsonl; returns its path."""
         if path is None:
-            path = self._dump_dir / f"dump-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+            path = self._files.dump_path(time.time())
         written, count = self._window.dump(Path(path))
         self._emit(GroupsDumped(str(written), count))
         return written

@@ -49,7 +49,7 @@ def run_to_end(config: RunConfig, sink: Callable[[Event], None], host: Host) -> 
     try:
         plan = run.prepare()
         host.prepared(run)
-        log_path = captured.switch_to_log(plan.out_path, early, sink)
+        log_path = captured.switch_to_log(plan.files, early, sink)
         with scoring_limit.limit.may_end_process(host.say), host.while_running(run, plan):
             summary = asyncio.run(run.execute())
     finally:

@@ -23,12 +23,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import APIServerConfig
 
-from vftui import paths
 from vftui.collector import endpoint, hub, resumed, scoring_limit
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
@@ -58,11 +56,11 @@ from vftui.events import (
 )
 from vftui.figures import stats
 from vftui.figures.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
-from vftui.live.server import RunServer, socket_path
+from vftui.live.server import RunServer
 from vftui.run_files import index, store
 from vftui.run_files import records as run_records
 from vftui.run_files.drops import DropLog
-from vftui.run_files.files import sidecars
+from vftui.run_files.files import RunFiles
 from vftui.run_files.opening import Output, open_new, open_resumed
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
@@ -103,7 +101,7 @@ class Plan:
     """Everything ``prepare`` resolved; the API key is kept out of ``repr``."""
 
     config: RunConfig
-    out_path: Path
+    files: RunFiles
     base_urls: tuple[str, ...]  # the inference servers; the first was asked for its models
     model: str
     tokenizer: str
@@ -194,7 +192,7 @@ class Run:
             output = open_new(cfg.out, cfg.env)
         else:
             output = open_resumed(cfg.resume, cfg.window, cfg.own_shard)
-        self._drops = DropLog(output.path)
+        self._drops = DropLog(output.files)
         if cfg.resume is None:
             return output
         for group in output.written:
@@ -211,22 +209,22 @@ class Run:
     def _forget_output(self, output: Output) -> None:
         """A run refused before its first group leaves no empty file or run folder behind (its lock file goes
         first, or the folder would not be empty)."""
-        out_path = output.path
-        if self.config.resume is None and out_path.exists() and out_path.stat().st_size == 0:
-            out_path.unlink()
+        jsonl = output.files.jsonl
+        if self.config.resume is None and jsonl.exists() and jsonl.stat().st_size == 0:
+            jsonl.unlink()
             output.lock.release()
-            if out_path.parent.parent == paths.runs_dir():
+            if output.files.in_runs_dir:
                 with contextlib.suppress(OSError):
-                    out_path.parent.rmdir()  # ours, made by new_run_dir, if nothing else is in it
+                    output.files.folder.rmdir()  # ours, made by RunFiles.new, if nothing else is in it
 
     def _prepare(self, output: Output) -> Plan:
         cfg = self.config
         if (
             cfg.wandb
         ):  # wandb reads its folder once, when its settings first load: before the login check
-            os.environ.setdefault("WANDB_DIR", str(output.path.parent))
+            os.environ.setdefault("WANDB_DIR", str(output.files.folder))
             check_wandb_can_log()
-        described = run_records.run_record(output.path) if cfg.resume is not None else None
+        described = run_records.run_record(output.files) if cfg.resume is not None else None
         if (
             described is not None
         ):  # a line's meaning cannot change halfway through a file: before any work
@@ -245,13 +243,13 @@ class Run:
             output.groups_before if end is None else output.ledger.done_within(end)
         )  # eval: examples done
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
-        self.plan = Plan(cfg, output.path, base_urls, model, tokenizer, before, total)
+        self.plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
         self.gate = GroupGate(total, before, self.emit)
         self.controls = Controls(
             self.gate,
             cfg.start_temperature,
             self.window,
-            output.path.parent,
+            output.files,
             self.emit,
             stop_grace_s=cfg.score_timeout,
         )
@@ -268,7 +266,7 @@ class Run:
         )
         if output.groups_before == 0:
             self._write_run_file()
-        self._listen(output.path)
+        self._listen(output.files)
         return self.plan
 
     def _endpoint(self) -> tuple[tuple[str, ...], str, str]:
@@ -299,16 +297,16 @@ class Run:
         default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
         return base_urls, model, cfg.tokenizer or default
 
-    def _listen(self, out_path: Path) -> None:
+    def _listen(self, files: RunFiles) -> None:
         """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
         self._server = RunServer(self.config.window, self.totals)
         try:
-            self._server.listen(socket_path(out_path), self.controls)
+            self._server.listen(files.socket, self.controls, private=files.socket_is_private)
         except OSError as e:
             raise UserError(
-                f"cannot open the run's control socket {socket_path(out_path)}: {e.strerror or e}"
+                f"cannot open the run's control socket {files.socket}: {e.strerror or e}"
             ) from e
-        index.remember(out_path)
+        index.remember(files)
 
     def _step(self, what: str) -> None:
         """A step of the preparation, shown while it lasts (loading an environment can take a while)."""
@@ -352,7 +350,7 @@ class Run:
             gate=self.gate,
             temperature=lambda: self.controls.temperature,
             emit=self.emit,
-            checkpoint_path=sidecars(plan.out_path)[1],
+            checkpoint_path=plan.files.checkpoint,
             ledger=output.ledger,
             groups_before=output.groups_before,
             drops_are_done=self.collection.item_range is not None,
@@ -379,8 +377,8 @@ class Run:
         )
         self.collection.configure(env)
         # in every mode groups go to our crash-safe appender instead of an unflushed jsonlines writer
-        env.config.data_path_to_save_groups = str(plan.out_path)
-        env.jsonl_writer = store.JsonlAppender(plan.out_path, on_line=self.window.add)
+        env.config.data_path_to_save_groups = str(plan.files.jsonl)
+        env.jsonl_writer = store.JsonlAppender(plan.files.jsonl, on_line=self.window.add)
         if cfg.wandb:
             env.name = cfg.wandb_name or f"vftui-{cfg.env.split('/')[-1]}"
             env.wandb_project = cfg.wandb_project
@@ -389,11 +387,10 @@ class Run:
     def _write_run_file(self) -> None:
         plan = self.plan
         assert plan is not None
-        run_file, _ = sidecars(plan.out_path)
         store.write_json_atomic(
-            run_file,
+            plan.files.run_json,
             {
-                "config": {**self.config.public_dict(), "out": str(plan.out_path)},
+                "config": {**self.config.public_dict(), "out": str(plan.files.jsonl)},
                 "model": plan.model,
                 "endpoint": self.config.endpoint,
                 "tokenizer": plan.tokenizer,
@@ -485,7 +482,7 @@ class Run:
             model=plan.model,
             endpoint=self.config.endpoint,
             simulated=plan.simulated,
-            out_path=str(plan.out_path),
+            out_path=str(plan.files.jsonl),
             groups_total=plan.groups_total,
             groups_done=plan.groups_before,
             group_size=self.config.group_size,
@@ -546,7 +543,7 @@ class Run:
             state=state,
             groups_done=done,
             groups_total=plan.groups_total,
-            out_path=str(plan.out_path),
+            out_path=str(plan.files.jsonl),
             elapsed_s=round(elapsed_s, 3),
             metrics=self.totals.metrics(),
             error=error,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vftui.errors import EXIT_OK, UserError, exit_code
 from vftui.live.client import AttachedRun
-from vftui.live.server import socket_path
+from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import find_running
 from vftui.text import wording
 from vftui.text.printable import say
@@ -29,7 +29,7 @@ def run_attach(target: Path | None, theme: str | None) -> int:
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
     inbox = Inbox()
-    attached = AttachedRun(socket_path(run.out_path), inbox.put).start()
+    attached = AttachedRun(RunFiles(run.out_path).socket, inbox.put).start()
     try:
         app = VftuiApp(AttachedTo(inbox, attached), theme_name=theme_name, extra_themes=ours)
         app.run()

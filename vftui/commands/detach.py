@@ -14,13 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from vftui import paths, safe_files
+from vftui import safe_files
 from vftui.config import RunConfig
 from vftui.errors import UserError
 from vftui.live.client import ask_status
 from vftui.live.process import vftui_command
-from vftui.live.server import RunInfo, socket_path
-from vftui.run_files.files import LOG_SUFFIX, find_resumable, jsonl_named
+from vftui.live.server import RunInfo
+from vftui.run_files.files import RunFiles
 from vftui.text import wording
 from vftui.text.printable import say
 
@@ -31,24 +31,18 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
     """``run_args``: the ``vftui run`` flags as given, ``--detach`` taken out."""
     args = [arg for arg in run_args if arg != "--detach"]
     if config.resume is not None:
-        out = safe_files.given_file(find_resumable(config.resume), "--resume")
-    elif config.out is not None:
-        out = jsonl_named(safe_files.given_file(config.out, "--out"))
-        if out.exists():
-            raise UserError(
-                f"--out {out} exists; a background run needs a new path "
-                f"(or --resume {shlex.quote(str(out))})"
-            )
+        files = RunFiles.to_resume(config.resume)
     else:
-        try:
-            out = paths.new_run_dir(config.env) / "groups.jsonl"
-        except OSError as e:
+        files = RunFiles.new(config.out, config.env)
+        if config.out is None:
+            args += ["--out", str(files.jsonl)]
+        elif files.jsonl.exists():
             raise UserError(
-                f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}"
-            ) from e
-        args += ["--out", str(out)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    log_path = out.with_suffix(LOG_SUFFIX)
+                f"--out {files.jsonl} exists; a background run needs a new path "
+                f"(or --resume {shlex.quote(str(files.jsonl))})"
+            )
+    files.folder.mkdir(parents=True, exist_ok=True)
+    log_path = files.log
     try:
         log = open(safe_files.open_append(log_path), "ab")  # noqa: SIM115 - closed below, once the child has it
     except OSError as e:
@@ -66,8 +60,8 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
         sys.stderr,
     )
     while child.poll() is None:
-        if isinstance(ask_status(socket_path(out)), RunInfo):
-            say(wording.left_running(child.pid, out), sys.stderr)
+        if isinstance(ask_status(files.socket), RunInfo):
+            say(wording.left_running(child.pid, files.jsonl), sys.stderr)
             return 0
         time.sleep(POLL_S)
     say(

@@ -19,8 +19,9 @@ import httpx
 
 from vftui.events import ApiStatus, EnvShare
 from vftui.live.client import ask_status
-from vftui.live.server import RunInfo, socket_path
+from vftui.live.server import RunInfo
 from vftui.run_files import index
+from vftui.run_files.files import RunFiles
 from vftui.text import wording
 from vftui.text.printable import say
 
@@ -49,7 +50,7 @@ def our_runs_sending_to(api_url: str) -> tuple[EnvShare, ...]:
     has no read-only list of its envs (``/status-env`` fails loudly on an id it does not know)."""
     shares = []
     for out in index.known_runs():
-        path = socket_path(out)
+        path = RunFiles(out).socket
         info = ask_status(path) if path.exists() else None
         api = info.api if isinstance(info, RunInfo) else None
         if api is not None and api.api_url.rstrip("/") == api_url:

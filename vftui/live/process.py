@@ -26,13 +26,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from vftui.errors import EXIT_INTERRUPTED
 from vftui.events import Event, RunSummary
 from vftui.live.wire import EXIT_TIMEOUT_S, RemoteControls
-from vftui.run_files.files import LOG_SUFFIX
 
 STOPPED_HARD = (
     "run stopped: reward code held it past the second stop, so its process was ended "
@@ -50,7 +48,7 @@ ChildMain = Callable[[Any, Connection, Connection], None]
 class Prepared:
     """The run is ready; what the parent needs to describe it afterwards."""
 
-    out_path: str
+    log_path: str  # where the child's output goes: a crash's traceback is there
     simulated: bool
 
 
@@ -168,8 +166,9 @@ class CollectorProcess:
         if self._crash:
             if self.prepared is None:
                 return RuntimeError(f"the collector failed to start:\n{self._crash}")
-            where = Path(self.prepared.out_path).with_suffix(LOG_SUFFIX)
-            return RuntimeError(f"{self._crash.strip().splitlines()[-1]} (traceback in {where})")
+            return RuntimeError(
+                f"{self._crash.strip().splitlines()[-1]} (traceback in {self.prepared.log_path})"
+            )
         return RuntimeError(
             f"the collector process ended without a summary (exit code {self._process.exitcode})"
         )

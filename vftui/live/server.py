@@ -18,12 +18,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
-import hashlib
 import os
 import select
 import socket
 import struct
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -37,9 +35,7 @@ from vftui.errors import UserError
 from vftui.figures import stats
 from vftui.live.wire import Outbox, serve_commands
 from vftui.run_controls import RunControls
-from vftui.run_files.files import SOCKET_SUFFIX
 
-MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 HELLO_TIMEOUT_S = 5.0
 MAX_BACKLOG = (
     20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
@@ -59,21 +55,6 @@ class RunInfo:
     pid: int
     api: ev.ApiStatus | None = None  # rl: the trajectory API as the run last saw it
     mean_reward: float | None = None
-
-
-def socket_path(out_path: Path) -> Path:
-    """Where the run writing ``out_path`` listens: beside it, or (a path too long for a socket)
-    in a private folder of ours, named after it, so both ends find it from the jsonl alone."""
-    beside = out_path.with_suffix(SOCKET_SUFFIX)
-    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
-        return beside
-    name = hashlib.sha256(os.fsencode(out_path.resolve())).hexdigest()[:24]
-    return private_folder() / f"{name}{SOCKET_SUFFIX}"
-
-
-def private_folder() -> Path:
-    """Where sockets too long for beside their jsonl go: ``$TMPDIR/vftui-<uid>``, mode 0700."""
-    return Path(tempfile.gettempdir()) / f"vftui-{os.getuid()}"
 
 
 def peer_uid(sock: socket.socket) -> int:
@@ -212,14 +193,15 @@ class RunServer:
                 else:
                     peer.put(event)
 
-    def listen(self, path: Path, controls: RunControls) -> None:
+    def listen(self, path: Path, controls: RunControls, private: bool = False) -> None:
         """Start answering on ``path`` (owner-only; a stale socket of a dead run is replaced).
 
-        In the shared temporary folder, ours must be ours alone: one made by someone else (another
-        user, or mode 0755) is refused, since whoever can write in it can swap our socket for theirs.
+        ``private``: its folder is ours in the shared temporary folder (``RunFiles.socket``), and must be
+        ours alone: one made by someone else (another user, or mode 0755) is refused, since whoever can
+        write in it can swap our socket for theirs.
         """
         self._controls = controls
-        if path.parent == private_folder():
+        if private:
             try:
                 safe_files.own_folder(path.parent, private=True)
             except OSError as e:

@@ -10,28 +10,23 @@ skipped, as a damaged jsonl's are.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from vftui import safe_files
 from vftui.bounds import HUGE, LongLine, read_lines, score
 from vftui.events import GroupDropped
-from vftui.run_files.files import DROPS_SUFFIX
+from vftui.run_files.files import RunFiles
 
 MAX_LINE_BYTES = (
     1 << 20
 )  # a drop's line holds scores and metrics, never texts: anything longer is damage
 
 
-def drops_path(out_path: Path) -> Path:
-    return out_path.with_suffix(DROPS_SUFFIX)
-
-
 class DropLog:
     """Appends each drop of a run; the file is made on the first one, never through a link."""
 
-    def __init__(self, out_path: Path) -> None:
-        self.path = drops_path(out_path)
+    def __init__(self, files: RunFiles) -> None:
+        self.path = files.drops
 
     def add(self, drop: GroupDropped) -> None:
         line = json.dumps(
@@ -48,11 +43,11 @@ class DropLog:
             f.write(line + "\n")
 
 
-def read_drops(out_path: Path, offset: int = 0) -> tuple[list[GroupDropped], int]:
+def read_drops(files: RunFiles, offset: int = 0) -> tuple[list[GroupDropped], int]:
     """The drops recorded from ``offset`` on (whole lines only) and the offset after them."""
     drops: list[GroupDropped] = []
     try:
-        f = safe_files.open_to_read(drops_path(out_path))
+        f = safe_files.open_to_read(files.drops)
     except OSError:
         return drops, offset
     with f:

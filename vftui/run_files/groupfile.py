@@ -51,6 +51,7 @@ from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import store
 from vftui.run_files.drops import read_drops
+from vftui.run_files.files import RunFiles
 from vftui.run_files.records import RunRecord, Settings
 from vftui.run_files.shard_folder import ShardedRun, ShardRun, foreign, gaps
 
@@ -190,7 +191,7 @@ class _Pass:
 
     def add_drops(self, place: _Place) -> None:
         """The groups the run dropped since the last look: they count in its figures as they did live."""
-        found, place.drops_offset = read_drops(place.path, place.drops_offset)
+        found, place.drops_offset = read_drops(RunFiles(place.path), place.drops_offset)
         for drop in found:
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
@@ -544,7 +545,7 @@ class GroupFile(Sequence[Row]):
         """The settings saved beside the file (the first shard's), if any; damaged ones are named, and the groups
         shown without them."""
         try:
-            return run_records.run_record(self._files[0])
+            return run_records.run_record(RunFiles(self._files[0]))
         except run_records.Damaged as e:
             emit(
                 LogRecord(

@@ -8,15 +8,13 @@ resume finds the same entry) in an index folder of the user's data folder.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import re
 from pathlib import Path
 
 from vftui import paths
 from vftui.run_files import records as run_records
 from vftui.run_files import store
-from vftui.run_files.files import RUN_SUFFIX
+from vftui.run_files.files import RunFiles
 from vftui.run_files.records import IndexEntry
 
 
@@ -29,37 +27,33 @@ ID_LENGTH = 6  # hex digits: a run's short id, which every command takes in plac
 
 def run_id(out_path: Path) -> str:
     """A run's short id: the start of the hash of its jsonl's path (its index entry's name)."""
-    return _digest(out_path)[:ID_LENGTH]
-
-
-def _digest(out_path: Path) -> str:
-    return hashlib.sha256(os.fsencode(out_path.resolve())).hexdigest()[:24]
+    return RunFiles(out_path).digest[:ID_LENGTH]
 
 
 def resolve_id(text: str) -> Path | None:
     """The jsonl of the one known run whose id starts with ``text`` (4 hex digits or more), if any."""
     if not re.fullmatch(r"[0-9a-f]{4,24}", text):
         return None
-    found = [out for out in known_runs() if _digest(out).startswith(text)]
+    found = [out for out in known_runs() if RunFiles(out).digest.startswith(text)]
     return found[0] if len(found) == 1 else None
 
 
-def forget(out_path: Path) -> bool:
+def forget(files: RunFiles) -> bool:
     """Take a run out of the index (its files stay); whether it was in it."""
     try:
-        (index_dir() / f"{_digest(out_path)}.json").unlink()
+        (index_dir() / f"{files.digest}.json").unlink()
     except OSError:
         return False
     return True
 
 
-def remember(out_path: Path) -> None:
+def remember(files: RunFiles) -> None:
     """Record a run's jsonl; best effort (an unwritable data folder only hides it from ``runs``)."""
-    out = out_path.resolve()
-    name = _digest(out)
     with contextlib.suppress(OSError, store.WriteFailed):
         index_dir().mkdir(parents=True, exist_ok=True)
-        store.write_json_atomic(index_dir() / f"{name}.json", {"out": str(out)})
+        store.write_json_atomic(
+            index_dir() / f"{files.digest}.json", {"out": str(files.jsonl.resolve())}
+        )
 
 
 def known_runs(skipped: list[str] | None = None) -> list[Path]:
@@ -89,8 +83,8 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
                 f"the run index entry {entry} names {out}, which goes through a symbolic link or '..'; "
                 "it was skipped (remove it to stop this note)"
             )
-    for run_file in paths.runs_dir().glob(f"*/*{RUN_SUFFIX}") if paths.runs_dir().is_dir() else []:
-        found[Path(str(run_file).removesuffix(RUN_SUFFIX) + ".jsonl").resolve()] = None
+    for files in RunFiles.all_in(paths.runs_dir(), depth=2) if paths.runs_dir().is_dir() else []:
+        found[files.jsonl.resolve()] = None
     return list(found)
 
 

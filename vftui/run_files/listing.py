@@ -21,9 +21,10 @@ from vftui import paths
 from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
-from vftui.live.server import RunInfo, socket_path
+from vftui.live.server import RunInfo
+from vftui.run_files import lock
 from vftui.run_files import records as run_records
-from vftui.run_files.files import find_resumable, lock_holder, sidecars
+from vftui.run_files.files import RunFiles
 from vftui.run_files.index import known_runs, run_id
 from vftui.run_files.records import Checkpoint, RunRecord, Settings
 from vftui.text.printable import printable
@@ -131,16 +132,16 @@ class RunLine:
 
 def describe(out: Path) -> RunLine:
     """How the run writing (or that wrote) ``out`` is doing; ``DAMAGED`` when its files do not say."""
-    run_file, checkpoint = sidecars(out)
+    files = RunFiles(out)
     try:
-        run = run_records.read(run_file, RunRecord) or RunRecord(config=Settings())
-        saved = run_records.read(checkpoint, Checkpoint) or Checkpoint()
+        run = run_records.run_record(files) or RunRecord(config=Settings())
+        saved = run_records.read(files.checkpoint, Checkpoint) or Checkpoint()
     except run_records.Damaged as e:
         return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=str(e))
     config, created = run.config, run.created
     about = {"env": config.env, "mode": config.mode, "model": run.model}
     total = config.own_shard.share(config.steps) if config.mode != "eval" else 0
-    info = ask_status(socket_path(out))
+    info = ask_status(files.socket)
     if isinstance(info, RunInfo):
         return RunLine(
             info.state.value,
@@ -166,7 +167,7 @@ def describe(out: Path) -> RunLine:
     if isinstance(
         info, NotAnswering
     ):  # alive: its figures as last saved, its pid as its lock names it
-        state, rate, pid = NOT_ANSWERING, 0.0, lock_holder(out)
+        state, rate, pid = NOT_ANSWERING, 0.0, lock.holder(files)
         elapsed = max(0.0, time.time() - created) if created else 0.0
     return RunLine(
         state,
@@ -205,7 +206,7 @@ def find_running(target: Path | None) -> RunLine:
         if not running:
             raise UserError("no vftui run is running (vftui runs lists them all)")
         return max(running, key=lambda r: r.created)
-    line = describe(find_resumable(target.expanduser().resolve(), asked_by="vftui attach"))
+    line = describe(RunFiles.find(target.expanduser().resolve(), asked_by="vftui attach").jsonl)
     if line.state == NOT_ANSWERING:
         raise not_answering(line)
     if not line.running:

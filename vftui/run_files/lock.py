@@ -16,18 +16,18 @@ from pathlib import Path
 
 from vftui import safe_files
 from vftui.errors import UserError
-from vftui.run_files.files import LOCK_SUFFIX
+from vftui.run_files.files import RunFiles
 
 
-class OutputLock:
+class RunLock:
     """Held from ``acquire`` until ``release`` (or the process's end)."""
 
-    def __init__(self, out_path: Path) -> None:
-        self.out_path = out_path
-        self.path = out_path.with_suffix(LOCK_SUFFIX)
+    def __init__(self, files: RunFiles) -> None:
+        self.out_path = files.jsonl
+        self.path = files.lock_path
         self._fd: int | None = None
 
-    def acquire(self, hint: str) -> OutputLock:
+    def acquire(self, hint: str) -> RunLock:
         """Take the lock, or a UserError naming the process that holds it (``hint``: what to do)."""
         while True:
             try:  # a link, a FIFO, a folder there: one sentence
@@ -59,6 +59,15 @@ class OutputLock:
             self.path.unlink()
         os.close(self._fd)
         self._fd = None
+
+
+def holder(files: RunFiles) -> int | None:
+    """The pid written in the run's lock file by the process holding it."""
+    try:
+        with safe_files.open_to_read(files.lock_path) as f:
+            return int(f.read(32).strip())
+    except (OSError, ValueError):
+        return None
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -1,6 +1,6 @@
 """Where a run writes: a new jsonl (never overwriting one), or a resumed run's, repaired and read back.
 
-Either way the run holds the output's lock (``lock.OutputLock``) before it touches the file.
+Either way the run holds its lock (``lock.RunLock``) before it touches the file.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
 from vftui.run_files import records as run_records
 from vftui.run_files import store
-from vftui.run_files.drops import drops_path, read_drops
-from vftui.run_files.files import find_resumable, jsonl_named, sidecars
+from vftui.run_files.drops import read_drops
+from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import group_event
 from vftui.run_files.ledger import ItemLedger
-from vftui.run_files.lock import OutputLock
+from vftui.run_files.lock import RunLock
 from vftui.run_files.records import Checkpoint
 from vftui.run_files.shards import Shard
 from vftui.text.wording import counted
@@ -36,8 +36,8 @@ IN_FLIGHT_AT_MOST = (
 class Output:
     """The jsonl a run appends to, its lock, and what a resumed one had written."""
 
-    path: Path
-    lock: OutputLock
+    files: RunFiles
+    lock: RunLock
     groups_before: int = 0
     ledger: ItemLedger = field(default_factory=ItemLedger)
     written: list[GroupCollected] = field(
@@ -51,34 +51,22 @@ class Output:
 
 def open_new(out: Path | None, env_id: str) -> Output:
     """``out`` (not a link), or a new run folder's ``groups.jsonl``; an existing file (or a link planted at
-    the name) gets a ``_1`` suffix, unless its run is still writing it."""
-    if out is not None:
-        out = safe_files.given_file(out, "--out")
-    else:
-        try:
-            out = paths.new_run_dir(env_id) / "groups.jsonl"
-        except OSError as e:
-            raise UserError(
-                f"cannot create a run folder under {paths.runs_dir()}: {e.strerror}"
-            ) from e
-    if out.exists() and not out.is_file():
-        what = "a folder" if out.is_dir() else "not a regular file"
-        raise UserError(f"--out {out} is {what}; give a .jsonl file path")
-    jsonl_named(out)
-    if not paths.writable_dir(out.parent):
-        raise UserError(f"cannot write to the output folder {out.parent}")
-    free = out
+    the name) gets a ``_1`` suffix, its side files following its name, unless its run is still writing it."""
+    asked = RunFiles.new(out, env_id)
+    if not paths.writable_dir(asked.folder):
+        raise UserError(f"cannot write to the output folder {asked.folder}")
+    files = asked
     while True:
-        lock = OutputLock(free).acquire("wait for it to end, or choose another --out")
+        lock = RunLock(files).acquire("wait for it to end, or choose another --out")
         try:
-            os.close(safe_files.create_new(free, 0o644))
+            os.close(safe_files.create_new(files.jsonl, 0o644))
             break
         except FileExistsError:
             lock.release()
-        free = store.unique_path(free)
-    if free != out:
-        logger.warning("%s exists; writing to %s instead", out, free)
-    return Output(free, lock)
+        files = RunFiles(store.unique_path(files.jsonl))
+    if files != asked:
+        logger.warning("%s exists; writing to %s instead", asked.jsonl, files.jsonl)
+    return Output(files, lock)
 
 
 def open_resumed(run: Path, window: int, shard: Shard) -> Output:
@@ -91,29 +79,30 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     a torn line) are collected first. The ledger counts the shard's own positions, as the
     checkpoint does.
     """
-    out = safe_files.given_file(find_resumable(run), "--resume")
-    lock = OutputLock(out).acquire("stop it before resuming it")
+    files = RunFiles.to_resume(run)
+    lock = RunLock(files).acquire("stop it before resuming it")
     try:
         for path in (
-            out,
-            drops_path(out),
+            files.jsonl,
+            files.drops,
         ):  # a drop appended after a torn one would be lost with it
             if cut := store.repair_tail(path):
                 logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
-        saved = read_checkpoint(sidecars(out)[1])
-        written = groups_written(out)
-        dropped = read_drops(out)[0]
+        saved = read_checkpoint(files.checkpoint)
+        written = groups_written(files.jsonl)
+        dropped = read_drops(files)[0]
     except BaseException:
         lock.release()
         raise
     done = {shard.position(group.item) for group in [*written, *dropped]}
-    ledger = ItemLedger(0, done, handed_out(saved, done, sidecars(out)[1].name, out.name))
+    ledger = ItemLedger(0, done, handed_out(saved, done, files.checkpoint.name, files.jsonl.name))
     if ledger.lost:
         logger.warning(
             "%s in flight when the run stopped: collecting them again first",
             counted(ledger.lost, "item"),
         )
-    return Output(out, lock, len(written), ledger, written, dropped, _tail_lines(out, window))
+    tail = _tail_lines(files.jsonl, window)
+    return Output(files, lock, len(written), ledger, written, dropped, tail)
 
 
 def handed_out(saved: Checkpoint, done: set[int], checkpoint: str, out: str) -> int:

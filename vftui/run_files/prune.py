@@ -21,11 +21,10 @@ from pathlib import Path
 
 from vftui import paths
 from vftui.errors import UserError
-from vftui.run_files.drops import drops_path
-from vftui.run_files.files import eval_dir, own_files
+from vftui.run_files.files import RunFiles
 from vftui.run_files.index import forget
 from vftui.run_files.listing import DAMAGED, RunLine
-from vftui.run_files.lock import OutputLock
+from vftui.run_files.lock import RunLock
 from vftui.run_files.results import METADATA
 
 NOT_PLAIN = "goes through a symbolic link or '..'"
@@ -62,20 +61,20 @@ def place(out: Path, resolved: Path | None, runs_dir: Path) -> Place:
     return Place.RUN_FOLDER if out.parent.parent == runs_dir else Place.ELSEWHERE
 
 
-def to_delete(out: Path, beside: Mapping[str, Kind], made_by_vftui: bool) -> Plan:
+def to_delete(run: RunFiles, beside: Mapping[str, Kind], made_by_vftui: bool) -> Plan:
     """What of a run that collected nothing goes: of ``beside`` (every entry of its folder, by name), the files
     named after its jsonl that vftui writes (a folder at such a name is not vftui's and stays) and its eval
     folder; its folder too when ``made_by_vftui`` and nothing else is in it."""
-    own = {path.name for path in own_files(out)}
-    evals = eval_dir(out).name
+    own = {path.name for path in (run.jsonl, *run.side_files)}
+    evals = run.eval_dir.name
     files = tuple(
-        out.parent / name
+        run.folder / name
         for name, kind in sorted(beside.items())
         if (name in own or name == evals) and kind is not Kind.FOLDER
     )
-    trees = (out.parent / evals,) if beside.get(evals) is Kind.FOLDER else ()
+    trees = (run.eval_dir,) if beside.get(evals) is Kind.FOLDER else ()
     left = set(beside) - {path.name for path in (*files, *trees)}
-    return Plan(files, trees, out.parent if made_by_vftui and not left else None)
+    return Plan(files, trees, run.folder if made_by_vftui and not left else None)
 
 
 @dataclass(frozen=True)
@@ -97,25 +96,26 @@ def prune(line: RunLine) -> Pruned:
     where = place(out, resolved, paths.runs_dir().resolve())
     if where is Place.REFUSED:
         return Pruned(note=f"prune leaves the run at {out} as it is: its path {NOT_PLAIN}")
+    run = RunFiles(out)
     if (
         where is Place.ELSEWHERE
     ):  # found in the index, or through a link in the runs folder (listed all the same)
-        return Pruned(forgotten=forget(out))
-    if line.state == DAMAGED or line.groups_done or not _holds_nothing(out):
+        return Pruned(forgotten=forget(run))
+    if line.state == DAMAGED or line.groups_done or not _holds_nothing(run):
         return Pruned()
-    return _delete_if_empty(out)
+    return _delete_if_empty(run)
 
 
-def _delete_if_empty(out: Path) -> Pruned:
+def _delete_if_empty(run: RunFiles) -> Pruned:
     """The run's files as ``to_delete`` says, under its lock, if it still holds nothing then."""
     try:
-        lock = OutputLock(out).acquire("prune leaves it")
+        lock = RunLock(run).acquire("prune leaves it")
     except (UserError, OSError) as e:
         return Pruned(note=str(e))
     try:
-        if not _holds_nothing(out):
+        if not _holds_nothing(run):
             return Pruned()
-        plan = to_delete(out, _entries(out.parent), paths.is_run_dir_name(out.parent.name))
+        plan = to_delete(run, _entries(run.folder), run.made_by_vftui)
         for tree in plan.trees:
             shutil.rmtree(tree)
         for path in plan.files:
@@ -124,40 +124,39 @@ def _delete_if_empty(out: Path) -> Pruned:
             ):  # the lock goes last, so no run can take the name before the rest is gone
                 path.unlink(missing_ok=True)
     except OSError as e:
-        return Pruned(note=f"prune could not delete all of the empty run at {out}: {e}")
+        return Pruned(note=f"prune could not delete all of the empty run at {run.jsonl}: {e}")
     finally:
         lock.release()
     if plan.folder is not None:
         with contextlib.suppress(OSError):  # something came into it meanwhile: it stays
             plan.folder.rmdir()
-    forget(out)
+    forget(run)
     return Pruned(deleted=True)
 
 
-EVAL_SUMMARIES = (
-    METADATA,
-    "atropos/metrics.json",
-)  # an eval's figures, written even over no example
-
-
-def _holds_nothing(out: Path) -> bool:
+def _holds_nothing(run: RunFiles) -> bool:
     """Whether a run recorded nothing: its jsonl an empty file, no dropped group (an rl run at temperature 0 drops
     every group, and its drops are all that view counts), and no rows in its eval folder."""
     try:
-        jsonl = out.lstat()
+        jsonl = run.jsonl.lstat()
     except OSError:
         return False
     return (
         stat.S_ISREG(jsonl.st_mode)
         and not jsonl.st_size
-        and not _size(drops_path(out))
-        and not _rows(eval_dir(out))
+        and not _size(run.drops)
+        and not _rows(run)
     )
 
 
-def _rows(folder: Path) -> bool:
+def _rows(run: RunFiles) -> bool:
     """Whether an eval folder holds a file that is not empty but the summaries an eval writes however few examples it
     did; one that cannot be read holds something, and so does a file of data at its name."""
+    folder = run.eval_dir
+    summaries = {
+        folder / METADATA,
+        run.eval_atropos / "metrics.json",
+    }  # written even over no example
     try:
         found = folder.lstat()
     except FileNotFoundError:
@@ -171,9 +170,7 @@ def _rows(folder: Path) -> bool:
         folder, onerror=unread.append
     )  # links not followed: a link holds nothing of the run's
     files = (Path(root, name) for root, _, names in walked for name in names)
-    return any(
-        _size(f) and f.relative_to(folder).as_posix() not in EVAL_SUMMARIES for f in files
-    ) or bool(unread)
+    return any(_size(f) and f not in summaries for f in files) or bool(unread)
 
 
 def _size(path: Path) -> int:

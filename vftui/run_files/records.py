@@ -19,7 +19,7 @@ from vftui import bounds
 from vftui.errors import UserError
 from vftui.events import RunState
 from vftui.run_files import shards
-from vftui.run_files.files import find_resumable, sidecars
+from vftui.run_files.files import RunFiles
 
 LENIENT = ConfigDict(
     extra="allow", frozen=True, allow_inf_nan=False
@@ -146,18 +146,18 @@ def explain(error: ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
-def run_record(out_path: Path) -> RunRecord | None:
-    """The ``.run.json`` beside a run's jsonl; None when there is none."""
-    return read(sidecars(out_path)[0], RunRecord)
+def run_record(files: RunFiles) -> RunRecord | None:
+    """What a run was asked (its ``run_json``); None when there is none."""
+    return read(files.run_json, RunRecord)
 
 
 def saved_config(path: Path) -> dict[str, Any]:
     """The settings a resumable run was started with, as they were given."""
-    out = find_resumable(path)
+    files = RunFiles.find(path)
     try:
-        record = run_record(out)
+        record = run_record(files)
     except Damaged as e:
         raise UserError(f"--resume {path}: {e}") from e
     if record is None:
-        raise UserError(f"--resume {path}: its {sidecars(out)[0].name} is gone")
+        raise UserError(f"--resume {path}: its {files.run_json.name} is gone")
     return record.config.model_dump(exclude_unset=True)

@@ -24,7 +24,7 @@ from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import shard_folder, store
 from vftui.run_files.drops import read_drops
-from vftui.run_files.files import RUN_SUFFIX, eval_dir
+from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
 from vftui.run_files.shard_folder import ShardedRun, foreign, gaps
 from vftui.run_files.shards import Shard
@@ -112,8 +112,8 @@ def load(path: Path) -> Source:
     if path.is_dir():
         found = _file_in(path)
         return load(found) if isinstance(found, Path) else _load_shards(found)
-    if path.name.endswith(RUN_SUFFIX):
-        return load(Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl"))
+    if (described := RunFiles.of_record(path)) is not None:
+        return load(described.jsonl)
     return _load_file(path)[0]
 
 
@@ -133,7 +133,11 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         record = _record(path)
         settings = record.config if record is not None else Settings()
         evaluated = settings.mode == "eval"
-        errors = len({drop.item for drop in read_drops(path)[0]} - set(indices)) if evaluated else 0
+        errors = (
+            len({drop.item for drop in read_drops(RunFiles(path))[0]} - set(indices))
+            if evaluated
+            else 0
+        )
         return Source(
             path,
             "groups",
@@ -198,8 +202,8 @@ def viewable(path: Path) -> Path | ShardedRun:
         if isinstance(found, ShardedRun):
             return found
         path = found
-    if path.name.endswith(RUN_SUFFIX):
-        path = Path(str(path).removesuffix(RUN_SUFFIX) + ".jsonl")
+    if (described := RunFiles.of_record(path)) is not None:
+        path = described.jsonl
     if not path.is_file():
         raise UserError(f"no such file: {path}")
     first = next(iter(_json_lines(path)), None)
@@ -267,9 +271,9 @@ def _file_in(folder: Path) -> Path | ShardedRun:
             return folder / name
     if (sharded := shard_folder.find(folder)) is not None:
         return sharded
-    runs = sorted(folder.glob(f"*{RUN_SUFFIX}"))
+    runs = RunFiles.all_in(folder)
     if len(runs) == 1:
-        return runs[0]
+        return runs[0].jsonl
     if len(runs) > 1:
         raise UserError(f"{folder} holds {len(runs)} runs; name one's .jsonl file")
     raise UserError(f"{folder} holds no run, eval or vf-eval results; name a .jsonl file")
@@ -382,7 +386,7 @@ def _completion_chars(messages: list[dict[str, Any]]) -> int:
 def _record(path: Path) -> RunRecord | None:
     """What a run saved beside its jsonl, if it did."""
     try:
-        return run_records.run_record(path)
+        return run_records.run_record(RunFiles(path))
     except run_records.Damaged as e:
         raise UserError(str(e)) from e
 
@@ -398,7 +402,7 @@ def _run_setup(groups: list[dict[str, Any]], record: RunRecord | None, path: Pat
     if settings is not None and settings.mode == "eval":
         # a damaged metadata.json: the versions are unknown, the groups compare all the same
         with contextlib.suppress(UserError):
-            versions = _metadata(eval_dir(path)).version_info
+            versions = _metadata(RunFiles(path).eval_dir).version_info
     return Setup(
         model,
         _temperatures(g.get("generation_params") for g in groups),

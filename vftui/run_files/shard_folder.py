@@ -20,7 +20,7 @@ from vftui.errors import UserError
 from vftui.group_format import META
 from vftui.run_files import records as run_records
 from vftui.run_files import store
-from vftui.run_files.files import RUN_SUFFIX
+from vftui.run_files.files import RunFiles
 from vftui.run_files.records import Settings
 from vftui.run_files.shards import Shard
 
@@ -65,13 +65,11 @@ class ShardedRun:
 def find(folder: Path) -> ShardedRun | None:
     """The shards in ``folder`` (several runs beside each other, or the runs of its folders); None when the
     folder holds one run, or runs that are not shards (the caller's own rules say what it holds)."""
-    beside = sorted(folder.glob(f"*{RUN_SUFFIX}"))
-    described = (
-        beside if len(beside) > 1 else [] if beside else sorted(folder.glob(f"*/*{RUN_SUFFIX}"))
-    )
+    beside = RunFiles.all_in(folder)
+    described = beside if len(beside) > 1 else [] if beside else RunFiles.all_in(folder, depth=2)
     if not described:
         return None
-    runs = [(Path(str(d).removesuffix(RUN_SUFFIX) + ".jsonl"), _settings(d)) for d in described]
+    runs = [(d.jsonl, _settings(d)) for d in described]
     if any(settings.shard is None for _, settings in runs):
         if beside:
             return None
@@ -117,9 +115,9 @@ def gaps(counts: dict[Shard, int], count: int, top_item: int) -> list[str]:
     return lines
 
 
-def _settings(described: Path) -> Settings:
+def _settings(described: RunFiles) -> Settings:
     try:
-        record = run_records.read(described, run_records.RunRecord)
+        record = run_records.run_record(described)
     except run_records.Damaged as e:
         raise UserError(str(e)) from e
     return record.config if record is not None else Settings()

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from vftui.errors import UserError
 from vftui.live.client import control
-from vftui.live.server import socket_path
+from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import (
     COLUMNS,
     NOT_ANSWERING,
@@ -281,7 +281,7 @@ class RunsApp(App[tuple[str, Path] | None]):
         try:
             if line.state == NOT_ANSWERING:
                 raise not_answering(line)
-            control(socket_path(path), lambda controls: getattr(controls, call)())
+            control(RunFiles(path).socket, lambda controls: getattr(controls, call)())
         except UserError as e:
             self.notify(one_line(str(e)), severity="error", markup=False)
             return

@@ -24,7 +24,7 @@ from vftui.config import RunConfig
 from vftui.errors import RunFailed, UserError
 from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
 from vftui.figures.eval_stats import EvalTally
-from vftui.run_files.files import eval_dir
+from vftui.run_files.files import RunFiles
 from vftui.run_files.shards import share_of
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class EvalCollection(SftCollection):
         await self._write(env, final)
 
     async def _write(self, env: VerifiersEnv, report: EvalReport) -> None:
-        folder = eval_dir(Path(env.config.data_path_to_save_groups))
+        run_files = RunFiles(Path(env.config.data_path_to_save_groups))
         model = str(env.hooks.extra_meta.get("model", ""))
         wall, clock = self._started
         span = (
@@ -141,9 +141,9 @@ class EvalCollection(SftCollection):
             wall + time.monotonic() - clock,
         )  # the eval's duration, whatever the wall clock did meanwhile
         await files.write(
-            env, report, self.tally.errors, self._run_description(model), model, span, folder
+            env, report, self.tally.errors, self._run_description(model), model, span, run_files
         )
-        logger.info("eval results written to %s", folder)
+        logger.info("eval results written to %s", run_files.eval_dir)
 
     def _run_description(self, model: str) -> dict[str, object]:
         cfg = self.config

@@ -1,6 +1,6 @@
 """An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``), as
 atroposlib's ``evaluate_log`` does, and per example (``items.jsonl``: its rewards, mean, min, max,
-spread, hardest first), in the folder beside the run's jsonl (``run_files.eval_dir``).
+spread, hardest first), in the folder beside the run's jsonl (``RunFiles.eval_dir``).
 
 Both are made from the run's own jsonl, so a resumed eval's files cover all of it; each file is
 replaced in one rename, so a crash leaves the old one or the new one.
@@ -20,13 +20,14 @@ from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.group_format import META
 from vftui.run_files import store
+from vftui.run_files.files import RunFiles
 from vftui.run_files.results import METADATA, RESULTS
 from vftui.text.json_lines import finite_json
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv
 
-ITEMS, ATROPOS = "items.jsonl", "atropos"
+ITEMS = "items.jsonl"
 
 
 def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
@@ -75,12 +76,12 @@ async def write(
     run: dict[str, Any],
     model: str,
     span: tuple[float, float],
-    folder: Path,
+    run_files: RunFiles,
 ) -> None:
-    """Every file of the eval in ``folder``, from one reading of the run's jsonl; ``errors`` the examples that failed
-    to score (item: why), ``run`` what it was asked."""
-    safe_files.own_folder(folder)
-    rows = list(rollout_rows(Path(env.config.data_path_to_save_groups)))
+    """Every file of the eval in its ``eval_dir``, from one reading of the run's jsonl; ``errors`` the examples
+    that failed to score (item: why), ``run`` what it was asked."""
+    folder = safe_files.own_folder(run_files.eval_dir)
+    rows = list(rollout_rows(run_files.jsonl))
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
@@ -92,7 +93,7 @@ async def write(
     )
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
-    await write_atropos(env, report, rows, model, span, folder)
+    await write_atropos(env, report, rows, model, span, run_files.eval_atropos)
 
 
 def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
@@ -168,10 +169,9 @@ async def write_atropos(
     span: tuple[float, float],
     folder: Path,
 ) -> None:
-    """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) through its ``evaluate_log``."""
-    env.config.data_dir_to_save_evals = str(
-        safe_files.own_folder(folder / ATROPOS)
-    )  # it writes with open()
+    """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) in ``folder``, through its
+    ``evaluate_log``."""
+    env.config.data_dir_to_save_evals = str(safe_files.own_folder(folder))  # it writes with open()
     metrics = {
         f"eval/{'avg_score' if name == 'reward' else name}": f["mean"]
         for name, f in report.figures.items()

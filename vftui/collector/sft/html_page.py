@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vftui.run_files import store
-from vftui.run_files.files import HTML_SUFFIX
+from vftui.run_files.files import RunFiles
 
 logger = logging.getLogger(__name__)
 NO_DATA = "<p>No groups were written.</p>"
@@ -69,12 +69,12 @@ def _inert_links(section: str) -> str:
     return IMAGE.sub(shown, LINK.sub(shown, section))
 
 
-def write_page(jsonl: Path) -> Path | None:
-    """Write ``<jsonl stem>.html`` beside the file; None (and a warning) if it cannot be written."""
+def write_page(files: RunFiles) -> Path | None:
+    """Write the run's groups as its ``html`` page; None (and a warning) if it cannot be written."""
     from atroposlib.frontend import jsonl2html
 
     sections = []
-    for entry in store.read_groups(jsonl):
+    for entry in store.read_groups(files.jsonl):
         if isinstance(entry, store.BadLine):
             continue
         group = entry[1]
@@ -83,10 +83,10 @@ def write_page(jsonl: Path) -> Path | None:
             sections.append(_inert_links(section))
     template = Path(jsonl2html.TEMPLATE_FILE).read_text(encoding="utf-8")
     page = template.format(
-        title=html.escape(f"Rendered Messages - {jsonl.name}"),
+        title=html.escape(f"Rendered Messages - {files.jsonl.name}"),
         groups_html="\n".join(sections) or NO_DATA,
     )
-    path = jsonl.with_suffix(HTML_SUFFIX)
+    path = files.html
     try:
         store.write_text_atomic(path, page)
     except store.WriteFailed as e:

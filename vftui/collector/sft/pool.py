@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from vftui.collector.sft import html_page
 from vftui.errors import RunFailed
+from vftui.run_files.files import RunFiles
 
 if TYPE_CHECKING:
     from vftui.collector.verifiers_env import VerifiersEnv
@@ -81,7 +82,7 @@ async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
     except BaseExceptionGroup as group:
         raise _first_cause(group) from None
     env.jsonl_writer.close()
-    html_page.write_page(Path(env.config.data_path_to_save_groups))
+    html_page.write_page(RunFiles(Path(env.config.data_path_to_save_groups)))
 
 
 def groups_for(requests: int, group_size: int) -> int:

@@ -1,0 +1,98 @@
+"""``RunFiles``: every path of a run from its jsonl, and the constructors that find or make one."""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vftui.errors import UserError
+from vftui.run_files.files import RunFiles
+from vftui.run_files.opening import open_new
+
+pytestmark = pytest.mark.unit
+SIDE_SUFFIXES = (
+    ".run.json",
+    ".checkpoint.json",
+    ".lock",
+    ".collector.log",
+    ".sock",
+    ".dropped.jsonl",
+    ".html",
+)
+STEMS = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STEMS)
+def test_side_files_take_the_jsonl_name_less_its_suffix_and_a_record_names_its_run(stem):
+    files = RunFiles(Path("/r") / f"{stem}.jsonl")
+    assert {p.name for p in files.side_files} == {f"{stem}{suffix}" for suffix in SIDE_SUFFIXES}
+    assert all(p.parent == files.folder for p in (*files.side_files, files.eval_dir))
+    assert files.eval_dir.name == f"{stem}.eval" and files.eval_atropos.parent == files.eval_dir
+    assert RunFiles.of_record(files.run_json) == files
+    assert RunFiles.of_record(files.jsonl) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 200))
+def test_a_socket_sits_beside_its_jsonl_unless_that_path_is_too_long_for_the_kernel(length):
+    jsonl = Path("/r") / ("d" * length) / "groups.jsonl"
+    files = RunFiles(jsonl)
+    beside = jsonl.with_name("groups.sock")
+    if len(os.fsencode(beside)) <= 100:
+        assert files.socket == beside and not files.socket_is_private
+    else:
+        assert files.socket_is_private and files.socket.name == f"{files.digest}.sock"
+        assert files.socket.parent.name == f"vftui-{os.getuid()}"
+        assert len(os.fsencode(files.socket)) < 108
+
+
+def test_a_run_is_found_by_its_folder_its_jsonl_or_its_record_and_a_folder_of_two_is_refused(
+    tmp_path,
+):
+    one = RunFiles(tmp_path / "a" / "groups.jsonl")
+    one.folder.mkdir()
+    one.run_json.write_text("{}")
+    assert (
+        RunFiles.find(one.folder) == RunFiles.find(one.jsonl) == RunFiles.find(one.run_json) == one
+    )
+    (one.folder / "b.run.json").write_text("{}")
+    with pytest.raises(UserError, match=r"vftui attach .*: found 2 runs there"):
+        RunFiles.find(one.folder, asked_by="vftui attach")
+    assert RunFiles.all_in(tmp_path, depth=2) == [RunFiles(one.folder / "b.jsonl"), one]
+    with pytest.raises(UserError, match="not a vftui run"):
+        RunFiles.find(tmp_path / "a" / "other.jsonl")
+
+
+def test_a_new_run_gets_a_folder_vftui_made_or_the_out_it_was_given_if_it_ends_in_jsonl(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    made = RunFiles.new(None, "owner/env")
+    assert made.folder.is_dir() and made.in_runs_dir and made.made_by_vftui
+    assert made.jsonl.name == "groups.jsonl" and made.folder.name.endswith("-owner-env")
+    chosen = RunFiles.new(tmp_path / "mine.jsonl", "owner/env")
+    assert chosen.jsonl == tmp_path / "mine.jsonl" and not chosen.in_runs_dir
+    mine = made.folder.parent / "mine" / "groups.jsonl"
+    assert RunFiles(mine).in_runs_dir and not RunFiles(mine).made_by_vftui
+    with pytest.raises(UserError, match=r"must end in \.jsonl"):
+        RunFiles.new(tmp_path / "mine.v2", "env")
+    with pytest.raises(UserError, match="is a folder"):
+        RunFiles.new(tmp_path, "env")
+
+
+def test_a_new_run_over_an_existing_file_writes_beside_it_and_its_side_files_follow(tmp_path):
+    out = tmp_path / "groups.jsonl"
+    out.write_text("{}\n")
+    output = open_new(out, "env")
+    try:
+        assert output.files == RunFiles(tmp_path / "groups_1.jsonl")
+        assert output.lock.path == tmp_path / "groups_1.lock" and output.lock.path.exists()
+    finally:
+        output.lock.release()
+    assert out.read_text() == "{}\n"
