@@ -317,3 +317,15 @@ def ended_run(
         )
     )
     return folder / "groups.jsonl"
+
+
+SIDE_SUFFIXES = (
+    ".run.json",
+    ".checkpoint.json",
+    ".lock",
+    ".collector.log",
+    ".sock",
+    ".dropped.jsonl",
+    ".html",
+)
+"""A run's side files, spelled out here on purpose (not read from RunFiles): a renamed one fails the tests."""

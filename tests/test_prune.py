@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import cli_env, read_jsonl, read_until, run_cli, start_cli
+from tests.conftest import SIDE_SUFFIXES, cli_env, read_jsonl, read_until, run_cli, start_cli
 from vftui import safe_files
 from vftui.events import GroupDropped
 from vftui.run_files import prune as pruning
@@ -25,15 +25,6 @@ from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import all_runs
 from vftui.run_files.prune import Kind, Place
 
-SIDE_SUFFIXES = (
-    ".run.json",
-    ".checkpoint.json",
-    ".lock",
-    ".collector.log",
-    ".sock",
-    ".dropped.jsonl",
-    ".html",
-)
 EVAL_SUFFIX = ".eval"  # the test's own names of a run's files, so that a renamed one shows
 
 

@@ -10,20 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import SIDE_SUFFIXES
 from vftui.errors import UserError
 from vftui.run_files.files import RunFiles
 from vftui.run_files.opening import open_new
 
 pytestmark = pytest.mark.unit
-SIDE_SUFFIXES = (
-    ".run.json",
-    ".checkpoint.json",
-    ".lock",
-    ".collector.log",
-    ".sock",
-    ".dropped.jsonl",
-    ".html",
-)
 STEMS = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=40)
 
 

@@ -7,6 +7,7 @@ import shlex
 import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -68,7 +69,9 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     assert len(dumps) == 1 and read_jsonl(dumps[0]) == groups[: len(read_jsonl(dumps[0]))]
 
 
-def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
+def view_with_a_pager(tmp_path: Path, width: int) -> tuple[str, Path]:
+    """``vftui view`` of the test data in a tmux session ``width`` columns wide, its $PAGER writing
+    what it is given to a file: the session and that file."""
     session = f"vftui-{uuid.uuid4().hex[:8]}"
     paged = tmp_path / "paged.txt"
     pager = shlex.quote(f"sh -c 'cat > {paged}'")
@@ -76,7 +79,12 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
     command = (
         f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
     )
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", "30", command)
+    return session, paged
+
+
+def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
+    session, paged = view_with_a_pager(tmp_path, width=100)
     try:
         wait_for_screen(session, "finished")
         wait_for_screen(session, "assistant")  # the preview is drawn: the key has a rollout to page
@@ -98,14 +106,7 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
 def test_v_as_the_view_opens_pages_words_with_a_header_wrapped_at_the_terminal(tmp_path):
     """``v`` the moment the preview shows (the tokenizer still loading): the pager gets the rollout's words, not
     token ids, under its header, with spans marked, each line within the 90 columns and no word cut."""
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
-    paged = tmp_path / "paged.txt"
-    pager = shlex.quote(f"sh -c 'cat > {paged}'")
-    viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
-    command = (
-        f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
-    )
-    tmux("new-session", "-d", "-s", session, "-x", "90", "-y", "30", command)
+    session, paged = view_with_a_pager(tmp_path, width=90)
     try:
         wait_for_screen(session, "rollout 1/4")
         tmux("send-keys", "-t", session, "v")
