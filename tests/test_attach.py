@@ -34,6 +34,7 @@ from vftui.collector.gate import GroupGate
 from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
 from vftui.figures import stats
+from vftui.figures.run_tally import RunTally
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer
 from vftui.run_files.files import RunFiles
@@ -81,7 +82,7 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
     controls = Controls(
         GroupGate(10, 0, ignore), 1.0, GroupWindow(4), RunFiles(tmp_path / "groups.jsonl"), ignore
     )
-    stranger = RunServer(4, stats.Accumulator(), uid=os.getuid() + 1)  # as if we were someone else
+    stranger = RunServer(4, RunTally(), uid=os.getuid() + 1)  # as if we were someone else
     stranger.publish(RunStatus(RunState.RUNNING, 3, 10))
     stranger.listen(path, controls)
     try:
@@ -97,7 +98,7 @@ def test_the_socket_is_its_owners_alone_and_another_uid_gets_nothing(tmp_path):
                 conn.recv()
     finally:
         stranger.close()
-    ours = RunServer(4, stats.Accumulator())
+    ours = RunServer(4, RunTally())
     ours.publish(RunStatus(RunState.RUNNING, 3, 10))
     ours.listen(path, controls)
     try:

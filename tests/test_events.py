@@ -15,6 +15,7 @@ from vftui import events as ev
 from vftui.collector.health import HealthMonitor
 from vftui.commands.headless import HeadlessView
 from vftui.figures import stats
+from vftui.figures.run_tally import RunTally
 from vftui.live.server import Replay
 from vftui.text import wording
 from vftui.text.json_lines import to_json_line
@@ -82,7 +83,7 @@ def test_the_samples_cover_every_kind_of_event():
 def test_every_consumer_takes_every_kind_of_event(event):
     model = DashboardModel()
     model.apply([event])
-    replay = Replay(4, stats.Accumulator())
+    replay = Replay(4, RunTally())
     replay.add(event)
     assert all(isinstance(e, typing.get_args(ev.Event)) for e in replay.events())
     view = HeadlessView(json_events=True, err=io.StringIO(), out=io.StringIO())
@@ -94,7 +95,7 @@ def test_every_consumer_takes_every_kind_of_event(event):
 
 def test_an_attaching_dashboard_sees_what_one_watching_from_the_start_saw():
     """The replay of every sample, folded, gives the model the same run figures and state."""
-    watched, attached, replay = DashboardModel(), DashboardModel(), Replay(4, stats.Accumulator())
+    watched, attached, replay = DashboardModel(), DashboardModel(), Replay(4, RunTally())
     for event in SAMPLES:
         if isinstance(event, (ev.FileProgress, ev.RunSoFar)):
             continue  # a file's and a replay's own
@@ -120,7 +121,7 @@ def test_a_kind_of_event_nobody_named_is_an_error_not_silence():
     with pytest.raises(AssertionError):
         DashboardModel()._apply(Unheard())
     with pytest.raises(AssertionError):
-        Replay(4, stats.Accumulator()).add(Unheard())
+        Replay(4, RunTally()).add(Unheard())
     with pytest.raises(AssertionError):
         HeadlessView(json_events=False, err=io.StringIO()).line_for(Unheard())
     with pytest.raises(AssertionError):

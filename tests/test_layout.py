@@ -300,3 +300,29 @@ def test_only_run_files_names_a_side_file():
             ):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+def _calls(module: str) -> set[str]:
+    """The names ``module`` calls (``f(...)``, ``x.f(...)``)."""
+    tree = ast.parse(MODULES[module].read_text())
+    return {
+        node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+    }
+
+
+def test_a_runs_groups_are_folded_once_and_its_parts_join_one_bus():
+    """The run's summary, an attaching dashboard's ``RunSoFar`` and ``vftui runs`` read one ``RunTally``: the
+    run and the socket make no totals, drop counts or rate of their own; only the run joins parts to its bus."""
+    folders = {"Accumulator", "Throughput", "Counter"}
+    own_folds = {
+        module: sorted(_calls(module) & folders)
+        for module in MODULES
+        if module in ("vftui.collector.run", "vftui.collector.bus")
+        or module.startswith("vftui.live")
+    }
+    assert {m: f for m, f in own_folds.items() if f} == {}
+    assert {"Accumulator", "Throughput"} <= _calls("vftui.figures.run_tally")
+    joiners = {m for m in MODULES if "subscribe" in _calls(m)}
+    assert joiners == {"vftui.collector.run"}

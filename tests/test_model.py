@@ -22,6 +22,7 @@ from vftui.events import (
     RunStatus,
 )
 from vftui.figures import stats
+from vftui.figures.run_tally import RunTally
 from vftui.group_format import MASKED
 from vftui.live.server import Replay
 from vftui.sim import TOKENIZER_DIR
@@ -158,7 +159,7 @@ def test_one_rate_in_the_dashboard_the_runs_list_and_the_headless_lines():
         dataclasses.replace(group(i, [1.0, 0.0]), started_at=now - 10.5 + i) for i in range(1, 11)
     ]
     events = [started(), RunStatus(RunState.RUNNING, 0, 10), *groups]
-    model, replay = DashboardModel(), Replay(256, stats.Accumulator())
+    model, replay = DashboardModel(), Replay(256, RunTally())
     model.apply(events)
     for event in events:
         replay.add(event)

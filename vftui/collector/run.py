@@ -4,14 +4,13 @@
 tokenizer, environment) before any work, on the main thread (verifiers environments
 install signal handlers). ``Run.execute()`` then collects in the run's mode (its
 ``modes.Collection``: sft's many groups in flight, or rl's serve loop) on the current
-asyncio loop and returns the summary. The view gets every event through ``emit`` and
-steers the run with ``run.controls``.
+asyncio loop and returns the summary. The view is one subscriber of the run's bus
+(``collector.bus``) and steers the run with ``run.controls``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import gc
 import json
@@ -28,6 +27,7 @@ from typing import Any
 from atroposlib.envs.base import APIServerConfig
 
 from vftui.collector import endpoint, hub, resumed, scoring_limit
+from vftui.collector.bus import Bus, Subscriber
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
@@ -45,7 +45,6 @@ from vftui.errors import RunEnded, RunFailed, UserError
 from vftui.events import (
     EvalReport,
     Event,
-    GroupCollected,
     GroupDropped,
     Health,
     LogRecord,
@@ -55,6 +54,7 @@ from vftui.events import (
     RunSummary,
 )
 from vftui.figures import stats
+from vftui.figures.run_tally import RunTally
 from vftui.figures.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
 from vftui.live.server import RunServer
 from vftui.run_files import index, store
@@ -65,7 +65,7 @@ from vftui.run_files.opening import Output, open_new, open_resumed
 from vftui.sim.server import MODEL as SIM_MODEL
 from vftui.sim.server import TOKENIZER_DIR as SIM_TOKENIZER
 from vftui.sim.server import BackgroundSimServer
-from vftui.text.redact import scrub, scrub_event
+from vftui.text.redact import scrub
 
 HEALTH_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ SAID_BY_US = (
 
 
 class EventLogHandler(logging.Handler):
-    """Library log records become LogRecord events (``Run.emit`` scrubs keys from them); a library line
+    """Library log records become LogRecord events (the bus scrubs keys from them); a library line
     that says again what one of our events says is left out, so each drop is one line."""
 
     def __init__(self, emit: Callable[[Event], None]) -> None:
@@ -115,56 +115,31 @@ class Plan:
 
 
 class Run:
-    def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
+    def __init__(self, config: RunConfig, view: Subscriber) -> None:
         self.config = config
-        self._view_emit = emit
+        self.bus = Bus()
         self.window = store.GroupWindow(config.window)
-        self.totals = stats.Accumulator()
-        self.dropped: collections.Counter[str] = collections.Counter()
+        self.tally = RunTally()
         self.plan: Plan | None = None
         self.gate: GroupGate | None = None
         self.controls: Controls | None = None
-        self.collection: Collection = collection_for(config, self.emit, _say_rate_limited)
-        self._api_key = ""
+        self.collection: Collection = collection_for(config, self.bus.emit, _say_rate_limited)
         self._sim: BackgroundSimServer | None = None
         self._env: VerifiersEnv | None = None
         self._output: Output | None = None
-        self._drops: DropLog | None = None
-        self._server: RunServer | None = None
+        self._server = RunServer(config.window, self.tally)
         self.health: HealthMonitor | None = None
         self._health: Health | None = None
         self._tripped: Tripped | None = None
         self._eval: EvalReport | None = None  # eval mode: its last figures, for its gates
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.bus.subscribe("eval gate", self._keep_eval_report)
+        self.bus.subscribe("mode", self.collection.observe)
+        self.bus.subscribe("view", view)
 
-    def emit(self, event: Event) -> None:
-        if not isinstance(
-            event, GroupCollected
-        ):  # a group's messages are training data, kept exact
-            event = scrub_event(event, self._api_key)
-        if isinstance(event, GroupCollected):
-            self.totals.add(event)
-        elif isinstance(event, GroupDropped):
-            self.dropped[event.reason] += 1
-            self.totals.add(
-                event
-            )  # scored: it counts in the identical-score rate and the mean reward
-            if self._drops is not None:
-                self._record_drop(event)
+    def _keep_eval_report(self, event: Event) -> None:
         if isinstance(event, EvalReport):
             self._eval = event
-        self.collection.observe(event)
-        if self.health is not None:
-            self.health.observe(event)
-        self._view_emit(event)
-        if self._server is not None:
-            self._server.publish(event)
-
-    def _record_drop(self, drop: GroupDropped) -> None:
-        try:
-            self._drops.add(drop)
-        except OSError as e:
-            logger.warning("could not record a dropped group in %s: %s", self._drops.path.name, e)
 
     # -- before any work ----------------------------------------------------------------
 
@@ -174,7 +149,7 @@ class Run:
         ours = logging.getLogger(
             "vftui"
         )  # our own warnings while preparing (a resume's repairs) reach every view
-        handler = EventLogHandler(self.emit)
+        handler = EventLogHandler(self.bus.emit)
         ours.addHandler(handler)
         try:
             self._output = self._open_output()
@@ -192,16 +167,13 @@ class Run:
             output = open_new(cfg.out, cfg.env)
         else:
             output = open_resumed(cfg.resume, cfg.window, cfg.own_shard)
-        self._drops = DropLog(output.files)
+        self.bus.subscribe("drops", _recording_drops(DropLog(output.files)))
         if cfg.resume is None:
             return output
-        for group in output.written:
-            self.totals.add(group)
+        # the groups it wrote and dropped count in its figures as they did live
+        self.tally.history(output.written, output.dropped)
+        for group in [*output.written, *output.dropped]:
             self.collection.observe(group)
-        for drop in output.dropped:  # the groups it dropped count in its figures as they did live
-            self.totals.add(drop)
-            self.dropped[drop.reason] += 1
-            self.collection.observe(drop)
         for line in output.tail:
             self.window.add(line)
         return output
@@ -237,20 +209,20 @@ class Run:
         self._step(f"loading the tokenizer {tokenizer}")
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
-        self.collection.start(self._step, base_urls, self._api_key)
+        self.collection.start(self._step, base_urls, self.bus.key)
         output.ledger.end = end = self.collection.item_range
         before = (
             output.groups_before if end is None else output.ledger.done_within(end)
         )  # eval: examples done
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
         self.plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
-        self.gate = GroupGate(total, before, self.emit)
+        self.gate = GroupGate(total, before, self.bus.emit)
         self.controls = Controls(
             self.gate,
             cfg.start_temperature,
             self.window,
             output.files,
-            self.emit,
+            self.bus.emit,
             stop_grace_s=cfg.score_timeout,
         )
         self._env = self._build_env(environment, output)
@@ -264,6 +236,7 @@ class Run:
             gates=parse_gates(cfg.fail_on),
             stall_timeout=cfg.stall_timeout,
         )
+        self.bus.subscribe("health", self.health.observe)
         if output.groups_before == 0:
             self._write_run_file()
         self._listen(output.files)
@@ -277,7 +250,7 @@ class Run:
         if cfg.simulated:
             self._step("starting the simulated endpoint")
             self._sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
-            self._api_key = "EMPTY"
+            self.bus.key = "EMPTY"
             return (
                 (self._sim.base_url,),
                 cfg.model or SIM_MODEL,
@@ -291,26 +264,26 @@ class Run:
                 endpoint.check_url(url) for url in [cfg.base_url, *cfg.extra_base_urls]
             )
         first = base_urls[0]
-        self._api_key = endpoint.api_key_for(first, cfg.api_key_env, private=cfg.slurm)
+        self.bus.key = endpoint.api_key_for(first, cfg.api_key_env, private=cfg.slurm)
         self._step(f"asking {first} for its models")
-        model = endpoint.choose_model(cfg.model, endpoint.probe(first, self._api_key), first)
+        model = endpoint.choose_model(cfg.model, endpoint.probe(first, self.bus.key), first)
         default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
         return base_urls, model, cfg.tokenizer or default
 
     def _listen(self, files: RunFiles) -> None:
         """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
-        self._server = RunServer(self.config.window, self.totals)
         try:
             self._server.listen(files.socket, self.controls, private=files.socket_is_private)
         except OSError as e:
             raise UserError(
                 f"cannot open the run's control socket {files.socket}: {e.strerror or e}"
             ) from e
+        self.bus.subscribe("socket", self._server.publish)
         index.remember(files)
 
     def _step(self, what: str) -> None:
         """A step of the preparation, shown while it lasts (loading an environment can take a while)."""
-        self.emit(RunStatus(RunState.STARTING, 0, self.config.groups_hint, what))
+        self.bus.emit(RunStatus(RunState.STARTING, 0, self.config.groups_hint, what))
 
     def _check_tools(self, environment: Environment, tokenizer: str, loaded: Any) -> None:
         """An environment with tools needs a template that renders them, or the training data loses them."""
@@ -339,7 +312,7 @@ class Run:
             APIServerConfig(
                 model_name=plan.model,
                 base_url=url,
-                api_key=self._api_key,
+                api_key=self.bus.key,
                 tokenizer_name=plan.tokenizer,
                 timeout=int(cfg.timeout),
                 **self.collection.server_settings(),
@@ -349,7 +322,7 @@ class Run:
         hooks = Hooks(
             gate=self.gate,
             temperature=lambda: self.controls.temperature,
-            emit=self.emit,
+            emit=self.bus.emit,
             checkpoint_path=plan.files.checkpoint,
             ledger=output.ledger,
             groups_before=output.groups_before,
@@ -413,12 +386,12 @@ class Run:
         gc.freeze()
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_loop_error)
-        handler = EventLogHandler(self.emit)
+        handler = EventLogHandler(self.bus.emit)
         loggers = [logging.getLogger(), *map(logging.getLogger, classic.LOGGERS)]
         for log in loggers:
             log.addHandler(handler)
-        self.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
-        self.emit(self._started(time.time()))
+        self.bus.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
+        self.bus.emit(self._started(time.time()))
         self._loop = loop
         gate.bind(loop, on_force_stop=self._force_stop)
         over = threading.Event()
@@ -444,7 +417,7 @@ class Run:
                     self.health is not None
                 ):  # the figures at the end, so a run shorter than a second has them too
                     self._health, _, tripped = self.health.check()
-                    self.emit(self._health)
+                    self.bus.emit(self._health)
                     if (
                         tripped is not None
                         and self._tripped is None
@@ -499,7 +472,7 @@ class Run:
             return RunState.FINISHED, ""
         # a pause pressed while the run was starting holds: it starts paused, and says so
         state = RunState.PAUSED if gate.held else RunState.RUNNING
-        self.emit(RunStatus(state, gate.groups_done, self.plan.groups_total))
+        self.bus.emit(RunStatus(state, gate.groups_done, self.plan.groups_total))
         try:
             with contextlib.redirect_stdout(sys.stderr):
                 await self.collection.collect(env, gate)
@@ -520,7 +493,7 @@ class Run:
                 {
                     "state": state.value,
                     "elapsed_s": round(elapsed_s, 3),
-                    "mean_reward": self.totals.metrics().get(stats.MEAN_REWARD),
+                    "mean_reward": self.tally.metrics().get(stats.MEAN_REWARD),
                     "groups_done": self.gate.groups_done,
                     "groups_total": self.plan.groups_total,
                 },
@@ -538,21 +511,21 @@ class Run:
         elif state is RunState.FINISHED and done < plan.groups_total:
             error = "stopped before all groups were collected"
         controls.end(state)
-        self.emit(RunStatus(state, done, plan.groups_total, error))
+        self.bus.emit(RunStatus(state, done, plan.groups_total, error))
         summary = RunSummary(
             state=state,
             groups_done=done,
             groups_total=plan.groups_total,
             out_path=str(plan.files.jsonl),
             elapsed_s=round(elapsed_s, 3),
-            metrics=self.totals.metrics(),
+            metrics=self.tally.metrics(),
             error=error,
-            dropped=dict(self.dropped),
+            dropped=self.tally.dropped(),
             gate=self._tripped.name
             if self._tripped is not None and state is RunState.FINISHED
             else "",
         )
-        self.emit(summary)
+        self.bus.emit(summary)
         return summary
 
     def _watch_health(self, controls: Controls, over: threading.Event) -> None:
@@ -561,9 +534,9 @@ class Run:
         assert self.health is not None
         while not over.wait(HEALTH_EVERY_S):
             self._health, changes, tripped = self.health.check()
-            self.emit(self._health)
+            self.bus.emit(self._health)
             for alert in changes:
-                self.emit(alert)
+                self.bus.emit(alert)
             if tripped is not None and self._tripped is None:
                 self._tripped = tripped
                 logger.warning("%s; stopping the run", tripped.sentence)
@@ -580,9 +553,7 @@ class Run:
                 wandb.finish()
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        self._server.close()
         self.collection.close()
         if self._sim is not None:
             self._sim.stop()
@@ -608,6 +579,19 @@ def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped |
         if math.isfinite(value) and gate.passed(value):
             return Tripped(gate.name, value, gate.threshold, op=gate.op)
     return None
+
+
+def _recording_drops(drops: DropLog) -> Subscriber:
+    """The drop log's subscriber; a drop it cannot write is said, and the run goes on."""
+
+    def record(event: Event) -> None:
+        if isinstance(event, GroupDropped):
+            try:
+                drops.add(event)
+            except OSError as e:
+                logger.warning("could not record a dropped group in %s: %s", drops.path.name, e)
+
+    return record
 
 
 def _quiet_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 import os
 import select
 import socket
@@ -33,6 +32,7 @@ from vftui import events as ev
 from vftui import safe_files
 from vftui.errors import UserError
 from vftui.figures import stats
+from vftui.figures.run_tally import RunTally
 from vftui.live.wire import Outbox, serve_commands
 from vftui.run_controls import RunControls
 
@@ -66,30 +66,27 @@ def peer_uid(sock: socket.socket) -> int:
 class Replay:
     """What a dashboard attaching now needs to show the run as if it had watched from the start."""
 
-    def __init__(self, window: int, totals: stats.Accumulator) -> None:
+    def __init__(self, window: int, tally: RunTally) -> None:
+        self.tally = (
+            tally  # the run's own: its figures count every group, a resumed run's earlier ones too
+        )
         self.latest: dict[type, ev.Event] = {}
         self.groups: collections.deque[ev.GroupCollected] = collections.deque(maxlen=window)
         self.logs: collections.deque[ev.LogRecord] = collections.deque(maxlen=RECENT_LOGS)
-        self.totals = copy.deepcopy(totals)  # a resumed run's groups count too
-        self.dropped: collections.Counter[str] = collections.Counter()
         self.servers: dict[str, ev.ServerStatus] = {}
         self.alerts: dict[str, ev.Alert] = {}  # the active ones
         self.troubles: dict[str, ev.EndpointTrouble] = {}  # by service, until it works again
-        self.throughput = stats.Throughput()
 
     def add(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
-        """Keep what a later dashboard needs of ``event``; every kind of event is named here."""
+        """Keep what a later dashboard needs of ``event`` and fold its groups into the run's tally (the one
+        fold of a group in the run's process); every kind of event is named here."""
         match event:
             case ev.GroupCollected():
                 self.groups.append(event.compacted())
-                self.totals.add(event)
-                self.throughput.add(
-                    event.started_at + event.elapsed_s, sum(len(t) for t in event.tokens)
-                )
+                self.tally.add(event)
                 self.troubles.clear()  # a group came through: whatever failed works again
             case ev.GroupDropped():
-                self.dropped[event.reason] += 1
-                self.totals.add(event)
+                self.tally.add(event)
             case ev.LogRecord():
                 self.logs.append(event)
             case ev.ServerStatus():
@@ -140,11 +137,10 @@ class Replay:
             )
             if kind in self.latest
         ]
-        so_far = ev.RunSoFar(copy.deepcopy(self.totals), dict(self.dropped))
         return [
             *first,
             *self.groups,
-            so_far,
+            self.tally.so_far(),
             *self.logs,
             *self.servers.values(),
             *self.alerts.values(),
@@ -155,27 +151,29 @@ class Replay:
     def info(self) -> RunInfo:
         started, status = self.latest.get(ev.RunStarted), self.latest.get(ev.RunStatus)
         state = status.state if status is not None else ev.RunState.STARTING
-        rate, _ = self.throughput.rates(time.time(), state.collecting)
         return RunInfo(
             state=state,
             groups_done=max(
                 [status.groups_done if status is not None else 0, *(g.index for g in self.groups)]
             ),
             groups_total=status.groups_total if status is not None else 0,
-            groups_per_s=round(rate, 3),
+            groups_per_s=round(self.tally.groups_per_s(time.time(), state.collecting), 3),
             out_path=started.out_path if started is not None else "",
             pid=os.getpid(),
             api=self.latest.get(ev.ApiStatus),
-            mean_reward=self.totals.metrics().get(stats.MEAN_REWARD),
+            mean_reward=self.tally.metrics().get(stats.MEAN_REWARD),
         )
 
 
 class RunServer:
-    """Publishes a run's events to attached peers and answers their calls; ``publish`` is the run's emit."""
+    """Publishes a run's events to attached peers and answers their calls; ``publish`` is the run's emit.
 
-    def __init__(self, window: int, totals: stats.Accumulator, uid: int | None = None) -> None:
+    Its lock covers the replay and the tally's fold together with the peers' queues: a peer attaching
+    gets the run so far, then exactly the events after it."""
+
+    def __init__(self, window: int, tally: RunTally, uid: int | None = None) -> None:
         self._lock = threading.Lock()
-        self._replay = Replay(window, totals)
+        self._replay = Replay(window, tally)
         self._peers: list[Outbox] = []
         self._uid = os.getuid() if uid is None else uid
         self._sock: socket.socket | None = None

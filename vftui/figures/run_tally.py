@@ -1,0 +1,57 @@
+"""A run's groups, each folded once in the collector's process: the run's summary, an attaching dashboard's
+``RunSoFar`` and ``vftui runs`` read the same figures."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import threading
+
+from vftui.events import GroupCollected, GroupDropped, RunSoFar
+from vftui.figures import stats
+
+
+class RunTally:
+    """The whole run's totals, its drops by reason and its rate; locked, since the socket's threads read it
+    while the run's loop adds to it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._totals = stats.Accumulator()
+        self._dropped: collections.Counter[str] = collections.Counter()
+        self._throughput = stats.Throughput()
+
+    def add(self, group: GroupCollected | GroupDropped) -> None:
+        """A group as it ends; a dropped one was scored, so it counts in the totals too."""
+        with self._lock:
+            self._totals.add(group)
+            if isinstance(group, GroupDropped):
+                self._dropped[group.reason] += 1
+            else:
+                self._throughput.add(
+                    group.started_at + group.elapsed_s, sum(len(t) for t in group.tokens)
+                )
+
+    def history(self, groups: list[GroupCollected], drops: list[GroupDropped]) -> None:
+        """A resumed run's earlier groups: in its figures as they were live, not in today's rate."""
+        with self._lock:
+            for group in [*groups, *drops]:
+                self._totals.add(group)
+            self._dropped.update(drop.reason for drop in drops)
+
+    def metrics(self) -> dict[str, float]:
+        with self._lock:
+            return self._totals.metrics()
+
+    def dropped(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._dropped)
+
+    def so_far(self) -> RunSoFar:
+        """For a dashboard attaching now: every group so far, the replayed ones included."""
+        with self._lock:
+            return RunSoFar(copy.deepcopy(self._totals), dict(self._dropped))
+
+    def groups_per_s(self, now: float, collecting: bool) -> float:
+        with self._lock:
+            return self._throughput.rates(now, collecting)[0]
