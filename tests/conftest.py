@@ -86,6 +86,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("long") is not None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid))
+        if "three_runs" in getattr(
+            item, "fixturenames", ()
+        ):  # one fixed runs folder, rebuilt by each
+            item.add_marker(pytest.mark.xdist_group("three-runs"))
         if item.get_closest_marker("unit") is None:
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("serial") is not None:

@@ -110,6 +110,15 @@ def test_no_module_imports_itself_through_others():
     assert cycles(internal_graph()) == []
 
 
+def test_no_circle_of_types_either():
+    """A ``TYPE_CHECKING`` import is still a dependency of the design: counted too, no circle either."""
+    graph = {
+        module: {name for name in _every_import(module) if name in MODULES and name != module}
+        for module in MODULES
+    }
+    assert cycles(graph) == []
+
+
 def test_the_cycle_check_finds_a_cycle():
     """The check itself: a graph with a loop through three modules is reported."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
@@ -182,6 +191,34 @@ def _every_import(module: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
     return names
+
+
+SEAM = ("vftui.collector.verifiers_env", "atroposlib.envs.base")
+
+
+def test_the_modes_see_the_env_only_through_the_seam():
+    """The modes get a ``ModeContext`` and drive atroposlib through the ``modes`` drivers: no mode module
+    imports ``VerifiersEnv`` or atroposlib's env module, ``TYPE_CHECKING`` imports included."""
+    modes = [
+        m
+        for m in MODULES
+        if m == "vftui.collector.modes"
+        or m.startswith(("vftui.collector.sft.", "vftui.collector.eval."))
+        or m
+        in {
+            f"vftui.collector.rl.{name}"
+            for name in ("collection", "rollouts", "server_check", "server_watch")
+        }
+    ]
+    assert len(modes) >= 14
+    reaching = {m: sorted(n for n in _every_import(m) if n.startswith(SEAM)) for m in sorted(modes)}
+    assert {m: names for m, names in reaching.items() if names} == {}
+
+
+def test_eval_composes_the_groups_in_flight_rather_than_inheriting_sft():
+    tree = ast.parse(MODULES["vftui.collector.eval.collection"].read_text())
+    bases = [ast.unparse(b) for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
+    assert bases == []
 
 
 def test_only_the_run_hands_out_the_users_controls():

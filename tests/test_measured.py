@@ -443,7 +443,7 @@ async def test_the_compare_screen_shows_names_from_files_as_signs(tmp_path):
         for side in "ab"
     ]
     sources = load_all(paths)
-    app = CompareApp([summarize(s, 0.5) for s in sources], compare(*sources), "header")
+    app = CompareApp([summarize(s, 0.5) for s in sources], [compare(*sources)])
     async with app.run_test(size=(130, 40)) as pilot:
         screen = "\n".join(screen_lines(app))
         assert "\x1b" not in screen and "\x07" not in screen

@@ -423,7 +423,8 @@ RUNS_HOME = Path(
 
 @pytest.fixture
 def three_runs(monkeypatch) -> list[Path]:
-    """Three finished runs of fixed paths, times and figures in the runs folder."""
+    """Three finished runs of fixed paths, times and figures in the runs folder (the tests that use it
+    run one at a time: conftest puts them in one xdist group, as each rebuilds the folder)."""
     shutil.rmtree(RUNS_HOME, ignore_errors=True)
     monkeypatch.setenv("XDG_DATA_HOME", str(RUNS_HOME))
     monkeypatch.setenv("TZ", "UTC")

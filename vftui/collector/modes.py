@@ -1,39 +1,137 @@
-"""What differs between modes, behind two interfaces with one implementation per mode.
+"""The seam between the run and its mode: what a mode is handed, and what it may ask of atroposlib.
 
-``Rollouts`` is how a group's rollouts are got and turned into trainer tokens (for the
-atroposlib env, group by group); ``Collection`` is how a run collects: what it checks and
-starts first, the atroposlib settings it needs, the loop that drives the env, and what it
-stops at the end. sft (``sft.collection``), rl (``rl.collection``) and eval (``eval.collection``,
-sft's machinery on the eval split) implement both; the
-run and the env call these methods and never ask which mode they are in.
+A mode (sft: ``sft.collection``, rl: ``rl.collection``, eval: ``eval.collection``) never sees
+atroposlib's objects nor ``VerifiersEnv``: it gets a ``ModeContext`` built once by the run, and
+drives the env through the small ``ProcessDriver`` (sft, eval), ``EvalLog`` (eval) or
+``ServeDriver`` (rl) that ``VerifiersEnv`` implements. ``Rollouts`` is how a mode gets a group's
+rollouts and turns them into trainer tokens, bound to its ``Sampling`` when it is made; the run
+and the env call these and never ask which mode they are in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, assert_never
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 from vftui.collector.envs.base import Environment, Rollout
+from vftui.collector.gate import GroupGate
 from vftui.collector.tokens import ChatTemplateTokenizer, Tokenized
-from vftui.config import RunConfig
-from vftui.errors import RunFailed
 from vftui.events import Event, Mode
+from vftui.run_files.files import RunFiles
 
-if TYPE_CHECKING:
-    from vftui.collector.gate import GroupGate
-    from vftui.collector.verifiers_env import VerifiersEnv
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The inference servers a run samples from (the first was asked for its models)."""
+
+    base_urls: tuple[str, ...]
+    model: str
+    api_key: str = field(repr=False)
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What a group's rollouts are made with: the same under a vftui run and atroposlib's own CLI."""
+
+    endpoint: Endpoint
+    environment: Environment
+    group_size: int
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class ModeContext:
+    """All a mode reads of its run while it collects, built once when the run is prepared."""
+
+    sampling: Sampling
+    files: RunFiles
+    gate: GroupGate
+
+
+class ProcessDriver(Protocol):
+    """sft, eval: atroposlib's per-group steps, one group at a time each, many groups at once."""
+
+    async def begin(self) -> None:
+        """As atroposlib's process manager starts: its setup, wandb, the step count."""
+        ...
+
+    async def next_item(self) -> dict[str, Any] | None:
+        """The next item to collect (waits while paused); None once stopping or enough are in flight."""
+        ...
+
+    async def process(self, item: dict[str, Any]) -> None:
+        """One group through atroposlib's steps: collect, postprocess, write, log."""
+        ...
+
+    def release(self, item: dict[str, Any]) -> None:
+        """Give back the slot of an item whose group never started."""
+        ...
+
+    def end(self) -> None:
+        """Close the run's group writer."""
+        ...
+
+
+class EvalLog(Protocol):
+    """eval: atroposlib's own eval files (``evaluate_log``)."""
+
+    async def log_eval(
+        self,
+        folder: Path,
+        metrics: dict[str, Any],
+        samples: list[dict[str, Any]],
+        model: str,
+        span: tuple[float, float],
+    ) -> None: ...
+
+
+class ServeDriver(Protocol):
+    """rl: atroposlib's serve loop and what a group needs of its servers and trainer."""
+
+    unsent: int
+    """Groups a stop cut off before the trajectory API took them."""
+
+    async def serve(self) -> None:
+        """atroposlib's serve loop (``env_manager``), until cancelled."""
+        ...
+
+    def servers(self) -> Sequence[Any]:
+        """The inference servers as atroposlib sees them (opaque: ``server_watch`` reads them)."""
+        ...
+
+    def trainer_step(self) -> int: ...
+
+    def wandb_step(self) -> int:
+        """The env's own step, where its wandb metrics are logged."""
+        ...
+
+    def recorded_client(self) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+        """A client for one rollout through a ManagedServer, and the recorder of its turns."""
+        ...
+
+    def use_tool_parser(self, name: str | None) -> None: ...
+
+    def evaluate_with(self, hook: Callable[[int], Awaitable[dict[str, float]]]) -> None:
+        """atroposlib's ``evaluate`` hook, every ``steps_per_eval`` trainer steps, at the trainer's step."""
+        ...
+
+
+class Driver(ProcessDriver, EvalLog, ServeDriver, Protocol):
+    """What the env offers every mode; each mode uses its own part."""
 
 
 class Rollouts(Protocol):
     logprobs: bool  # whether groups carry the server's logprobs (``inference_logprobs``)
 
-    async def attempt(
-        self, env: VerifiersEnv, item: dict[str, Any], temperature: float
-    ) -> list[Rollout]:
+    async def attempt(self, item: dict[str, Any], temperature: float) -> list[Rollout]:
         """One try at the group's rollouts."""
         ...
 
-    def time_limit_s(self, env: VerifiersEnv) -> float | None:
+    def time_limit_s(self) -> float | None:
         """A bound on one attempt as a whole, where the client does not bound each request."""
         ...
 
@@ -43,16 +141,13 @@ class Rollouts(Protocol):
         """The rollout's token ids and masks (and logprobs); ``TemplateMismatch`` when they cannot be trusted."""
         ...
 
-    def group_meta(self, env: VerifiersEnv) -> dict[str, Any]:
+    def group_meta(self) -> dict[str, Any]:
         """What the mode records of a group as it begins (rl: the trainer step, for the off-policy lag)."""
         ...
 
 
 class Collection(Protocol):
     mode: Mode
-    rollouts: Rollouts
-    fail: Callable[[RunFailed], None] | None
-    """rl: ends the run with a group's failure (atroposlib's serve loop would log and drop it); sft: None, it raises."""
     item_range: int | None
     """eval: how many items it collects (the first of its split, or of its shard), each once, set by ``check``: a
     dropped group is that example's error, done, and no item past them is collected; sft, rl: None (another item
@@ -70,7 +165,7 @@ class Collection(Protocol):
         """Every event of the run as it is emitted, a resumed run's earlier groups first (eval tallies them)."""
         ...
 
-    def start(self, step: Callable[[str], None], base_urls: tuple[str, ...], api_key: str) -> None:
+    def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
         """Check the endpoints as this mode uses them and start what it needs beside them, saying each step."""
         ...
 
@@ -82,19 +177,19 @@ class Collection(Protocol):
         """The atroposlib server config fields this mode sets."""
         ...
 
-    def configure(self, env: VerifiersEnv) -> None:
-        """Set up the env atroposlib built, as atroposlib's own command for this mode does."""
+    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> Rollouts:
+        """How this mode gets a group's rollouts (rl: through the driver's ManagedServer)."""
         ...
 
     def tokens_written(self, count: int) -> None:
         """Generated tokens of each group written (sft counts them into its traffic figures)."""
         ...
 
-    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
+    async def collect(self, context: ModeContext, driver: Driver) -> None:
         """Collect until the groups are done or a stop; raises the run's failure."""
         ...
 
-    async def finish(self, env: VerifiersEnv) -> None:
+    async def finish(self, context: ModeContext, driver: Driver) -> None:
         """After the run's last group is on disk, however it ended (or when a resume found nothing left)."""
         ...
 
@@ -105,22 +200,3 @@ class Collection(Protocol):
     def close(self) -> None:
         """Stop what ``start`` started."""
         ...
-
-
-def collection_for(
-    config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]
-) -> Collection:
-    """The run's mode, as the object that collects in it."""
-    from vftui.collector.eval.collection import EvalCollection
-    from vftui.collector.rl.collection import RlCollection
-    from vftui.collector.sft.collection import SftCollection
-
-    match config.mode:
-        case Mode.SFT:
-            return SftCollection(config, emit, on_rate_limit)
-        case Mode.EVAL:
-            return EvalCollection(config, emit, on_rate_limit)
-        case Mode.RL:
-            return RlCollection(config, emit)
-        case _:
-            assert_never(config.mode)

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from atroposlib.envs.base import APIServerConfig
 
@@ -31,11 +31,14 @@ from vftui.collector.bus import Bus, Subscriber
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
+from vftui.collector.eval.collection import EvalCollection
 from vftui.collector.gate import GroupGate
 from vftui.collector.health import HealthMonitor
-from vftui.collector.modes import Collection, collection_for
+from vftui.collector.modes import Collection, Endpoint, ModeContext, Sampling
 from vftui.collector.quiet import quiet_libraries
 from vftui.collector.rl import slurm
+from vftui.collector.rl.collection import RlCollection
+from vftui.collector.sft.collection import SftCollection
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
@@ -48,6 +51,7 @@ from vftui.events import (
     GroupDropped,
     Health,
     LogRecord,
+    Mode,
     RunStarted,
     RunState,
     RunStatus,
@@ -126,6 +130,7 @@ class Run:
         self.collection: Collection = collection_for(config, self.bus.emit, _say_rate_limited)
         self._sim: BackgroundSimServer | None = None
         self._env: VerifiersEnv | None = None
+        self._context: ModeContext | None = None
         self._output: Output | None = None
         self._server = RunServer(config.window, self.tally)
         self.health: HealthMonitor | None = None
@@ -209,7 +214,8 @@ class Run:
         self._step(f"loading the tokenizer {tokenizer}")
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
-        self.collection.start(self._step, base_urls, self.bus.key)
+        endpoint = Endpoint(base_urls, model, self.bus.key, int(cfg.timeout))
+        self.collection.start(self._step, endpoint)
         output.ledger.end = end = self.collection.item_range
         before = (
             output.groups_before if end is None else output.ledger.done_within(end)
@@ -225,7 +231,9 @@ class Run:
             self.bus.emit,
             stop_grace_s=cfg.score_timeout,
         )
-        self._env = self._build_env(environment, output)
+        sampling = Sampling(endpoint, environment, cfg.group_size, cfg.max_tokens)
+        self._context = ModeContext(sampling, output.files, self.gate)
+        self._env = self._build_env(sampling, output)
         # one rollout a group always scores identically: nothing to warn about
         identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
         self.health = HealthMonitor(
@@ -293,7 +301,7 @@ class Run:
                 "would lose them; use a tokenizer whose template renders tools (--tokenizer)"
             )
 
-    def _build_env(self, environment: Environment, output: Output) -> VerifiersEnv:
+    def _build_env(self, sampling: Sampling, output: Output) -> VerifiersEnv:
         """atroposlib's env and server configs as the mode needs them, and the env built on them."""
         plan, cfg = self.plan, self.config
         assert plan is not None and self.controls is not None
@@ -308,16 +316,17 @@ class Run:
             data_path_to_save_groups=None,  # set below: atroposlib would open its own writer on a new _1 file
             **self.collection.env_settings(plan.groups_total - plan.groups_before),
         )
+        endpoint = sampling.endpoint
         servers = [
             APIServerConfig(
-                model_name=plan.model,
+                model_name=endpoint.model,
                 base_url=url,
-                api_key=self.bus.key,
+                api_key=endpoint.api_key,
                 tokenizer_name=plan.tokenizer,
-                timeout=int(cfg.timeout),
+                timeout=endpoint.timeout,
                 **self.collection.server_settings(),
             )
-            for url in plan.base_urls
+            for url in endpoint.base_urls
         ]
         hooks = Hooks(
             gate=self.gate,
@@ -339,16 +348,10 @@ class Run:
             health_metrics=lambda: (
                 self.health.wandb_metrics(self._health) if self._health is not None else {}
             ),
-            fail=self.collection.fail,
         )
         env = VerifiersEnv(
-            env_config,
-            servers,
-            environment=environment,
-            rollouts=self.collection.rollouts,
-            hooks=hooks,
+            env_config, servers, sampling=sampling, rollouts=self.collection.rollouts, hooks=hooks
         )
-        self.collection.configure(env)
         # in every mode groups go to our crash-safe appender instead of an unflushed jsonlines writer
         env.config.data_path_to_save_groups = str(plan.files.jsonl)
         env.jsonl_writer = store.JsonlAppender(plan.files.jsonl, on_line=self.window.add)
@@ -428,7 +431,7 @@ class Run:
                     log.removeHandler(handler)
                 state, error = self._flush(env, state, error, time.monotonic() - clock)
                 try:
-                    await self.collection.finish(env)
+                    await self.collection.finish(self._context, env)
                 except (OSError, store.WriteFailed) as e:
                     state, error = RunState.FAILED, error or f"cannot write the run's results: {e}"
                 await env.environment.aclose()
@@ -475,7 +478,7 @@ class Run:
         self.bus.emit(RunStatus(state, gate.groups_done, self.plan.groups_total))
         try:
             with contextlib.redirect_stdout(sys.stderr):
-                await self.collection.collect(env, gate)
+                await self.collection.collect(self._context, env)
         except asyncio.CancelledError:
             pass  # a second stop cancelled the groups in flight: a stopped run, not a failed one
         except RunFailed as e:
@@ -561,6 +564,21 @@ class Run:
         if self._output is not None:
             self._output.lock.release()
             self._output = None
+
+
+def collection_for(
+    config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]
+) -> Collection:
+    """The run's mode, as the object that collects in it."""
+    match config.mode:
+        case Mode.SFT:
+            return SftCollection(config, emit, on_rate_limit)
+        case Mode.EVAL:
+            return EvalCollection(config, emit, on_rate_limit)
+        case Mode.RL:
+            return RlCollection(config, emit)
+        case _:
+            assert_never(config.mode)
 
 
 def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped | None:

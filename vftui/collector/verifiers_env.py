@@ -5,7 +5,9 @@ It runs inside atroposlib's own machinery: its per-group methods (``collect_traj
 in flight, and ``env_manager`` for rl, where groups go to the trajectory API (its retries
 and re-registration are ``rl.trajectory_link.TrajectoryApiLink``). What differs by mode,
 how a group's rollouts are got and tokenized, is its ``rollouts`` (``modes.Rollouts``); the
-environment is driven through ``envs.base.Environment``, whatever its kind. Instead of
+environment is driven through ``envs.base.Environment``, whatever its kind. It is the one place
+that knows atroposlib's objects: the modes drive it through the ``modes`` drivers it implements
+(``ProcessDriver``, ``EvalLog``, ``ServeDriver``). Instead of
 globals it takes ``Hooks``: the run's group gate (pause, stop), its temperature, an event sink,
 the item ledger and where to keep its checkpoint. Without them it behaves like
 atroposlib's own environments and runs under atroposlib's CLI:
@@ -17,9 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
+import string
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +34,11 @@ from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, Scored
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
-from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
+from vftui.collector.envs.base import Rollout, metrics_of, unscorable
 from vftui.collector.envs.messages import template_messages
 from vftui.collector.gate import GroupGate
-from vftui.collector.modes import Rollouts
+from vftui.collector.modes import Endpoint, Rollouts, Sampling, ServeDriver
+from vftui.collector.rl import managed
 from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
@@ -81,10 +88,6 @@ class Hooks:
     """The run's health figures for each wandb log (``collector.health``)."""
     drops_are_done: bool = False
     """eval: a dropped group is its example's result (an error), done: its place is never taken by another item."""
-    fail: Callable[[RunFailed], None] | None = None
-    evaluate: Callable[[VerifiersEnv], Awaitable[dict[str, float]]] | None = None
-    """rl with --eval-every: atroposlib's ``evaluate`` hook, every ``steps_per_eval`` trainer steps."""
-    """rl: ends the run with this failure (atroposlib's serve loop logs and drops a group's error)."""
 
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
@@ -98,16 +101,23 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         slurm: bool = False,
         testing: bool = False,
         *,
-        environment: Environment | None = None,
-        rollouts: Rollouts | None = None,
+        sampling: Sampling | None = None,
+        rollouts: Callable[[Sampling, ServeDriver], Rollouts] | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         super().__init__(config, server_configs, slurm, testing)
         self.hooks = hooks or Hooks()
         self.process_mode = False  # atroposlib's process command sets it; see ``rollouts``
-        self._rollouts = rollouts
-        if environment is None:  # atroposlib's own CLI: loaded from the config
+        self._sampling = sampling
+        self._evaluate: Callable[[int], Awaitable[dict[str, float]]] | None = None
+        self._serving: asyncio.Task | None = (
+            None  # rl: the task of ``serve``, which a group's failure ends
+        )
+        self._failure: RunFailed | None = None
+        if sampling is None:  # atroposlib's own CLI: loaded from the config
             environment = loader.load(config.vf_env_name, config.get_env_args())
+        else:
+            environment = sampling.environment
         self.environment = environment
         self.reward_func_names = environment.reward_function_names
         self.max_turns = environment.max_turns
@@ -122,12 +132,33 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         logger.info(
             "verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names
         )
+        # a vftui run's mode makes them now (rl: its tool parser, its evals); atroposlib's CLI on first use
+        self._rollouts = rollouts(self.sampling, self) if rollouts is not None else None
+
+    @property
+    def sampling(self) -> Sampling:
+        """What groups are sampled with: a vftui run hands it in; under atroposlib's own CLI, from its configs."""
+        if self._sampling is None:
+            first = self.server.servers[0].config
+            endpoint = Endpoint(
+                tuple(server.config.base_url for server in self.server.servers),
+                first.model_name,
+                first.api_key,
+                first.timeout,
+            )
+            self._sampling = Sampling(
+                endpoint, self.environment, self.config.group_size, self.config.max_token_length
+            )
+        return self._sampling
 
     @property
     def rollouts(self) -> Rollouts:
-        """The mode's: a vftui run hands them in; under atroposlib's own CLI, ``process_mode`` says which."""
+        """The mode's: a vftui run's mode made them; under atroposlib's own CLI, ``process_mode`` says which."""
         if self._rollouts is None:
-            self._rollouts = SftRollouts() if self.process_mode else RlRollouts()
+            sampling = self.sampling
+            self._rollouts = (
+                SftRollouts(sampling) if self.process_mode else RlRollouts(sampling, self)
+            )
         return self._rollouts
 
     @classmethod
@@ -172,7 +203,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     async def evaluate(self, *args, **kwargs) -> dict[str, float]:
         """atroposlib calls it every ``steps_per_eval`` trainer steps: the run's evals, if it asked for them."""
-        return await self.hooks.evaluate(self) if self.hooks.evaluate is not None else {}
+        if self._evaluate is None:
+            return {}
+        return await self._evaluate(int(self.status_dict.get("current_step", self.curr_step)))
 
     def save_checkpoint(self, step, data=None) -> None:
         data = dict(data or {})
@@ -200,9 +233,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             group = await self._collect_group(item)
         except RunFailed as e:
             self._group_done(done=False)
-            if self.hooks.fail is None:
+            if self._serving is None:
                 raise
-            self.hooks.fail(e)
+            self._fail(e)
             return None, []
         except BaseException:
             self._group_done(done=False)
@@ -216,12 +249,12 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     ) -> list[Rollout] | None:
         """One group's rollouts, retried with backoff; None when a stop cut the retries."""
         group_size = self.config.group_size
-        time_limit = self.rollouts.time_limit_s(self)
+        time_limit = self.rollouts.time_limit_s()
         attempts = self.hooks.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
                 rollouts = await asyncio.wait_for(
-                    self.rollouts.attempt(self, item, temperature), time_limit
+                    self.rollouts.attempt(item, temperature), time_limit
                 )
                 errors = [r.error for r in rollouts if r.error]
                 if not errors and len(rollouts) == group_size:
@@ -269,7 +302,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         """
         started, clock = time.time(), time.monotonic()
         temperature = self.temperature
-        began = self.rollouts.group_meta(self)
+        began = self.rollouts.group_meta()
         rollouts = await self._rollouts_with_retries(item, temperature)
         if rollouts is None:
             return None
@@ -456,6 +489,101 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self.hooks.emit(MetricsWindow(self.curr_step, window))
         wandb_metrics.update(self.hooks.health_metrics())
         await super().wandb_log(wandb_metrics)
+
+    # -- the drivers the modes see (``modes``) ------------------------------------------
+
+    async def begin(self) -> None:
+        """As atroposlib's process manager starts (sft, eval): its setup, wandb, the step count."""
+        await self.setup()
+        if self.config.use_wandb:
+            self._start_wandb()
+        self.curr_step = 0
+
+    def _start_wandb(self) -> None:
+        """wandb as atroposlib's process manager starts it: one run named after the env and the date."""
+        import wandb
+
+        suffix = "".join(random.choices(string.ascii_lowercase, k=6))
+        wandb.init(
+            project=self.wandb_project,
+            name=f"{self.name}-{datetime.now():%Y-%m-%d}-{suffix}",
+            group=self.wandb_group,
+            config=self.config.model_dump(),
+        )
+
+    async def next_item(self) -> dict[str, Any] | None:
+        return await self.get_next_item()
+
+    async def process(self, item: dict[str, Any]) -> None:
+        """One group through atroposlib's per-group steps, as its process manager takes them."""
+        group, _ = await self.collect_trajectories(item)
+        if group:
+            processed = await self.postprocess_histories(group)
+            await self.handle_send_to_api(
+                processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+            )
+            await self.wandb_log()
+            self.curr_step += 1
+
+    def release(self, item: dict[str, Any]) -> None:
+        self.release_unstarted(item)
+
+    def end(self) -> None:
+        self.jsonl_writer.close()
+
+    async def log_eval(
+        self,
+        folder: Path,
+        metrics: dict[str, Any],
+        samples: list[dict[str, Any]],
+        model: str,
+        span: tuple[float, float],
+    ) -> None:
+        """atroposlib's own eval files in ``folder`` (its ``evaluate_log`` writes with open())."""
+        self.config.data_dir_to_save_evals = str(folder)
+        await self.evaluate_log(
+            metrics,
+            task_name=f"{self.config.vf_env_name}_eval",
+            model_name=model,
+            start_time=span[0],
+            end_time=span[1],
+            generation_parameters={"temperature": self.temperature},
+            samples=samples,
+            verbose=False,
+        )
+
+    async def serve(self) -> None:
+        """atroposlib's serve loop (rl) until cancelled; a group's failure ends it and is raised (the loop
+        itself would log and drop it)."""
+        self._serving = asyncio.current_task()
+        try:
+            await self.env_manager()
+        except asyncio.CancelledError:
+            if self._failure is None:
+                raise
+        if self._failure is not None:
+            raise self._failure
+
+    def _fail(self, failure: RunFailed) -> None:
+        """A group's failure ends the serve loop (the first one says why)."""
+        if self._failure is None:
+            self._failure = failure
+            self._serving.cancel()
+
+    def servers(self) -> Sequence[Any]:
+        return self.server.servers
+
+    def wandb_step(self) -> int:
+        return self.curr_step
+
+    def recorded_client(self) -> AbstractAsyncContextManager[tuple[Any, Any]]:
+        return managed.recorded_client(self.server, self.tokenizer)
+
+    def use_tool_parser(self, name: str | None) -> None:
+        self.server.tool_parser = name
+
+    def evaluate_with(self, hook: Callable[[int], Awaitable[dict[str, float]]]) -> None:
+        self._evaluate = hook
 
 
 if __name__ == "__main__":

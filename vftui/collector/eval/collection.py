@@ -14,27 +14,24 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval import files
-from vftui.collector.sft.collection import STATS_EVERY_S, SftCollection
+from vftui.collector.modes import Driver, Endpoint, ModeContext, Sampling, ServeDriver
+from vftui.collector.sft.collection import PROCESS_SERVER, process_settings
+from vftui.collector.sft.in_flight import STATS_EVERY_S, InFlight
+from vftui.collector.sft.rollouts import SftRollouts
 from vftui.config import RunConfig
 from vftui.errors import RunFailed, UserError
 from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
 from vftui.figures.eval_stats import EvalTally
-from vftui.run_files.files import RunFiles
 from vftui.run_files.shards import share_of
-
-if TYPE_CHECKING:
-    from vftui.collector.gate import GroupGate
-    from vftui.collector.verifiers_env import VerifiersEnv
 
 logger = logging.getLogger(__name__)
 
 
-class EvalCollection(SftCollection):
+class EvalCollection:
     mode = Mode.EVAL
 
     def __init__(
@@ -43,7 +40,9 @@ class EvalCollection(SftCollection):
         emit: Callable[[Event], None],
         on_rate_limit: Callable[[int, float], None],
     ):
-        super().__init__(config, emit, on_rate_limit)
+        self.config = config
+        self._emit = emit
+        self.in_flight = InFlight(config, emit, on_rate_limit)
         self.tally = EvalTally(config.group_size, config.pass_threshold)
         self._examples = 0
         self._started = (
@@ -98,8 +97,26 @@ class EvalCollection(SftCollection):
         """The examples it evaluates, each once: one whose group fails to score is an error, never replaced."""
         return self._examples
 
-    def env_settings(self, groups_left: int) -> dict[str, object]:
-        return {**super().env_settings(groups_left), "steps_per_eval": 0}
+    def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
+        return None  # the endpoint is all it needs, and its model list was read
+
+    def env_settings(self, groups_left: int) -> dict[str, Any]:
+        return {**process_settings(self.config, groups_left), "steps_per_eval": 0}
+
+    def server_settings(self) -> dict[str, Any]:
+        return dict(PROCESS_SERVER)
+
+    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> SftRollouts:
+        return self.in_flight.rollouts(sampling)
+
+    def tokens_written(self, count: int) -> None:
+        self.in_flight.traffic.tokens(count)
+
+    def cancel(self) -> None:
+        self.in_flight.cancel()
+
+    def close(self) -> None:
+        return None
 
     def observe(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
@@ -111,12 +128,12 @@ class EvalCollection(SftCollection):
         """The figures over the examples done, each a mean with its 95% interval."""
         return self.tally.report(self._examples, final)
 
-    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
-        """sft's collection with the report once a second; an eval that scored none of its examples measured
-        nothing, so it fails (its files still say why, example by example)."""
+    async def collect(self, context: ModeContext, driver: Driver) -> None:
+        """Groups in flight as sft collects them, with the report once a second; an eval that scored none of
+        its examples measured nothing, so it fails (its files still say why, example by example)."""
         ticker = asyncio.ensure_future(self._report_every_second())
         try:
-            await super().collect(env, gate)
+            await self.in_flight.collect(context, driver)
         finally:
             ticker.cancel()
         if self.tally.errors and not self.tally.items:
@@ -125,23 +142,23 @@ class EvalCollection(SftCollection):
                 "is in the eval's metadata.json)"
             )
 
-    async def finish(self, env: VerifiersEnv) -> None:
+    async def finish(self, context: ModeContext, driver: Driver) -> None:
         """The final figures and the results files, from everything the jsonl holds: after a stop, a failure,
         or a resume that found every example done (its gates are checked on these figures)."""
         final = self.report(final=True)
         self._emit(final)
-        await self._write(env, final)
+        await self._write(context, driver, final)
 
-    async def _write(self, env: VerifiersEnv, report: EvalReport) -> None:
-        run_files = RunFiles(Path(env.config.data_path_to_save_groups))
-        model = str(env.hooks.extra_meta.get("model", ""))
+    async def _write(self, context: ModeContext, driver: Driver, report: EvalReport) -> None:
+        run_files = context.files
+        model = context.sampling.endpoint.model
         wall, clock = self._started
         span = (
             wall,
             wall + time.monotonic() - clock,
         )  # the eval's duration, whatever the wall clock did meanwhile
         await files.write(
-            env, report, self.tally.errors, self._run_description(model), model, span, run_files
+            driver, report, self.tally.errors, self._run_description(model), model, span, run_files
         )
         logger.info("eval results written to %s", run_files.eval_dir)
 

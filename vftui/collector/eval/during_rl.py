@@ -13,59 +13,63 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from openai import AsyncOpenAI
 
 from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
+from vftui.collector.modes import Sampling, ServeDriver
 from vftui.config import RunConfig
 from vftui.events import EvalReport, Event
 from vftui.figures.eval_stats import EvalTally
 
-if TYPE_CHECKING:
-    from vftui.collector.verifiers_env import VerifiersEnv
-
 logger = logging.getLogger(__name__)
+EVAL_WORKERS = 16  # examples evaluated at once (atroposlib's ``max_eval_workers``)
 LIMIT_TRAIN = {
     "eval_handling": "LIMIT_TRAIN",
     "eval_limit_ratio": 0.5,
+    "max_eval_workers": EVAL_WORKERS,
 }  # atroposlib's settings for the share
 
 
 class EvalsDuringRl:
     def __init__(
-        self, config: RunConfig, environment: Environment, emit: Callable[[Event], None]
+        self,
+        config: RunConfig,
+        environment: Environment,
+        emit: Callable[[Event], None],
+        sampling: Sampling,
+        driver: ServeDriver,
     ) -> None:
         self.config, self.environment, self._emit = config, environment, emit
+        self._sampling, self._driver = sampling, driver
         self._client: AsyncOpenAI | None = None
         size = environment.size
         self.examples = (
             min(config.eval_examples, size) if size is not None else config.eval_examples
         )
 
-    async def __call__(self, env: VerifiersEnv) -> dict[str, float]:
-        """One eval of the fixed examples at the trainer's current step; its figures for wandb."""
-        step = int(env.status_dict.get("current_step", env.curr_step))
+    async def __call__(self, step: int) -> dict[str, float]:
+        """One eval of the fixed examples at the trainer's step ``step``; its figures for wandb."""
         cfg, k = self.config, self.config.eval_rollouts
-        server = env.server.servers[0].config
+        endpoint = self._sampling.endpoint
         if self._client is None:
             self._client = AsyncOpenAI(
-                base_url=server.base_url,
-                api_key=server.api_key or "EMPTY",
-                timeout=server.timeout,
+                base_url=endpoint.base_urls[0],
+                api_key=endpoint.api_key or "EMPTY",
+                timeout=endpoint.timeout,
                 max_retries=cfg.retries,
             )
         sampling = {
             "temperature": cfg.eval_temperature,
-            "max_completion_tokens": env.config.max_token_length,
+            "max_completion_tokens": self._sampling.max_tokens,
         }
         tally = EvalTally(k, cfg.pass_threshold)
-        limit = asyncio.Semaphore(max(1, env.config.max_eval_workers))
+        limit = asyncio.Semaphore(EVAL_WORKERS)
 
         async def one(index: int) -> None:
             async with limit:
                 rollouts = await self.environment.group(
-                    self.environment.item(index), k, self._client, server.model_name, sampling, k
+                    self.environment.item(index), k, self._client, endpoint.model, sampling, k
                 )
             if (failure := _failure(rollouts)) is not None:
                 tally.fail(index, failure)
@@ -82,20 +86,20 @@ class EvalsDuringRl:
             )
         report = dataclasses.replace(tally.report(self.examples, final=True), step=step)
         self._emit(report)
-        return self._log(env, report)
+        return self._log(report)
 
-    def _log(self, env: VerifiersEnv, report: EvalReport) -> dict[str, float]:
+    def _log(self, report: EvalReport) -> dict[str, float]:
         """``eval/<figure>`` at the trainer's step, where the training metrics are."""
         metrics = {
             f"eval/{name}": f["mean"]
             for name, f in {**report.figures, **report.functions}.items()
             if f["mean"] is not None
         }
-        if env.config.use_wandb:
+        if self.config.wandb:
             import wandb
 
             if wandb.run is not None:
-                wandb.log(metrics, step=max(report.step or 0, env.curr_step))
+                wandb.log(metrics, step=max(report.step or 0, self._driver.wandb_step()))
         return metrics
 
 

@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vftui import safe_files
+from vftui.collector.modes import EvalLog
 from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.group_format import META
@@ -23,9 +24,6 @@ from vftui.run_files import store
 from vftui.run_files.files import RunFiles
 from vftui.run_files.results import METADATA, RESULTS
 from vftui.text.json_lines import finite_json
-
-if TYPE_CHECKING:
-    from vftui.collector.verifiers_env import VerifiersEnv
 
 ITEMS = "items.jsonl"
 
@@ -70,7 +68,7 @@ def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 async def write(
-    env: VerifiersEnv,
+    log: EvalLog,
     report: EvalReport,
     errors: dict[int, str],
     run: dict[str, Any],
@@ -93,7 +91,7 @@ async def write(
     )
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
-    await write_atropos(env, report, rows, model, span, run_files.eval_atropos)
+    await write_atropos(log, report, rows, model, span, run_files.eval_atropos)
 
 
 def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
@@ -162,7 +160,7 @@ def metadata(
 
 
 async def write_atropos(
-    env: VerifiersEnv,
+    log: EvalLog,
     report: EvalReport,
     rows: list[dict[str, Any]],
     model: str,
@@ -171,7 +169,6 @@ async def write_atropos(
 ) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) in ``folder``, through its
     ``evaluate_log``."""
-    env.config.data_dir_to_save_evals = str(safe_files.own_folder(folder))  # it writes with open()
     metrics = {
         f"eval/{'avg_score' if name == 'reward' else name}": f["mean"]
         for name, f in report.figures.items()
@@ -194,16 +191,7 @@ async def write_atropos(
         | {"score": row["reward"]}
         for row in rows
     ]
-    await env.evaluate_log(
-        finite_json(metrics),
-        task_name=f"{env.config.vf_env_name}_eval",
-        model_name=model,
-        start_time=span[0],
-        end_time=span[1],
-        generation_parameters={"temperature": env.temperature},
-        samples=samples,
-        verbose=False,
-    )
+    await log.log_eval(safe_files.own_folder(folder), finite_json(metrics), samples, model, span)
 
 
 def _mean(values: list[float]) -> float | None:

@@ -8,15 +8,15 @@ the run starts them, and each inference server as atroposlib sees it (``server_w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval.during_rl import LIMIT_TRAIN, EvalsDuringRl
+from vftui.collector.modes import Driver, Endpoint, ModeContext, Sampling, ServeDriver
 from vftui.collector.rl import managed, server_check
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.collector.rl.rollouts import RlRollouts
@@ -26,10 +26,6 @@ from vftui.config import RunConfig
 from vftui.errors import RunFailed
 from vftui.events import Event, Mode
 from vftui.live.process import vftui_command
-
-if TYPE_CHECKING:
-    from vftui.collector.gate import GroupGate
-    from vftui.collector.verifiers_env import VerifiersEnv
 
 STEP_LIMIT = (
     1_000_000_000  # atroposlib's own group limit, out of reach: the run stops the loop itself
@@ -44,11 +40,9 @@ class RlCollection:
     def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
         self.config = config
         self._emit = emit
-        self.rollouts = RlRollouts(max_concurrent=min(config.concurrency, config.group_size))
         self._api: ApiProcess | None = None
         self._trainer: subprocess.Popen | None = None
         self._task: asyncio.Task | None = None
-        self._failure: RunFailed | None = None
         self._evals: EvalsDuringRl | None = None
 
     def check(self, environment: Environment) -> None:
@@ -62,11 +56,11 @@ class RlCollection:
     def observe(self, event: Event) -> None:
         return None  # the run's own totals and health are enough
 
-    def start(self, step: Callable[[str], None], base_urls: tuple[str, ...], api_key: str) -> None:
+    def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
         """Inference servers atroposlib can drive; the trajectory API (with --start-api) and the sim trainer, if
         asked for."""
         cfg = self.config
-        server_check.check_servers(base_urls, api_key, cfg.server_type, step)
+        server_check.check_servers(endpoint.base_urls, endpoint.api_key, cfg.server_type, step)
         if cfg.start_api:
             step(f"starting the trajectory API at {cfg.api_url}")
             self._api = ApiProcess(cfg.api_url).start()
@@ -101,30 +95,33 @@ class RlCollection:
     def server_settings(self) -> dict[str, Any]:
         return {"server_type": self.config.server_type, "health_check": True}
 
-    def configure(self, env: VerifiersEnv) -> None:
-        env.server.tool_parser = (
-            self.config.tool_parser
-        )  # each rollout's ManagedServer parses calls with it
-        if self.config.eval_every is not None:  # an environment of its own, on its eval split
+    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> RlRollouts:
+        """Each rollout through a ManagedServer; with --eval-every, the evals on an environment of their own
+        (its eval split), through atroposlib's ``evaluate`` hook."""
+        driver.use_tool_parser(self.config.tool_parser)  # each rollout's ManagedServer parses calls
+        if self.config.eval_every is not None:
             environment = loader.load(self.config.env, self.config.env_args)
             split = environment.use_eval_split()
-            self._evals = EvalsDuringRl(self.config, environment, self._emit)
-            env.hooks.evaluate = self._evals
+            self._evals = EvalsDuringRl(self.config, environment, self._emit, sampling, driver)
+            driver.evaluate_with(self._evals)
             logger.info(
                 "evaluating every %d trainer steps on %d examples of %s",
                 self.config.eval_every,
                 self._evals.examples,
                 split,
             )
+        max_concurrent = min(self.config.concurrency, self.config.group_size)
+        return RlRollouts(sampling, driver, max_concurrent=max_concurrent)
 
     def tokens_written(self, count: int) -> None:
         return None  # the inference servers' own figures stand for the traffic (``server_watch``)
 
-    async def collect(self, env: VerifiersEnv, gate: GroupGate) -> None:
-        """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure."""
-        self._task = asyncio.ensure_future(env.env_manager())
-        finished = asyncio.ensure_future(gate.wait_finished())
-        servers = asyncio.ensure_future(watch_servers(env.server.servers, self._emit))
+    async def collect(self, context: ModeContext, driver: Driver) -> None:
+        """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure (raised)."""
+        self._task = asyncio.ensure_future(driver.serve())
+        finished = asyncio.ensure_future(context.gate.wait_finished())
+        servers = asyncio.ensure_future(watch_servers(driver.servers(), self._emit))
+        failure: RunFailed | None = None
         try:
             await asyncio.wait({self._task, finished}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -132,26 +129,24 @@ class RlCollection:
             servers.cancel()
             if not self._task.done():
                 self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                pass
+            except RunFailed as e:
+                failure = e
         if self._evals is not None:
             await self._evals.environment.aclose()
-        if env.unsent:
+        if driver.unsent:
             logger.warning(
                 "%d groups were not sent to the trajectory API; they are in %s",
-                env.unsent,
-                env.config.data_path_to_save_groups,
+                driver.unsent,
+                context.files.jsonl,
             )
-        if self._failure is not None:
-            raise self._failure
+        if failure is not None:
+            raise failure
 
-    def fail(self, failure: RunFailed) -> None:
-        """A group's failure ends the run (the first one says why)."""
-        if self._failure is None:
-            self._failure = failure
-            self.cancel()
-
-    async def finish(self, env: VerifiersEnv) -> None:
+    async def finish(self, context: ModeContext, driver: Driver) -> None:
         return None  # its files are the jsonl and the checkpoint, written as it goes
 
     def cancel(self) -> None:

@@ -2,7 +2,7 @@
 
 atroposlib's ``process_manager`` waits for each group before it asks for the next item,
 so requests in flight can never exceed one group. Here each group still goes through
-atroposlib's own steps, in its own task (``collect_trajectories`` →
+atroposlib's own steps, in its own task (the driver's ``process``: ``collect_trajectories`` →
 ``postprocess_histories`` → ``handle_send_to_api(do_send_to_api=False)`` → ``wandb_log``),
 and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
 in flight (about requests allowed / group size: ``groups_with_spares``). Groups finish
@@ -16,52 +16,31 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-import random
-import string
 from collections.abc import Callable
-from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from vftui.collector.modes import ProcessDriver
 from vftui.collector.sft import html_page
 from vftui.errors import RunFailed
 from vftui.run_files.files import RunFiles
 
-if TYPE_CHECKING:
-    from vftui.collector.verifiers_env import VerifiersEnv
 
-
-async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]) -> None:
-    """Collect ``env.n_groups_to_process`` groups, ``groups_allowed()`` at a time.
+async def collect_in_flight(
+    driver: ProcessDriver, groups_allowed: Callable[[], int], files: RunFiles
+) -> None:
+    """Collect the run's groups, ``groups_allowed()`` at a time, until the driver hands out no more.
 
     A group that fails the run (``RunFailed``) cancels the others; cancelling this
     coroutine (a second Ctrl-C) cancels every group in flight.
     """
-    await env.setup()
-    if env.config.use_wandb:
-        _start_wandb(env)
-    env.curr_step = 0
-    env.config.group_size = env.group_size_to_process
+    await driver.begin()
     room = asyncio.Event()
     in_flight = 0
-
-    async def one(item) -> None:
-        group, _ = await env.collect_trajectories(item)
-        if group:
-            processed = await env.postprocess_histories(group)
-            await env.handle_send_to_api(
-                processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-            )
-            await env.wandb_log()
-            env.curr_step += 1
 
     def left(task: asyncio.Task, item) -> None:
         nonlocal in_flight
         in_flight -= 1
         room.set()
-        env.release_unstarted(
-            item
-        )  # a task cancelled before its first step never ran its own finally
+        driver.release(item)  # a task cancelled before its first step never ran its own finally
 
     try:
         async with asyncio.TaskGroup() as pool:
@@ -69,7 +48,7 @@ async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
                 while in_flight >= max(1, groups_allowed()):
                     room.clear()
                     await room.wait()
-                item = await env.get_next_item()  # waits while paused; None once stopping or enough
+                item = await driver.next_item()  # waits while paused; None once stopping or enough
                 if item is None:
                     if in_flight == 0:
                         break
@@ -77,12 +56,12 @@ async def collect_in_flight(env: VerifiersEnv, groups_allowed: Callable[[], int]
                     await room.wait()
                     continue
                 in_flight += 1
-                task = pool.create_task(one(item))
+                task = pool.create_task(driver.process(item))
                 task.add_done_callback(functools.partial(left, item=item))
     except BaseExceptionGroup as group:
         raise _first_cause(group) from None
-    env.jsonl_writer.close()
-    html_page.write_page(RunFiles(Path(env.config.data_path_to_save_groups)))
+    driver.end()
+    html_page.write_page(files)
 
 
 def groups_for(requests: int, group_size: int) -> int:
@@ -113,16 +92,3 @@ def _leaves(group: BaseExceptionGroup):
             yield from _leaves(error)
         else:
             yield error
-
-
-def _start_wandb(env: VerifiersEnv) -> None:
-    """wandb as atroposlib's process manager starts it: one run named after the env and the date."""
-    import wandb
-
-    suffix = "".join(random.choices(string.ascii_lowercase, k=6))
-    wandb.init(
-        project=env.wandb_project,
-        name=f"{env.name}-{datetime.now():%Y-%m-%d}-{suffix}",
-        group=env.wandb_group,
-        config=env.config.model_dump(),
-    )

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openai import AsyncOpenAI
 
 from vftui.collector.envs.base import Rollout
+from vftui.collector.modes import Sampling
 from vftui.collector.tokens import ChatTemplateTokenizer, Tokenized, sft_tokens
-
-if TYPE_CHECKING:
-    from vftui.collector.verifiers_env import VerifiersEnv
 
 
 class SftRollouts:
@@ -22,42 +20,40 @@ class SftRollouts:
 
     logprobs = False
 
-    def __init__(self, http_client: Any = None, max_concurrent: int | None = None) -> None:
+    def __init__(
+        self, sampling: Sampling, http_client: Any = None, max_concurrent: int | None = None
+    ) -> None:
+        self._sampling = sampling
         self._http_client = http_client
         self._max_concurrent = max_concurrent
         self._client: AsyncOpenAI | None = None
 
-    def _client_for(self, env: VerifiersEnv) -> AsyncOpenAI:
+    def _client_for(self) -> AsyncOpenAI:
         if self._client is None:
-            server = env.server.servers[0].config
+            endpoint = self._sampling.endpoint
             # retries are ours (so each one is reported), as are time limits (the transport's)
             self._client = AsyncOpenAI(
-                base_url=server.base_url,
-                api_key=server.api_key or "EMPTY",
-                timeout=server.timeout,
+                base_url=endpoint.base_urls[0],
+                api_key=endpoint.api_key or "EMPTY",
+                timeout=endpoint.timeout,
                 max_retries=0,
                 http_client=self._http_client,
             )
         return self._client
 
-    async def attempt(
-        self, env: VerifiersEnv, item: dict[str, Any], temperature: float
-    ) -> list[Rollout]:
-        size = env.config.group_size
-        sampling = {
-            "temperature": temperature,
-            "max_completion_tokens": env.config.max_token_length,
-        }
-        return await env.environment.group(
+    async def attempt(self, item: dict[str, Any], temperature: float) -> list[Rollout]:
+        sampling = self._sampling
+        size = sampling.group_size
+        return await sampling.environment.group(
             item,
             size,
-            self._client_for(env),
-            env.server.servers[0].config.model_name,
-            sampling,
+            self._client_for(),
+            sampling.endpoint.model,
+            {"temperature": temperature, "max_completion_tokens": sampling.max_tokens},
             self._max_concurrent or size,
         )
 
-    def time_limit_s(self, env: VerifiersEnv) -> float | None:
+    def time_limit_s(self) -> float | None:
         return None  # the client's per-request timeout bounds each call
 
     def tokenize(
@@ -65,5 +61,5 @@ class SftRollouts:
     ) -> Tokenized:
         return sft_tokens(tokenizer, messages, rollout.finish_reason)
 
-    def group_meta(self, env: VerifiersEnv) -> dict[str, Any]:
+    def group_meta(self) -> dict[str, Any]:
         return {}
