@@ -5,6 +5,7 @@ A fact said in several lines is a list of them (``printable.say`` prints each as
 
 from __future__ import annotations
 
+import math
 import shlex
 
 from vftui.events import (
@@ -109,15 +110,16 @@ def number(value: float, sign: str = "") -> str:
 
 
 def figure(value: Figure) -> str:
-    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval."""
+    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval;
+    ``± n/a`` where every item scored the same (a t interval of no spread says nothing)."""
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
-    if mean is None:
+    if mean is None or not math.isfinite(mean):
         return "-"
-    return (
-        number(mean)
-        if low is None or high is None
-        else f"{number(mean)} ± {number((high - low) / 2)}"
-    )
+    if low is None or high is None or not math.isfinite(high - low):
+        return number(mean)
+    if low == high:
+        return f"{number(mean)} ± n/a"  # every item scored the same: a t interval says nothing
+    return f"{number(mean)} ± {number((high - low) / 2)}"
 
 
 def eval_report(report: EvalReport) -> list[str]:
