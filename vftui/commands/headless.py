@@ -116,7 +116,7 @@ class HeadlessView:
             case ev.EvalReport(final=True):
                 return wording.eval_report(event)
             case ev.RunSummary():
-                return wording.summary(event, self._simulated)
+                return wording.summary(event, self._simulated, resume="vftui run --no-ui")
             case ev.RunStatus() | ev.LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
             case (

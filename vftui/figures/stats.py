@@ -6,6 +6,7 @@ so every place that shows ``metrics/mean_reward`` computes it the same way.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -207,7 +208,7 @@ class Throughput:
         if not collecting or len(self._marks) < 2:
             return 0.0, 0.0
         marks = sorted(self._marks)
-        gaps = [later[0] - earlier[0] for earlier, later in zip(marks, marks[1:], strict=False)]
+        gaps = [later[0] - earlier[0] for earlier, later in itertools.pairwise(marks)]
         recent = sorted(gaps[-RATE_GROUPS:])
         typical = recent[(len(recent) - 1) // 2]  # the lower median: idle gaps are the exception
         idle = max(IDLE_FLOOR_S, IDLE_GAPS * typical)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from pathlib import Path
 
 from vftui.events import (
     Alert,
@@ -21,6 +22,7 @@ from vftui.events import (
     RunState,
     RunSummary,
 )
+from vftui.run_files.files import RunFiles
 
 SIMULATION = "SIMULATION"  # the one word for the embedded endpoint, in every view and the README
 SIMULATION_NOTE = f"{SIMULATION}: built-in endpoint and tokenizer, not a real model"
@@ -154,8 +156,9 @@ def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 
 
-def summary(s: RunSummary, simulated: bool) -> list[str]:
-    """What a run did, as printed at its end by both views."""
+def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[str]:
+    """What a run did, as printed at its end by both views: where its page and eval files are, and a stopped
+    run's ``--resume`` command (``resume``: the view's own command, so it carries on as it ran)."""
     m = s.metrics
     head = {
         RunState.FINISHED: (
@@ -212,8 +215,26 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
         if per_fn:
             lines.append("  " + ", ".join(per_fn))
     lines.append(f"  output: {s.out_path}")
+    lines += where_to_look(s.out_path)
+    if s.state is RunState.FINISHED and s.groups_done < s.groups_total and not s.gate:
+        left = s.groups_total - s.groups_done
+        lines.append(
+            f"  {resume} --resume {shlex.quote(s.out_path)}   collects the {counted(left, 'group')} left"
+        )
     if simulated:
         lines.append(f"  ({SIMULATION_NOTE})")
+    return lines
+
+
+def where_to_look(out_path: str) -> list[str]:
+    """The run's page and an eval's folder with what it holds, as they are on disk now (a run on
+    another machine: neither)."""
+    files, lines = RunFiles(Path(out_path)), []
+    if files.html.is_file():
+        lines.append(f"  page: {files.html}")
+    if files.eval_dir.is_dir():
+        held = sorted(f"{p.name}/" if p.is_dir() else p.name for p in files.eval_dir.iterdir())
+        lines.append(f"  eval files: {files.eval_dir}/ ({', '.join(held)})")
     return lines
 
 

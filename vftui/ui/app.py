@@ -34,6 +34,7 @@ from textual.widgets import Footer
 from vftui.errors import RunEnded, Unanswered, UserError
 from vftui.events import GroupCollected, Mode, RunState, RunSummary
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
+from vftui.text import wording
 from vftui.text.printable import printable, with_texts
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
@@ -617,6 +618,11 @@ class VftuiApp(App[RunSummary | None]):
 
         self._quit_question = ConfirmScreen(*self.source.quit_question)
         self.push_screen(self._quit_question, answer)
+
+    def eval_lines(self) -> list[str]:
+        """An eval's figures as the headless view prints them at its end, for the lines after the app."""
+        report = self.model.eval_report
+        return wording.eval_report(report) if report is not None else []
 
     def leave_running(self) -> None:
         """Close this dashboard; the run goes on (``vftui attach`` opens another)."""
