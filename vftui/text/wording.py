@@ -81,15 +81,25 @@ def trouble(event: EndpointTrouble) -> str:
 
 def traffic(stats: RequestStats) -> str:
     """The endpoint's traffic on one line for a status bar or a progress line, the same in every view."""
+    return " · ".join(traffic_parts(stats))
+
+
+def in_flight(stats: RequestStats) -> str:
+    """The requests in flight over the most allowed: the traffic's shortest form."""
+    return f"in flight {stats.in_flight}/{stats.ceiling}"
+
+
+def traffic_parts(stats: RequestStats) -> list[str]:
+    """The traffic's figures, most telling first: a narrow header keeps a prefix of them."""
     groups = f"{stats.groups_in_flight} group{'s' if stats.groups_in_flight != 1 else ''}"
-    parts = [f"in flight {stats.in_flight}/{stats.ceiling} in {groups}"]
+    parts = [f"{in_flight(stats)} in {groups}"]
     if stats.rate_limited:
         parts.append(f"rate-limited to {stats.limit}")
     parts.append(f"{stats.requests_per_s:.1f} req/s")
     if stats.latency_p50_s is not None and stats.latency_p95_s is not None:
         parts.append(f"p50 {stats.latency_p50_s:.2f} s p95 {stats.latency_p95_s:.2f} s")
     parts.append(f"{stats.tokens_per_s:,.0f} tok/s")
-    return " · ".join(parts)
+    return parts
 
 
 def dropped(event: GroupDropped) -> str:
