@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vftui.figures.eval_stats import (
-    Z,
     EvalTally,
     ItemResult,
+    Z,
     estimate,
     k_values,
     pass_all_k,

@@ -106,7 +106,7 @@ class HeadlessView:
             ):
                 return wording.run_state(event.state, event.detail)
             case ev.TemperatureChanged():
-                return f"temperature -> {event.temperature:g} (from the next group)"
+                return wording.temperature_changed(event.temperature)
             case ev.GroupsDumped():
                 return wording.dumped(event)
             case ev.Alert():

@@ -162,6 +162,20 @@ def ended_as(state: RunState, done: int, total: int) -> str:
     return "stopped" if state is RunState.FINISHED and done < total else state.value
 
 
+def temperature_changed(temperature: float) -> str:
+    return f"temperature -> {temperature:g} (from the next group)"
+
+
+PAUSED_AT_START = "paused before the first group"
+
+
+def pause_at_start(paused: bool) -> str:
+    """A pause (or its undoing) taken while the run starts: said before the run can answer it."""
+    if paused:
+        return f"{PAUSED_AT_START}: no group starts until space resumes"
+    return "resumed: groups start as soon as the run is ready"
+
+
 def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 

@@ -203,6 +203,7 @@ class VftuiApp(App[RunSummary | None]):
         self.model = DashboardModel(
             window=window, identical_alert=identical_alert, rows=source.rows
         )
+        self.model.attached = source.leaves_run
         if clock is not None:
             self.model.clock = clock
         self.decoder = TokenDecoder(
@@ -424,9 +425,12 @@ class VftuiApp(App[RunSummary | None]):
         return not (action in self.LIVE_ONLY and self.controls is None)
 
     def action_toggle_pause(self) -> None:
-        self._steer(
-            self.controls.toggle_pause
-        )  # the run's answer (a RunStatus) wakes the inbox: shown at once
+        """The run's answer (a RunStatus) wakes the inbox: shown at once; while it starts, it has none
+        to give yet, so the pause taken is said here."""
+        if self._steer(self.controls.toggle_pause) and self.model.state is RunState.STARTING:
+            self.model.pause_asked = not self.model.pause_asked
+            self.model.note("INFO", wording.pause_at_start(self.model.pause_asked))
+            self.status_bar.show(self.model)
 
     def action_temperature(self, delta: float) -> None:
         self._steer(lambda: self._show_temperature(self.controls.nudge_temperature(delta)))

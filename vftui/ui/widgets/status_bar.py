@@ -8,7 +8,15 @@ from rich.text import Text
 
 from vftui.events import TRAJECTORY_API, EndpointTrouble, RequestStats, RunState
 from vftui.text.printable import one_line
-from vftui.text.wording import SIMULATION, clock, ended_as, groups_rate, in_flight, traffic_parts
+from vftui.text.wording import (
+    PAUSED_AT_START,
+    SIMULATION,
+    clock,
+    ended_as,
+    groups_rate,
+    in_flight,
+    traffic_parts,
+)
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
 
@@ -22,6 +30,7 @@ STATE_STYLE = {
     RunState.FAILED: "bold red",
 }
 MIN_PATH = 12  # cells: less than this of a path tells nothing
+ATTACHED = "ATTACHED"  # a run that lives on its own: quitting this dashboard may leave it running
 STATE_LABEL = {RunState.PAUSING: "pausing…", RunState.STOPPING: "stopping…"}
 
 
@@ -76,7 +85,8 @@ def traffic_that_fits(requests: RequestStats, width: int) -> str:
     return next((text for text in fitting if len(text) <= width), in_flight(requests))
 
 
-def render_status(model: DashboardModel, width: int = 200) -> Text:
+def what_runs(model: DashboardModel) -> Text:
+    """The header's first line: mode, env, model, marks (simulation, attached), temperature, endpoint."""
     s = model.run_started
     line1 = Text()
     if s is None:
@@ -88,13 +98,24 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
         line1.append(f"{label} ", style="bold").append(f"{s.env}  ").append(s.model, style="italic")
         if s.simulated:
             line1.append(f"  {SIMULATION}", style="bold reverse yellow")
+    if model.attached:
+        line1.append(f"  {ATTACHED}", style="bold reverse cyan")
     line1.append("  T=")
     line1.append(temperature_text(model), style="bold")
     if s is not None:
         line1.append(f"  {s.endpoint}", style="dim")  # last: the first thing a narrow terminal cuts
+    return line1
+
+
+def render_status(model: DashboardModel, width: int = 200) -> Text:
+    s = model.run_started
+    line1 = what_runs(model)
     line2 = Text()
     viewing = model.rows is not None  # a file: no speed, and its own detail
     label = STATE_LABEL.get(model.state, model.state.value)
+    state_style = STATE_STYLE[model.state]
+    if model.pause_asked and model.state is RunState.STARTING:
+        label, state_style = PAUSED_AT_START, STATE_STYLE[RunState.PAUSED]
     if model.summary is not None:  # how it ended, as its summary and its controls say
         label = ended_as(model.summary.state, model.summary.groups_done, model.summary.groups_total)
     trouble = model.trajectory_trouble or model.endpoint_trouble
@@ -105,7 +126,7 @@ def render_status(model: DashboardModel, width: int = 200) -> Text:
     ):
         line2.append(f"{trouble_label(trouble)} (retrying)", style="bold red")
     else:
-        line2.append(label, style=STATE_STYLE[model.state])
+        line2.append(label, style=state_style)
     if model.detail and model.state in (RunState.PAUSING, RunState.STOPPING):
         line2.append(
             f" ({model.detail})", style=STATE_STYLE[model.state]
