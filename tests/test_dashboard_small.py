@@ -3,12 +3,18 @@ an attached run's mark."""
 
 from __future__ import annotations
 
-import pytest
+import math
+import re
 
-from tests.conftest import until
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import screen_lines, until
 from tests.test_dashboard import make_app, quit_app  # noqa: F401 - the fixture
-from vftui.events import Mode, RunStarted, RunState, RunStatus, TemperatureChanged
+from vftui.events import EvalReport, Mode, RunStarted, RunState, RunStatus, TemperatureChanged
 from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.eval_panel import render_eval
 from vftui.ui.widgets.status_bar import render_status
 
 
@@ -51,3 +57,46 @@ def test_a_temperature_change_is_a_line_of_the_log_and_an_attached_run_is_marked
     assert "ATTACHED" in render_status(model).plain.splitlines()[0]
     for width in (1, 20, 400):
         assert len(render_status(model, width).plain.splitlines()) == 2
+
+
+async def test_the_eval_panels_tracks_take_the_width_it_has_at_160_columns(make_app):  # noqa: F811
+    app = make_app(
+        mode="eval", num_examples=40, rollouts_per_example=2, group_size=None, concurrency=4
+    )
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(
+            pilot=pilot,
+            predicate=lambda: (report := app.model.eval_report) is not None and report.items >= 3,
+        )
+        await pilot.pause(0.3)
+        (row,) = [line for line in screen_lines(app) if "│ pass@1 " in line]
+        track = re.search(r"[─━●]+", row.split("│ pass@1 ")[1].split("│")[0])
+        assert track is not None and len(track.group()) >= 20, row
+        await quit_app(pilot, app)
+
+
+BAD = [math.nan, math.inf, -math.inf, 1e308, -1e308, 0.0, 1.0, None]
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(BAD), st.sampled_from(BAD), st.sampled_from(BAD)), max_size=6
+    ),
+    st.integers(0, 500),
+)
+def test_the_eval_panel_draws_any_figures_at_any_width(figures, width):
+    report = EvalReport(
+        items=3,
+        items_total=10,
+        rollouts_per_item=2,
+        threshold=0.5,
+        figures={
+            f"pass@{i}": {"mean": m, "ci_low": lo, "ci_high": hi, "n": 3}
+            for i, (m, lo, hi) in enumerate(figures)
+        },
+        functions={},
+    )
+    lines = render_eval(report, width).plain.splitlines()
+    assert len(lines) == 1 + len(figures)
