@@ -138,7 +138,7 @@ def test_one_rollout_an_example_is_greedy_and_a_resume_extends_the_same_eval(tmp
         tmp_path,
     )  # nothing left to collect: still the figures, the files and the gate
     assert again.returncode == 3 and "gate reward<5 tripped" in again.stderr, again.stderr
-    assert final_report(json_events(again.stdout))["items"] == 9 and "-4" not in again.stderr
+    assert final_report(json_events(again.stdout))["items"] == 9 and "-4 examples" not in again.stderr
 
 
 @pytest.mark.e2e
