@@ -118,7 +118,7 @@ def tmux_cli_command(tmp_path: Path, args: str) -> str:
     exports = " ".join(
         f"{k}={shlex.quote(v)}"
         for k, v in env.items()
-        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH"))
+        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH", "PYTHONPATH"))
     )
     # tmux puts COLUMNS/LINES of a terminal-less client (80x24) in a pane's environment, and Textual takes
     # them over the pane's real size

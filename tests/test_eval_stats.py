@@ -8,17 +8,22 @@ import math
 import statistics
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vftui.figures.eval_stats import (
     EvalTally,
     ItemResult,
+    Z,
     estimate,
     k_values,
     pass_all_k,
     pass_at,
     pass_at_k,
+    proportion,
     t_cdf,
     t_quantile,
+    wilson,
 )
 from vftui.figures.signals import read_gates
 
@@ -162,3 +167,73 @@ def test_saved_results_with_bad_values_are_skipped_and_counted_never_a_crash(tmp
         text for text, _ in message_pieces([{"role": "assistant", "content": "\x1b]0;pwned\x07hi"}])
     )
     assert "\x1b" not in shown and "\x07" not in shown and "hi" in shown
+
+
+def brute_wilson(passed: int, n: int, steps: int = 20_000) -> tuple[float, float]:
+    """Every q on a fine grid the score test at 95% does not reject: (p - q)^2 <= Z^2 q(1 - q) / n."""
+    p = passed / n
+    kept = [
+        q / steps
+        for q in range(steps + 1)
+        if (p - q / steps) ** 2 <= Z * Z * q / steps * (1 - q / steps) / n
+    ]
+    return min(kept), max(kept)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 300).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_is_the_score_tests_acceptance_region(case):
+    passed, n = case
+    low, high = wilson(passed / n, n)
+    brute_low, brute_high = brute_wilson(passed, n)
+    assert low == pytest.approx(brute_low, abs=1e-4) and high == pytest.approx(brute_high, abs=1e-4)
+
+
+def test_every_item_passing_or_failing_keeps_an_interval():
+    """The known values: 10 of 10 is [0.7225, 1], 0 of 10 is [0, 0.2775]; never ``1.000 ± 0.000``."""
+    all_pass, none_pass = proportion([1.0] * 10, 10), proportion([0.0] * 10, 10)
+    assert (all_pass.mean, all_pass.high) == (1.0, 1.0)
+    assert all_pass.low == pytest.approx(0.7225, abs=1e-4)
+    assert none_pass.low == 0.0 and none_pass.high == pytest.approx(0.2775, abs=1e-4)
+    tally = EvalTally(rollouts=1, threshold=0.5)
+    for item in range(10):
+        tally.add(item, [1.0], {})
+    figures = tally.figures()
+    assert figures["pass@1"].half_width == pytest.approx((1 - 0.7225) / 2, abs=1e-4)
+    assert figures["accuracy"].half_width == pytest.approx((1 - 0.7225) / 2, abs=1e-4)
+    assert proportion([1.0], 1).low == pytest.approx(0.2065, abs=1e-4), (
+        "one item: still an interval"
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60),
+    st.integers(1, 16),
+)
+def test_a_proportions_interval_holds_its_mean_inside_zero_to_one_and_never_collapses(values, k):
+    est = proportion(values, len(values) * k)
+    assert 0.0 <= est.low < est.high <= 1.0
+    assert est.low <= est.mean <= est.high
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.booleans(), min_size=2, max_size=200))
+def test_one_rollout_an_item_is_the_textbook_wilson_interval(outcomes):
+    est = proportion([float(o) for o in outcomes], len(outcomes))
+    low, high = wilson(sum(outcomes) / len(outcomes), len(outcomes))
+    assert (est.low, est.high) == (pytest.approx(low), pytest.approx(high))
+
+
+def test_pass_at_k_intervals_narrow_as_items_come():
+    widths = [proportion([float(i % 2) for i in range(n)], n).half_width for n in (4, 16, 64, 256)]
+    assert widths == sorted(widths, reverse=True)
+
+
+def test_a_reward_interval_of_items_all_equal_says_so_and_bad_figures_read_as_none():
+    from vftui.text.wording import figure
+
+    assert figure(estimate([0.5, 0.5, 0.5]).as_dict()) == "0.500 ± n/a"
+    assert "± 0.000" not in figure(proportion([1.0] * 40, 40).as_dict())
+    assert figure({"mean": math.nan, "ci_low": None, "ci_high": None, "n": 3}) == "-"
+    assert figure({"mean": 1.0, "ci_low": -math.inf, "ci_high": math.inf, "n": 3}) == "1.000"

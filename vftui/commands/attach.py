@@ -39,5 +39,5 @@ def run_attach(target: Path | None, theme: str | None) -> int:
         say(wording.left_running(run.pid, run.out_path), sys.stderr)
         return EXIT_OK
     simulated = app.model.run_started is not None and app.model.run_started.simulated
-    say(wording.summary(attached.summary, simulated), sys.stderr)
+    say([*app.eval_lines(), *wording.summary(attached.summary, simulated)], sys.stderr)
     return exit_code(attached.summary)

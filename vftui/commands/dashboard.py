@@ -52,8 +52,6 @@ def run_dashboard(config: RunConfig) -> int:
     if summary is None:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
-    say(
-        wording.summary(summary, collector.prepared is not None and collector.prepared.simulated),
-        sys.stderr,
-    )
+    simulated = collector.prepared is not None and collector.prepared.simulated
+    say([*app.eval_lines(), *wording.summary(summary, simulated)], sys.stderr)
     return exit_code(summary)

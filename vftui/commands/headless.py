@@ -106,7 +106,7 @@ class HeadlessView:
             ):
                 return wording.run_state(event.state, event.detail)
             case ev.TemperatureChanged():
-                return f"temperature -> {event.temperature:g} (from the next group)"
+                return wording.temperature_changed(event.temperature)
             case ev.GroupsDumped():
                 return wording.dumped(event)
             case ev.Alert():
@@ -116,7 +116,7 @@ class HeadlessView:
             case ev.EvalReport(final=True):
                 return wording.eval_report(event)
             case ev.RunSummary():
-                return wording.summary(event, self._simulated)
+                return wording.summary(event, self._simulated, resume="vftui run --no-ui")
             case ev.RunStatus() | ev.LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
             case (

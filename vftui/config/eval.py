@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from vftui.bounds import HUGE, LARGE
 from vftui.config.fields import DEFAULT_TEMPERATURE, SharedSettings, flag_of, mode_named, setting
@@ -14,6 +14,7 @@ from vftui.figures.eval_stats import k_values
 from vftui.figures.signals import eval_gates
 
 EVAL_DURING_RL_EXAMPLES = 32
+SPLIT_IN_ENV_ARGS = ("vftui/alphabet-sort",)  # built-in v1 tasksets whose config takes a split
 
 
 class EvalSettings(SharedSettings):
@@ -44,6 +45,16 @@ class EvalSettings(SharedSettings):
         le=HUGE,
     )
 
+    @field_validator("env_args")
+    @classmethod
+    def _builtin_eval_split(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """Eval mode on a built-in taskset evaluates its eval split unless ``--env-args`` names one (a v1
+        taskset picks its split through its config, and would give its training tasks)."""
+        builtin = info.data.get("env") in SPLIT_IN_ENV_ARGS
+        if info.data.get("mode") is Mode.EVAL and builtin and "split" not in value:
+            return {**value, "split": "eval"}
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _eval_sizes(cls, data: Any) -> Any:
@@ -72,7 +83,11 @@ class EvalSettings(SharedSettings):
                 "--group-size and --rollouts-per-example differ; in eval mode give "
                 "--rollouts-per-example alone"
             )
-        return {**data, "group_size": data.get("group_size") or k or 1}
+        return {
+            **data,
+            "group_size": data.get("group_size") or k or 1,
+            "env_args": data.get("env_args", {}),  # given, so _builtin_eval_split sees it
+        }
 
     def eval_gates_are_evals(self) -> None:
         if self.mode is not Mode.EVAL and (gate := next(iter(eval_gates(self.fail_on)), None)):

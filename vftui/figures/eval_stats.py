@@ -3,8 +3,10 @@
 An eval rolls each item k times. Items are the independent units (an item's rollouts share
 its difficulty), so every interval is over item-level values: the mean reward is the mean
 of item means, with a Student t interval over them; pass@k is the mean over items of the
-unbiased estimator 1 - C(n-c, k)/C(n, k) (n rollouts, c of them passing), with its
-interval over items the same way. Pure Python, no view or collector.
+unbiased estimator 1 - C(n-c, k)/C(n, k) (n rollouts, c of them passing), and it and the
+accuracy are proportions, with a Wilson score interval (``proportion``): a t interval
+collapses to ``± 0`` when every item passes or every one fails, Wilson's does not. Pure
+Python, no view or collector.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from vftui.events import EvalReport
 
 CONFIDENCE = 0.95
+Z = statistics.NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)  # 1.96
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -77,6 +80,34 @@ def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None)
     return Estimate(mean, low, high, count)
 
 
+def wilson(p: float, trials: float) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``p`` seen over ``trials`` trials: every q with
+    (p - q)^2 <= Z^2 q(1 - q) / trials. Never empty, never a point, inside [0, 1]."""
+    z2 = Z * Z
+    scale = 1 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / scale
+    half = Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / scale
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def proportion(values: Sequence[float], trials: int) -> Estimate:
+    """The mean of per-item proportions in [0, 1] (``trials`` rollouts under them), Wilson's interval.
+
+    Its trials are the effective count of independent 0/1 outcomes the items' spread is worth,
+    p(1 - p) / var(mean), between the items and the rollouts: with one rollout an item that is the
+    items, the textbook interval; with no spread between items (all pass, all fail) the rollouts.
+    """
+    count = len(values)
+    if count == 0:
+        return Estimate(math.nan, None, None, 0)
+    p = min(1.0, max(0.0, statistics.fmean(values)))
+    most = max(count, trials)
+    spread = statistics.variance(values) / count if count > 1 else 0.0
+    effective = most if spread <= 0 else min(most, max(count, p * (1 - p) / spread))
+    low, high = wilson(p, effective)
+    return Estimate(p, min(low, p), max(high, p), count)
+
+
 def difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """mean(b) - mean(a) of two independent samples, with Welch's t interval."""
     if len(a) < 2 or len(b) < 2:
@@ -129,10 +160,9 @@ class ItemResult:
 
 def pass_at(items: Sequence[ItemResult], k: int, threshold: float) -> Estimate:
     """pass@k over items that have at least k rollouts."""
-    values = [
-        pass_at_k(len(i.rewards), i.passed(threshold), k) for i in items if len(i.rewards) >= k
-    ]
-    return estimate(values, bounds=(0.0, 1.0))
+    counted = [i for i in items if len(i.rewards) >= k]
+    values = [pass_at_k(len(i.rewards), i.passed(threshold), k) for i in counted]
+    return proportion(values, sum(len(i.rewards) for i in counted))
 
 
 def k_values(rollouts: int) -> list[int]:
@@ -174,8 +204,9 @@ class EvalTally:
         figures = {"reward": estimate([i.mean for i in items])}
         for k in k_values(self.rollouts):
             figures[f"pass@{k}"] = pass_at(items, k, self.threshold)
-        figures["accuracy"] = estimate(
-            [sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items], (0.0, 1.0)
+        figures["accuracy"] = proportion(
+            [sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items],
+            sum(len(i.rewards) for i in items),
         )
         return figures
 

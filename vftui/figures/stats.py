@@ -6,6 +6,8 @@ so every place that shows ``metrics/mean_reward`` computes it the same way.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -159,35 +161,64 @@ class Accumulator:
 
 
 RATE_GROUPS = 64  # the rate every view shows looks back over this many groups
+RATE_MIN_SPAN_S = 2.0  # ...and over at least this much busy time: first groups end together
+RATE_MARKS = 1024  # groups kept at most to cover that span at high rates
+IDLE_GAPS = 5  # a gap between two groups' ends this many typical gaps long is idle time
+IDLE_FLOOR_S = 2.0  # ...or this long, whichever is longer
 CLOCK_SLACK_S = 1.0  # groups end out of order by less than this; more is the wall clock set back
-RATE_DEFINITION = f"groups per second over the last {RATE_GROUPS} groups, by when each ended; 0 while paused or idle"
+RATE_DEFINITION = (
+    f"groups per second over the last {RATE_GROUPS} groups and at least {RATE_MIN_SPAN_S:g} s, "
+    "by when each ended, idle time (a pause) left out; 0 while paused or idle"
+)
 
 
 class Throughput:
     """The run's rate, defined once for the dashboard, ``vftui runs``, the headless log and ``--json``.
 
     Counted from the groups' own end times rather than from when a view saw them, so a view
-    that attached late, or drew less often, shows the same figure.
+    that attached late, or drew less often, shows the same figure. A gap between two ends much
+    longer than the typical one (a pause, a stall) is idle time: it counts as one typical gap, so
+    the groups after a resume are not spread over the pause. Until the run has gone on longer than
+    the window, the span is at least ``RATE_MIN_SPAN_S``: its first groups end within moments of
+    each other.
     """
 
     def __init__(self) -> None:
-        self._marks: deque[tuple[float, int]] = deque(maxlen=RATE_GROUPS)
+        self._marks: deque[tuple[float, int]] = deque(maxlen=RATE_MARKS)
+        self._latest = -math.inf
+        self._whole_run = True  # every group since the start (or a clock set back) is in the marks
 
     def add(self, ended_at: float, tokens: int) -> None:
         """A group that ended at ``ended_at`` (wall time, comparable across processes); a wall clock set back
         starts the count again rather than make a span negative."""
-        if self._marks and ended_at < max(end for end, _ in self._marks) - CLOCK_SLACK_S:
+        if ended_at < self._latest - CLOCK_SLACK_S:
             self._marks.clear()
+            self._latest, self._whole_run = -math.inf, True
+        if len(self._marks) == RATE_MARKS:
+            self._whole_run = False
         self._marks.append((ended_at, tokens))
+        self._latest = max(self._latest, ended_at)
+        marks = self._marks
+        while len(marks) > RATE_GROUPS + 1 and self._latest - marks[1][0] >= RATE_MIN_SPAN_S:
+            marks.popleft()  # older than both the window and its span need
+            self._whole_run = False
 
     def rates(self, now: float, collecting: bool) -> tuple[float, float]:
         """(groups/s, tokens/s): 0 unless ``collecting``, and 0 once no group has ended for a while (idle)."""
         if not collecting or len(self._marks) < 2:
             return 0.0, 0.0
-        ends = [end for end, _ in self._marks]
-        first, last = min(ends), max(ends)
-        span = last - first
-        if span <= 0 or now - last > max(2.0, 5 * span / (len(ends) - 1)):
+        marks = sorted(self._marks)
+        gaps = [later[0] - earlier[0] for earlier, later in itertools.pairwise(marks)]
+        recent = sorted(gaps[-RATE_GROUPS:])
+        typical = recent[(len(recent) - 1) // 2]  # the lower median: idle gaps are the exception
+        idle = max(IDLE_FLOOR_S, IDLE_GAPS * typical)
+        if now - marks[-1][0] > idle:
             return 0.0, 0.0
-        tokens = sum(tokens for _, tokens in list(self._marks)[1:])
-        return (len(ends) - 1) / span, tokens / span
+        busy, groups, tokens = 0.0, 0, 0
+        for gap, (_, mark_tokens) in zip(reversed(gaps), reversed(marks), strict=False):
+            if groups >= RATE_GROUPS and busy >= RATE_MIN_SPAN_S:
+                break
+            busy += typical if gap > idle else gap
+            groups, tokens = groups + 1, tokens + mark_tokens
+        span = max(busy, RATE_MIN_SPAN_S) if self._whole_run else busy
+        return groups / span, tokens / span

@@ -5,7 +5,9 @@ A fact said in several lines is a list of them (``printable.say`` prints each as
 
 from __future__ import annotations
 
+import math
 import shlex
+from pathlib import Path
 
 from vftui.events import (
     Alert,
@@ -20,6 +22,7 @@ from vftui.events import (
     RunState,
     RunSummary,
 )
+from vftui.run_files.files import RunFiles
 
 SIMULATION = "SIMULATION"  # the one word for the embedded endpoint, in every view and the README
 SIMULATION_NOTE = f"{SIMULATION}: built-in endpoint and tokenizer, not a real model"
@@ -78,15 +81,25 @@ def trouble(event: EndpointTrouble) -> str:
 
 def traffic(stats: RequestStats) -> str:
     """The endpoint's traffic on one line for a status bar or a progress line, the same in every view."""
+    return " · ".join(traffic_parts(stats))
+
+
+def in_flight(stats: RequestStats) -> str:
+    """The requests in flight over the most allowed: the traffic's shortest form."""
+    return f"in flight {stats.in_flight}/{stats.ceiling}"
+
+
+def traffic_parts(stats: RequestStats) -> list[str]:
+    """The traffic's figures, most telling first: a narrow header keeps a prefix of them."""
     groups = f"{stats.groups_in_flight} group{'s' if stats.groups_in_flight != 1 else ''}"
-    parts = [f"in flight {stats.in_flight}/{stats.ceiling} in {groups}"]
+    parts = [f"{in_flight(stats)} in {groups}"]
     if stats.rate_limited:
         parts.append(f"rate-limited to {stats.limit}")
     parts.append(f"{stats.requests_per_s:.1f} req/s")
     if stats.latency_p50_s is not None and stats.latency_p95_s is not None:
         parts.append(f"p50 {stats.latency_p50_s:.2f} s p95 {stats.latency_p95_s:.2f} s")
     parts.append(f"{stats.tokens_per_s:,.0f} tok/s")
-    return " · ".join(parts)
+    return parts
 
 
 def dropped(event: GroupDropped) -> str:
@@ -109,15 +122,16 @@ def number(value: float, sign: str = "") -> str:
 
 
 def figure(value: Figure) -> str:
-    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval."""
+    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval;
+    ``± n/a`` where every item scored the same (a t interval of no spread says nothing)."""
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
-    if mean is None:
+    if mean is None or not math.isfinite(mean):
         return "-"
-    return (
-        number(mean)
-        if low is None or high is None
-        else f"{number(mean)} ± {number((high - low) / 2)}"
-    )
+    if low is None or high is None or not math.isfinite(high - low):
+        return number(mean)
+    if low == high:
+        return f"{number(mean)} ± n/a"  # every item scored the same: a t interval says nothing
+    return f"{number(mean)} ± {number((high - low) / 2)}"
 
 
 def eval_report(report: EvalReport) -> list[str]:
@@ -148,12 +162,27 @@ def ended_as(state: RunState, done: int, total: int) -> str:
     return "stopped" if state is RunState.FINISHED and done < total else state.value
 
 
+def temperature_changed(temperature: float) -> str:
+    return f"temperature -> {temperature:g} (from the next group)"
+
+
+PAUSED_AT_START = "paused before the first group"
+
+
+def pause_at_start(paused: bool) -> str:
+    """A pause (or its undoing) taken while the run starts: said before the run can answer it."""
+    if paused:
+        return f"{PAUSED_AT_START}: no group starts until space resumes"
+    return "resumed: groups start as soon as the run is ready"
+
+
 def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 
 
-def summary(s: RunSummary, simulated: bool) -> list[str]:
-    """What a run did, as printed at its end by both views."""
+def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[str]:
+    """What a run did, as printed at its end by both views: where its page and eval files are, and a stopped
+    run's ``--resume`` command (``resume``: the view's own command, so it carries on as it ran)."""
     m = s.metrics
     head = {
         RunState.FINISHED: (
@@ -210,8 +239,26 @@ def summary(s: RunSummary, simulated: bool) -> list[str]:
         if per_fn:
             lines.append("  " + ", ".join(per_fn))
     lines.append(f"  output: {s.out_path}")
+    lines += where_to_look(s.out_path)
+    if s.state is RunState.FINISHED and s.groups_done < s.groups_total and not s.gate:
+        left = s.groups_total - s.groups_done
+        lines.append(
+            f"  {resume} --resume {shlex.quote(s.out_path)}   collects the {counted(left, 'group')} left"
+        )
     if simulated:
         lines.append(f"  ({SIMULATION_NOTE})")
+    return lines
+
+
+def where_to_look(out_path: str) -> list[str]:
+    """The run's page and an eval's folder with what it holds, as they are on disk now (a run on
+    another machine: neither)."""
+    files, lines = RunFiles(Path(out_path)), []
+    if files.html.is_file():
+        lines.append(f"  page: {files.html}")
+    if files.eval_dir.is_dir():
+        held = sorted(f"{p.name}/" if p.is_dir() else p.name for p in files.eval_dir.iterdir())
+        lines.append(f"  eval files: {files.eval_dir}/ ({', '.join(held)})")
     return lines
 
 

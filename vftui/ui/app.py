@@ -34,6 +34,7 @@ from textual.widgets import Footer
 from vftui.errors import RunEnded, Unanswered, UserError
 from vftui.events import GroupCollected, Mode, RunState, RunSummary
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
+from vftui.text import wording
 from vftui.text.printable import printable, with_texts
 from vftui.ui import themes
 from vftui.ui.decode import TokenDecoder
@@ -202,6 +203,7 @@ class VftuiApp(App[RunSummary | None]):
         self.model = DashboardModel(
             window=window, identical_alert=identical_alert, rows=source.rows
         )
+        self.model.attached = source.leaves_run
         if clock is not None:
             self.model.clock = clock
         self.decoder = TokenDecoder(
@@ -423,9 +425,12 @@ class VftuiApp(App[RunSummary | None]):
         return not (action in self.LIVE_ONLY and self.controls is None)
 
     def action_toggle_pause(self) -> None:
-        self._steer(
-            self.controls.toggle_pause
-        )  # the run's answer (a RunStatus) wakes the inbox: shown at once
+        """The run's answer (a RunStatus) wakes the inbox: shown at once; while it starts, it has none
+        to give yet, so the pause taken is said here."""
+        if self._steer(self.controls.toggle_pause) and self.model.state is RunState.STARTING:
+            self.model.pause_asked = not self.model.pause_asked
+            self.model.note("INFO", wording.pause_at_start(self.model.pause_asked))
+            self.status_bar.show(self.model)
 
     def action_temperature(self, delta: float) -> None:
         self._steer(lambda: self._show_temperature(self.controls.nudge_temperature(delta)))
@@ -617,6 +622,11 @@ class VftuiApp(App[RunSummary | None]):
 
         self._quit_question = ConfirmScreen(*self.source.quit_question)
         self.push_screen(self._quit_question, answer)
+
+    def eval_lines(self) -> list[str]:
+        """An eval's figures as the headless view prints them at its end, for the lines after the app."""
+        report = self.model.eval_report
+        return wording.eval_report(report) if report is not None else []
 
     def leave_running(self) -> None:
         """Close this dashboard; the run goes on (``vftui attach`` opens another)."""

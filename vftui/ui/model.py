@@ -86,6 +86,8 @@ class DashboardModel:
     )  # stamps log lines; groups' end times are on it too
     monotonic: Callable[[], float] = field(default=time.monotonic)  # durations
     run_started: ev.RunStarted | None = None
+    attached: bool = False  # a run that lives on its own (``vftui attach``): the header marks it
+    pause_asked: bool = False  # paused while the run starts: said until the run says its own state
     state: ev.RunState = ev.RunState.STARTING
     detail: str = ""
     temperature: float | None = None
@@ -169,7 +171,11 @@ class DashboardModel:
                     self.note("INFO", wording.run_state(event.state, event.detail))
                 self.state, self.detail = event.state, event.detail
                 self.groups_total = event.groups_total or self.groups_total
+                if event.state is not ev.RunState.STARTING:
+                    self.pause_asked = False
             case ev.TemperatureChanged():
+                if event.temperature != self.temperature:
+                    self.note("INFO", wording.temperature_changed(event.temperature))
                 self.temperature = event.temperature
             case ev.EndpointTrouble():
                 if event.service == ev.TRAJECTORY_API:

@@ -3,6 +3,9 @@ interval is seen narrowing as examples come in."""
 
 from __future__ import annotations
 
+import math
+
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
@@ -12,24 +15,30 @@ from vftui.text import wording
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
 
-TRACK = 8  # cells of the interval's track: the side column is about 30 wide
+TRACK = 8  # the fewest cells of the interval's track; a wider panel gives it the rest of its width
+FIGURE = 13  # cells of ``0.625 ± 0.084``
 
 
-def track(value: Figure, low: float, high: float) -> Text:
-    """``──━━●━─``: the interval and the mean on a track from ``low`` to ``high``."""
-    span = (high - low) or 1.0
+def finite(x: float | int | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def track(value: Figure, low: float, high: float, cells: int = TRACK) -> Text:
+    """``──━━●━─``: the interval and the mean on a track of ``cells`` from ``low`` to ``high``."""
+    span = (high - low) if math.isfinite(high - low) and high > low else 1.0
 
     def cell(x: float) -> int:
-        return max(0, min(TRACK - 1, round((x - low) / span * (TRACK - 1))))
+        share = min(1.0, max(0.0, (x - low) / span))  # a figure beyond the track sits at its end
+        return round(share * (cells - 1))
 
-    mean = value["mean"]
+    mean = finite(value["mean"])
     if mean is None:
-        return Text("─" * TRACK, style="dim")
-    a = cell(value["ci_low"] if value["ci_low"] is not None else mean)
-    b = cell(value["ci_high"] if value["ci_high"] is not None else mean)
+        return Text("─" * cells, style="dim")
+    a = cell(finite(value["ci_low"]) if finite(value["ci_low"]) is not None else mean)
+    b = cell(finite(value["ci_high"]) if finite(value["ci_high"]) is not None else mean)
     m = cell(mean)
     text = Text()
-    for i in range(TRACK):
+    for i in range(cells):
         if i == m:
             text.append("●", style="bold")
         elif a <= i <= b:
@@ -39,7 +48,8 @@ def track(value: Figure, low: float, high: float) -> Text:
     return text
 
 
-def render_eval(report: EvalReport | None) -> Text:
+def render_eval(report: EvalReport | None, width: int = 0) -> Text:
+    """The figures, each with its track as wide as ``width`` leaves it (at least ``TRACK``)."""
     if report is None:
         return Text("waiting for the first examples", style="dim")
     at = f"step {report.step} · " if report.step is not None else ""
@@ -52,11 +62,14 @@ def render_eval(report: EvalReport | None) -> Text:
         text.append(
             f"  {report.errors} errors", style="bold red"
         )  # examples that failed to score: in no figure
-    width = max(map(len, report.figures), default=0)
+    names = max(map(len, report.figures), default=0)
+    said = {name: wording.figure(value) for name, value in report.figures.items()}
+    figure = max([FIGURE, *map(len, said.values())])
+    cells = max(TRACK, width - names - figure - 2)
     for name, value in report.figures.items():
         bounds = (0.0, 1.0) if name != "reward" else _reward_bounds(value)
-        text.append(f"\n{name:<{width}} ").append(f"{wording.figure(value):<13} ").append_text(
-            track(value, *bounds)
+        text.append(f"\n{name:<{names}} ").append(f"{said[name]:<{figure}} ").append_text(
+            track(value, *bounds, cells)
         )
     text.no_wrap, text.overflow = (
         True,
@@ -67,13 +80,25 @@ def render_eval(report: EvalReport | None) -> Text:
 
 def _reward_bounds(value: Figure) -> tuple[float, float]:
     """0 to 1, widened to the interval when rewards go beyond it."""
-    points = [v for v in (value["ci_low"], value["ci_high"], value["mean"]) if v is not None]
+    points = [
+        v for v in map(finite, (value["ci_low"], value["ci_high"], value["mean"])) if v is not None
+    ]
     return min([0.0, *points]), max([1.0, *points])
 
 
+class Sized:
+    """The figures drawn at the width the panel has when they are drawn (a resize draws them again)."""
+
+    def __init__(self, report: EvalReport | None) -> None:
+        self.report = report
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield render_eval(self.report, options.max_width)
+
+
 class EvalFigures(FiguresPanel):
-    def render_figures(self, figures: EvalReport | None) -> Text:
-        return render_eval(figures)
+    def render_figures(self, figures: EvalReport | None) -> Sized:
+        return Sized(figures)
 
 
 class EvalPanel(Vertical):
