@@ -125,8 +125,8 @@ def test_a_runs_setup_comes_from_its_groups_run_json_and_eval_metadata_and_witho
     assert ran == {
         "model": "vftui-sim",
         "temperatures": [0.0],  # one rollout an example: greedy
-        "env_args": "{}",
-        "split": "default (eval mode)",
+        "env_args": '{"split": "eval"}',  # the built-in's eval split, which eval mode takes
+        "split": "eval",
         "versions": ", ".join(f"{name} {v}" for name, v in sorted(versions.items())),
     }
     assert alone == {**ran, "env_args": None, "split": None, "versions": None}, "from the groups"
