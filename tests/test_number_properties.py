@@ -105,14 +105,36 @@ def test_pass_at_k_over_items_and_its_interval_are_the_brute_force_ones(items, k
         return
     mean = math.fsum(values) / len(values)
     assert estimate_.mean == pytest.approx(mean, abs=1e-12)
-    if len(values) < 2:
-        assert estimate_.low is None and estimate_.high is None
-        return
-    half = (
-        brute_t_quantile(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    )
-    assert estimate_.low == pytest.approx(max(0.0, mean - half), abs=1e-6)
-    assert estimate_.high == pytest.approx(min(1.0, mean + half), abs=1e-6)
+    # Wilson's interval over the effective count of 0/1 trials the items' spread is worth (between the
+    # items and their rollouts), found here by bisection on its defining inequality, not its closed form
+    rollouts = sum(len(rewards) for rewards in items if len(rewards) >= k)
+    most = max(len(values), rollouts)
+    spread = statistics.variance(values) / len(values) if len(values) > 1 else 0.0
+    p = min(1.0, max(0.0, mean))
+    trials = most if spread <= 0 else min(most, max(len(values), p * (1 - p) / spread))
+    low, high = brute_wilson(p, trials)
+    assert estimate_.low == pytest.approx(min(low, p), abs=1e-6)
+    assert estimate_.high == pytest.approx(max(high, p), abs=1e-6)
+    assert estimate_.low < estimate_.high, "never a point, even when every item passes or fails"
+
+
+def brute_wilson(p: float, trials: float) -> tuple[float, float]:
+    """The ends of {q in [0, 1]: (p - q)^2 <= z^2 q (1 - q) / trials}, by bisection from p outwards."""
+    z = statistics.NormalDist().inv_cdf(0.975)
+
+    def inside(q: float) -> bool:
+        return (p - q) ** 2 <= z * z * q * (1 - q) / trials + 1e-15
+
+    def edge(outer: float) -> float:
+        if inside(outer):
+            return outer
+        lo, hi = p, outer  # inside at p, outside at outer
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if inside(mid) else (lo, mid)
+        return lo
+
+    return edge(0.0), edge(1.0)
 
 
 @settings(max_examples=30, deadline=None)
