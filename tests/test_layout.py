@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SIDE_SUFFIXES
 
 pytestmark = pytest.mark.unit
 PACKAGE = REPO / "vftui"
@@ -291,15 +291,8 @@ def test_the_suite_never_touches_the_users_own_folders(own_user_folders):
         assert folder.is_relative_to(own_user_folders), folder
 
 
-SIDE_FILE_SUFFIXES = (
-    ".run.json",
-    ".checkpoint.json",
-    ".lock",
-    ".collector.log",
-    ".sock",
-    ".dropped.jsonl",
-    ".eval",
-)
+SIDE_FILE_SUFFIXES = (*(s for s in SIDE_SUFFIXES if s != ".html"), ".eval")
+"""The names a string may not end in outside RunFiles (``.html`` is any page's, ``.eval`` the eval folder's)."""
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

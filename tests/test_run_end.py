@@ -45,7 +45,8 @@ def test_a_plain_eval_of_the_builtin_takes_its_eval_split_and_says_where_its_fil
 
 def test_ctrl_c_headless_says_the_resume_command_and_it_carries_on(tmp_path):
     out = tmp_path / "it's a run" / "groups.jsonl"
-    args = ["run", "--no-ui", "--steps", "200", "--sim-latency", "0.1", "--out", str(out)]
+    steps = 40
+    args = ["run", "--no-ui", "--steps", str(steps), "--sim-latency", "0.1", "--out", str(out)]
     proc = start_cli(args, tmp_path)
     wait_for_lines(out, 3, proc)
     proc.send_signal(signal.SIGINT)
@@ -55,11 +56,11 @@ def test_ctrl_c_headless_says_the_resume_command_and_it_carries_on(tmp_path):
     assert suggested in stderr, stderr
     line = next(line for line in stderr.splitlines() if suggested in line)
     done = len(read_jsonl(out))
-    assert f"collects the {200 - done} groups left" in line
+    assert f"collects the {steps - done} groups left" in line
     command = shlex.split(line.split("   ")[0].strip())
     assert command[:2] == ["vftui", "run"]
     resumed = run_cli([*command[1:], "--sim-latency", "0"], tmp_path)
-    assert resumed.returncode == 0 and len(read_jsonl(out)) == 200, resumed.stderr
+    assert resumed.returncode == 0 and len(read_jsonl(out)) == steps, resumed.stderr
 
 
 @pytest.mark.needs("tmux")
