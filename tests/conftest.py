@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from vftui.collector.rl.api_process import ApiProcess
+from vftui.events import RequestStats
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
@@ -333,3 +334,20 @@ SIDE_SUFFIXES = (
     ".html",
 )
 """A run's side files, spelled out here on purpose (not read from RunFiles): a renamed one fails the tests."""
+
+
+RATE_LIMITED_TRAFFIC = RequestStats(
+    in_flight=12,
+    limit=16,
+    ceiling=32,
+    groups_in_flight=3,
+    requests_per_s=20.4,
+    tokens_per_s=417,
+    latency_p50_s=0.52,
+    latency_p95_s=0.57,
+    rate_limited=True,
+    requests_total=90,
+    rate_limited_total=7,
+    failed_total=0,
+)
+"""A busy endpoint's figures as the status line shows them (rate-limited to 16 of 32)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vftui.events import Mode, RequestStats, RunStarted, RunState, RunStatus
+from tests.conftest import RATE_LIMITED_TRAFFIC
+from vftui.events import Mode, RunStarted, RunState, RunStatus
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.status_bar import render_status, shorten_path
 
@@ -30,19 +33,12 @@ def collecting(path: str = PATH) -> DashboardModel:
         1.0,
         [],
     )
-    traffic = RequestStats(
-        in_flight=12,
-        limit=16,
+    traffic = dataclasses.replace(
+        RATE_LIMITED_TRAFFIC,
         ceiling=64,
-        groups_in_flight=3,
-        requests_per_s=20.4,
         tokens_per_s=41_700,
-        latency_p50_s=0.52,
-        latency_p95_s=0.57,
         rate_limited=False,
-        requests_total=90,
         rate_limited_total=0,
-        failed_total=0,
     )
     model.apply([started, RunStatus(RunState.RUNNING, 120, 300), traffic])
     return model

@@ -10,6 +10,7 @@ import pytest
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 from transformers import AutoTokenizer
 
+from tests.conftest import RATE_LIMITED_TRAFFIC
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
 from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
@@ -19,7 +20,6 @@ from vftui.events import (
     GroupDropped,
     Health,
     Mode,
-    RequestStats,
     RunStarted,
     RunState,
     RunStatus,
@@ -198,20 +198,7 @@ def test_shipped_tokenizer_is_small_and_loads_anywhere():
 
 def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_figures():
     model = DashboardModel()
-    stats = RequestStats(
-        in_flight=12,
-        limit=16,
-        ceiling=32,
-        groups_in_flight=3,
-        requests_per_s=20.4,
-        tokens_per_s=417,
-        latency_p50_s=0.52,
-        latency_p95_s=0.57,
-        rate_limited=True,
-        requests_total=90,
-        rate_limited_total=7,
-        failed_total=0,
-    )
+    stats = RATE_LIMITED_TRAFFIC
     model.apply([RunStatus(RunState.PAUSING, 3, 10, "finishing 3 groups in flight"), stats])
     line = render_status(model).plain.splitlines()[1]
     assert line.startswith("pausing… (finishing 3 groups in flight)  0/10 groups")
