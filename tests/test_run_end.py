@@ -31,6 +31,7 @@ def test_a_plain_eval_of_the_builtin_takes_its_eval_split_and_says_where_its_fil
         ["run", "--mode", "eval", "--no-ui", "--num-examples", "4", "--out", str(out)], tmp_path
     )
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "no eval split of its own" not in result.stderr, "it has one, and evaluates it"
     eval_rows = task.make_examples(100, 3, 6, 1, task.EVAL_SEED_OFFSET)
     groups = read_jsonl(out)
     assert len(groups) == 4

@@ -53,7 +53,9 @@ class EvalCollection:
     def check(self, environment: Environment) -> None:
         """Take the eval split; an endless one needs a number of examples."""
         split = environment.use_eval_split()
-        if split is None:
+        if split is None and "split" in self.config.env_args:  # a v1 taskset's split, by its config
+            split = f"the split {self.config.env_args['split']!r} its --env-args name"
+        elif split is None:
             logger.warning(
                 "%s has no eval split of its own: evaluating its tasks as its config selects them "
                 "(--env-args sets a v1 taskset's split)",
