@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -25,6 +26,8 @@ from vftui.collector.rl.api_process import ApiProcess
 from vftui.events import RequestStats
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
+
+from .forked_cli import ForkedProcess, ForkServer, forkable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -126,21 +129,45 @@ def tmux_cli_command(tmp_path: Path, args: str) -> str:
     return f"env -u COLUMNS -u LINES {exports} {shlex.quote(sys.executable)} -m vftui {args}"
 
 
+_fork_server: ForkServer | None = None
+
+
+def _forked(args: list[str], tmp_path: Path, env: dict[str, str | None]) -> ForkedProcess | None:
+    """``python -m vftui *args`` forked from this worker's server of imported modules (``forked_cli``),
+    or None where its environment differs in what is read on import: the command is what is tested,
+    not Python's start, and the import was most of the suite's CPU."""
+    global _fork_server
+    command_env, base = cli_env(tmp_path, **env), cli_env(tmp_path)
+    if not forkable(command_env, base):
+        return None
+    if _fork_server is None:
+        _fork_server = ForkServer(base)
+        atexit.register(_fork_server.close)
+    return _fork_server.start(args, tmp_path, command_env)
+
+
 def run_cli(
     args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    process = _forked(args, tmp_path, env) or subprocess.Popen(
         [sys.executable, "-m", "vftui", *args],
         cwd=tmp_path,
         env=cli_env(tmp_path, **env),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
     )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(args, process.wait(), out, err)
 
 
-def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen:
-    return subprocess.Popen(
+def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen | ForkedProcess:
+    return _forked(args, tmp_path, env) or subprocess.Popen(
         [sys.executable, "-m", "vftui", *args],
         cwd=tmp_path,
         env=cli_env(tmp_path, **env),

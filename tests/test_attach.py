@@ -534,14 +534,7 @@ def test_runs_kept_elsewhere_are_listed_after_the_runs_folders_and_a_closed_pipe
     assert table[-1].endswith(str(bench.resolve())), table
     for i in range(300):
         ended_run(home / f"many{i}", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + 10 + i)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vftui", "runs", "--json"],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_cli(["runs", "--json"], tmp_path)
     assert json.loads(process.stdout.readline())["id"]
     process.stdout.close()  # head -1
     said = process.stderr.read()

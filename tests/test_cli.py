@@ -12,7 +12,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.conftest import REPO, cli_env, free_port, read_jsonl, run_cli, wait_until
+from tests.conftest import REPO, cli_env, free_port, read_jsonl, run_cli, start_cli, wait_until
 from vftui.cli import build_parser, main
 from vftui.config import FLAG_OF_FIELD, RunConfig
 from vftui.errors import STOP_SIGNALS
@@ -212,15 +212,8 @@ def test_output_whose_reader_went_away_ends_quietly_as_a_pipe_writer_should(tmp_
     """``vftui compare A B --json | head -1``: the reader closes the pipe; no traceback. JSON ends with the SIGPIPE
     exit code; lines for a person are dropped, as for a terminal that hung up."""
     data = str(REPO / "tests" / "data" / "groups.jsonl")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vftui", "compare", data, data, *table],
-        cwd=tmp_path,
-        env=cli_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    process.stdout.close()  # before it writes a byte (its imports take a second)
+    process = start_cli(["compare", data, data, *table], tmp_path)
+    process.stdout.close()  # before it writes a byte
     said = process.stderr.read()
     assert process.wait(timeout=120) == code and said == "", said
 

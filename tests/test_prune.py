@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import SIDE_SUFFIXES, cli_env, read_jsonl, read_until, run_cli, start_cli
+from tests.conftest import SIDE_SUFFIXES, read_jsonl, read_until, run_cli, start_cli
 from vftui import safe_files
 from vftui.events import GroupDropped
 from vftui.run_files import prune as pruning
@@ -200,14 +198,7 @@ def test_a_fifo_among_the_run_files_is_a_note_never_a_reader_blocked_for_ever(tm
     os.mkfifo(checkpointed / "groups.checkpoint.json")
 
     for args in (["runs", "--no-ui"], ["runs", "--prune", "--json"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "vftui", *args],
-            cwd=tmp_path,
-            env=cli_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = run_cli(args, tmp_path, timeout=60)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
         for fifo in (
             data / "index" / "fifo.json",

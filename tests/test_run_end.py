@@ -74,7 +74,8 @@ def test_quitting_an_eval_in_the_dashboard_prints_its_figures_its_files_and_how_
         f"cd {shlex.quote(str(tmp_path))} && "
         + tmux_cli_command(
             tmp_path,
-            f"run --mode eval --num-examples 100 --rollouts-per-example 2 --sim-latency 0.2 "
+            # at 8 requests of 1 s at once, 200 rollouts take 25 s: the quit comes before the end even under load
+            f"run --mode eval --num-examples 100 --rollouts-per-example 2 --sim-latency 1 --concurrency 8 "
             f"--out {shlex.quote(str(out))}",
         )
         + "; echo EXIT=$?; sleep 60"

@@ -7,8 +7,6 @@ import collections
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import cli_env, json_events, read_jsonl, run_cli, until, wait_until
+from tests.conftest import json_events, read_jsonl, run_cli, start_cli, until, wait_until
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import LogRecord
@@ -57,14 +55,7 @@ def runs(tmp_path_factory) -> Path:
     for out, args in plans.items():
         (root / out).parent.mkdir(parents=True, exist_ok=True)
         started.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "vftui", "run", "--no-ui", "--out", str(root / out), *args],
-                cwd=root,
-                env=cli_env(root),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            start_cli(["run", "--no-ui", "--out", str(root / out), *args], root)
         )  # at once: they wait on each other
     for proc in started:
         _, err = proc.communicate(timeout=240)
