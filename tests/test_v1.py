@@ -3,18 +3,24 @@ and the same rewards as verifiers' own v1 eval gives the same conversations."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, run_cli
 from tests.verifiers_reference import episodes, eval_command, pinned
-from vftui.collector.envs import loader, v1
+from vftui.collector.envs import loader, v1, v1_runner
+from vftui.defaults import DEFAULT_ENV
 from vftui.errors import UserError
 from vftui.sim.server import BackgroundSimServer
 
@@ -145,6 +151,36 @@ def test_an_endless_taskset_is_iterated_never_listed_and_finds_the_same_task_aga
     assert finite.size == 4 and finite.item(5)["example_id"] == 1, (
         "past the end: from the start again"
     )
+
+
+# -- per-rollout work -------------------------------------------------------------------------
+
+NAMES = st.sampled_from(["runtime", "trace", "task", "self", "state", "a", "b"])
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(NAMES, unique=True, max_size=4), asked=st.integers(1, 3))
+def test_whether_a_hook_takes_a_runtime_is_read_once_and_answered_as_inspect_answers(names, asked):
+    space: dict = {}
+    exec(f"def hook({', '.join(names)}): pass", space)  # a function of these parameters
+    hook = space["hook"]
+    plugged = functools.wraps(hook)(lambda *a, **k: hook(*a, **k))  # as verifiers plugs one
+    callables = [hook, plugged]
+    if names:  # the same function bound: its first parameter is the instance's
+        callables.append(types.MethodType(hook, object()))
+    for fn in callables * asked:
+        assert v1_runner.takes_runtime(fn) == ("runtime" in inspect.signature(fn).parameters)
+
+
+@pytest.mark.unit
+def test_a_task_gets_a_runtime_only_when_a_hook_of_its_own_takes_one(probe):
+    """``vf.Task``'s own setup and finalize take a runtime and do nothing with it: a runtime folder a
+    rollout for them alone is work for nothing."""
+    builtin = loader.load(DEFAULT_ENV, {}).item(0)["task"]
+    assert not v1_runner.needs_runtime(builtin)
+    probed = loader.load("v1_probe", {}).item(0)["task"]  # its own setup takes one
+    assert v1_runner.needs_runtime(probed)
 
 
 @pytest.mark.skipif(CLASSIC, reason="verifiers 0.3 runs classic environments (this is for 0.4)")

@@ -23,6 +23,8 @@ import inspect
 import json
 import time
 import traceback
+import types
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,10 +131,38 @@ async def start_shared_tools(taskset: Any) -> dict[str, ToolServer]:
 
 
 def needs_runtime(task: Any) -> bool:
-    """Whether a hook of the task takes a runtime (files, programs): one is made for each rollout then."""
-    hooks = [task.setup, task.finalize, *task.hooks("metric"), *task.hooks("reward")]
+    """Whether a hook of the task takes a runtime (files, programs): one is made for each rollout then.
+    ``vf.Task``'s own ``setup`` and ``finalize`` take one and do nothing: only a task's own counts."""
+    hooks = [fn for fn in (task.setup, task.finalize) if _function(fn) not in NO_OP_HOOKS]
+    hooks += [*task.hooks("metric"), *task.hooks("reward")]
     hooks += [judge.score for judge in task.plugged_judges()]
-    return any("runtime" in inspect.signature(fn).parameters for fn in hooks)
+    return any(takes_runtime(fn) for fn in hooks)
+
+
+NO_OP_HOOKS = (vf.Task.setup, vf.Task.finalize)
+_TAKES_RUNTIME = (
+    weakref.WeakKeyDictionary(),
+    weakref.WeakKeyDictionary(),
+)  # by function: called, bound
+
+
+def takes_runtime(fn: Callable) -> bool:
+    """Whether ``fn`` has a ``runtime`` parameter, read once per function (``inspect.signature`` is slow and
+    every rollout asks): a bound method by its function; a wrapper made per call is read each time and
+    forgotten with it."""
+    bound = isinstance(fn, types.MethodType)
+    known, key = _TAKES_RUNTIME[bound], _function(fn)
+    try:
+        return known[key]
+    except KeyError:
+        found = known[key] = "runtime" in inspect.signature(fn).parameters
+        return found
+    except TypeError:  # not weakly referable (a builtin): not kept
+        return "runtime" in inspect.signature(fn).parameters
+
+
+def _function(fn: Callable) -> Callable:
+    return fn.__func__ if isinstance(fn, types.MethodType) else fn
 
 
 # -- one rollout ----------------------------------------------------------------------------
