@@ -22,6 +22,7 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.model import LOG_LINES
 from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
@@ -588,3 +589,19 @@ def test_the_runs_table_fits_the_width_it_is_given(lines, width):
     natural = [max(len(r[i]) for r in [COLUMNS, *rows]) for i in shown[:-1]]
     if len(shown) > len(COLUMNS) - 5:  # columns left to drop: what is shown fits
         assert sum(n + 2 for n in natural) + path_width + 2 <= width
+
+
+async def test_the_log_panel_keeps_no_more_lines_than_the_model_keeps_records():
+    """A long run's drops and alerts are a log line each: the panel drops the oldest as the model does."""
+    app = viewer_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        for start in range(0, 3 * LOG_LINES, 100):
+            app.model.apply(
+                [LogRecord("WARNING", "test", f"drop {n}", 0.0) for n in range(start, start + 100)]
+            )
+            app.tick()
+            await pilot.pause()
+        log = app.query_one("#log")
+        assert len(log.lines) <= LOG_LINES
+        assert f"drop {3 * LOG_LINES - 1}" in "".join(s.text for s in log.lines[-1])

@@ -7,7 +7,7 @@ import time
 from rich.text import Text
 from textual.widgets import RichLog
 
-from vftui.ui.model import DashboardModel
+from vftui.ui.model import LOG_LINES, DashboardModel
 
 LEVEL_STYLE = {
     "ERROR": "bold red",
@@ -28,7 +28,9 @@ class LogPanel(RichLog):
 
     def __init__(self, *, id: str | None = None) -> None:
         # RichLog lays lines out at least 78 wide, cutting them in a narrower panel: wrap at the panel's width.
-        super().__init__(id=id, wrap=True, markup=False, min_width=1)
+        # It keeps every line written unless told: as many as the records the model keeps, so a long run's
+        # drops and alerts do not grow the dashboard.
+        super().__init__(id=id, wrap=True, markup=False, min_width=1, max_lines=LOG_LINES)
 
     def show(self, model: DashboardModel) -> None:
         self._model = model
