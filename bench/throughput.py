@@ -28,12 +28,15 @@ Sections (``--sections``, all by default):
   simulated endpoint, 64 requests in flight each, no added latency: examples/s of each from
   their own timings (start-up excluded); then vftui at 1 s a request against the limit
   (64 / 1 s / k examples/s).
+- ``end``: the end of a run: seconds from its last group on disk (the jsonl's last write) to the
+  process's exit, for ``vftui run --no-ui`` of ``--end-groups`` groups (10,000 by default) with no
+  added latency; what it writes then is its html page's tail, its checkpoint and its summary.
 - ``rl``: atroposlib's serve mode against the same simulated server's vLLM-style
   ``/generate``, with a fresh ``run-api`` and a trainer pulling one group per batch: "bare
   serve" is ``python -m vftui.collector.verifiers_env serve``, "vftui rl" is ``vftui run --mode rl
   --no-ui``. Their rate is the trainer's arrival rate (first group to last).
 
-    python bench/throughput.py [--sections cpu,latency,rate,memory,v1,eval,rl] [--groups 200] [--repeats 3]
+    python bench/throughput.py [--sections cpu,latency,rate,memory,v1,eval,end,rl] [--groups 200] [--repeats 3]
     python bench/throughput.py --quick   # tiny sizes, one repeat: that every section runs and prints (CI)
 """
 
@@ -460,6 +463,33 @@ def memory_section(args, env: dict[str, str], tmp: Path) -> None:
     )
 
 
+def end_section(args, env: dict[str, str], tmp: Path) -> None:
+    server = BackgroundSimServer(seed=0).start()
+    out = tmp / "end.jsonl"
+    try:
+        started = time.monotonic()
+        process = subprocess.Popen(
+            vftui(server.base_url, out, args.end_groups, args.group_size),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _, stderr = process.communicate()
+        exited, took = time.time(), time.monotonic() - started
+    finally:
+        server.stop()
+    if process.returncode != 0:
+        sys.exit(f"benchmark command failed ({process.returncode}):\n{stderr[-2000:]}")
+    after = exited - out.stat().st_mtime
+    print(f"\n## end of a run: {args.end_groups:,} groups of {args.group_size}, no added latency")
+    print(
+        f"last group written to exit: {after:.2f} s (target <= 2 s); the run took {took:.0f} s, its page "
+        f"{out.with_suffix('.html').stat().st_size / 1024**2:.0f} MB\n",
+        flush=True,
+    )
+
+
 def rl_section(args, env: dict[str, str], tmp: Path) -> None:
     server = BackgroundSimServer(seed=0).start()
     rates: dict[str, list[float]] = {}
@@ -697,7 +727,7 @@ def eval_section(args, env: dict[str, str], tmp: Path) -> None:
     )
 
 
-SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "eval", "rl")
+SECTIONS = ("cpu", "latency", "rate", "memory", "v1", "eval", "end", "rl")
 
 
 def main() -> None:
@@ -714,6 +744,9 @@ def main() -> None:
     )
     parser.add_argument("--rl-groups", type=int, default=40, help="groups per rl run")
     parser.add_argument(
+        "--end-groups", type=int, default=10_000, help="groups of the run in the end section"
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="tiny sizes and one repeat, so that a renamed module "
@@ -722,7 +755,7 @@ def main() -> None:
     args = parser.parse_args()
     print(described(), flush=True)
     if args.quick:
-        args.groups, args.group_size, args.repeats, args.rl_groups = 4, 2, 1, 2
+        args.groups, args.group_size, args.repeats, args.rl_groups, args.end_groups = 4, 2, 1, 2, 4
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]
     if unknown := set(sections) - set(SECTIONS):
         parser.error(f"unknown sections: {', '.join(sorted(unknown))}")
@@ -741,6 +774,7 @@ def main() -> None:
             "memory": lambda: memory_section(args, env, tmp),
             "v1": lambda: v1_section(args, env, tmp),
             "eval": lambda: eval_section(args, env, tmp),
+            "end": lambda: end_section(args, env, tmp),
             "rl": lambda: rl_section(args, env, tmp),
         }
         for name in sections:

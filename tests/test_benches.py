@@ -30,6 +30,7 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
                 r"vftui run --mode eval\s+[\d.]+ examples/s; vf-eval [\d.]+ examples/s",
                 r"at 1 s a request: [\d.]+ examples/s = [\d.]+ x the limit",
             ],
+            "end": [r"last group written to exit: [\d.]+ s"],
             "rl": [r"vftui run --mode rl\s+[\d.]+\s+[\d.]+"],
         }.items()
     },

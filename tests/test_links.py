@@ -281,7 +281,7 @@ def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_ref
 
 @pytest.mark.unit
 def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
-    from vftui.collector.sft.html_page import write_page
+    from vftui.collector.sft.html_page import GroupsPage
 
     answer = (
         "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "
@@ -297,7 +297,7 @@ def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
     }
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
-    page = write_page(RunFiles(jsonl)).read_text()
+    page = GroupsPage.open(RunFiles(jsonl)).finish().read_text()
     hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
     assert [h for h in hrefs if "example.com" in h] == [
         "https://example.com/a?b=1&amp;c=2",

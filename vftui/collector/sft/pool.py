@@ -7,8 +7,8 @@ atroposlib's own steps, in its own task (the driver's ``process``: ``collect_tra
 and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
 in flight (about requests allowed / group size: ``groups_with_spares``). Groups finish
 in any order; the env's one appender writes each as one whole line, and its ledger
-records which items are done. At the end the run's HTML view is written as atroposlib
-would (``html_page``), with the model's text escaped.
+records which items are done. The run's HTML view, as atroposlib would render it with the
+model's text escaped (``html_page``), grows as each group ends; its end is written at the end.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ async def collect_in_flight(
     coroutine (a second Ctrl-C) cancels every group in flight.
     """
     await driver.begin()
+    page = html_page.GroupsPage.open(files)
     room = asyncio.Event()
     in_flight = 0
 
@@ -41,6 +42,8 @@ async def collect_in_flight(
         in_flight -= 1
         room.set()
         driver.release(item)  # a task cancelled before its first step never ran its own finally
+        if page is not None:
+            page.follow()  # its line, if it wrote one
 
     try:
         async with asyncio.TaskGroup() as pool:
@@ -60,8 +63,10 @@ async def collect_in_flight(
                 task.add_done_callback(functools.partial(left, item=item))
     except BaseExceptionGroup as group:
         raise _first_cause(group) from None
+    finally:
+        if page is not None:
+            page.finish()  # however it ended: a page of the groups written, whole
     driver.end()
-    html_page.write_page(files)
 
 
 def groups_for(requests: int, group_size: int) -> int:
