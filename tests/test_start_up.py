@@ -50,3 +50,13 @@ def test_an_sft_run_prepared_on_a_built_in_imports_nothing_of_other_modes_or_ver
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_the_dashboard_starts_its_collector_before_it_imports_the_app() -> None:
+    """The app's widgets and screens load while the child loads the collector's libraries, not before."""
+    code = "import sys, vftui.commands.dashboard; print('vftui.ui.app' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
