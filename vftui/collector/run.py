@@ -31,13 +31,10 @@ from vftui.collector.bus import Bus, Subscriber
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
 from vftui.collector.envs.base import Environment
-from vftui.collector.eval.collection import EvalCollection
 from vftui.collector.gate import GroupGate
 from vftui.collector.health import HealthMonitor
 from vftui.collector.modes import Collection, Endpoint, ModeContext, Sampling
 from vftui.collector.quiet import quiet_libraries
-from vftui.collector.rl import slurm
-from vftui.collector.rl.collection import RlCollection
 from vftui.collector.sft.collection import SftCollection
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
@@ -265,6 +262,8 @@ class Run:
                 cfg.tokenizer or str(SIM_TOKENIZER),
             )
         if cfg.slurm:
+            from vftui.collector.rl import slurm  # atroposlib's server manager: rl's alone
+
             base_urls = tuple(slurm.inference_urls())
             self._step(slurm.described(base_urls))
         else:
@@ -569,13 +568,18 @@ class Run:
 def collection_for(
     config: RunConfig, emit: Callable[[Event], None], on_rate_limit: Callable[[int, float], None]
 ) -> Collection:
-    """The run's mode, as the object that collects in it."""
+    """The run's mode, as the object that collects in it; another mode's modules are not imported
+    (``tests/test_start_up.py``)."""
     match config.mode:
         case Mode.SFT:
             return SftCollection(config, emit, on_rate_limit)
         case Mode.EVAL:
+            from vftui.collector.eval.collection import EvalCollection
+
             return EvalCollection(config, emit, on_rate_limit)
         case Mode.RL:
+            from vftui.collector.rl.collection import RlCollection
+
             return RlCollection(config, emit)
         case _:
             assert_never(config.mode)

@@ -19,9 +19,7 @@ from vftui.live.process import STOPPED_HARD, CollectorProcess
 from vftui.text import wording
 from vftui.text.printable import say
 from vftui.ui import themes
-from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import StartedRun
 
 
 def run_dashboard(config: RunConfig) -> int:
@@ -30,6 +28,10 @@ def run_dashboard(config: RunConfig) -> int:
     inbox = Inbox()
     collector = CollectorProcess(config, inbox.put, target=child_main).start()
     try:
+        # the app's widgets and screens load here while the child loads the collector's libraries
+        from vftui.ui.app import VftuiApp
+        from vftui.ui.sources import StartedRun
+
         app = VftuiApp(
             StartedRun(inbox, collector),
             window=config.window,

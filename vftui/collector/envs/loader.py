@@ -104,12 +104,14 @@ def load(env_id: str, env_args: dict[str, Any]) -> Environment:
 
 
 def _v1_id(target: str, module: ModuleType) -> str:
-    """The id verifiers' v1 loader finds ``module`` by. It imports ids as top-level names (or its own
-    tasksets), so a built-in in vftui's package gets a top-level name of vftui's own."""
+    """The id verifiers' v1 loader finds ``module`` by. It looks an id up first among its own tasksets
+    (``find_spec("verifiers.v1.tasksets.<id>")``, which imports that package and with it nemo_gym and
+    mcp), then as a top-level name; a built-in in vftui's package is already imported, so it is named
+    where that first lookup finds it in ``sys.modules``, with no import at all."""
     if "." not in target or target.startswith(V1_BUILTIN_TASKSETS + "."):
         return target
     alias = "vftui_" + target.rsplit(".", 1)[-1]
-    sys.modules.setdefault(alias, module)
+    sys.modules.setdefault(f"{V1_BUILTIN_TASKSETS}.{alias}", module)
     return alias
 
 

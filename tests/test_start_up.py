@@ -1,0 +1,62 @@
+"""A run's start imports only what its mode needs: sft's path, prepared for real in a fresh interpreter,
+never loads rl's or eval's modules nor verifiers' own tasksets (whose package imports nemo_gym and mcp,
+up to a second of a start). How long a start takes is measured in bench/first_frame.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, cli_env
+
+NOT_FOR_SFT = (
+    "verifiers.v1.tasksets",  # verifiers' v1 loader looks a built-in up there first
+    "vftui.collector.rl.collection",
+    "vftui.collector.rl.slurm",  # atroposlib's server manager and unittest.mock
+    "vftui.collector.eval.collection",
+)
+
+PREPARED = textwrap.dedent("""
+    import json, sys
+    from vftui.collector.run import Run
+    from vftui.config import RunConfig
+
+    run = Run(RunConfig(env=sys.argv[1], steps=1, out=sys.argv[2]), lambda event: None)
+    try:
+        run.prepare()
+    finally:
+        run.close()
+    print(json.dumps(sorted(name for name in json.loads(sys.argv[3]) if name in sys.modules)))
+""")
+
+
+@pytest.mark.parametrize("env", ["vftui/alphabet-sort", "vftui/alphabet-tools"])
+def test_an_sft_run_prepared_on_a_built_in_imports_nothing_of_other_modes_or_verifiers_tasksets(
+    tmp_path: Path, env: str
+) -> None:
+    out = tmp_path / "groups.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", PREPARED, env, str(out), json.dumps(NOT_FOR_SFT)],
+        cwd=REPO,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_the_dashboard_starts_its_collector_before_it_imports_the_app() -> None:
+    """The app's widgets and screens load while the child loads the collector's libraries, not before."""
+    code = "import sys, vftui.commands.dashboard; print('vftui.ui.app' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
