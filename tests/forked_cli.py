@@ -34,6 +34,9 @@ PRELOAD = (
     "vftui.collector.quiet",
     "vftui.commands.headless",
     "vftui.collector.run",
+    "vftui.collector.eval.collection",  # each mode's own, imported when a run takes that mode
+    "vftui.collector.rl.collection",
+    "vftui.collector.rl.slurm",
     "verifiers",
     "atroposlib.envs.base",
     "transformers",
