@@ -42,6 +42,7 @@ from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
 from vftui.ui.pager_text import pager_text
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen, ModelScreen
@@ -77,6 +78,7 @@ def read_temperature(text: str) -> float:
 class VftuiApp(App[RunSummary | None]):
     CSS_PATH = "app.tcss"
     TITLE = "vftui"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under
     # 36 rows) gives the turns panel's rows to the trajectory API's in rl mode.
     HORIZONTAL_BREAKPOINTS = [
@@ -588,7 +590,7 @@ class VftuiApp(App[RunSummary | None]):
         rows.append(
             (
                 key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")),
-                "command palette (themes too)",
+                "command palette: every key's action by name, themes too",
             )
         )
         self.push_screen(HelpScreen(rows))

@@ -20,6 +20,7 @@ from vftui.text.printable import one_line, printable
 from vftui.text.wording import number
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.help import HelpScreen, help_rows
 from vftui.ui.widgets.token_preview import message_pieces
 
@@ -55,6 +56,7 @@ TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
 class CompareApp(App[None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui compare"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # -low: no line of each function's change (the figures have each function's mean)
     VERTICAL_BREAKPOINTS = [(0, "-low"), (28, "-tall")]
     BINDINGS = [

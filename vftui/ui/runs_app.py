@@ -32,6 +32,7 @@ from vftui.run_files.listing import (
 from vftui.text.printable import one_line
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.widgets.status_bar import shorten_left
@@ -107,6 +108,7 @@ class RunsApp(App[tuple[str, Path] | None]):
 
     CSS_PATH = ["app.tcss", "runs.tcss"]  # the dashboard's question and prompt boxes
     TITLE = "vftui runs"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     BINDINGS = [
         Binding(
             "a",
