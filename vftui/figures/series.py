@@ -90,12 +90,16 @@ NICE_STEPS = (1.0, 2.0, 2.5, 5.0)  # times a power of ten: the steps an axis is 
 
 
 def nice_ticks(low: float, high: float, most: int) -> list[float]:
-    """At most ``most`` (≥ 2) evenly spaced round ticks (1, 2, 2.5 or 5 times a power of ten) spanning
-    ``low`` to ``high``: the first at or below ``low``, the last at or above ``high``."""
+    """At most ``most`` (3 or more: a range across 0 may need 3) evenly spaced round ticks (1, 2, 2.5 or 5
+    times a power of ten) spanning ``low`` to ``high``: the first at or below ``low``, the last at or above
+    ``high``."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low] if math.isfinite(low) else []
-    span = high - low
-    for power in range(math.floor(math.log10(span / most)) - 1, 400):
+    most = max(3, most)
+    smallest = math.floor(math.log10((high - low) / most))
+    for power in range(
+        smallest, smallest + 3
+    ):  # at the last, a step over the span: 3 ticks at most
         for nice in NICE_STEPS:
             step = nice * 10.0**power
             first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)

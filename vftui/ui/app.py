@@ -29,7 +29,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from vftui.errors import RunEnded, Unanswered, UserError
 from vftui.events import GroupCollected, Mode, RunState, RunSummary
@@ -52,6 +51,7 @@ from vftui.ui.sources import Source
 from vftui.ui.widgets.eval_panel import EvalPanel
 from vftui.ui.widgets.group_table import MOVE, GroupTable
 from vftui.ui.widgets.identical import IdenticalPanel
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
 from vftui.ui.widgets.rewards import RewardsPanel
@@ -241,7 +241,7 @@ class VftuiApp(App[RunSummary | None]):
                 yield IdenticalPanel(id="identical")
                 yield TrajectoryPanel(id="trajectory")
                 yield LogPanel(id="log")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.panels = [

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from vftui.figures.comparison import Change, Summary, histograms, widest_pair, worse_beyond
 from vftui.text import compared
@@ -22,6 +22,7 @@ from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.help import HelpScreen, help_rows
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.token_preview import message_pieces
 
 
@@ -103,7 +104,7 @@ class CompareApp(App[None]):
         with Horizontal(id="sides"):
             for letter in self.letters[:2]:
                 yield Static(id=f"side-{letter}", classes="side")
-        yield Footer()
+        yield KeysFooter()
 
     def title_line(self) -> Text:
         """The environment, and which source each letter stands for."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 from textual.screen import Screen
 
 TEXTUALS_OWN = frozenset(b.action for b in (*App.BINDINGS, *Screen.BINDINGS))
@@ -37,6 +38,7 @@ def key_commands(screen: Screen) -> Iterator[KeyCommand]:
         binding = active.binding
         if (
             not active.enabled
+            or binding.system  # the palette's own key
             or not binding.description
             or binding.action in TEXTUALS_OWN
             or binding.description.casefold() in textuals  # its quit is ours (action_quit)
@@ -47,10 +49,10 @@ def key_commands(screen: Screen) -> Iterator[KeyCommand]:
         found.setdefault(place, active)
     for place, active in found.items():
         binding = active.binding
-        help_line = f"{binding.tooltip or binding.description}  [{' '.join(keys[place])}]"
+        help_line = f"{binding.tooltip or binding.description} · key {' '.join(keys[place])}"
         yield KeyCommand(
             binding.description,
-            help_line,
+            escape(help_line),  # the palette reads it as markup: a filter's [ ] are text
             functools.partial(app.run_action, binding.action, active.node),
         )
 

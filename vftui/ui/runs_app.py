@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from vftui.errors import UserError
 from vftui.live.client import control
@@ -35,6 +35,7 @@ from vftui.ui.lean_output import lean_driver
 from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.status_bar import shorten_left
 
 REFRESH_S = 2.0
@@ -158,7 +159,7 @@ class RunsApp(App[tuple[str, Path] | None]):
     def compose(self) -> ComposeResult:
         yield Static(id="runs-header")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_runs()

@@ -115,8 +115,8 @@ class ChartsScreen(ModelScreen):
         width, height = widget.size
         y_low = min(ys) if low is None else low
         for ticks, set_ticks, set_limits in (
-            (nice_ticks(min(xs), max(xs), max(2, width // 12)), plt.xticks, plt.xlim),
-            (nice_ticks(y_low, max(ys), max(2, height // 3)), plt.yticks, plt.ylim),
+            (nice_ticks(min(xs), max(xs), width // 8), plt.xticks, plt.xlim),
+            (nice_ticks(y_low, max(ys), height - 6), plt.yticks, plt.ylim),  # its rows
         ):
             if len(ticks) > 1:
                 set_ticks(ticks, [tick_label(t) for t in ticks])
@@ -158,9 +158,7 @@ class ChartsScreen(ModelScreen):
         widget.refresh()
 
     def _histogram(self, model: DashboardModel) -> None:
-        widget, plt = self._plot(
-            "histogram", f"reward histogram, the last {model.window} groups' rollouts"
-        )
+        widget, plt = self._plot("histogram", f"reward histogram, last {model.window} groups")
         middles, counts = histogram(model.recent_scores(), HISTOGRAM_BINS)
         if middles:
             plt.bar(middles, counts, color="cyan", width=0.9)
