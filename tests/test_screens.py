@@ -324,8 +324,9 @@ async def test_charts_draw_the_files_series_with_axes():
         assert len(series.mean) == 8 and len(series.length) == 8, (
             "every group of the file, from its reading pass"
         )
-        reward = str(app.screen.query_one("#chart-reward").render())
-        assert "mean reward" in reward and "group" in reward and "reward" in reward
+        chart = app.screen.query_one("#chart-reward")
+        reward = str(chart.render())
+        assert "mean reward" in chart.border_subtitle and "group" in reward and "reward" in reward
         assert not app.screen.query_one("#chart-rl").display, "rl's chart in rl only"
         await pilot.press("escape")
         assert app.screen.__class__.__name__ != "ChartsScreen"

@@ -16,13 +16,37 @@ from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.run_files.groupfile import GroupFile
-from vftui.run_files.results import viewable
+from vftui.run_files.results import viewed
 from vftui.sim import TOKENIZER_DIR
 from vftui.text.printable import one_line
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import ViewedFile
+
+
+def viewer(
+    path: Path,
+    tokenizer: str | None = None,
+    theme: str | None = None,
+    identical_alert: float = 0.5,
+    order: str = "file",
+    follow: bool = False,
+    check_terminal: bool = False,
+) -> tuple[VftuiApp, GroupFile]:
+    """The dashboard on ``path``'s groups, named as what the user opened (vf-eval's results are read
+    from a copy in the cache, named as their eval), and its rows."""
+    opened, named = viewed(path)
+    if check_terminal and not (sys.stdout.isatty() and sys.stdin.isatty()):
+        raise UserError("vftui view needs a terminal")
+    ours = themes.available_themes()
+    theme_name = themes.resolve(theme, ours=ours)
+    rows = GroupFile(opened, order, named)
+    source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
+    app = VftuiApp(
+        source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours
+    )
+    return app, rows
 
 
 def run_viewer(
@@ -34,16 +58,7 @@ def run_viewer(
     follow: bool = False,
 ) -> int:
     """``follow``: another process still writes the file; new lines show until the view is closed."""
-    opened = viewable(path)
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        raise UserError("vftui view needs a terminal")
-    ours = themes.available_themes()
-    theme_name = themes.resolve(theme, ours=ours)
-    rows = GroupFile(opened, order)
-    source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
-    app = VftuiApp(
-        source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours
-    )
+    app, rows = viewer(path, tokenizer, theme, identical_alert, order, follow, check_terminal=True)
     app.run()
     if rows.skipped:
         print(

@@ -7,6 +7,7 @@ what a chart of a given width can show.
 
 from __future__ import annotations
 
+import math
 import statistics
 from array import array
 from dataclasses import dataclass, field
@@ -83,3 +84,44 @@ def rolling(values: array | list[float], width: int) -> list[float]:
             total -= values[i - width]
         out.append(total / min(i + 1, width))
     return out
+
+
+NICE_STEPS = (1.0, 2.0, 2.5, 5.0)  # times a power of ten: the steps an axis is read by
+
+
+def nice_ticks(low: float, high: float, most: int) -> list[float]:
+    """At most ``most`` (3 or more: a range across 0 may need 3) evenly spaced round ticks (1, 2, 2.5 or 5
+    times a power of ten) spanning ``low`` to ``high``: the first at or below ``low``, the last at or above
+    ``high``."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [low] if math.isfinite(low) else []
+    most = max(3, most)
+    smallest = math.floor(math.log10((high - low) / most))
+    for power in range(
+        smallest, smallest + 3
+    ):  # at the last, a step over the span: 3 ticks at most
+        for nice in NICE_STEPS:
+            step = nice * 10.0**power
+            first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+            if last - first + 1 <= most:
+                return [round(n * step, 12) for n in range(first, last + 1)]
+    return [low, high]
+
+
+def tick_label(value: float) -> str:
+    """A tick as people write it: ``0.25``, ``1200``, ``1.2e+06``."""
+    return f"{value:.10g}" if abs(value) < 1e6 else f"{value:.3g}"
+
+
+def histogram(values: list[float], bins: int) -> tuple[list[float], list[int]]:
+    """Each of ``bins`` equal bins' middle and count over ``values``' range (one bin where they are equal)."""
+    if not values:
+        return [], []
+    low, high = min(values), max(values)
+    if high == low:
+        return [low], [len(values)]
+    width = (high - low) / bins
+    counts = [0] * bins
+    for value in values:
+        counts[min(bins - 1, int((value - low) / width))] += 1
+    return [low + width * (b + 0.5) for b in range(bins)], counts

@@ -218,9 +218,12 @@ class GroupFile(Sequence[Row]):
     """The groups of a file (or of a folder of one run's shards) as rows, growing while ``read`` runs (in
     another thread)."""
 
-    def __init__(self, source: Path | ShardedRun, order: str = "file") -> None:
+    def __init__(
+        self, source: Path | ShardedRun, order: str = "file", named: Path | None = None
+    ) -> None:
+        """``named``: what the view calls the rows where it is not their file (a copy made in the cache)."""
         self.sharded = source if isinstance(source, ShardedRun) else None
-        self.path = (
+        self.path = named or (
             source.folder if isinstance(source, ShardedRun) else source
         )  # what the view names
         self._files = (

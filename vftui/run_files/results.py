@@ -149,7 +149,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             setup=_run_setup(rows, record, path),
         ), indices
     if "reward" in first and "example_id" in first:
-        metadata = _metadata(path.parent if path.name != SAMPLES else path.parent.parent)
+        metadata = _metadata(_eval_folder(path))
         items, skipped = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
         return Source(
@@ -196,11 +196,17 @@ def _load_shards(sharded: ShardedRun) -> Source:
 def viewable(path: Path) -> Path | ShardedRun:
     """The groups file ``vftui view`` opens for ``path``: a run or eval folder's, or vf-eval results in
     the groups form (made once, in the cache, per version of the results); or a folder of a run's shards."""
+    return viewed(path)[0]
+
+
+def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
+    """``viewable(path)``, and what the view calls it where that is a copy in the cache: the eval whose
+    results it holds (vf-eval's output folder, a run's ``.eval`` folder), never the cache's file."""
     path = path.expanduser()
     if path.is_dir():
         found = _file_in(path)
         if isinstance(found, ShardedRun):
-            return found
+            return found, None
         path = found
     if (described := RunFiles.of_record(path)) is not None:
         path = described.jsonl
@@ -212,7 +218,7 @@ def viewable(path: Path) -> Path | ShardedRun:
             f"{path} holds an eval's per-example figures; view its results.jsonl or its run instead"
         )
     if first is None or "scores" in first or "example_id" not in first:
-        return path  # groups (or nothing the view can read: it says which lines it skipped)
+        return path, None  # groups (or nothing the view can read: it says which lines it skipped)
     stat = path.stat()
     version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
     digest = hashlib.sha256(version.encode()).hexdigest()[:16]
@@ -221,12 +227,17 @@ def viewable(path: Path) -> Path | ShardedRun:
         converted.parent.mkdir(parents=True, exist_ok=True)
         lines = (json.dumps(group) + "\n" for group in vf_eval_groups(path))
         store.write_text_atomic(converted, "".join(lines))
-    return converted
+    return converted, _eval_folder(path)
+
+
+def _eval_folder(results: Path) -> Path:
+    """The eval whose results file this is: vf-eval's folder, or the one atroposlib's ``samples.jsonl`` is in."""
+    return results.parent if results.name != SAMPLES else results.parent.parent
 
 
 def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none)."""
-    metadata = _metadata(path.parent)
+    metadata = _metadata(_eval_folder(path))
     sampling = metadata.sampling_args
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in _json_lines(path):

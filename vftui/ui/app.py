@@ -29,7 +29,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from vftui.errors import RunEnded, Unanswered, UserError
 from vftui.events import GroupCollected, Mode, RunState, RunSummary
@@ -42,6 +41,7 @@ from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
 from vftui.ui.pager_text import pager_text
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.health import HealthScreen, ModelScreen
@@ -51,6 +51,7 @@ from vftui.ui.sources import Source
 from vftui.ui.widgets.eval_panel import EvalPanel
 from vftui.ui.widgets.group_table import MOVE, GroupTable
 from vftui.ui.widgets.identical import IdenticalPanel
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.reward_functions import RewardFunctionsPanel
 from vftui.ui.widgets.rewards import RewardsPanel
@@ -77,6 +78,7 @@ def read_temperature(text: str) -> float:
 class VftuiApp(App[RunSummary | None]):
     CSS_PATH = "app.tcss"
     TITLE = "vftui"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under
     # 36 rows) gives the turns panel's rows to the trajectory API's in rl mode.
     HORIZONTAL_BREAKPOINTS = [
@@ -239,7 +241,7 @@ class VftuiApp(App[RunSummary | None]):
                 yield IdenticalPanel(id="identical")
                 yield TrajectoryPanel(id="trajectory")
                 yield LogPanel(id="log")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.panels = [
@@ -588,7 +590,7 @@ class VftuiApp(App[RunSummary | None]):
         rows.append(
             (
                 key_names(Binding(self.COMMAND_PALETTE_BINDING, "command_palette")),
-                "command palette (themes too)",
+                "command palette: every key's action by name, themes too",
             )
         )
         self.push_screen(HelpScreen(rows))

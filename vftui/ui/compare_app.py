@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from vftui.figures.comparison import Change, Summary, histograms, widest_pair, worse_beyond
 from vftui.text import compared
@@ -20,7 +20,9 @@ from vftui.text.printable import one_line, printable
 from vftui.text.wording import number
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.help import HelpScreen, help_rows
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.token_preview import message_pieces
 
 
@@ -55,6 +57,7 @@ TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
 class CompareApp(App[None]):
     CSS_PATH = "compare.tcss"
     TITLE = "vftui compare"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # -low: no line of each function's change (the figures have each function's mean)
     VERTICAL_BREAKPOINTS = [(0, "-low"), (28, "-tall")]
     BINDINGS = [
@@ -101,7 +104,7 @@ class CompareApp(App[None]):
         with Horizontal(id="sides"):
             for letter in self.letters[:2]:
                 yield Static(id=f"side-{letter}", classes="side")
-        yield Footer()
+        yield KeysFooter()
 
     def title_line(self) -> Text:
         """The environment, and which source each letter stands for."""

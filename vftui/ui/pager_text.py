@@ -24,9 +24,7 @@ def pager_text(group: GroupCollected, rollout: int, decoder: TokenDecoder, width
     lines = wrapped(header, width)
     if not tokens and rollout < len(group.messages):
         text = "".join(text for text, _ in message_pieces(group.messages[rollout]))
-        return "\n".join(
-            [*lines, mark("its messages (no token ids kept)", width), *wrapped(text, width), ""]
-        )
+        return "\n".join([*lines, mark("its messages", width), *wrapped(text, width), ""])
     at = 0
     for is_masked, span in itertools.groupby(masks[: len(tokens)], key=lambda m: m == MASKED):
         count = len(list(span))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from vftui.errors import UserError
 from vftui.live.client import control
@@ -32,8 +32,10 @@ from vftui.run_files.listing import (
 from vftui.text.printable import one_line
 from vftui.ui import themes
 from vftui.ui.lean_output import lean_driver
+from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.status_bar import shorten_left
 
 REFRESH_S = 2.0
@@ -107,6 +109,7 @@ class RunsApp(App[tuple[str, Path] | None]):
 
     CSS_PATH = ["app.tcss", "runs.tcss"]  # the dashboard's question and prompt boxes
     TITLE = "vftui runs"
+    COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     BINDINGS = [
         Binding(
             "a",
@@ -156,7 +159,7 @@ class RunsApp(App[tuple[str, Path] | None]):
     def compose(self) -> ComposeResult:
         yield Static(id="runs-header")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.refresh_runs()

@@ -10,12 +10,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from vftui.ui import themes
 from vftui.ui.inbox import TICK_S, Inbox
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import DashboardModel
+from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.log_panel import LogPanel
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
@@ -41,7 +42,7 @@ class WatchApp(App[None]):
         yield Static(id="status")
         yield TrajectoryPanel(id="watch-api")
         yield LogPanel(id="log")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#log").border_title = "changes"  # here the log is of what changed

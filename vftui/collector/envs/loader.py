@@ -45,17 +45,48 @@ def module_name(env_id: str) -> str:
 
 
 def installed_environments() -> list[str]:
-    """Installed distributions that depend on verifiers and expose a module of their name."""
+    """Installed distributions that expose a module of their name and depend on verifiers or import it: a
+    v1 taskset of verifiers' own examples (``reverse-text-v1``) requires only what its dataset needs."""
     found = set()
     for dist in importlib.metadata.distributions():
         name = dist.metadata.get("Name") or ""
-        requires = dist.requires or []
         if name.lower() in ("verifiers", "atroposlib", "vftui"):
             continue
-        depends = any(re.match(r"verifiers\b", req.strip()) for req in requires)
-        if depends and _find(module_name(name)) is not None:
+        module = module_name(name)
+        if any(re.match(r"verifiers\b", req.strip()) for req in dist.requires or []):
+            if _find(module) is not None:
+                found.add(name)
+        elif "." not in module and _imports_verifiers(module):  # a dotted one: its parent imports
             found.add(name)
     return sorted(found)
+
+
+IMPORTS_VERIFIERS = re.compile(rb"^\s*(from|import)\s+verifiers\b", re.MULTILINE)
+MAX_SOURCES = 32  # files of a package read to tell whether it imports verifiers
+
+
+def _imports_verifiers(target: str) -> bool:
+    """The top-level module's source, or its package's top-level files, import verifiers (read, never
+    imported)."""
+    try:
+        spec = importlib.util.find_spec(target)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or spec.origin is None:
+        return False
+    origin = Path(spec.origin)
+    sources = (
+        sorted(origin.parent.glob("*.py"))[:MAX_SOURCES]
+        if spec.submodule_search_locations
+        else [origin]
+    )
+    for source in sources:
+        try:
+            if IMPORTS_VERIFIERS.search(source.read_bytes()):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def loadable_environments() -> list[str]:

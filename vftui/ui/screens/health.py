@@ -1,4 +1,5 @@
-"""``h``: the run's health, live: length and truncation, drops, requests, alerts and their reasons."""
+"""``h``: the run's health, live: its alerts and their reasons first, then length and truncation, drops,
+requests, the trainer and the inference servers."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def render_health(model: DashboardModel) -> Table | Text:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
+    # the alerts first: the rows below grow with the servers and can run past a short screen
+    if not model.alerts:
+        table.add_row(Text("alerts", style="bold green"), Text("none", style="green"))
+    for alert in model.alerts.values():
+        table.add_row(
+            Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow")
+        )
+    table.add_row("", "")
     finishes = (
         ", ".join(f"{reason} {count}" for reason, count in sorted(health.finish_reasons.items()))
         or "-"
@@ -91,13 +100,6 @@ def render_health(model: DashboardModel) -> Table | Text:
         for name in ("dominance", "divergence", "saturation", "jump")
     )
     table.add_row("reward hacking", hacking)
-    table.add_row("", "")
-    if not model.alerts:
-        table.add_row(Text("alerts", style="bold green"), Text("none", style="green"))
-    for alert in model.alerts.values():
-        table.add_row(
-            Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow")
-        )
     return table
 
 

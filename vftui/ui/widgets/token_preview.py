@@ -102,12 +102,17 @@ def rollout_header(
         f"group {group.index} · rollout {rollout + 1}/{len(group.tokens)} · ", style="bold"
     )
     header.append(f"reward {group.scores[rollout]:.3f} · ")
-    header.append(f"trained {trained}", style="bold cyan").append(" · ")
-    header.append(f"masked {masked}", style="dim")
+    tokenized = bool(group.tokens[rollout])
+    if tokenized:
+        header.append(f"trained {trained}", style="bold cyan").append(" · ")
+        header.append(f"masked {masked}", style="dim")
+    else:  # vf-eval's results: the messages alone, no tokens a trainer would learn from or not
+        messages = group.messages[rollout] if rollout < len(group.messages) else []
+        header.append(f"{len(messages)} messages, no token ids kept", style="dim")
     reason = group.finish_reasons[rollout] if rollout < len(group.finish_reasons) else None
     if reason:
         header.append(f" · {reason}")
-    if not decoder.available:
+    if tokenized and not decoder.available:
         header.append(
             " · (tokenizer loading: ids)" if decoder.loading else " · (no tokenizer: ids)",
             style="italic",
