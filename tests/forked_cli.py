@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -119,18 +120,21 @@ class ForkServer:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
         self.socket_path = Path(f"/tmp/vftui-forks-{os.getpid()}-{time.monotonic_ns()}.sock")
-        self.process = subprocess.Popen(
-            [sys.executable, __file__, str(self.socket_path)],
-            env=env,
-            stdin=subprocess.PIPE,  # its end: the server exits when this worker does
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 120
-        while not self.socket_path.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the CLI fork server did not start")
-            time.sleep(0.05)
+        with tempfile.TemporaryFile() as said:  # what its imports print: read if it does not start
+            self.process = subprocess.Popen(
+                [sys.executable, __file__, str(self.socket_path)],
+                env=env,
+                stdin=subprocess.PIPE,  # its end: the server exits when this worker does
+                stdout=said,
+                stderr=said,
+            )
+            deadline = time.monotonic() + 120
+            while not self.socket_path.exists():
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    said.seek(0)
+                    tail = said.read().decode(errors="replace")[-3000:]
+                    raise RuntimeError(f"the CLI fork server did not start:\n{tail}")
+                time.sleep(0.05)
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str]) -> ForkedProcess:
         """``python -m vftui *argv`` in ``cwd`` with ``env``, its stdout and stderr piped to us."""
@@ -263,7 +267,7 @@ if __name__ == "__main__":
     for name in PRELOAD:
         importlib.import_module(name)
     for name in PRELOAD_WHERE_INSTALLED:
-        with contextlib.suppress(ImportError):
+        with contextlib.suppress(ImportError, AttributeError):  # verifiers 0.4: no classic names
             importlib.import_module(name)
     assert threading.active_count() == 1, "a forking server must have no other thread"
     set_on_import = {k: v for k, v in os.environ.items() if k not in started_with}
