@@ -123,7 +123,7 @@ def read(path: Path) -> V1Eval:
         traces = [t for t in row["traces"] if isinstance(t, dict)]
         for trace in traces:
             version = trace.get("version", 1)
-            if version not in TRACE_VERSIONS:
+            if type(version) is not int or version not in TRACE_VERSIONS:
                 raise UserError(
                     f"{path}: its traces are of version {bounds.refusal(version)}, which this vftui "
                     f"does not know (it reads version {', '.join(map(str, sorted(TRACE_VERSIONS)))})"
@@ -228,7 +228,7 @@ def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
 def _last_branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The nodes of the last root-to-leaf path (``Trace.branches[-1]``: its leaf is the last node no node
     names as parent); a parent link that points nowhere or loops ends the path there."""
-    parents = {n.get("parent") for n in nodes}
+    parents = {n.get("parent") for n in nodes if type(n.get("parent")) is int}
     leaves = [i for i in range(len(nodes)) if i not in parents]
     path: list[dict[str, Any]] = []
     at, seen = (leaves[-1] if leaves else None), set()
