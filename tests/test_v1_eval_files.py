@@ -126,15 +126,12 @@ def test_a_failed_trace_is_an_error_counted_in_view_and_compare_never_a_zero(tmp
     assert len(source.items[key].rewards) == sum(key_of(line) == key for line in lines) - 1
     events: list = []
     summary = GroupFile(results.viewable(run), "file").read(events.append, str(TOKENIZER_DIR))
-    assert (summary.groups_done == 3 and summary.dropped == {"RuntimeError": 1}) or any(
-        "RuntimeError" in reason for reason in summary.dropped
-    )
+    assert summary.groups_done == 3  # the failed rollout's task still shows its other rollout
+    assert summary.dropped == {"RuntimeError: the tool server went away (1 rollout failed)": 1}
     started = next(e for e in events if isinstance(e, RunStarted))
     assert started.mode is Mode.EVAL and started.env == "vftui_shim_tools"
     report = [e for e in events if isinstance(e, EvalReport)][-1]
     assert report.items == 3 and sum(isinstance(e, GroupCollected) for e in events) == 0
-    print(summary, report)
-    assert 0
 
 
 def key_of(line: str) -> str:
