@@ -445,7 +445,7 @@ def test_out_whose_name_does_not_end_in_jsonl_is_refused_before_it_shares_anothe
 
 def test_view_of_a_folder(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 2
-    said = f"vftui: error: {tmp_path} holds no run, eval or vf-eval results; name a .jsonl file"
+    said = f"vftui: error: {tmp_path} holds no run, eval, vf-eval results or verifiers traces; name a .jsonl file"
     assert capsys.readouterr().err.strip() == said
 
 

@@ -22,7 +22,7 @@ from tests.conftest import (
 from vftui.sim import task
 
 pytestmark = pytest.mark.e2e
-EVAL_FILES = "(atropos/, items.jsonl, metadata.json, results.jsonl)"
+EVAL_FILES = "(atropos/, configs/, items.jsonl, metadata.json, results.jsonl, traces.jsonl)"
 
 
 def test_a_plain_eval_of_the_builtin_takes_its_eval_split_and_says_where_its_files_are(tmp_path):

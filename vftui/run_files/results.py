@@ -22,7 +22,7 @@ from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import META
 from vftui.run_files import records as run_records
-from vftui.run_files import shard_folder, store
+from vftui.run_files import shard_folder, store, v1_traces
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
@@ -92,7 +92,7 @@ class Source:
     """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
 
     path: Path
-    kind: str  # "groups", "shards" (a folder of a run's shards), "vf-eval" or "atropos samples"
+    kind: str  # "groups", "shards" (a run's shards), "vf-eval", "atropos samples" or "verifiers v1"
     env_id: str
     items: dict[str, Item]
     skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
@@ -119,6 +119,8 @@ def load(path: Path) -> Source:
 
 def _load_file(path: Path) -> tuple[Source, list[int]]:
     """A results file, and the items of its groups (a groups file's: vf-eval's rows have none)."""
+    if _is_v1(path):
+        return _from_v1(v1_traces.read(path)), []
     lines = _json_lines(path)
     rows = list(lines)
     if not rows:
@@ -212,6 +214,8 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
         path = described.jsonl
     if not path.is_file():
         raise UserError(f"no such file: {path}")
+    if _is_v1(path):
+        return _v1_groups(path), path.parent  # titled by verifiers' run folder
     first = next(iter(_json_lines(path)), None)
     if first is not None and "rewards" in first and "reward" not in first:
         raise UserError(
@@ -219,10 +223,7 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
         )
     if first is None or "scores" in first or "example_id" not in first:
         return path, None  # groups (or nothing the view can read: it says which lines it skipped)
-    stat = path.stat()
-    version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
-    digest = hashlib.sha256(version.encode()).hexdigest()[:16]
-    converted = paths.cache_dir() / "views" / f"{path.parent.name}-{digest}.jsonl"
+    converted = _cached_view(path)
     if not converted.exists():
         converted.parent.mkdir(parents=True, exist_ok=True)
         lines = (json.dumps(group) + "\n" for group in vf_eval_groups(path))
@@ -233,6 +234,43 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
 def _eval_folder(results: Path) -> Path:
     """The eval whose results file this is: vf-eval's folder, or the one atroposlib's ``samples.jsonl`` is in."""
     return results.parent if results.name != SAMPLES else results.parent.parent
+
+
+def _cached_view(path: Path) -> Path:
+    """Where the groups form of ``path`` is kept: one file per version of it."""
+    stat = path.stat()
+    version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
+    digest = hashlib.sha256(version.encode()).hexdigest()[:16]
+    return paths.cache_dir() / "views" / f"{path.parent.name}-{digest}.jsonl"
+
+
+def _v1_groups(path: Path) -> Path:
+    """verifiers' v1 traces in the groups form, their failed tasks in its drop log (the view counts them as
+    an eval's errors), made once per version of the file."""
+    converted = _cached_view(path)
+    if not converted.exists():
+        run = v1_traces.read(path)
+        converted.parent.mkdir(parents=True, exist_ok=True)
+        drops = RunFiles(converted).drops
+        failed = v1_traces.failed_tasks(run)
+        store.write_text_atomic(
+            drops,
+            "".join(
+                json.dumps({"item": item, "reason": why, "scores": [], "metrics": {}}) + "\n"
+                for item, why in failed.items()
+            ),
+        )
+        lines = (json.dumps(group, allow_nan=False) + "\n" for group in v1_traces.as_groups(run))
+        store.write_text_atomic(converted, "".join(lines))
+    return converted
+
+
+def _is_v1(path: Path) -> bool:
+    """verifiers' v1 traces: named so (any other content is refused as not theirs), or episodes."""
+    if path.name == v1_traces.TRACES:
+        return True
+    first = next(iter(_json_lines(path)), None)
+    return first is not None and "traces" in first and "task" in first
 
 
 def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
@@ -277,7 +315,7 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
 def _file_in(folder: Path) -> Path | ShardedRun:
     """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder; or the
     shards of one run the folder holds."""
-    for name in (RESULTS, SAMPLES):
+    for name in (RESULTS, SAMPLES, v1_traces.TRACES):
         if (folder / name).is_file():
             return folder / name
     if (sharded := shard_folder.find(folder)) is not None:
@@ -287,7 +325,13 @@ def _file_in(folder: Path) -> Path | ShardedRun:
         return runs[0].jsonl
     if len(runs) > 1:
         raise UserError(f"{folder} holds {len(runs)} runs; name one's .jsonl file")
-    raise UserError(f"{folder} holds no run, eval or vf-eval results; name a .jsonl file")
+    if (
+        traces := v1_traces.traces_in(folder)
+    ) is not None:  # a verifiers run's <uuid>/ folder in it
+        return traces
+    raise UserError(
+        f"{folder} holds no run, eval, vf-eval results or verifiers traces; name a .jsonl file"
+    )
 
 
 class _json_lines:
@@ -377,6 +421,37 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
             if (number := bounds.score(value)) is not None:
                 item.functions.setdefault(name, []).append(number)
     return items, skipped
+
+
+def _from_v1(run: v1_traces.V1Eval) -> Source:
+    """verifiers' v1 rollouts by task; a task with a failed rollout is an error of the eval (its other
+    rollouts still count)."""
+    items: dict[str, Item] = {}
+    for rollout in run.rollouts:
+        item = items.setdefault(rollout.key, Item(rollout.key))
+        item.rewards.append(rollout.reward)
+        item.truncated.append(rollout.truncated)
+        item.rollouts.append(rollout.messages)
+        item.completion_chars.append(_completion_chars(rollout.messages))
+        for name, value in rollout.functions.items():
+            item.functions.setdefault(name, []).append(value)
+    taskset = v1_traces.taskset_config(run)
+    env_args = {k: v for k, v in taskset.items() if k != "id"} if taskset else None
+    return Source(
+        run.path,
+        "verifiers v1",
+        run.env,
+        items,
+        run.skipped,
+        errors=len(v1_traces.failed_tasks(run)),
+        setup=Setup(
+            run.model,
+            run.temperatures,
+            _json(env_args) if env_args is not None else None,
+            None,
+            run.versions,
+        ),
+    )
 
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``), as
+"""An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``; and v1's
+``traces.jsonl`` + ``configs/resolved/eval.json``, ``v1_output``), as
 atroposlib's ``evaluate_log`` does, and per example (``items.jsonl``: its rewards, mean, min, max,
 spread, hardest first), in the folder beside the run's jsonl (``RunFiles.eval_dir``).
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vftui import safe_files
+from vftui.collector.eval import v1_output
 from vftui.collector.modes import EvalLog
 from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
@@ -30,13 +32,17 @@ ITEMS = "items.jsonl"
 
 def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
     """Each rollout of the run's groups as a row of verifiers' ``results.jsonl``."""
+    for group in groups_of(groups_path):
+        yield from _rows(group)
+
+
+def groups_of(groups_path: Path) -> Iterator[dict[str, Any]]:
     with groups_path.open("rb") as f:
         for line in f:
             try:
-                group = json.loads(line)
+                yield json.loads(line)
             except ValueError:
                 continue  # a torn last line: the resumed run repairs it
-            yield from _rows(group)
 
 
 def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -91,6 +97,13 @@ async def write(
     )
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
+    v1_output.write(
+        list(groups_of(run_files.jsonl)),
+        run,
+        report.rollouts_per_item,
+        folder,
+        f"vftui {_version('vftui')}",
+    )
     await write_atropos(log, report, rows, model, span, run_files.eval_atropos)
 
 

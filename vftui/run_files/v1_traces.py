@@ -1,0 +1,351 @@
+"""verifiers' v1 eval output read as rollouts: ``traces.jsonl``, one episode a line, its traces inside.
+
+verifiers (0.3.1 and 0.4) writes a run folder ``<output_dir>/<run dir>/`` holding ``traces.jsonl``
+(``verifiers.v1.utils.trace_store.write_episode``: ``Episode`` dumped with ``exclude_none``),
+``configs/resolved/eval.json`` and ``logs/``; its replay writes ``<name>--replay/<uuid>/``. Each figure
+here is the one verifiers' own ``Trace`` gives: the reward is ``Trace.reward`` (each named reward's
+score times its weight), the turns ``Trace.num_turns`` (sampled nodes), the tokens ``Trace.usage``
+(its calls' usage summed), the messages and tokens those of the last branch (``Trace.messages``).
+A trace (or an episode without one) that is not ``ok`` is an error: counted, never a zero.
+
+Plain JSON, no verifiers import: views read it. A trace of a ``version`` this reader does not know,
+or a file whose episodes lack the keys every version has, is refused in one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vftui import bounds
+from vftui.bounds import LongLine
+from vftui.errors import UserError
+from vftui.group_format import MASKED, META
+from vftui.run_files import store
+
+TRACES = "traces.jsonl"  # verifiers.v1.utils.trace_store.TRACES_FILE
+RESOLVED_CONFIG = Path("configs", "resolved", "eval.json")  # verifiers.v1.cli.output.write_config
+TRACE_VERSIONS = frozenset({1})  # verifiers.v1.trace.TRACE_VERSION in 0.3.1 and 0.4
+_PHASES = ("boot", "setup", "agent", "finalize", "scoring")  # verifiers.v1.trace.Timing
+_TRUNCATING = {"max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens"}
+
+
+@dataclass
+class Rollout:
+    """One trace's figures, as verifiers' ``Trace`` computes them."""
+
+    key: (
+        str  # the task's ``data.idx`` (else its ``data.id``, ``key`` or ``hash``): what pairs items
+    )
+    item: int  # its position: ``data.idx``, else the order its task first appeared in
+    reward: float
+    functions: dict[
+        str, float
+    ]  # each named reward's score and each metric (None: not run, left out)
+    turns: int
+    tool_calls: int
+    input_tokens: int | None  # None: no call reported usage
+    output_tokens: int | None
+    started_at: float
+    elapsed_s: float
+    truncated: bool
+    stop_condition: str | None
+    messages: list[dict[str, Any]]  # the last branch, in the OpenAI chat form vftui's groups hold
+    tokens: list[int]
+    masks: list[int]  # Atropos masks: the token where the model sampled it, MASKED elsewhere
+    temperature: float | None
+
+
+@dataclass
+class Failure:
+    """A rollout that is not ``ok`` (or an episode that ended before any trace): an error, with its reason."""
+
+    key: str
+    item: int
+    reason: str
+
+
+@dataclass
+class V1Eval:
+    """A run folder's rollouts, its failures, and what it records of itself."""
+
+    path: Path  # its traces.jsonl
+    env: str = ""
+    model: str | None = None
+    versions: str | None = None  # "verifiers 0.4.0", from the traces
+    rollouts: list[Rollout] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    skipped: int = 0  # lines that are no episode (torn, foreign)
+    config: dict[str, Any] = field(default_factory=dict)  # configs/resolved/eval.json, if it reads
+
+    @property
+    def temperatures(self) -> tuple[float, ...]:
+        return tuple(sorted({r.temperature for r in self.rollouts if r.temperature is not None}))
+
+
+def traces_in(path: Path) -> Path | None:
+    """The ``traces.jsonl`` that ``path`` names: itself, its folder's, or that of the one run folder it holds
+    (``<name>/<uuid>/``); None when it names none. Two or more run folders in it: a sentence."""
+    if path.is_file():
+        return path if path.name == TRACES else None
+    if (path / TRACES).is_file():
+        return path / TRACES
+    try:
+        held = sorted(p / TRACES for p in path.iterdir() if (p / TRACES).is_file())
+    except OSError:
+        return None
+    if len(held) > 1:
+        raise UserError(f"{path} holds {len(held)} verifiers runs; name one's folder")
+    return held[0] if held else None
+
+
+def read(path: Path) -> V1Eval:
+    """The episodes of ``path`` (a ``traces.jsonl``) as rollouts and failures; a sentence when it is not one."""
+    run = V1Eval(path, config=_config(path.parent))
+    positions: dict[str, int] = {}
+    seen_episode = False
+    for row in _lines(path, run):
+        if not (isinstance(row.get("task"), dict) and isinstance(row.get("traces"), list)):
+            if seen_episode:
+                run.skipped += 1
+                continue
+            raise UserError(
+                f"{path}: not verifiers v1 traces this vftui knows (a line without an episode's "
+                "'task' and 'traces')"
+            )
+        seen_episode = True
+        run.env = run.env or _text(_dict(row.get("env")).get("id"))
+        task = row["task"]
+        key, item = _task_key(task, positions)
+        traces = [t for t in row["traces"] if isinstance(t, dict)]
+        for trace in traces:
+            version = trace.get("version", 1)
+            if type(version) is not int or version not in TRACE_VERSIONS:
+                raise UserError(
+                    f"{path}: its traces are of version {bounds.refusal(version)}, which this vftui "
+                    f"does not know (it reads version {', '.join(map(str, sorted(TRACE_VERSIONS)))})"
+                )
+            built = _dict(trace.get("verifiers")).get("version")
+            run.versions = run.versions or (
+                f"verifiers {built}" if isinstance(built, str) else None
+            )
+            rollout = _rollout(trace, key, item)
+            if rollout is None or trace.get("ok") is not True:
+                run.failures.append(Failure(key, item, _why(trace)))
+            else:
+                run.rollouts.append(rollout)
+                run.model = run.model or _model(trace)
+        if not traces and row.get("ok") is not True:
+            run.failures.append(Failure(key, item, _why(row)))
+    if not seen_episode:
+        raise UserError(f"{path}: no verifiers episode in it (an empty file, or no line is one)")
+    run.env = run.env or _text(taskset_config(run).get("id"))
+    return run
+
+
+def taskset_config(run: V1Eval) -> dict[str, Any]:
+    """The taskset's part of the run's resolved config (its ``id`` and arguments); empty when not recorded."""
+    return _dict(_dict(run.config.get("env")).get("taskset"))
+
+
+def _lines(path: Path, run: V1Eval) -> Iterator[dict[str, Any]]:
+    """The file's JSON objects; a line that is none (torn, foreign) is counted in ``run.skipped``."""
+    try:
+        with path.open("rb") as f:
+            for line in store.group_lines(f):
+                try:
+                    row = json.loads(line) if isinstance(line, bytes) else None
+                except (ValueError, RecursionError):
+                    row = None
+                if isinstance(row, dict):
+                    yield row
+                elif isinstance(line, LongLine) or line.strip():
+                    run.skipped += 1
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from e
+
+
+def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int]:
+    """The task's key and position: ``data.idx`` is both (vftui's ``example_id`` of a v1 taskset), else its
+    ``data.id``, ``key`` or ``hash`` at the next position."""
+    data = _dict(task.get("data"))
+    idx = data.get("idx")
+    if type(idx) is int and 0 <= idx <= bounds.HUGE:
+        return str(idx), idx
+    named = next(
+        (v for v in (data.get("id"), task.get("key"), task.get("hash")) if isinstance(v, str)), ""
+    )
+    return named, positions.setdefault(named, len(positions))
+
+
+def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
+    """The trace's figures; None where one of them is no number a figure can use."""
+    rewards = {str(k): v for k, v in _dict(trace.get("rewards")).items() if v is not None}
+    scores = {k: (_dict(v).get("score"), _dict(v).get("weight", 1.0)) for k, v in rewards.items()}
+    metrics = {str(k): v for k, v in _dict(trace.get("metrics")).items() if v is not None}
+    numbers = [bounds.score(v) for pair in scores.values() for v in pair]
+    numbers += [bounds.score(v) for v in metrics.values()]
+    if None in numbers:
+        return None
+    nodes = [n for n in _list(trace.get("nodes")) if isinstance(n, dict)]
+    calls = [c for c in _list(trace.get("calls")) if isinstance(c, dict)]
+    usages = [_dict(c.get("usage")) for c in calls if isinstance(c.get("usage"), dict)]
+    timing = _dict(trace.get("timing"))
+    start = bounds.score(timing.get("start")) or 0.0
+    ends = [bounds.score(_dict(timing.get(phase)).get("end")) or 0.0 for phase in _PHASES]
+    branch = _last_branch(nodes)
+    sampled = [n for n in nodes if n.get("sampled") is True]
+    tokens = [t for n in branch for t in _ints(n.get("token_ids"))]
+    mask = [bool(m) for n in branch for m in _list(n.get("mask"))]
+    last_call = next((c for c in reversed(calls) if c.get("error") is None), {})
+    stop = trace.get("stop_condition")
+    config = _dict(_dict(trace.get("agent")).get("config"))
+    return Rollout(
+        key=key,
+        item=item,
+        reward=sum(score * weight for score, weight in scores.values()),
+        functions={**{k: s for k, (s, _) in scores.items()}, **metrics},
+        turns=len(sampled),
+        tool_calls=sum(len(_list(_dict(n.get("message")).get("tool_calls"))) for n in sampled),
+        input_tokens=_usage_sum(usages, "prompt_tokens", "cached_input_tokens"),
+        output_tokens=_usage_sum(usages, "completion_tokens"),
+        started_at=start,
+        elapsed_s=max(0.0, max(ends) - start) if max(ends) else 0.0,
+        truncated=stop in _TRUNCATING or last_call.get("finish_reason") == "length",
+        stop_condition=stop if isinstance(stop, str) else None,
+        messages=[_chat(_dict(n.get("message"))) for n in branch],
+        tokens=tokens,
+        masks=[t if m else MASKED for t, m in zip(tokens, mask, strict=False)]
+        if len(mask) == len(tokens)
+        else [],
+        temperature=bounds.score(_dict(config.get("sampling")).get("temperature")),
+    )
+
+
+def _last_branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nodes of the last root-to-leaf path (``Trace.branches[-1]``: its leaf is the last node no node
+    names as parent); a parent link that points nowhere or loops ends the path there."""
+    parents = {n.get("parent") for n in nodes if type(n.get("parent")) is int}
+    leaves = [i for i in range(len(nodes)) if i not in parents]
+    path: list[dict[str, Any]] = []
+    at, seen = (leaves[-1] if leaves else None), set()
+    while type(at) is int and 0 <= at < len(nodes) and at not in seen:
+        seen.add(at)
+        path.append(nodes[at])
+        at = nodes[at].get("parent")
+    return path[::-1]
+
+
+def _chat(message: dict[str, Any]) -> dict[str, Any]:
+    """A v1 message in the chat form vftui's groups hold (a tool call's name and arguments under ``function``)."""
+    out = {k: v for k, v in message.items() if k not in ("tool_calls", "provider_state")}
+    calls = [c for c in _list(message.get("tool_calls")) if isinstance(c, dict)]
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {"name": c.get("name"), "arguments": c.get("arguments")},
+            }
+            for c in calls
+        ]
+    return out
+
+
+def _usage_sum(usages: list[dict[str, Any]], *names: str) -> int | None:
+    """``names`` summed over the calls' usage (``Usage.input_tokens`` adds cache reads back); None: no usage."""
+    if not usages:
+        return None
+    return sum(n for u in usages for name in names if type(n := u.get(name)) is int and n >= 0)
+
+
+def _model(trace: dict[str, Any]) -> str | None:
+    return next(
+        (c["model"] for c in _list(trace.get("calls")) if isinstance(_dict(c).get("model"), str)),
+        None,
+    )
+
+
+def _why(record: dict[str, Any]) -> str:
+    """The last error's type and message, else what stopped it."""
+    errors = [e for e in _list(record.get("errors")) if isinstance(e, dict)]
+    if errors:
+        return f"{_text(errors[-1].get('type'))}: {_text(errors[-1].get('message'))}"
+    stop = record.get("stop_condition")
+    return f"not ok ({stop})" if isinstance(stop, str) else "not ok"
+
+
+def _config(folder: Path) -> dict[str, Any]:
+    """The run's resolved config beside its traces, if one reads as an object."""
+    try:
+        loaded = json.loads((folder / RESOLVED_CONFIG).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _ints(value: Any) -> list[int]:
+    return [v for v in _list(value) if type(v) is int]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def as_groups(run: V1Eval) -> Iterator[dict[str, Any]]:
+    """The rollouts as vftui's groups (one a task, in the order its first rollout was written), an eval's:
+    what ``vftui view`` reads. A rollout's tool calls and token usage ride in the group's ``vftui`` object."""
+    by_item: dict[int, list[Rollout]] = {}
+    for rollout in run.rollouts:
+        by_item.setdefault(rollout.item, []).append(rollout)
+    for item, rollouts in by_item.items():
+        names = list(dict.fromkeys(name for r in rollouts for name in r.functions))
+        start = min(r.started_at for r in rollouts)
+        temperatures = {r.temperature for r in rollouts if r.temperature is not None}
+        yield {
+            "scores": [r.reward for r in rollouts],
+            "tokens": [r.tokens for r in rollouts],
+            "masks": [r.masks for r in rollouts],
+            "messages": [r.messages for r in rollouts],
+            "generation_params": {"temperature": min(temperatures)} if temperatures else {},
+            META: {
+                "item": item,
+                "example_id": rollouts[0].key,
+                "env": run.env or "?",
+                "mode": "eval",
+                "model": run.model or "?",
+                "metrics": {
+                    n: [r.functions[n] for r in rollouts if n in r.functions] for n in names
+                },
+                "turns": [r.turns for r in rollouts],
+                "tool_calls": [r.tool_calls for r in rollouts],
+                "input_tokens": [r.input_tokens for r in rollouts],
+                "output_tokens": [r.output_tokens for r in rollouts],
+                "finish_reasons": ["length" if r.truncated else r.stop_condition for r in rollouts],
+                "started_at": start,
+                "elapsed_s": max(r.started_at + r.elapsed_s for r in rollouts) - start,
+            },
+        }
+
+
+def failed_tasks(run: V1Eval) -> dict[int, str]:
+    """Each task with a rollout that failed, with the first one's reason and how many of its rollouts failed:
+    an error of the eval, as a group that failed to score is one of vftui's."""
+    failed: dict[int, list[Failure]] = {}
+    for failure in run.failures:
+        failed.setdefault(failure.item, []).append(failure)
+    return {
+        item: f"{found[0].reason} ({len(found)} rollout{'s' if len(found) > 1 else ''} failed)"
+        for item, found in failed.items()
+    }
