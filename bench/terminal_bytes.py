@@ -53,7 +53,10 @@ def measure(width: int, height: int, seconds: float) -> tuple[float, float, str]
             f"PYTHONPATH={os.environ.get('PYTHONPATH', '')} {sys.executable} -m vftui "
             f"run --steps 1000000 --group-size 4 --out {tmp}/groups.jsonl"
         )
-        tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
+        # started in the temporary folder: ``python -m`` puts the working folder first on the path, so the
+        # tree PYTHONPATH names is measured, not the one the bench was started in
+        size = ("-x", str(width), "-y", str(height))
+        tmux("new-session", "-d", "-s", session, "-c", tmp, *size, command)
         try:
             wait_for(session, "running")
             time.sleep(3)  # past the first screenfuls

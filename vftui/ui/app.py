@@ -176,12 +176,16 @@ class VftuiApp(App[RunSummary | None]):
         ),
     ]
 
+    # Bound to the preview (``data_bind``), which repaints itself; a reactive of the app's own would
+    # repaint the whole screen on each change (a full screen each time the preview follows a group).
     rollout: reactive[int] = reactive(
-        0, init=False
+        0, init=False, repaint=False
     )  # enter: the next rollout of the group in the preview
-    show_ids: reactive[bool] = reactive(False, init=False)  # i
-    fold: reactive[bool] = reactive(False, init=False)  # f
-    previewed: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
+    show_ids: reactive[bool] = reactive(False, init=False, repaint=False)  # i
+    fold: reactive[bool] = reactive(False, init=False, repaint=False)  # f
+    previewed: reactive[GroupCollected | None] = reactive(
+        None, always_update=True, init=False, repaint=False
+    )
 
     def __init__(
         self,

@@ -1,8 +1,9 @@
-"""Panels that repaint only the lines that changed.
+"""Panels that repaint only the cells that changed.
 
 Textual repaints a whole widget when its content changes; over a slow link a panel whose
 one figure moves every tick would send every row again. ``ChangedLines`` keeps the rows
-it last drew and marks only those that differ as dirty, so Textual writes just them.
+it last drew and marks dirty only the span of each row that differs (``changed_span``), so
+Textual writes just those cells: a clock's last digit, not its line.
 ``FiguresPanel`` adds the usual pattern on top: a panel sets its ``figures`` reactive to
 the few values it shows, and Textual calls ``watch_figures`` only when they differ.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from itertools import zip_longest
 
+from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
@@ -19,6 +21,21 @@ from textual.geometry import Region
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+
+
+def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
+    """The cells ``[start, end)`` where two lines differ, or None; a line with a character wider than a cell
+    differs whole (its characters are not its cells)."""
+    if old.text == new.text and list(old) == list(new):
+        return None
+    if cell_len(old.text) != len(old.text) or cell_len(new.text) != len(new.text):
+        return 0, max(old.cell_length, new.cell_length)
+    a = [(char, segment.style) for segment in old for char in segment.text]
+    b = [(char, segment.style) for segment in new for char in segment.text]
+    width = max(len(a), len(b))
+    a, b = a + [None] * (width - len(a)), b + [None] * (width - len(b))
+    changed = [x for x in range(width) if a[x] != b[x]]
+    return (changed[0], changed[-1] + 1) if changed else None
 
 
 class ChangedLines(Widget):
@@ -38,8 +55,10 @@ class ChangedLines(Widget):
             self.refresh()
         else:
             for y, (old, new) in enumerate(zip_longest(self._lines, lines)):
-                if old is None or new is None or old.text != new.text or list(old) != list(new):
+                if old is None or new is None:
                     self.refresh(Region(0, y, width, 1))
+                elif span := changed_span(old, new):
+                    self.refresh(Region(span[0], y, span[1] - span[0], 1))
         self._lines = lines
         self._drawn_with = (width, self.size.height, self.rich_style)
 

@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from vftui.events import GroupCollected
 from vftui.figures import stats
+from vftui.ui.widgets.changed_lines import changed_span
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 COLOURS = ["red", "dark_orange", "yellow", "green_yellow", "green"]
@@ -82,8 +83,8 @@ class GroupTable(ScrollView, can_focus=True):
         self._size_width = 1
         self._item_width = 4
         self._group_size = 1
-        # what each row showed (group, cursor on it, previewed), see _repaint
-        self._drawn: tuple[tuple, list[tuple[GroupCollected, bool, bool]]] = ((), [])
+        # what each row showed ((group, cursor on it, previewed), its line), see _repaint
+        self._drawn: tuple[tuple, list[tuple[tuple[GroupCollected, bool, bool], Strip]]] = ((), [])
 
     # -- data down ------------------------------------------------------------------------
 
@@ -164,16 +165,18 @@ class GroupTable(ScrollView, can_focus=True):
             )
 
     def _repaint(self) -> None:
-        """Mark as dirty only the rows whose group or cursor changed; all of them when the layout did.
+        """Mark as dirty only the cells of the rows whose group or cursor changed; all of them when the
+        layout did.
 
         A row shows an immutable group, so the group and whether the cursor is on it say
         everything about it: a live group is the same object each time, a file's row an equal
         value (a file sorted or read again shows new rows). A paused run or a scrolled-back
-        table then sends nothing.
+        table then sends nothing, and a row that shows another group sends its changed cells,
+        not the blank rest of the row (``changed_span``).
         """
         top = int(self.scroll_offset.y)
         bottom = min(self.row_count, top + max(0, self.size.height - 1))
-        rows = [
+        keys = [
             (self.groups[r], r == self.cursor, self.groups[r].index == self.previewed)
             for r in range(top, bottom)
         ]
@@ -189,12 +192,19 @@ class GroupTable(ScrollView, can_focus=True):
         drawn_layout, drawn_rows = self._drawn
         if layout != drawn_layout:
             self.refresh()
-        else:
-            for y, (old, new) in enumerate(
-                zip_longest(drawn_rows, rows), start=1
-            ):  # line 0 is the header
-                if old != new:
-                    self.refresh(Region(0, y, self.size.width, 1))
+            drawn_rows = []
+        rows = []
+        for y, (old, key) in enumerate(zip_longest(drawn_rows, keys), start=1):  # 0: the header
+            if key is None:  # fewer rows than before: this one is blank now
+                self.refresh(Region(0, y, self.size.width, 1))
+            elif old is not None and old[0] == key:
+                rows.append(old)
+            else:
+                line = self.render_line(y)
+                rows.append((key, line))
+                span = changed_span(old[1], line) if old is not None else (0, self.size.width)
+                if span and drawn_rows:
+                    self.refresh(Region(span[0], y, span[1] - span[0], 1))
         self._drawn = (layout, rows)
 
     def on_resize(self) -> None:

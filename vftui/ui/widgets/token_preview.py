@@ -254,11 +254,16 @@ class TokenPreview(Vertical):
     """
 
     BORDER_TITLE = "tokens"
-    group: reactive[GroupCollected | None] = reactive(None, always_update=True, init=False)
-    rollout: reactive[int] = reactive(0, init=False)
-    show_ids: reactive[bool] = reactive(False, init=False)
-    fold: reactive[bool] = reactive(False, init=False)  # the prompt folded away
-    decoder: reactive[TokenDecoder] = reactive(TokenDecoder, always_update=True, init=False)
+    # repaint=False: its header and its text repaint themselves, not the panel's border with them
+    group: reactive[GroupCollected | None] = reactive(
+        None, always_update=True, init=False, repaint=False
+    )
+    rollout: reactive[int] = reactive(0, init=False, repaint=False)
+    show_ids: reactive[bool] = reactive(False, init=False, repaint=False)
+    fold: reactive[bool] = reactive(False, init=False, repaint=False)  # the prompt folded away
+    decoder: reactive[TokenDecoder] = reactive(
+        TokenDecoder, always_update=True, init=False, repaint=False
+    )
 
     def compose(self):
         yield Static(id="token-counts")
