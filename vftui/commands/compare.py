@@ -65,7 +65,8 @@ def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summar
         summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
         for s in sources
     ]
-    return summaries, [compare(sources[0], s) for s in sources[1:]]
+    # a change's pass/fail at A's threshold: one threshold for both sides of it
+    return summaries, [compare(sources[0], s, summaries[0].threshold) for s in sources[1:]]
 
 
 def run_compare(
