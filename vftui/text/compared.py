@@ -51,10 +51,11 @@ def meaning(change: Change) -> str:
 
 
 def test_used(change: Change) -> str:
-    """How the change's intervals were made: ``paired bootstrap over 12 items`` or ``unpaired, Welch's t``."""
+    """How the change's intervals were made: ``paired bootstrap over 12 items``, or
+    ``Welch's t, no item in common``."""
     if change.paired:
         return f"{change.test} over {wording.counted(change.paired, 'item')}"
-    return f"unpaired, {change.test}"
+    return f"{change.test}, no item in common"
 
 
 def change_line(letter: str, change: Change) -> str:
