@@ -22,7 +22,7 @@ from vftui.figures.eval_stats import (
     pass_at,
     pass_at_k,
 )
-from vftui.figures.paired import Flips, bootstrap, flips
+from vftui.figures.paired import Flips, bootstrap, flips, in_order
 from vftui.run_files.results import Item, Source
 
 BINS = 10
@@ -103,7 +103,7 @@ def summarize(source: Source, threshold: float) -> Summary:
 
 def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> Change:
     """``later`` against ``first``: paired by item when they share items, else as independent samples."""
-    common = sorted(key for key in first.items if key in later.items)  # the bootstrap's order
+    common = sorted((key for key in first.items if key in later.items), key=in_order)
     changes = sorted(
         (ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
         key=lambda c: (c.change, c.key),

@@ -25,6 +25,14 @@ SEED = 0
 GATHERED = 1 << 20  # item picks drawn at once: a resample's picks, many resamples, in ~8 MB
 
 
+def in_order(key: str) -> tuple[int, int, str, str]:
+    """Items in the order of their keys, example ids as numbers (``9`` before ``15``), of any length."""
+    if key.isascii() and key.isdigit():
+        digits = key.lstrip("0")
+        return 0, len(digits), digits, key
+    return 1, 0, key, key
+
+
 def item_passes(rewards: Sequence[float], threshold: float) -> bool:
     """An item passes when at least half its rollouts reach ``threshold`` (with one rollout: that one)."""
     return 2 * sum(r >= threshold for r in rewards) >= len(rewards)
@@ -57,7 +65,7 @@ def flips(pairs: dict[str, tuple[Sequence[float], Sequence[float]]], threshold: 
     """``pairs`` (an item's rewards in A and in B, by key) passed or failed at ``threshold``."""
     counts = {(True, True): 0, (False, False): 0}
     lost, gained = [], []
-    for key in sorted(pairs):
+    for key in sorted(pairs, key=in_order):
         outcome = tuple(item_passes(rewards, threshold) for rewards in pairs[key])
         if outcome == (True, False):
             lost.append(key)
