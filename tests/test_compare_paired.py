@@ -230,7 +230,7 @@ def evals(tmp_path_factory) -> dict[str, Path]:
 
 
 def compared(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    result = run_cli(["compare", "--pass-threshold", "1", *args], tmp_path)
+    result = run_cli(["compare", "--pass-threshold", "1.2", *args], tmp_path)  # fully right
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, result.stdout, result.stderr
 
@@ -253,6 +253,7 @@ def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_e
     lost, gained = test["pass_to_fail"], test["fail_to_pass"]
     assert test["both_pass"] + test["both_fail"] + len(lost) + len(gained) == 12
     assert gained == [] and test["both_fail"] == 0, "greedy passes every item at temperature 0"
+    assert lost, "temperature 2 gets most of some items' rollouts wrong"
     assert test["p"] == mcnemar_exact(len(lost), len(gained))
     lines = out.splitlines()
     at = next(n for n, line in enumerate(lines) if line.startswith("  B - A reward "))
@@ -266,9 +267,10 @@ def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_e
     assert lines[at + 2] == (
         f"    McNemar exact p = {test['p']:.3g}: {len(lost)} item{'' if len(lost) == 1 else 's'} "
         f"pass -> fail, 0 fail -> pass ({test['both_pass']} pass in both, 0 fail in both; an item "
-        "passes when half its rollouts reach reward >= 1)"
+        "passes when half its rollouts reach reward >= 1.2)"
     )
-    assert lines[at + 3] == f"    pass -> fail: {', '.join(lost) or 'none'}"
+    assert lines[at + 3] == f"    pass -> fail: {', '.join(lost)}"
+    assert [int(key) for key in lost] == sorted(int(key) for key in lost), "by example id"
     assert lines[at + 4] == "    fail -> pass: none"
 
 
