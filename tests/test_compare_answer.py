@@ -153,7 +153,7 @@ def test_fail_if_worse_says_its_verdict_either_way(tmp_path, margin):
         and f"b/results.jsonl is not worse than {REPO / BOTH[0]}/results.jsonl by more than {margin} "
         in said
         and "beyond the 95% interval, by paired bootstrap over 12 items" in said
-        and "(B - A reward -0.188 [-0.458, +0.042])" in said
+        and "(B - A reward -0.188 [-0.479, +0.042])" in said
     ), said
 
 
@@ -202,7 +202,7 @@ async def test_the_screen_shows_the_answer_first_then_how_the_sources_differ(siz
         await pilot.pause()
         lines = screen_lines(app)
         screen = "\n".join(lines)
-        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.458, +0.042]: no clear change")
+        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.479, +0.042]: no clear change")
         assert answer == 1, screen
         assert at_rows(lines, "McNemar exact p = 0.25: 3 items pass -> fail, 0 fail -> pass") == [2]
         assert at_rows(lines, "--fail-if-worse 0.02: B passed (paired bootstrap)"), screen

@@ -247,7 +247,7 @@ def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_e
     (change,) = json.loads(raw)["changes"]
     test = change["mcnemar"]
     assert change["test"] == "paired bootstrap" and change["paired"] == 12
-    assert change["bootstrap"] == {"resamples": 2000, "seed": 0}
+    assert change["bootstrap"] == {"resamples": 10_000, "seed": 0}
     assert change["reward"]["mean"] < 0, "greedy answers are always right: hot is worse"
     assert set(change["pass_at_k"]) == {"pass@1", "pass@2", "pass@4"}
     lost, gained = test["pass_to_fail"], test["fail_to_pass"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from vftui.figures.eval_stats import CONFIDENCE, Estimate, t_quantile
 
-RESAMPLES = 2000
+RESAMPLES = 10_000  # the tails hold ~1% each: 2000 left them a few dozen resamples, and noisy
 SEED = 0
 GATHERED = 1 << 20  # item picks drawn at once: a resample's picks, many resamples, in ~8 MB
 
@@ -78,7 +78,7 @@ def flips(pairs: dict[str, tuple[Sequence[float], Sequence[float]]], threshold: 
 
 def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMPLES) -> Estimate:
     """The mean of per-item ``values`` with its percentile bootstrap interval; none under two items."""
-    import numpy as np  # only compare resamples: 2000 resamples of thousands of items, in C
+    import numpy as np  # only compare resamples: 10,000 resamples of thousands of items, in C
 
     count = len(values)
     if count < 2:
