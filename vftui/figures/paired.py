@@ -17,8 +17,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vftui.figures.eval_stats import CONFIDENCE, Estimate, t_quantile
+
+if TYPE_CHECKING:
+    from numpy import ndarray
 
 RESAMPLES = 10_000  # the tails hold ~1% each: 2000 left them a few dozen resamples, and noisy
 SEED = 0
@@ -104,7 +108,7 @@ def expanded_tail(count: int) -> float:
     return 1 - statistics.NormalDist().cdf(z)
 
 
-def _means(data, picks):
+def _means(data: ndarray, picks: ndarray) -> ndarray:
     """The mean of each row of ``picks`` (indices into ``data``), the observed one included: one way for
     both, so a resample of the items as they are is the observed mean to the last bit."""
     return data[picks].sum(axis=1) / picks.shape[1]
