@@ -117,7 +117,7 @@ def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(bot
     assert (
         text.returncode == 0
         and "B - A reward " in text.stdout
-        and ", paired over 10 items: " in text.stdout
+        and "(paired bootstrap over 10 items)" in text.stdout
         and "histogram" in text.stdout
     )
 

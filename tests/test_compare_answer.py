@@ -152,7 +152,8 @@ def test_fail_if_worse_says_its_verdict_either_way(tmp_path, margin):
         f"--fail-if-worse {margin} passed: " in said
         and f"b/results.jsonl is not worse than {REPO / BOTH[0]}/results.jsonl by more than {margin} "
         in said
-        and "(B - A reward -0.188 [-0.451, +0.076])" in said
+        and "beyond the 95% interval, by paired bootstrap over 12 items" in said
+        and "(B - A reward -0.188 [-0.479, +0.042])" in said
     ), said
 
 
@@ -183,7 +184,7 @@ def test_hostile_sources_are_compared_and_their_text_shown_not_obeyed(tmp_path):
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout
     assert "m␛]0;PWNED␇␛[2J" in result.stdout
-    said = "B - A reward +0.500, paired over 1 item: no interval, 1 item in common"
+    said = "B - A reward +0.500: no interval, 1 item in common (paired bootstrap over 1 item)"
     assert said in result.stdout, result.stdout
 
 
@@ -201,9 +202,10 @@ async def test_the_screen_shows_the_answer_first_then_how_the_sources_differ(siz
         await pilot.pause()
         lines = screen_lines(app)
         screen = "\n".join(lines)
-        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.451, +0.076], paired over 12 items")
+        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.479, +0.042]: no clear change")
         assert answer == 1, screen
-        assert at_rows(lines, "--fail-if-worse 0.02: B passed"), screen
+        assert at_rows(lines, "McNemar exact p = 0.25: 3 items pass -> fail, 0 fail -> pass") == [2]
+        assert at_rows(lines, "--fail-if-worse 0.02: B passed (paired bootstrap)"), screen
         assert at_rows(lines, "how they differ: model, t"), screen
         beside = r"temperature +A +1 .*\n.*│ +B +0\.3 "  # a table of its own, a line a source
         above = r"│ temperature +1 +0\.3 "  # narrow: in the figures' table, above them

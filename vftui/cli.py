@@ -348,7 +348,8 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="D",
         help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
-        "of the change (a gate for CI); its verdict on stderr, passed or failed",
+        "of the change: the items' paired bootstrap, or Welch's t where none pair (a gate for CI); "
+        "its verdict, and the test, on stderr, passed or failed",
     )
     p.add_argument(
         "--pass-threshold",

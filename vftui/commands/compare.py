@@ -3,7 +3,8 @@ environment, side by side.
 
 Each later source is set against the first (A). Printed as a table, or as one JSON object
 (``--json``); with ``--fail-if-worse D`` it exits 3 when a later source's reward is below A's
-by more than D beyond the 95% interval of the change, for CI.
+by more than D beyond the 95% interval of the change (the paired bootstrap where items pair, else
+Welch's t), for CI.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from vftui.figures.comparison import (
     summarize,
     worse_beyond,
 )
+from vftui.figures.paired import RESAMPLES, SEED, Flips
 from vftui.run_files.results import Source, load
 from vftui.text import compared, wording
 from vftui.text.json_lines import finite_json
@@ -65,7 +67,8 @@ def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summar
         summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
         for s in sources
     ]
-    return summaries, [compare(sources[0], s) for s in sources[1:]]
+    # a change's pass/fail at A's threshold: one threshold for both sides of it
+    return summaries, [compare(sources[0], s, summaries[0].threshold) for s in sources[1:]]
 
 
 def run_compare(
@@ -152,7 +155,11 @@ def as_dict(
                 "against": str(summaries[0].source.path),
                 "source": str(s.source.path),
                 "paired": c.paired,
+                "test": c.test,
+                "bootstrap": {"resamples": RESAMPLES, "seed": SEED} if c.paired else None,
                 "reward": c.reward.as_dict(),
+                "pass_at_k": {n: e.as_dict() for n, e in c.passes.items()},
+                "mcnemar": _mcnemar_dict(c.flips),
                 "functions": {n: e.as_dict() for n, e in c.functions.items()},
                 "items": [
                     {"key": i.key, "before": i.before, "after": i.after, "change": i.change}
@@ -163,6 +170,21 @@ def as_dict(
         ],
         "fail_if_worse": margin,
         "worse": [str(p) for p in worse],
+    }
+
+
+def _mcnemar_dict(flips: Flips | None) -> dict[str, Any] | None:
+    """McNemar's exact test of pass/fail and the items that flipped each way; None where nothing pairs."""
+    if flips is None:
+        return None
+    return {
+        "test": "exact",
+        "pass_threshold": flips.threshold,
+        "both_pass": flips.both,
+        "both_fail": flips.neither,
+        "pass_to_fail": flips.lost,
+        "fail_to_pass": flips.gained,
+        "p": flips.p_value,
     }
 
 
@@ -221,6 +243,12 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
     ]
     for letter, change in zip(letters[1:], changes, strict=True):
         lines.append("  " + compared.change_line(letter, change))
+        lines.append(f"    {compared.pass_changes(change)}")
+        if change.flips is not None:
+            flips = change.flips
+            lines.append(f"    {compared.mcnemar(flips)} ({compared.unflipped(flips)})")
+            lines.append(f"    pass -> fail: {compared.flipped(flips.lost)}")
+            lines.append(f"    fail -> pass: {compared.flipped(flips.gained)}")
         if functions := compared.function_changes(change):
             lines.append(f"    by function: {functions}")
         lines += _moved(change)

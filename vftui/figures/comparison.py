@@ -2,7 +2,9 @@
 first, paired by item where both have it (the per-item change, its mean and interval).
 
 Pairing matters: items differ far more in difficulty than two checkpoints differ in skill, so the
-paired interval of a change is much narrower than the two sources' own intervals suggest.
+paired interval of a change is much narrower than the two sources' own intervals suggest. Paired, every
+change's interval is the items' bootstrap and pass/fail gets McNemar's test (``paired``); with no item
+in common, Welch's t interval of the two sources' item values.
 """
 
 from __future__ import annotations
@@ -10,10 +12,21 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from vftui.figures.eval_stats import Estimate, ItemResult, difference, estimate, pass_at
-from vftui.run_files.results import Source
+from vftui.defaults import PASS_THRESHOLD
+from vftui.figures.eval_stats import (
+    Estimate,
+    ItemResult,
+    difference,
+    estimate,
+    k_values,
+    pass_at,
+    pass_at_k,
+)
+from vftui.figures.paired import Flips, bootstrap, flips, in_order
+from vftui.run_files.results import Item, Source
 
 BINS = 10
+PAIRED, UNPAIRED = "paired bootstrap", "Welch's t"  # how a change's intervals are made
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,12 @@ class Change:
     reward: Estimate
     functions: dict[str, Estimate]
     items: list[ItemChange]  # the common items, worst change first
+    passes: dict[str, Estimate]  # pass@k's change, for each k every compared item has rollouts for
+    flips: Flips | None  # paired: the items that passed, failed and flipped at the threshold
+
+    @property
+    def test(self) -> str:
+        return PAIRED if self.paired else UNPAIRED
 
 
 def summarize(source: Source, threshold: float) -> Summary:
@@ -82,9 +101,9 @@ def summarize(source: Source, threshold: float) -> Summary:
     )
 
 
-def compare(first: Source, later: Source) -> Change:
+def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> Change:
     """``later`` against ``first``: paired by item when they share items, else as independent samples."""
-    common = [key for key in first.items if key in later.items]
+    common = sorted((key for key in first.items if key in later.items), key=in_order)
     changes = sorted(
         (ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
         key=lambda c: (c.change, c.key),
@@ -93,24 +112,49 @@ def compare(first: Source, later: Source) -> Change:
         {n for item in first.items.values() for n in item.functions}
         & {n for item in later.items.values() for n in item.functions}
     )
-    if common:
-        reward = estimate([c.change for c in changes])
-        functions = {
-            name: estimate(
-                [
-                    _mean(later.items[k].functions[name]) - _mean(first.items[k].functions[name])
-                    for k in common
-                    if first.items[k].functions.get(name) and later.items[k].functions.get(name)
-                ]
-            )
-            for name in names
-        }
-    else:
-        reward = difference(
-            [i.mean for i in first.items.values()], [i.mean for i in later.items.values()]
+    if not common:
+        ks = k_values(min(len(i.rewards) for s in (first, later) for i in s.items.values()))
+        return Change(
+            0,
+            difference(_item_means(first), _item_means(later)),
+            {name: difference(_means(first, name), _means(later, name)) for name in names},
+            [],
+            {
+                f"pass@{k}": difference(
+                    _pass_at(first, k, threshold), _pass_at(later, k, threshold)
+                )
+                for k in ks
+            },
+            None,
         )
-        functions = {name: difference(_means(first, name), _means(later, name)) for name in names}
-    return Change(len(common), reward, functions, changes)
+    pairs = [(first.items[k], later.items[k]) for k in common]
+    ks = k_values(min(len(item.rewards) for pair in pairs for item in pair))
+    functions = {
+        name: bootstrap(
+            [
+                _mean(b.functions[name]) - _mean(a.functions[name])
+                for a, b in pairs
+                if a.functions.get(name) and b.functions.get(name)
+            ]
+        )
+        for name in names
+    }
+    passes = {
+        f"pass@{k}": bootstrap(
+            [_item_pass_at(b, k, threshold) - _item_pass_at(a, k, threshold) for a, b in pairs]
+        )
+        for k in ks
+    }
+    return Change(
+        len(common),
+        bootstrap([b.mean - a.mean for a, b in pairs]),
+        functions,
+        changes,
+        passes,
+        flips(
+            {k: (a.rewards, b.rewards) for k, (a, b) in zip(common, pairs, strict=True)}, threshold
+        ),
+    )
 
 
 def histograms(summaries: list[Summary]) -> tuple[float, float, list[list[int]]]:
@@ -162,6 +206,18 @@ def _share(flags: list[bool]) -> float:
 
 def _mean(values: list[float] | None) -> float:
     return statistics.fmean(values) if values else 0.0
+
+
+def _item_means(source: Source) -> list[float]:
+    return [item.mean for item in source.items.values()]
+
+
+def _item_pass_at(item: Item, k: int, threshold: float) -> float:
+    return pass_at_k(len(item.rewards), sum(r >= threshold for r in item.rewards), k)
+
+
+def _pass_at(source: Source, k: int, threshold: float) -> list[float]:
+    return [_item_pass_at(item, k, threshold) for item in source.items.values()]
 
 
 def _means(source: Source, name: str) -> list[float]:

@@ -121,12 +121,11 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Estimate:
     mean = statistics.fmean(b) - statistics.fmean(a)
     if va + vb == 0:
         return Estimate(mean, mean, mean, min(len(a), len(b)))
-    share_a, share_b = (
-        va / (va + vb),
-        vb / (va + vb),
-    )  # Welch-Satterthwaite's df, free of the squares' scale
-    df = 1 / (share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1))
-    half = t_quantile(0.5 + CONFIDENCE / 2, max(1, math.floor(df))) * math.sqrt(va + vb)
+    share_a, share_b = va / (va + vb), vb / (va + vb)  # Welch-Satterthwaite's df, free of scale
+    df = 1 / (
+        share_a**2 / (len(a) - 1) + share_b**2 / (len(b) - 1)
+    )  # fractional, as the textbook's
+    half = t_quantile(0.5 + CONFIDENCE / 2, df) * math.sqrt(va + vb)
     return Estimate(mean, mean - half, mean + half, min(len(a), len(b)))
 
 
@@ -227,7 +226,7 @@ class EvalTally:
         )
 
 
-def t_quantile(p: float, df: int) -> float:
+def t_quantile(p: float, df: float) -> float:
     """The p-quantile of Student's t with ``df`` degrees of freedom (bisection on its CDF)."""
     if not 0.0 < p < 1.0 or df < 1:
         raise ValueError("t_quantile needs 0 < p < 1 and df >= 1")
@@ -242,7 +241,7 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
-def t_cdf(t: float, df: int) -> float:
+def t_cdf(t: float, df: float) -> float:
     """Student's t CDF through the regularized incomplete beta function."""
     x = df / (df + t * t)
     tail = 0.5 * _incomplete_beta(df / 2, 0.5, x)

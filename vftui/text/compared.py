@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from vftui.figures.comparison import Change, Summary, worse_beyond
 from vftui.figures.eval_stats import Estimate
+from vftui.figures.paired import Flips
 from vftui.run_files.results import Setup
 from vftui.text import wording
 
 UNKNOWN = "unknown"  # a fact a source's files do not record
 LONGEST = 48  # a recorded value longer than this is cut, with an ellipsis
 BARS = " ▁▂▃▄▅▆▇█"
+FLIPS_SHOWN = 20  # keys of the items that flipped each way in a line (--json lists them all)
 
 
 def letters(count: int) -> list[str]:
@@ -48,10 +50,45 @@ def meaning(change: Change) -> str:
     return "no clear change"
 
 
+def test_used(change: Change) -> str:
+    """How the change's intervals were made: ``paired bootstrap over 12 items``, or
+    ``Welch's t, no item in common``."""
+    if change.paired:
+        return f"{change.test} over {wording.counted(change.paired, 'item')}"
+    return f"{change.test}, no item in common"
+
+
 def change_line(letter: str, change: Change) -> str:
-    """The answer: ``B - A reward -0.188 [-0.451, +0.076], paired over 12 items: no clear change``."""
-    how = f"paired over {wording.counted(change.paired, 'item')}" if change.paired else "unpaired"
-    return f"{letter} - A reward {signed(change.reward)}, {how}: {meaning(change)}"
+    """The answer, what it means before how it was made (a narrow screen cuts the end):
+    ``B - A reward -0.188 [-0.479, +0.042]: no clear change (paired bootstrap over 12 items)``."""
+    return f"{letter} - A reward {signed(change.reward)}: {meaning(change)} ({test_used(change)})"
+
+
+def pass_changes(change: Change) -> str:
+    """pass@k's change for each k, as the reward's: ``pass@1 -0.188 [...], pass@4 -0.083 [...]``."""
+    return ", ".join(f"{name} {signed(e)}" for name, e in change.passes.items())
+
+
+def mcnemar(flips: Flips) -> str:
+    """McNemar's test of pass/fail: ``McNemar exact p = 0.25: 3 items pass -> fail, 0 fail -> pass``."""
+    return (
+        f"McNemar exact p = {flips.p_value:.3g}: {wording.counted(len(flips.lost), 'item')} pass -> "
+        f"fail, {len(flips.gained)} fail -> pass"
+    )
+
+
+def unflipped(flips: Flips) -> str:
+    """The rest of the paired items, and what passing is: ``9 pass in both, 0 fail in both; ...``."""
+    return (
+        f"{flips.both} pass in both, {flips.neither} fail in both; an item passes when half its "
+        f"rollouts reach reward >= {flips.threshold:g}"
+    )
+
+
+def flipped(keys: list[str]) -> str:
+    """The keys of the items that flipped one way, the first ``FLIPS_SHOWN`` of them."""
+    more = len(keys) - FLIPS_SHOWN
+    return ", ".join(keys[:FLIPS_SHOWN]) + (f" and {more} more" if more > 0 else "") or "none"
 
 
 def function_changes(change: Change) -> str:
@@ -68,14 +105,16 @@ def verdict(later: str, first: str, change: Change, margin: float) -> str:
     worse = worse_beyond(change, margin)
     return (
         f"--fail-if-worse {margin:g} {passed(change, margin)}: {later} is {'' if worse else 'not '}"
-        f"worse than {first} by more than {margin:g} beyond the 95% interval"
+        f"worse than {first} by more than {margin:g} beyond the 95% interval, by "
+        f"{test_used(change)}"
     )
 
 
 def verdicts(letters: list[str], changes: list[Change], margin: float) -> str:
     """Every later source's verdict in one line: ``--fail-if-worse 0.02: B passed, C failed (...)``."""
     each = ", ".join(
-        f"{letter} {passed(c, margin)}" for letter, c in zip(letters, changes, strict=True)
+        f"{letter} {passed(c, margin)} ({c.test})"
+        for letter, c in zip(letters, changes, strict=True)
     )
     return (
         f"--fail-if-worse {margin:g}: {each} (fails: worse than A by more than {margin:g} beyond the "

@@ -1,7 +1,8 @@
 """``vftui compare`` in a terminal: the answer first (each later source's change against A with its interval,
-and the ``--fail-if-worse`` verdict), then the sources' figures and how they were made side by side, the
-items by how much they changed (worst first), and the selected item's rollouts in A and B, opened at the
-two that differ most.
+McNemar's test where items pair and pass@k's change, the ``--fail-if-worse`` verdict, a line each), then
+the sources' figures and how they were made side by side, the items by how much they changed (worst
+first, each marked where it flipped between pass and fail), and the selected item's rollouts in A and
+B, opened at the two that differ most.
 
 Everything here is computed once from the files (``comparison``); the app only shows it.
 """
@@ -116,11 +117,14 @@ class CompareApp(App[None]):
         return text
 
     def answer(self) -> Text:
-        """Each later source's change against A and its meaning, then (with --fail-if-worse) the verdicts."""
+        """Each later source's change against A and its meaning, its pass@k and McNemar's test of pass/fail,
+        then (with --fail-if-worse) the verdicts."""
         text = Text()
         for letter, change in zip(self.letters[1:], self.changes, strict=True):
             style = "red" if compared.meaning(change).startswith("worse") else "bold"
             text.append(compared.change_line(letter, change) + "\n", style=style)
+            tested = [compared.mcnemar(change.flips)] if change.flips else []
+            text.append("  " + " · ".join([*tested, compared.pass_changes(change)]) + "\n")
         if self.margin is not None:
             failed = any(worse_beyond(c, self.margin) for c in self.changes)
             said = compared.verdicts(self.letters[1:], self.changes, self.margin)
@@ -148,14 +152,25 @@ class CompareApp(App[None]):
             f"items by change, B - A, worst first ({change.paired} in both: {drops} dropped, "
             f"{gains} gained)"
         )
-        items.add_columns("item", "A", "B", "change")
+        items.add_columns("item", "A", "B", "change", "pass/fail")
+        lost, gained = (
+            (set(change.flips.lost), set(change.flips.gained)) if change.flips else (set(), set())
+        )
         for c in change.items:
             style = "red" if c.change < 0 else "green" if c.change > 0 else ""
+            flip = (
+                Text("pass -> fail", style="red")
+                if c.key in lost
+                else Text("fail -> pass", style="green")
+                if c.key in gained
+                else ""
+            )
             items.add_row(
                 shown(c.key),
                 number(c.before),
                 number(c.after),
                 Text(number(c.change, "+"), style=style),
+                flip,
                 key=c.key,
             )
         items.focus()

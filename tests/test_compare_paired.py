@@ -1,0 +1,311 @@
+"""``vftui compare``'s tests of a change (issue 33.3): McNemar's exact test of pass/fail, the paired bootstrap
+of the mean reward and pass@k changes, the items that flipped, Welch's t where nothing pairs, and the gate
+that names the test it used. The pure pieces against brute force and known values; the whole through the
+real CLI on real evals of the built-in environment at two temperatures."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import run_cli
+from tests.test_number_properties import brute_t_quantile
+from vftui.figures.comparison import PAIRED, UNPAIRED, compare, summarize
+from vftui.figures.eval_stats import difference
+from vftui.figures.paired import bootstrap, in_order, mcnemar_exact
+from vftui.run_files.results import Item, Source
+
+SOME = settings(max_examples=200, deadline=None)
+
+
+def binomial_two_sided(lost: int, gained: int) -> Fraction:
+    """The exact binomial test's two-sided p by enumeration: the chance, at 1/2 a flip each way, of every
+    split no likelier than the one seen (as statisticians' binomial tests sum it)."""
+    flipped = lost + gained
+    chance = [Fraction(math.comb(flipped, x), 2**flipped) for x in range(flipped + 1)]
+    return min(Fraction(1), sum(p for p in chance if p <= chance[lost]))
+
+
+@pytest.mark.unit
+@SOME
+@given(st.integers(0, 60), st.integers(0, 60))
+def test_mcnemars_exact_p_is_the_binomial_sum_by_enumeration(lost, gained):
+    assert mcnemar_exact(lost, gained) == float(binomial_two_sided(lost, gained))
+    assert mcnemar_exact(lost, gained) == mcnemar_exact(gained, lost)
+
+
+@pytest.mark.unit
+def test_mcnemars_exact_p_at_known_values():
+    assert mcnemar_exact(0, 0) == 1.0  # nothing flipped: no evidence either way
+    assert mcnemar_exact(0, 5) == 2 / 32  # all five one way: 2 * (1/2)^5
+    assert mcnemar_exact(1, 9) == 2 * 11 / 1024
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(3, 0) == 0.25
+    assert 0 < mcnemar_exact(900, 1100) < 1e-4 and mcnemar_exact(0, 4000) == 0.0  # no overflow
+
+
+values = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=40)
+
+
+@pytest.mark.unit
+@SOME
+@given(values, st.integers(0, 2**32))
+def test_the_bootstrap_interval_holds_the_observed_change_and_is_the_same_for_the_same_seed(
+    changes, seed
+):
+    e = bootstrap(changes, seed)
+    assert e.low is not None and e.high is not None
+    assert e.low <= e.mean <= e.high, e
+    assert min(changes) - 1e-6 <= e.low and e.high <= max(changes) + 1e-6  # means of the values
+    assert e.mean == pytest.approx(statistics.fmean(changes), rel=1e-9, abs=1e-6)
+    assert bootstrap(changes, seed) == e, "seeded: the same inputs, the same interval"
+    negated = bootstrap([-c for c in changes], seed)
+    assert (negated.mean, negated.low, negated.high) == (-e.mean, -e.high, -e.low)
+
+
+@pytest.mark.unit
+def test_the_bootstrap_gives_no_interval_under_two_items_and_a_point_when_items_agree():
+    assert bootstrap([0.5]).low is None and bootstrap([]).count == 0
+    same = bootstrap([0.1] * 7)
+    assert same.low == same.mean == same.high
+
+
+@pytest.mark.unit
+@settings(max_examples=40, deadline=None)  # the brute-force t quantile integrates its density
+@given(values, values)
+def test_welchs_interval_is_the_textbooks(a, b):
+    e = difference(a, b)
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return
+    fa, fb = Fraction(va), Fraction(vb)  # the squares in exact arithmetic: 1e-146 squared is no 0
+    df = float((fa + fb) ** 2 / (fa**2 / (len(a) - 1) + fb**2 / (len(b) - 1)))
+    half = brute_t_quantile(0.975, df) * math.sqrt(va + vb)
+    mean = statistics.fmean(b) - statistics.fmean(a)
+    assert e.mean == pytest.approx(mean)
+    assert e.low == pytest.approx(mean - half, rel=1e-6, abs=1e-9)
+    assert e.high == pytest.approx(mean + half, rel=1e-6, abs=1e-9)
+
+
+REWARDS = st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), min_size=1, max_size=4)
+ITEMS = st.dictionaries(st.integers(0, 30).map(str), REWARDS, min_size=1, max_size=16)
+
+
+def source(name: str, items: dict[str, list[float]]) -> Source:
+    return Source(
+        Path(name),
+        "vf-eval",
+        "x",
+        {k: Item(k, list(r), {}, [False] * len(r), [1] * len(r)) for k, r in items.items()},
+    )
+
+
+def passes(rewards: list[float], threshold: float) -> bool:
+    """The item's pass at ``threshold`` as the README says it: at least half its rollouts reach it."""
+    return statistics.fmean(r >= threshold for r in rewards) >= 0.5
+
+
+@pytest.mark.unit
+@SOME
+@given(ITEMS, ITEMS, st.sampled_from([0.25, 0.5, 1.0]))
+def test_swapping_a_and_b_flips_every_sign_and_swaps_the_flips(a, b, threshold):
+    forth = compare(source("a", a), source("b", b), threshold)
+    back = compare(source("b", b), source("a", a), threshold)
+    assert forth.test == back.test == (PAIRED if a.keys() & b.keys() else UNPAIRED)
+    for there, here in [
+        (forth.reward, back.reward),
+        *zip(forth.passes.values(), back.passes.values(), strict=True),
+    ]:
+        assert here.mean == pytest.approx(-there.mean)
+        assert (here.low, here.high) == (
+            (None, None) if there.low is None else (-there.high, -there.low)
+        )
+    if forth.flips is None:
+        assert back.flips is None and not a.keys() & b.keys()
+        return
+    assert (back.flips.lost, back.flips.gained) == (forth.flips.gained, forth.flips.lost)
+    assert (back.flips.both, back.flips.neither) == (forth.flips.both, forth.flips.neither)
+    assert back.flips.p_value == forth.flips.p_value
+
+
+@pytest.mark.unit
+@SOME
+@given(ITEMS, ITEMS, st.sampled_from([0.25, 0.5, 1.0]))
+def test_the_flips_are_the_items_that_passed_on_one_side_only(a, b, threshold):
+    change = compare(source("a", a), source("b", b), threshold)
+    common = sorted(a.keys() & b.keys(), key=int)
+    if not common:
+        return
+    flips = change.flips
+    assert flips.lost == [k for k in common if passes(a[k], threshold) > passes(b[k], threshold)]
+    assert flips.gained == [k for k in common if passes(a[k], threshold) < passes(b[k], threshold)]
+    assert flips.both == sum(passes(a[k], threshold) and passes(b[k], threshold) for k in common)
+    assert flips.both + flips.neither + len(flips.lost) + len(flips.gained) == change.paired
+    assert flips.p_value == mcnemar_exact(len(flips.lost), len(flips.gained))
+
+
+@pytest.mark.unit
+@SOME
+@given(st.lists(st.tuples(REWARDS, REWARDS), min_size=1, max_size=12))
+def test_the_bootstrap_resamples_items_with_their_rollouts_and_pass_at_1_is_the_sides_difference(
+    pairs,
+):
+    """An item's rollouts copied twice over change no item's figures: an interval over items is the same
+    (one over rollouts would narrow); on the same items pass@1's change is B's pass@1 less A's."""
+    a = {str(n): first for n, (first, _) in enumerate(pairs)}
+    b = {str(n): later for n, (_, later) in enumerate(pairs)}
+    change = compare(source("a", a), source("b", b), 0.5)
+    doubled = compare(
+        source("a", {k: r * 2 for k, r in a.items()}),
+        source("b", {k: r * 2 for k, r in b.items()}),
+        0.5,
+    )
+    assert (doubled.reward.low, doubled.reward.high) == (change.reward.low, change.reward.high)
+    for twice, once in ((doubled.passes["pass@1"], change.passes["pass@1"]),):
+        assert [twice.mean, twice.low, twice.high] == pytest.approx(
+            [once.mean, once.low, once.high]
+        )
+    summaries = [summarize(source(n, s), 0.5) for n, s in (("a", a), ("b", b))]
+    assert change.passes["pass@1"].mean == pytest.approx(
+        summaries[1].pass1.mean - summaries[0].pass1.mean
+    )
+
+
+@pytest.mark.unit
+@SOME
+@given(st.lists(st.text(max_size=5) | st.integers(0, 10**30).map(str), max_size=12))
+def test_items_are_in_one_total_order_numbers_as_numbers(keys):
+    ordered = sorted(set(keys), key=in_order)
+    numbers = [k for k in ordered if k.isascii() and k.isdigit()]
+    assert [int(k) for k in numbers] == sorted(int(k) for k in numbers)
+    assert sorted(reversed(ordered), key=in_order) == ordered
+
+
+# -- through the CLI, on real evals of the built-in environment ---------------------------------------
+
+e2e = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory) -> dict[str, Path]:
+    """Shard 0 of 24 examples at temperature 0 (always right) and at 2 (often wrong): the same 12 items;
+    and shard 1 at 2: none of them."""
+    folder = tmp_path_factory.mktemp("evals")
+    made = {}
+    for name, temperature, shard in (
+        ("cold", "0", "0/2"),
+        ("hot", "2", "0/2"),
+        ("other", "2", "1/2"),
+    ):
+        out = folder / f"{name}.jsonl"
+        result = run_cli(
+            [
+                "run",
+                "--mode",
+                "eval",
+                "--no-ui",
+                "--num-examples",
+                "24",
+                "--shard",
+                shard,
+                "--rollouts-per-example",
+                "4",
+                "--temperature",
+                temperature,
+                "--out",
+                str(out),
+            ],
+            folder,
+        )
+        assert result.returncode == 0, result.stderr
+        made[name] = out
+    return made
+
+
+def compared(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    result = run_cli(["compare", "--pass-threshold", "1.2", *args], tmp_path)  # fully right
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stdout, result.stderr
+
+
+@e2e
+def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_every_time(
+    evals, tmp_path
+):
+    cold, hot = str(evals["cold"]), str(evals["hot"])
+    rc, out, _ = compared(tmp_path, "--no-ui", cold, hot)
+    assert rc == 0
+    assert compared(tmp_path, "--no-ui", cold, hot)[1] == out, "seeded: the same lines again"
+    rc, raw, _ = compared(tmp_path, "--json", cold, hot)
+    (change,) = json.loads(raw)["changes"]
+    test = change["mcnemar"]
+    assert change["test"] == "paired bootstrap" and change["paired"] == 12
+    assert change["bootstrap"] == {"resamples": 10_000, "seed": 0}
+    assert change["reward"]["mean"] < 0, "greedy answers are always right: hot is worse"
+    assert set(change["pass_at_k"]) == {"pass@1", "pass@2", "pass@4"}
+    lost, gained = test["pass_to_fail"], test["fail_to_pass"]
+    assert test["both_pass"] + test["both_fail"] + len(lost) + len(gained) == 12
+    assert gained == [] and test["both_fail"] == 0, "greedy passes every item at temperature 0"
+    assert lost, "temperature 2 gets most of some items' rollouts wrong"
+    assert test["p"] == mcnemar_exact(len(lost), len(gained))
+    lines = out.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("  B - A reward "))
+    reward = change["reward"]
+    assert lines[at] == (
+        f"  B - A reward {reward['mean']:+.3f} [{reward['ci_low']:+.3f}, {reward['ci_high']:+.3f}]: "
+        f"{'worse beyond its interval' if reward['ci_high'] < 0 else 'no clear change'} "
+        "(paired bootstrap over 12 items)"
+    )
+    assert lines[at + 1].startswith("    pass@1 ") and ", pass@4 " in lines[at + 1]
+    assert lines[at + 2] == (
+        f"    McNemar exact p = {test['p']:.3g}: {len(lost)} item{'' if len(lost) == 1 else 's'} "
+        f"pass -> fail, 0 fail -> pass ({test['both_pass']} pass in both, 0 fail in both; an item "
+        "passes when half its rollouts reach reward >= 1.2)"
+    )
+    assert lines[at + 3] == f"    pass -> fail: {', '.join(lost)}"
+    assert [int(key) for key in lost] == sorted(int(key) for key in lost), "by example id"
+    assert lines[at + 4] == "    fail -> pass: none"
+
+
+@e2e
+def test_swapped_evals_negate_the_interval_and_swap_the_flips(evals, tmp_path):
+    forth, back = (
+        json.loads(compared(tmp_path, "--json", *map(str, pair))[1])["changes"][0]
+        for pair in ((evals["cold"], evals["hot"]), (evals["hot"], evals["cold"]))
+    )
+    assert (back["reward"]["ci_low"], back["reward"]["ci_high"]) == (
+        -forth["reward"]["ci_high"],
+        -forth["reward"]["ci_low"],
+    )
+    assert back["mcnemar"]["pass_to_fail"] == forth["mcnemar"]["fail_to_pass"]
+    assert back["mcnemar"]["fail_to_pass"] == forth["mcnemar"]["pass_to_fail"]
+
+
+@e2e
+@pytest.mark.parametrize(
+    "pair, test",
+    [(("cold", "hot"), "paired bootstrap over 12 items"), (("cold", "other"), "Welch's t")],
+)
+def test_the_gate_says_which_test_judged_and_exits_by_its_interval(evals, tmp_path, pair, test):
+    paths = [str(evals[name]) for name in pair]
+    rc, raw, stderr = compared(tmp_path, "--json", "--fail-if-worse", "0", *paths)
+    (change,) = json.loads(raw)["changes"]
+    worse = change["reward"]["ci_high"] < 0
+    assert rc == (3 if worse else 0), stderr
+    (said,) = [line for line in stderr.splitlines() if "--fail-if-worse" in line]
+    verdict = "failed" if worse else "passed"
+    assert (
+        f"--fail-if-worse 0 {verdict}: " in said and f"beyond the 95% interval, by {test}" in said
+    )
+    if pair[1] == "other":
+        assert change["paired"] == 0 and change["mcnemar"] is None and change["bootstrap"] is None
+        assert said.count("Welch's t, no item in common") == 1, said
+        rc, out, _ = compared(tmp_path, "--no-ui", *paths)
+        assert "(Welch's t, no item in common)" in out and "McNemar" not in out
