@@ -378,3 +378,15 @@ RATE_LIMITED_TRAFFIC = RequestStats(
     failed_total=0,
 )
 """A busy endpoint's figures as the status line shows them (rate-limited to 16 of 32)."""
+
+
+@contextlib.contextmanager
+def tmux_session(command: str, width: int = 100, height: int = 30) -> Iterator[str]:
+    """A detached tmux session of ``width`` x ``height`` running ``command``: its name. It is killed on the way
+    out, whatever happened (a test that kills it itself on purpose leaves nothing to kill)."""
+    session = f"vftui-{os.urandom(4).hex()}"
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
+    try:
+        yield session
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)

@@ -9,7 +9,6 @@ import socket
 import stat
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tests.conftest import (
     start_cli,
     tmux,
     tmux_cli_command,
+    tmux_session,
     until,
     wait_for_lines,
     wait_for_screen,
@@ -186,47 +186,36 @@ def test_attach_in_a_terminal_pause_resume_detach_and_the_run_finishes_on_its_ow
         seed=0, latency_s=0.2
     ).start()  # ~10 groups/s: still running when attached
     proc = start_cli(headless(sim, out, steps), tmp_path)
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     try:
         wait_for_lines(out, 2, proc)
-        tmux(
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            "120",
-            "-y",
-            "40",
-            f"{tmux_cli_command(tmp_path, 'attach')}; echo EXIT=$?; sleep 60",
-        )  # no RUN: the newest running one
-        wait_for_screen(session, "running")
-        tmux("send-keys", "-t", session, "space")
-        wait_for_screen(session, "paused")
-        held = lines_in(out)
-        ticks: list[Health] = []
-        watcher = AttachedRun(
-            RunFiles(out).socket, lambda e: ticks.append(e) if isinstance(e, Health) else None
-        ).start()
-        try:  # two ticks of the run's own clock while paused, time for several groups at this speed: none may come
-            wait_until(
-                lambda: len(ticks) >= 3, "the paused run's health ticks"
-            )  # the replay's, then two new ones
-        finally:
-            watcher.close()
-        assert lines_in(out) == held < steps
-        tmux(
-            "send-keys", "-t", session, "space"
-        )  # the screen's log already says "running": the jsonl tells
-        wait_until(lambda: lines_in(out) > held, "the resumed run collecting again")
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "leave it running")
-        tmux("send-keys", "-t", session, "l")
-        screen = wait_for_screen(session, "EXIT=")
-        assert "EXIT=0" in screen and "the run goes on" in screen
-        _, stderr = proc.communicate(timeout=120)
+        attach = f"{tmux_cli_command(tmp_path, 'attach')}; echo EXIT=$?; sleep 60"
+        with tmux_session(attach, 120, 40) as session:  # no RUN: the newest running one
+            wait_for_screen(session, "running")
+            tmux("send-keys", "-t", session, "space")
+            wait_for_screen(session, "paused")
+            held = lines_in(out)
+            ticks: list[Health] = []
+            watcher = AttachedRun(
+                RunFiles(out).socket, lambda e: ticks.append(e) if isinstance(e, Health) else None
+            ).start()
+            try:  # two ticks of the run's own clock while paused, time for several groups at this speed: none may come
+                wait_until(
+                    lambda: len(ticks) >= 3, "the paused run's health ticks"
+                )  # the replay's, then two new ones
+            finally:
+                watcher.close()
+            assert lines_in(out) == held < steps
+            tmux(
+                "send-keys", "-t", session, "space"
+            )  # the screen's log already says "running": the jsonl tells
+            wait_until(lambda: lines_in(out) > held, "the resumed run collecting again")
+            tmux("send-keys", "-t", session, "q")
+            wait_for_screen(session, "leave it running")
+            tmux("send-keys", "-t", session, "l")
+            screen = wait_for_screen(session, "EXIT=")
+            assert "EXIT=0" in screen and "the run goes on" in screen
+            _, stderr = proc.communicate(timeout=120)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         if proc.poll() is None:
             proc.kill()
         sim.stop()
@@ -376,19 +365,8 @@ def test_runs_lists_a_stopped_eval_as_stopped_out_of_its_examples(tmp_path, slow
 @needs_tmux
 def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path):
     out = tmp_path / "groups.jsonl"
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        f"{tmux_cli_command(tmp_path, f'run --steps 3 --out {shlex.quote(str(out))}')}; echo EXIT=$?; sleep 60",
-    )
-    try:
+    run = tmux_cli_command(tmp_path, f"run --steps 3 --out {shlex.quote(str(out))}")
+    with tmux_session(f"{run}; echo EXIT=$?; sleep 60") as session:
         screen = wait_for_screen(session, "starting")
         assert "running" not in screen and not RunFiles(out).socket.exists(), (
             "on screen before the run is prepared"
@@ -398,29 +376,14 @@ def test_the_first_frame_shows_the_preparation_before_the_run_is_ready(tmp_path)
         tmux("send-keys", "-t", session, "q")
         screen = wait_for_screen(session, "EXIT=")
         assert "EXIT=0" in screen
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert len(read_jsonl(out)) == 3
 
 
 @needs_tmux
 def test_a_refused_setting_closes_the_dashboard_with_its_sentence(tmp_path):
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        f"{tmux_cli_command(tmp_path, 'run --base-url http://127.0.0.1:9/v1')}; echo EXIT=$?; sleep 60",
-    )
-    try:
+    run = tmux_cli_command(tmp_path, "run --base-url http://127.0.0.1:9/v1")
+    with tmux_session(f"{run}; echo EXIT=$?; sleep 60") as session:
         screen = wait_for_screen(session, "EXIT=")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert "EXIT=2" in screen and "vftui: error:" in screen and "Traceback" not in screen, screen
 
 

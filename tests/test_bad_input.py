@@ -399,8 +399,9 @@ def test_a_config_file_or_theme_that_is_a_fifo_is_refused_not_waited_on(tmp_path
         capsys,
         f"cannot read the config file {fifo}: it is a FIFO, not a regular file",
     )
-    with pytest.raises(UserError, match="it is a FIFO, not a regular file"):
+    with pytest.raises(UserError) as refused:
         load_theme(fifo)
+    assert str(refused.value) == f"cannot read theme file {fifo}: it is a FIFO, not a regular file"
 
 
 def test_config_file_whose_run_is_not_a_table(tmp_path, capsys):

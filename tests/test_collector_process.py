@@ -7,12 +7,11 @@ import os
 import shlex
 import signal
 import subprocess
-import uuid
 
 import pytest
 from textual.widgets._toast import Toast
 
-from tests.conftest import read_jsonl, tmux_cli_command, until, wait_until
+from tests.conftest import read_jsonl, tmux_cli_command, tmux_session, until, wait_until
 from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.errors import UserError
@@ -66,34 +65,31 @@ async def test_a_killed_collector_shows_as_failed_and_the_app_stays_open(slow_si
 @pytest.mark.needs("tmux")
 def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.05).start()
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
     command = tmux_cli_command(
         tmp_path,
         f"run --steps 100000 --group-size 4 --base-url {sim.base_url} "
         f"--out {shlex.quote(str(out))}",
     )
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True
-    )
     try:
-        wait_until(
-            lambda: out.exists() and len(read_jsonl(out)) >= 3, "the run did not start collecting"
-        )
-        pane = subprocess.run(
-            ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dashboard = int(pane)
-        collector = _collector_of(dashboard)
-        os.kill(dashboard, signal.SIGKILL)
-        wait_until(
-            lambda: not _alive(collector), "the collector kept running without its dashboard"
-        )
+        with tmux_session(command) as session:
+            wait_until(
+                lambda: out.exists() and len(read_jsonl(out)) >= 3,
+                "the run did not start collecting",
+            )
+            pane = subprocess.run(
+                ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            dashboard = int(pane)
+            collector = _collector_of(dashboard)
+            os.kill(dashboard, signal.SIGKILL)
+            wait_until(
+                lambda: not _alive(collector), "the collector kept running without its dashboard"
+            )
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
         sim.stop()
     groups = read_jsonl(out)
     checkpoint = json.loads(out.with_suffix(".checkpoint.json").read_text())

@@ -10,7 +10,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from tests.conftest import (
     run_cli,
     tmux,
     tmux_cli_command,
+    tmux_session,
     unavailable,
     wait_for_screen,
     wait_until,
@@ -176,7 +176,6 @@ def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     try:
         wait_until(lambda: out.with_suffix(".sock").exists(), "the run listens", timeout=90)
         command = (
@@ -186,15 +185,14 @@ def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
             )
             + "; echo EXIT=$?; sleep 30"
         )
-        tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
-        wait_for_screen(session, "running")
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "leave it running")
-        tmux("send-keys", "-t", session, "l")
-        wait_for_screen(session, "EXIT=0")
-        assert run.poll() is None, "the run goes on after its remote dashboard left"
+        with tmux_session(command, 120, 40) as session:
+            wait_for_screen(session, "running")
+            tmux("send-keys", "-t", session, "q")
+            wait_for_screen(session, "leave it running")
+            tmux("send-keys", "-t", session, "l")
+            wait_for_screen(session, "EXIT=0")
+            assert run.poll() is None, "the run goes on after its remote dashboard left"
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         run.terminate()
         run.wait(60)
         sim.stop()

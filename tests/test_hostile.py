@@ -15,7 +15,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from tests.conftest import (
     start_cli,
     tmux,
     tmux_cli_command,
+    tmux_session,
     wait_for_lines,
     wait_for_screen,
     wait_until,
@@ -115,16 +115,12 @@ def test_headless_lines_carry_no_escape_and_the_file_stays_exact(tmp_path, hosti
 @contextlib.contextmanager
 def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
     """A tmux session running ``command`` that accepts clipboard writes, with its output bytes recorded."""
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
-    raw = tmp_path / f"{session}.bytes"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", "sleep 600")
-    try:
+    with tmux_session("sleep 600") as session:
+        raw = tmp_path / f"{session}.bytes"
         tmux("set-option", "-t", session, "set-clipboard", "on")
         tmux("pipe-pane", "-t", session, f"cat >> {shlex.quote(str(raw))}")
         tmux("respawn-pane", "-k", "-t", session, command)
         yield session, raw
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
 
 
 @pytest.mark.needs("tmux")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import shlex
 import signal
-import subprocess
-import uuid
 
 import pytest
 
@@ -16,6 +14,7 @@ from tests.conftest import (
     start_cli,
     tmux,
     tmux_cli_command,
+    tmux_session,
     wait_for_lines,
     wait_for_screen,
 )
@@ -68,7 +67,6 @@ def test_ctrl_c_headless_says_the_resume_command_and_it_carries_on(tmp_path):
 def test_quitting_an_eval_in_the_dashboard_prints_its_figures_its_files_and_how_to_resume(
     tmp_path,
 ):
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "eval.jsonl"
     command = (
         f"cd {shlex.quote(str(tmp_path))} && "
@@ -80,15 +78,12 @@ def test_quitting_an_eval_in_the_dashboard_prints_its_figures_its_files_and_how_
         )
         + "; echo EXIT=$?; sleep 60"
     )
-    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "40", command)
-    try:
+    with tmux_session(command, 160, 40) as session:
         wait_for_screen(session, "pass@2")
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         screen = wait_for_screen(session, "EXIT=").replace("\n", "")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     assert "EXIT=130" in screen
     assert "items x 2 rollouts" in screen and "pass@1" in screen and "pass@2" in screen, screen
     assert f"eval files: {out.with_suffix('.eval')}/ {EVAL_FILES}" in screen, screen

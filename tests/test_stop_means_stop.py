@@ -11,7 +11,6 @@ import shlex
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from tests.conftest import (
     start_cli,
     tmux,
     tmux_cli_command,
+    tmux_session,
     wait_for_screen,
     wait_until,
 )
@@ -223,24 +223,13 @@ def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str
     its exit code is on the screen when it ends, and the session goes at the end."""
     marker = tmp_path / "blocking"
     cli = tmux_cli_command(tmp_path, shlex.join(args))
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "110",
-        "-y",
-        "32",
+    command = (
         f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
-        f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120",
+        f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120"
     )
-    try:
+    with tmux_session(command, 110, 32) as session:
         wait_until(marker.exists, "no reward began to block", timeout=120)
         yield session
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
 
 
 @pytest.mark.needs("tmux")
@@ -384,21 +373,13 @@ def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_f
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
     env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     cli = tmux_cli_command(tmp_path, "run --env slow-loading --steps 2")
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "110",
-        "-y",
-        "32",
-        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} && {cli}; echo EXIT=$?; sleep 120",
+    command = (
+        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
+        f"&& {cli}; echo EXIT=$?; sleep 120"
     )
     runs = tmp_path / "xdg-data" / "vftui" / "runs"
-    try:
+    with tmux_session(command, 110, 32) as session:
         wait_for_screen(session, "loading the environment slow-loading")
         time.sleep(1)
         asked = time.monotonic()
@@ -419,8 +400,6 @@ def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_f
             os.kill(dashboard, signal.SIGTERM)
         screen = wait_for_screen(session, "EXIT=", timeout=60)
         took = time.monotonic() - asked
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     assert took < MEASURED_BOUND_S, f"it took {took:.1f} s"
     assert "EXIT=130" in screen and "vftui: interrupted" in screen and "Traceback" not in screen, (
         screen

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import shutil
-import subprocess
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from tests.conftest import (
     read_jsonl,
     tmux,
     tmux_cli_command,
+    tmux_session,
     wait_for_screen,
     wait_until,
 )
@@ -27,7 +28,6 @@ pytestmark = pytest.mark.needs("tmux")
 
 def test_dashboard_pause_temperature_dump_quit(tmp_path):
     sim = BackgroundSimServer(seed=0, latency_s=0.25).start()
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "groups.jsonl"
     command = (
         f"cd {shlex.quote(str(tmp_path))} && "
@@ -38,30 +38,29 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
         )
         + "; echo EXIT=$?; sleep 60"
     )
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
     try:
-        screen = wait_for_screen(session, "running")
-        assert "SIMULATION" in screen and "rewards" in screen and "identical scores" in screen
-        wait_for_screen(
-            session, "sorted_correct"
-        )  # groups have come: the reward functions' figures
-        tmux("send-keys", "-t", session, "space")
-        screen = wait_for_screen(session, "paused")
-        tmux("send-keys", "-t", session, "+")
-        screen = wait_for_screen(session, "T=1.10")
-        tmux("send-keys", "-t", session, "d")
-        screen = wait_for_screen(session, "dumped the groups in memory")
-        tmux("send-keys", "-t", session, "q")
-        wait_for_screen(session, "Stop it and quit?")
-        tmux("send-keys", "-t", session, "y")
-        screen = wait_for_screen(session, "EXIT=")
-        assert (
-            "EXIT=130" in screen
-            and "run stopped" in screen
-            and str(out) in screen.replace("\n", "")
-        )
+        with tmux_session(command) as session:
+            screen = wait_for_screen(session, "running")
+            assert "SIMULATION" in screen and "rewards" in screen and "identical scores" in screen
+            wait_for_screen(
+                session, "sorted_correct"
+            )  # groups have come: the reward functions' figures
+            tmux("send-keys", "-t", session, "space")
+            screen = wait_for_screen(session, "paused")
+            tmux("send-keys", "-t", session, "+")
+            screen = wait_for_screen(session, "T=1.10")
+            tmux("send-keys", "-t", session, "d")
+            screen = wait_for_screen(session, "dumped the groups in memory")
+            tmux("send-keys", "-t", session, "q")
+            wait_for_screen(session, "Stop it and quit?")
+            tmux("send-keys", "-t", session, "y")
+            screen = wait_for_screen(session, "EXIT=")
+            assert (
+                "EXIT=130" in screen
+                and "run stopped" in screen
+                and str(out) in screen.replace("\n", "")
+            )
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         sim.stop()
     groups = read_jsonl(out)
     assert 0 < len(groups) < 40
@@ -69,23 +68,22 @@ def test_dashboard_pause_temperature_dump_quit(tmp_path):
     assert len(dumps) == 1 and read_jsonl(dumps[0]) == groups[: len(read_jsonl(dumps[0]))]
 
 
-def view_with_a_pager(tmp_path: Path, width: int) -> tuple[str, Path]:
+@contextlib.contextmanager
+def view_with_a_pager(tmp_path: Path, width: int) -> Iterator[tuple[str, Path]]:
     """``vftui view`` of the test data in a tmux session ``width`` columns wide, its $PAGER writing
     what it is given to a file: the session and that file."""
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     paged = tmp_path / "paged.txt"
     pager = shlex.quote(f"sh -c 'cat > {paged}'")
     viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
     command = (
         f"export PAGER={pager} && " + tmux_cli_command(tmp_path, f"view {viewed}") + "; sleep 60"
     )
-    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", "30", command)
-    return session, paged
+    with tmux_session(command, width) as session:
+        yield session, paged
 
 
 def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
-    session, paged = view_with_a_pager(tmp_path, width=100)
-    try:
+    with view_with_a_pager(tmp_path, width=100) as (session, paged):
         wait_for_screen(session, "finished")
         wait_for_screen(session, "assistant")  # the preview is drawn: the key has a rollout to page
         tmux("send-keys", "-t", session, "v")
@@ -99,20 +97,15 @@ def test_v_opens_the_previewed_rollout_in_the_pager_and_comes_back(tmp_path):
                 f"{e}; the screen was:\n{tmux('capture-pane', '-p', '-t', session)}"
             ) from None
         wait_for_screen(session, "finished")  # the dashboard again
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def test_v_as_the_view_opens_pages_words_with_a_header_wrapped_at_the_terminal(tmp_path):
     """``v`` the moment the preview shows (the tokenizer still loading): the pager gets the rollout's words, not
     token ids, under its header, with spans marked, each line within the 90 columns and no word cut."""
-    session, paged = view_with_a_pager(tmp_path, width=90)
-    try:
+    with view_with_a_pager(tmp_path, width=90) as (session, paged):
         wait_for_screen(session, "rollout 1/4")
         tmux("send-keys", "-t", session, "v")
         wait_until(lambda: paged.exists() and "assistant" in paged.read_text(), "the pager ran")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     lines = paged.read_text().splitlines()
     assert lines[0].startswith("group ") and " · rollout 1/4 · reward " in lines[0], lines[:2]
     assert not re.search(r"<\d+>", paged.read_text()), "words, not token ids"
@@ -127,24 +120,12 @@ def test_v_as_the_view_opens_pages_words_with_a_header_wrapped_at_the_terminal(t
 def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
     """Ctrl-C in ``less`` goes to the terminal's whole foreground group, the dashboard included: a pager that
     sends it so (``kill -INT 0``) must leave the dashboard and its run as they were."""
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     paged, out = tmp_path / "paged.txt", tmp_path / "groups.jsonl"
     pager = shlex.quote(f"sh -c 'cat > {paged}; kill -INT 0'")
     run = tmux_cli_command(
         tmp_path, f"run --steps 1000 --sim-latency 0.2 --out {shlex.quote(str(out))}"
     )
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        f"export PAGER={pager} && {run}; echo EXIT=$?; sleep 60",
-    )
-    try:
+    with tmux_session(f"export PAGER={pager} && {run}; echo EXIT=$?; sleep 60") as session:
         wait_until(
             lambda: out.exists() and out.read_bytes().count(b"\n") >= 2,
             "the run collected",
@@ -163,8 +144,6 @@ def test_ctrl_c_in_the_pager_is_the_pagers_and_the_run_goes_on(tmp_path):
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         assert "EXIT=130" in wait_for_screen(session, "EXIT=")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 @pytest.mark.parametrize(
@@ -174,23 +153,11 @@ def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
     """A live run as a person sees it: the header keeps its counters and the run's path, the footer its keys,
     and the help scrolls to its last key."""
     width, height = size
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     out = tmp_path / "a-run-folder-with-a-long-name-that-a-header-must-shorten" / "groups.jsonl"
     command = tmux_cli_command(
         tmp_path, f"run --steps 1000 --sim-latency 0.5 --out {shlex.quote(str(out))}"
     )
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        str(width),
-        "-y",
-        str(height),
-        command + "; sleep 60",
-    )
-    try:
+    with tmux_session(command + "; sleep 60", width, height) as session:
         wait_for_screen(session, "running ")
         lines = wait_until(
             lambda: (
@@ -224,8 +191,6 @@ def test_header_footer_and_help_fit_at_every_size(tmp_path, size):
         wait_for_screen(session, "Stop it and quit?")
         tmux("send-keys", "-t", session, "y")
         wait_for_screen(session, "run stopped")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path):
@@ -237,10 +202,8 @@ def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path
         for i in range(2)
     ]
     shutil.copy(REPO / "tests" / "data" / "groups.jsonl", runs[0])
-    session = f"vftui-{uuid.uuid4().hex[:8]}"
     command = tmux_cli_command(tmp_path, "runs") + "; echo EXIT=$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "20", command)
-    try:
+    with tmux_session(command, height=20) as session:
         wait_for_screen(session, "2 runs")
         tmux("send-keys", "-t", session, "Down", "v")
         wait_for_screen(session, "rollout 1/4")  # the viewer, on run-0 (the older, second row)
@@ -252,5 +215,3 @@ def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path
         assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
         tmux("send-keys", "-t", session, "q")
         assert "EXIT=0" in wait_for_screen(session, "EXIT=")
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

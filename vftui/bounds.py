@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from vftui import safe_files
+from vftui.errors import UserError
 
 # Upper bounds on numbers far beyond any real run, so a typo or a damaged file is one sentence, not an
 # OverflowError or a MemoryError deep inside: settings' sizes (LARGE) and counts (HUGE: groups, items, seconds).
@@ -108,21 +109,25 @@ def read_json(path: Path) -> Any:
     return load_json(data)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML file (a config file, a theme) of at most ``MAX_RECORD_BYTES``: ``OSError`` when it cannot be read
-    or is not a regular file, else a ``ValueError`` whose text says what is wrong ("is not UTF-8 text ...")."""
-    with safe_files.open_to_read(path) as f:
-        data = f.read(MAX_RECORD_BYTES + 1)
+def read_toml(path: Path, role: str) -> dict[str, Any]:
+    """A TOML file of at most ``MAX_RECORD_BYTES``; else a ``UserError`` naming it by its ``role`` ("the config
+    file", "theme file"): it cannot be read (or is not a regular file), is too big, not UTF-8, not TOML, too deep."""
+    try:
+        with safe_files.open_to_read(path) as f:
+            data = f.read(MAX_RECORD_BYTES + 1)
+    except OSError as e:
+        raise UserError(f"cannot read {role} {path}: {e.strerror}") from e
     if len(data) > MAX_RECORD_BYTES:
-        raise ValueError(f"is over {MAX_RECORD_BYTES // 1024**2:,} MB")
+        raise UserError(f"{role} {path} is over {MAX_RECORD_BYTES // 1024**2:,} MB")
     try:
         return check_nesting(tomllib.loads(data.decode()))
     except UnicodeDecodeError as e:
-        raise ValueError(f"is not UTF-8 text (byte {e.start})") from None
+        problem = f"is not UTF-8 text (byte {e.start})"
     except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"does not parse as TOML: {e}") from None
+        problem = f"does not parse as TOML: {e}"
     except (RecursionError, ValueError):  # tomllib recurses
-        raise ValueError(f"nests deeper than {MAX_NESTING} levels") from None
+        problem = f"nests deeper than {MAX_NESTING} levels"
+    raise UserError(f"{role} {path} {problem}")
 
 
 def check_nesting(value: Any) -> Any:

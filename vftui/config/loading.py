@@ -33,12 +33,7 @@ SERVER_SETTINGS = (
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
-    try:
-        data = read_toml(path)
-    except OSError as e:
-        raise UserError(f"cannot read the config file {path}: {e.strerror}") from e
-    except ValueError as e:
-        raise UserError(f"the config file {path} {e}") from e
+    data = read_toml(path, "the config file")
     section = data.get("run", data)
     if not isinstance(section, dict):
         raise UserError(

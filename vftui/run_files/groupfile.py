@@ -48,8 +48,7 @@ from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
 from vftui.figures.series import Series
 from vftui.group_format import META
-from vftui.run_files import records as run_records
-from vftui.run_files import store
+from vftui.run_files import records, store
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import RunRecord, Settings
@@ -548,8 +547,8 @@ class GroupFile(Sequence[Row]):
         """The settings saved beside the file (the first shard's), if any; damaged ones are named, and the groups
         shown without them."""
         try:
-            return run_records.run_record(RunFiles(self._files[0]))
-        except run_records.Damaged as e:
+            return records.run_record(RunFiles(self._files[0]))
+        except records.Damaged as e:
             emit(
                 LogRecord(
                     "WARNING", "view", f"{e}: the groups are shown without the run's settings"

@@ -12,8 +12,7 @@ import re
 from pathlib import Path
 
 from vftui import paths
-from vftui.run_files import records as run_records
-from vftui.run_files import store
+from vftui.run_files import records, store
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import IndexEntry
 
@@ -63,8 +62,8 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
     found: dict[Path, None] = {}
     for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
         try:
-            record = run_records.read(entry, IndexEntry)
-        except run_records.Damaged as e:
+            record = records.read(entry, IndexEntry)
+        except records.Damaged as e:
             if skipped is not None:
                 skipped.append(
                     f"the run index entry {e}; it was skipped (remove it to stop this note)"

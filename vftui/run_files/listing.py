@@ -22,8 +22,7 @@ from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
 from vftui.live.server import RunInfo
-from vftui.run_files import lock
-from vftui.run_files import records as run_records
+from vftui.run_files import lock, records
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import known_runs, run_id
 from vftui.run_files.records import Checkpoint, RunRecord, Settings
@@ -134,9 +133,9 @@ def describe(out: Path) -> RunLine:
     """How the run writing (or that wrote) ``out`` is doing; ``DAMAGED`` when its files do not say."""
     files = RunFiles(out)
     try:
-        run = run_records.run_record(files) or RunRecord(config=Settings())
-        saved = run_records.read(files.checkpoint, Checkpoint) or Checkpoint()
-    except run_records.Damaged as e:
+        run = records.run_record(files) or RunRecord(config=Settings())
+        saved = records.read(files.checkpoint, Checkpoint) or Checkpoint()
+    except records.Damaged as e:
         return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=str(e))
     config, created = run.config, run.created
     about = {"env": config.env, "mode": config.mode, "model": run.model}

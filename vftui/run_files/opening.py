@@ -15,8 +15,7 @@ from vftui import paths, safe_files
 from vftui.bounds import LARGE
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
-from vftui.run_files import records as run_records
-from vftui.run_files import store
+from vftui.run_files import records, store
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import group_event
@@ -140,8 +139,8 @@ def handed_out(saved: Checkpoint, done: set[int], checkpoint: str, out: str) -> 
 def read_checkpoint(path: Path) -> Checkpoint:
     """A resumed run's checkpoint (none: nothing recorded); one that does not read is a one-sentence refusal."""
     try:
-        return run_records.read(path, Checkpoint) or Checkpoint()
-    except run_records.Damaged as e:
+        return records.read(path, Checkpoint) or Checkpoint()
+    except records.Damaged as e:
         raise UserError(
             f"--resume: the checkpoint {path} is damaged ({e.reason}); remove it to resume from the "
             "groups in the file alone (groups dropped before would be collected again)"

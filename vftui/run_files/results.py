@@ -21,8 +21,7 @@ from vftui import bounds, paths
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import META
-from vftui.run_files import records as run_records
-from vftui.run_files import shard_folder, store, v1_traces
+from vftui.run_files import records, shard_folder, store, v1_traces
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
@@ -472,8 +471,8 @@ def _completion_chars(messages: list[dict[str, Any]]) -> int:
 def _record(path: Path) -> RunRecord | None:
     """What a run saved beside its jsonl, if it did."""
     try:
-        return run_records.run_record(RunFiles(path))
-    except run_records.Damaged as e:
+        return records.run_record(RunFiles(path))
+    except records.Damaged as e:
         raise UserError(str(e)) from e
 
 
@@ -547,6 +546,6 @@ def _versions(info: Any) -> str | None:
 def _metadata(folder: Path) -> EvalMetadata:
     """vf-eval's metadata in ``folder``, if it is there."""
     try:
-        return run_records.read(folder / METADATA, EvalMetadata) or EvalMetadata()
-    except run_records.Damaged as e:
+        return records.read(folder / METADATA, EvalMetadata) or EvalMetadata()
+    except records.Damaged as e:
         raise UserError(str(e)) from e

@@ -18,8 +18,7 @@ from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.group_format import META
-from vftui.run_files import records as run_records
-from vftui.run_files import store
+from vftui.run_files import records, store
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import Settings
 from vftui.run_files.shards import Shard
@@ -117,8 +116,8 @@ def gaps(counts: dict[Shard, int], count: int, top_item: int) -> list[str]:
 
 def _settings(described: RunFiles) -> Settings:
     try:
-        record = run_records.run_record(described)
-    except run_records.Damaged as e:
+        record = records.run_record(described)
+    except records.Damaged as e:
         raise UserError(str(e)) from e
     return record.config if record is not None else Settings()
 

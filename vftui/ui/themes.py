@@ -40,12 +40,7 @@ def shipped_dirs() -> list[Path]:
 
 
 def load_theme(path: Path) -> Theme:
-    try:
-        data = read_toml(path)
-    except OSError as e:
-        raise UserError(f"theme file {path} cannot be read: {e.strerror}") from e
-    except ValueError as e:
-        raise UserError(f"theme file {path} {e}") from e
+    data = read_toml(path, "theme file")
     if not isinstance(data.get("dark", True), bool):
         raise UserError(f"theme file {path} is malformed: dark must be true or false")
     unknown = set(data) - {"name", "dark", *COLOUR_KEYS}
