@@ -214,3 +214,14 @@ def test_a_followed_group_that_never_fills_shows_once_the_stream_is_two_steps_on
     stream_file(run, 2).write_text(stamped(tasks[2][0], 2, 2))
     reader.look(whole_lines=True)
     assert [reader.ready(g) for g in reader.groups.values()] == [True, False, False]
+
+
+def test_view_follow_of_a_run_of_an_unknown_format_is_one_sentence_through_the_cli(tmp_path):
+    tasks = episodes(tmp_path)
+    episode = json.loads(stamped(tasks[0][0], 0, 0))
+    episode["traces"][0]["version"] = 2
+    run = tmp_path / "run"
+    stream_file(run, 0).write_text(json.dumps(episode) + "\n")
+    done = run_cli(["view", "--follow", str(run)], tmp_path)
+    assert done.returncode == 2 and "version 2" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
