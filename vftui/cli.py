@@ -223,8 +223,9 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
         "file",
         type=Path,
         help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
-        "folder (shown one group an example), or a folder of one run's shards (--shard runs beside each "
-        "other, or a folder each), shown as one run",
+        "folder (shown one group an example), a verifiers v1 eval or prime-rl run folder, or a "
+        "folder of one run's shards (--shard runs beside each other, or a folder each), shown as "
+        "one run",
     )
     p.add_argument(
         "--tokenizer",

@@ -2,7 +2,8 @@
 
 A run or eval folder opens its groups; vf-eval's ``results.jsonl`` (or its folder) opens in the
 groups form, one group an example (``results.viewable``); a folder of one run's shards opens as
-that run, its shards read one after another (``shard_folder``).
+that run, its shards read one after another (``shard_folder``); a prime-rl run folder opens its train
+rollouts, a group a rollout group, step by step (``prime_rl``), mirrored as it grows with ``--follow``.
 
 The app opens before the file is read; ``GroupFile.read`` runs as the app's worker and
 fills the table and the panels as it goes (see ``groupfile``); with ``--follow`` it goes on
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from vftui.errors import UserError
+from vftui.run_files import prime_rl
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import viewed
 from vftui.sim import TOKENIZER_DIR
@@ -36,13 +38,15 @@ def viewer(
 ) -> tuple[VftuiApp, GroupFile]:
     """The dashboard on ``path``'s groups, named as what the user opened (vf-eval's results are read
     from a copy in the cache, named as their eval), and its rows."""
-    opened, named = viewed(path)
+    stream = prime_rl.stream_of(path.expanduser()) if follow else None
+    mirror = prime_rl.Live(stream) if stream is not None else None  # a prime-rl run, live
+    opened, named = (mirror.path, mirror.named) if mirror is not None else viewed(path)
     if check_terminal and not (sys.stdout.isatty() and sys.stdin.isatty()):
         raise UserError("vftui view needs a terminal")
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)
     rows = GroupFile(opened, order, named)
-    source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow)
+    source = ViewedFile(Inbox(), rows, str(TOKENIZER_DIR), tokenizer or "", follow, mirror)
     app = VftuiApp(
         source, identical_alert=identical_alert, theme_name=theme_name, extra_themes=ours
     )

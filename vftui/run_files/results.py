@@ -21,7 +21,7 @@ from vftui import bounds, paths
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import META
-from vftui.run_files import records, shard_folder, store, v1_traces
+from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
@@ -91,7 +91,7 @@ class Source:
     """A file's results, by item key, with the environment it names (``""`` when it does not say)."""
 
     path: Path
-    kind: str  # "groups", "shards" (a run's shards), "vf-eval", "atropos samples" or "verifiers v1"
+    kind: str  # "groups", "shards" (a run's shards), "vf-eval", "atropos samples", "verifiers v1", "prime-rl"
     env_id: str
     items: dict[str, Item]
     skipped: int = 0  # lines that are not results (torn, foreign, a reward that is not a number)
@@ -108,6 +108,8 @@ def load(path: Path) -> Source:
     path = path.expanduser()
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
+    if (stream := prime_rl.stream_of(path)) is not None:
+        return _from_v1(prime_rl.read(stream).run, "prime-rl")
     if path.is_dir():
         found = _file_in(path)
         return load(found) if isinstance(found, Path) else _load_shards(found)
@@ -204,6 +206,10 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     """``viewable(path)``, and what the view calls it where that is a copy in the cache: the eval whose
     results it holds (vf-eval's output folder, a run's ``.eval`` folder), never the cache's file."""
     path = path.expanduser()
+    if (stream := prime_rl.stream_of(path)) is not None:
+        return prime_rl.groups_file(
+            stream
+        ), stream.only or stream.run  # titled by its run or step file
     if path.is_dir():
         found = _file_in(path)
         if isinstance(found, ShardedRun):
@@ -422,9 +428,9 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
     return items, skipped
 
 
-def _from_v1(run: v1_traces.V1Eval) -> Source:
-    """verifiers' v1 rollouts by task; a task with a failed rollout is an error of the eval (its other
-    rollouts still count)."""
+def _from_v1(run: v1_traces.V1Eval, kind: str = "verifiers v1") -> Source:
+    """verifiers' v1 rollouts by task (an eval's, or a prime-rl run's); a task with a failed rollout is an
+    error (its other rollouts still count)."""
     items: dict[str, Item] = {}
     for rollout in run.rollouts:
         item = items.setdefault(rollout.key, Item(rollout.key))
@@ -438,7 +444,7 @@ def _from_v1(run: v1_traces.V1Eval) -> Source:
     env_args = {k: v for k, v in taskset.items() if k != "id"} if taskset else None
     return Source(
         run.path,
-        "verifiers v1",
+        kind,
         run.env,
         items,
         run.skipped,

@@ -108,7 +108,7 @@ def read(path: Path) -> V1Eval:
     positions: dict[str, int] = {}
     seen_episode = False
     for row in _lines(path, run):
-        if not (isinstance(row.get("task"), dict) and isinstance(row.get("traces"), list)):
+        if not is_episode(row):
             if seen_episode:
                 run.skipped += 1
                 continue
@@ -117,33 +117,48 @@ def read(path: Path) -> V1Eval:
                 "'task' and 'traces')"
             )
         seen_episode = True
-        run.env = run.env or _text(_dict(row.get("env")).get("id"))
-        task = row["task"]
-        key, item = _task_key(task, positions)
-        traces = [t for t in row["traces"] if isinstance(t, dict)]
-        for trace in traces:
-            version = trace.get("version", 1)
-            if type(version) is not int or version not in TRACE_VERSIONS:
-                raise UserError(
-                    f"{path}: its traces are of version {bounds.refusal(version)}, which this vftui "
-                    f"does not know (it reads version {', '.join(map(str, sorted(TRACE_VERSIONS)))})"
-                )
-            built = _dict(trace.get("verifiers")).get("version")
-            run.versions = run.versions or (
-                f"verifiers {built}" if isinstance(built, str) else None
-            )
-            rollout = _rollout(trace, key, item)
-            if rollout is None or trace.get("ok") is not True:
-                run.failures.append(Failure(key, item, _why(trace)))
-            else:
-                run.rollouts.append(rollout)
-                run.model = run.model or _model(trace)
-        if not traces and row.get("ok") is not True:
-            run.failures.append(Failure(key, item, _why(row)))
+        read_episode(row, run, positions)
     if not seen_episode:
         raise UserError(f"{path}: no verifiers episode in it (an empty file, or no line is one)")
     run.env = run.env or _text(taskset_config(run).get("id"))
     return run
+
+
+def is_episode(row: dict[str, Any]) -> bool:
+    """An ``Episode`` record: the keys every version has."""
+    return isinstance(row.get("task"), dict) and isinstance(row.get("traces"), list)
+
+
+def read_episode(
+    row: dict[str, Any], run: V1Eval, positions: dict[str, int]
+) -> tuple[list[Rollout], list[Failure]]:
+    """One episode's rollouts and failures, added to ``run`` too (its env, model and versions where it is the
+    first to name them); a trace of a version this reader does not know is a sentence."""
+    run.env = run.env or _text(_dict(row.get("env")).get("id"))
+    key, item = _task_key(row["task"], positions)
+    traces = [t for t in row["traces"] if isinstance(t, dict)]
+    rollouts: list[Rollout] = []
+    failures: list[Failure] = []
+    for trace in traces:
+        version = trace.get("version", 1)
+        if type(version) is not int or version not in TRACE_VERSIONS:
+            raise UserError(
+                f"{run.path}: its traces are of version {bounds.refusal(version)}, which this vftui "
+                f"does not know (it reads version {', '.join(map(str, sorted(TRACE_VERSIONS)))})"
+            )
+        built = _dict(trace.get("verifiers")).get("version")
+        run.versions = run.versions or (f"verifiers {built}" if isinstance(built, str) else None)
+        rollout = _rollout(trace, key, item)
+        if rollout is None or trace.get("ok") is not True:
+            failures.append(Failure(key, item, _why(trace)))
+        else:
+            rollouts.append(rollout)
+            run.model = run.model or _model(trace)
+    if not traces and row.get("ok") is not True:
+        failures.append(Failure(key, item, _why(row)))
+    run.rollouts += rollouts
+    run.failures += failures
+    return rollouts, failures
 
 
 def taskset_config(run: V1Eval) -> dict[str, Any]:
@@ -305,38 +320,44 @@ def _text(value: Any) -> str:
 
 def as_groups(run: V1Eval) -> Iterator[dict[str, Any]]:
     """The rollouts as vftui's groups (one a task, in the order its first rollout was written), an eval's:
-    what ``vftui view`` reads. A rollout's tool calls and token usage ride in the group's ``vftui`` object."""
+    what ``vftui view`` reads."""
     by_item: dict[int, list[Rollout]] = {}
     for rollout in run.rollouts:
         by_item.setdefault(rollout.item, []).append(rollout)
     for item, rollouts in by_item.items():
-        names = list(dict.fromkeys(name for r in rollouts for name in r.functions))
-        start = min(r.started_at for r in rollouts)
-        temperatures = {r.temperature for r in rollouts if r.temperature is not None}
-        yield {
-            "scores": [r.reward for r in rollouts],
-            "tokens": [r.tokens for r in rollouts],
-            "masks": [r.masks for r in rollouts],
-            "messages": [r.messages for r in rollouts],
-            "generation_params": {"temperature": min(temperatures)} if temperatures else {},
-            META: {
-                "item": item,
-                "example_id": rollouts[0].key,
-                "env": run.env or "?",
-                "mode": "eval",
-                "model": run.model or "?",
-                "metrics": {
-                    n: [r.functions[n] for r in rollouts if n in r.functions] for n in names
-                },
-                "turns": [r.turns for r in rollouts],
-                "tool_calls": [r.tool_calls for r in rollouts],
-                "input_tokens": [r.input_tokens for r in rollouts],
-                "output_tokens": [r.output_tokens for r in rollouts],
-                "finish_reasons": ["length" if r.truncated else r.stop_condition for r in rollouts],
-                "started_at": start,
-                "elapsed_s": max(r.started_at + r.elapsed_s for r in rollouts) - start,
-            },
-        }
+        yield group_line(rollouts, item, run.env or "?", run.model or "?", "eval")
+
+
+def group_line(
+    rollouts: list[Rollout], item: int, env: str, model: str, mode: str
+) -> dict[str, Any]:
+    """Rollouts of one task as one of vftui's group lines; a rollout's tool calls and token usage ride in
+    its ``vftui`` object."""
+    names = list(dict.fromkeys(name for r in rollouts for name in r.functions))
+    start = min(r.started_at for r in rollouts)
+    temperatures = {r.temperature for r in rollouts if r.temperature is not None}
+    return {
+        "scores": [r.reward for r in rollouts],
+        "tokens": [r.tokens for r in rollouts],
+        "masks": [r.masks for r in rollouts],
+        "messages": [r.messages for r in rollouts],
+        "generation_params": {"temperature": min(temperatures)} if temperatures else {},
+        META: {
+            "item": item,
+            "example_id": rollouts[0].key,
+            "env": env,
+            "mode": mode,
+            "model": model,
+            "metrics": {n: [r.functions[n] for r in rollouts if n in r.functions] for n in names},
+            "turns": [r.turns for r in rollouts],
+            "tool_calls": [r.tool_calls for r in rollouts],
+            "input_tokens": [r.input_tokens for r in rollouts],
+            "output_tokens": [r.output_tokens for r in rollouts],
+            "finish_reasons": ["length" if r.truncated else r.stop_condition for r in rollouts],
+            "started_at": start,
+            "elapsed_s": max(r.started_at + r.elapsed_s for r in rollouts) - start,
+        },
+    }
 
 
 def failed_tasks(run: V1Eval) -> dict[int, str]:

@@ -16,6 +16,7 @@ from vftui.live.client import AttachedRun
 from vftui.live.process import CollectorProcess
 from vftui.run_controls import RunControls
 from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.prime_rl import Live
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import Answer
 
@@ -55,13 +56,21 @@ class ViewedFile(Source):
         sim_tokenizer: str,
         tokenizer: str = "",
         follow: bool = False,
+        mirror: Live | None = None,
     ) -> None:
         super().__init__(inbox)
         self.rows = rows
         self._read: dict[str, Any] = {"sim_tokenizer": sim_tokenizer, "tokenizer": tokenizer}
         self._follow = follow
+        self._mirror = (
+            mirror  # a followed prime-rl run, mirrored into ``rows``' file until the app closes
+        )
 
     def execute(self, closed: threading.Event) -> RunSummary:
+        if self._mirror is not None:
+            threading.Thread(
+                target=self._mirror.follow, args=(closed,), name="prime-rl mirror", daemon=True
+            ).start()
         return self.rows.read(
             self.inbox.put, follow_until=closed if self._follow else None, **self._read
         )
