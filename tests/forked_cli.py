@@ -49,16 +49,22 @@ PRELOAD_WHERE_INSTALLED = (
     "vftui.sim.envs.alphabet_tools_classic",
 )
 # the environment a forked command may differ in from the server's: read by vftui and the libraries when
-# called, not when imported (anything else, PYTHONPATH first, gets a subprocess of its own)
+# called, not when imported (anything else gets a subprocess of its own)
 FORKABLE_ENV = ("VFTUI_", "WANDB_", "OPENAI_", "XDG_")
 
 
 def forkable(env: dict[str, str], base: dict[str, str]) -> bool:
-    """Whether a command with ``env`` can be forked from a server started with ``base``."""
+    """Whether a command with ``env`` can be forked from a server started with ``base``: it may add
+    folders to PYTHONPATH (a test's own environments), put first as Python would, not drop any."""
     changed = {k for k in env.keys() ^ base.keys()} | {
         k for k in env if k in base and env[k] != base[k]
     }
-    return all(k.startswith(FORKABLE_ENV) for k in changed)
+    paths_kept = set(_paths(base.get("PYTHONPATH"))) <= set(_paths(env.get("PYTHONPATH")))
+    return paths_kept and all(k.startswith(FORKABLE_ENV) or k == "PYTHONPATH" for k in changed)
+
+
+def _paths(pythonpath: str | None) -> list[str]:
+    return [p for p in (pythonpath or "").split(os.pathsep) if p]
 
 
 class ForkedProcess:
@@ -202,6 +208,7 @@ def _become(request: dict[str, Any], set_on_import: dict[str, str]) -> None:
     sys.stdout and sys.stderr are the server's own, made as Python makes them at start-up (not a
     terminal, PYTHONUNBUFFERED honoured): only the files under their descriptors change."""
     os.chdir(request["cwd"])
+    server_paths = _paths(os.environ.get("PYTHONPATH"))
     os.environ.clear()
     os.environ.update(request["env"])
     for name, value in set_on_import.items():  # what vftui's imports set, as they would have
@@ -210,7 +217,9 @@ def _become(request: dict[str, Any], set_on_import: dict[str, str]) -> None:
     for fd, passed in zip((1, 2), request["fds"], strict=True):
         os.dup2(passed, fd)
         os.close(passed)
-    sys.path[0] = os.getcwd()  # what -m puts first
+    sys.path[0] = os.getcwd()  # what -m puts first, then PYTHONPATH's folders
+    added = [p for p in _paths(request["env"].get("PYTHONPATH")) if p not in server_paths]
+    sys.path[1:1] = [os.path.abspath(p) for p in added]
     sys.argv = ["vftui", *request["argv"]]
 
 

@@ -61,6 +61,19 @@ def test_a_forked_run_writes_what_a_started_one_writes(tmp_path: Path) -> None:
     assert len(groups[0]) == 2
 
 
+def test_a_forked_command_imports_from_the_folders_its_pythonpath_adds(tmp_path: Path) -> None:
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "added_env.py").write_text(
+        "raise RuntimeError('added_env was imported')\n"
+    )
+    args = ["run", "--no-ui", "--env", "added-env", "--steps", "1"]
+    forked = run_cli(args, tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    started = _subprocess(args, tmp_path, PYTHONPATH=str(tmp_path / "envs"))
+    assert forked.returncode == started.returncode == 2
+    assert "added_env was imported" in forked.stderr
+    assert forked.stderr == started.stderr
+
+
 def test_a_forked_command_runs_in_its_folder_with_modules_there_importable(
     tmp_path: Path,
 ) -> None:
@@ -95,6 +108,9 @@ def test_only_environments_read_when_called_are_forked() -> None:
     base = {"PATH": "/bin", "HF_HUB_OFFLINE": "1"}
     assert forkable({**base, "VFTUI_STEPS": "2", "WANDB_MODE": "offline"}, base)
     assert forkable({"PATH": "/bin", "HF_HUB_OFFLINE": "1", "XDG_DATA_HOME": "/x"}, base)
-    assert not forkable({**base, "PYTHONPATH": "/elsewhere"}, base)
+    assert forkable({**base, "PYTHONPATH": "/envs"}, base)  # a test's own environments, added
+    with_path = {**base, "PYTHONPATH": "/repo"}
+    assert forkable({**with_path, "PYTHONPATH": "/envs:/repo"}, with_path)
+    assert not forkable({**with_path, "PYTHONPATH": "/envs"}, with_path)  # /repo dropped
     assert not forkable({"PATH": "/bin"}, base)  # HF_HUB_OFFLINE is read on import
     assert not forkable({**base, "HF_HUB_OFFLINE": "0"}, base)
