@@ -116,13 +116,14 @@ def cli_env(tmp_path: Path, **extra: str | None) -> dict[str, str]:
     return {k: v for k, v in env.items() if v is not None}
 
 
-def tmux_cli_command(tmp_path: Path, args: str) -> str:
-    """A shell command for a tmux pane: ``vftui <args>`` under ``cli_env`` (tmux does not pass our env on)."""
-    env = cli_env(tmp_path)
+def tmux_cli_command(tmp_path: Path, args: str, **extra: str) -> str:
+    """A shell command for a tmux pane: ``vftui <args>`` under ``cli_env`` and ``extra`` (tmux does not
+    pass our env on; an ``export`` before it would be overridden by the PYTHONPATH given here)."""
+    env = cli_env(tmp_path, **extra)
     exports = " ".join(
         f"{k}={shlex.quote(v)}"
         for k, v in env.items()
-        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH", "PYTHONPATH"))
+        if k.startswith(("XDG_", "HF_", "WANDB_", "PATH", "PYTHONPATH")) or k in extra
     )
     # tmux puts COLUMNS/LINES of a terminal-less client (80x24) in a pane's environment, and Textual takes
     # them over the pane's real size

@@ -222,11 +222,8 @@ def blocked_dashboard(tmp_path: Path, env: str, args: list[str]) -> Iterator[str
     """The dashboard in a tmux session (its name yielded) with the blocking environment, once a reward blocks;
     its exit code is on the screen when it ends, and the session goes at the end."""
     marker = tmp_path / "blocking"
-    cli = tmux_cli_command(tmp_path, shlex.join(args))
-    command = (
-        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
-        f"BLOCK_REWARDS={shlex.quote(str(marker))} && {cli}; echo EXIT=$?; sleep 120"
-    )
+    cli = tmux_cli_command(tmp_path, shlex.join(args), PYTHONPATH=env, BLOCK_REWARDS=str(marker))
+    command = f"cd {shlex.quote(str(tmp_path))} && {cli}; echo EXIT=$?; sleep 120"
     with tmux_session(command, 110, 32) as session:
         wait_until(marker.exists, "no reward began to block", timeout=120)
         yield session
@@ -373,11 +370,8 @@ def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_f
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "slow_loading.py").write_text(SLOW_LOADING_ENV)
     env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
-    cli = tmux_cli_command(tmp_path, "run --env slow-loading --steps 2")
-    command = (
-        f"cd {shlex.quote(str(tmp_path))} && export PYTHONPATH={shlex.quote(env)} "
-        f"&& {cli}; echo EXIT=$?; sleep 120"
-    )
+    cli = tmux_cli_command(tmp_path, "run --env slow-loading --steps 2", PYTHONPATH=env)
+    command = f"cd {shlex.quote(str(tmp_path))} && {cli}; echo EXIT=$?; sleep 120"
     runs = tmp_path / "xdg-data" / "vftui" / "runs"
     with tmux_session(command, 110, 32) as session:
         wait_for_screen(session, "loading the environment slow-loading")
