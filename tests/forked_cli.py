@@ -15,6 +15,7 @@ subprocess says it).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,8 +61,19 @@ def forkable(env: dict[str, str], base: dict[str, str]) -> bool:
     changed = {k for k in env.keys() ^ base.keys()} | {
         k for k in env if k in base and env[k] != base[k]
     }
-    paths_kept = set(_paths(base.get("PYTHONPATH"))) <= set(_paths(env.get("PYTHONPATH")))
-    return paths_kept and all(k.startswith(FORKABLE_ENV) or k == "PYTHONPATH" for k in changed)
+    base_paths, paths = _paths(base.get("PYTHONPATH")), _paths(env.get("PYTHONPATH"))
+    paths_kept = set(base_paths) <= set(paths)
+    # Python imports these at start-up, which a fork does not repeat
+    customized = any(
+        Path(folder, f"{name}.py").exists()
+        for folder in set(paths) - set(base_paths)
+        for name in ("sitecustomize", "usercustomize")
+    )
+    return (
+        paths_kept
+        and not customized
+        and all(k.startswith(FORKABLE_ENV) or k == "PYTHONPATH" for k in changed)
+    )
 
 
 def _paths(pythonpath: str | None) -> list[str]:
@@ -213,6 +226,13 @@ def _become(request: dict[str, Any], set_on_import: dict[str, str]) -> None:
     os.environ.update(request["env"])
     for name, value in set_on_import.items():  # what vftui's imports set, as they would have
         os.environ.setdefault(name, value)
+    # what the imports made to undo at exit (wandb's media folder, a temporary directory with an
+    # atexit cleanup too) is the server's, shared by every command: one's exit must not delete it
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+        made = finalizer.peek()
+        if made is not None and isinstance(made[0], tempfile.TemporaryDirectory):
+            atexit.unregister(made[0].cleanup)
+        finalizer.detach()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     for fd, passed in zip((1, 2), request["fds"], strict=True):
         os.dup2(passed, fd)
@@ -266,7 +286,6 @@ def _exit_code(code: object) -> int:
 
 
 if __name__ == "__main__":
-    import atexit
     import contextlib
     import importlib
     import runpy

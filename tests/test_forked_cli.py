@@ -114,3 +114,11 @@ def test_only_environments_read_when_called_are_forked() -> None:
     assert not forkable({**with_path, "PYTHONPATH": "/envs"}, with_path)  # /repo dropped
     assert not forkable({"PATH": "/bin"}, base)  # HF_HUB_OFFLINE is read on import
     assert not forkable({**base, "HF_HUB_OFFLINE": "0"}, base)
+
+
+@pytest.mark.unit
+def test_a_pythonpath_with_start_up_code_is_not_forked(tmp_path: Path) -> None:
+    """sitecustomize runs when Python starts, which a fork does not."""
+    (tmp_path / "sitecustomize.py").write_text("")
+    assert not forkable({"PYTHONPATH": str(tmp_path)}, {})
+    assert forkable({"PYTHONPATH": str(tmp_path / "elsewhere")}, {})
