@@ -356,3 +356,36 @@ def test_a_runs_groups_are_folded_once_and_its_parts_join_one_bus():
     assert {"Accumulator", "Throughput"} <= _calls("vftui.figures.run_tally")
     joiners = {m for m in MODULES if "subscribe" in _calls(m)}
     assert joiners == {"vftui.collector.run"}
+
+
+def _annotations(module: str, class_name: str) -> dict[str, str]:
+    """The annotated attributes of ``class_name`` in ``module``: its fields and what its methods set."""
+    tree = ast.parse(MODULES[module].read_text())
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    return {
+        ast.unparse(node.target): ast.unparse(node.annotation)
+        for node in ast.walk(cls)
+        if isinstance(node, ast.AnnAssign)
+    }
+
+
+def test_a_prepared_run_has_every_part_built():
+    """``prepare`` returns a ``PreparedRun`` with nothing left to fill in: no attribute that may be None, and
+    no ``assert`` in the collector or the commands about one of its parts (nothing to cover)."""
+    fields = _annotations("vftui.collector.run", "PreparedRun")
+    assert len(fields) >= 10
+    optional = {name: kind for name, kind in fields.items() if "None" in kind or "Optional" in kind}
+    assert optional == {}
+    covering = []
+    for module in MODULES:
+        if not module.startswith(("vftui.collector.", "vftui.commands.")):
+            continue
+        for node in ast.walk(ast.parse(MODULES[module].read_text())):
+            named = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(node.test if isinstance(node, ast.Assert) else ast.Pass())
+                if isinstance(n, ast.Name | ast.Attribute)
+            }
+            if named & set(fields):
+                covering.append(f"{module}:{node.lineno}")
+    assert covering == []
