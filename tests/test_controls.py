@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import read_jsonl, sim_admin, until
 from vftui.collector.controls import Controls
 from vftui.collector.gate import GroupGate
-from vftui.collector.run import Run
+from vftui.collector.run import prepare
 from vftui.config import RunConfig
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import (
@@ -36,8 +36,7 @@ def start(sim, tmp_path, **overrides):
     config = RunConfig(
         base_url=sim.base_url, group_size=4, steps=500, out=tmp_path / "groups.jsonl", **overrides
     )
-    run = Run(config, events.append)
-    run.prepare()
+    run = prepare(config, events.append)
     task = asyncio.ensure_future(run.execute())
     return run, task, events
 
@@ -226,13 +225,12 @@ def test_concurrency_caps_requests_in_flight_across_groups(tmp_path, extra, expe
 
 async def test_a_pause_pressed_while_the_run_starts_holds_and_says_paused(slow_sim, tmp_path):
     events: list = []
-    run = Run(
+    run = prepare(
         RunConfig(
             base_url=slow_sim.base_url, group_size=4, steps=50, out=tmp_path / "groups.jsonl"
         ),
         events.append,
     )
-    run.prepare()
     run.controls.pause()  # as a key pressed while the dashboard said "starting"
     task = asyncio.ensure_future(run.execute())
     await until(lambda: RunState.STARTING in states(events[1:]))

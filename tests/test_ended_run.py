@@ -14,7 +14,7 @@ from tests.test_collector_process import _toasts
 from vftui.collector.child import child_main
 from vftui.collector.controls import Controls
 from vftui.collector.gate import GroupGate
-from vftui.collector.run import Run
+from vftui.collector.run import prepare
 from vftui.config import RunConfig
 from vftui.errors import RunEnded
 from vftui.events import RunState, RunStatus
@@ -75,11 +75,10 @@ def refuses_every_steer(controls: RunControls) -> None:
 
 async def test_the_controls_of_a_finished_run_refuse_to_steer_it(sim, tmp_path):
     events: list = []
-    run = Run(
+    run = prepare(
         RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl"),
         events.append,
     )
-    run.prepare()
     try:
         summary = await run.execute()
         ended = len(events)

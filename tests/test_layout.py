@@ -215,10 +215,63 @@ def test_the_modes_see_the_env_only_through_the_seam():
     assert {m: names for m, names in reaching.items() if names} == {}
 
 
-def test_eval_composes_the_groups_in_flight_rather_than_inheriting_sft():
-    tree = ast.parse(MODULES["vftui.collector.eval.collection"].read_text())
-    bases = [ast.unparse(b) for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
-    assert bases == []
+def _bases(module: str) -> dict[str, list[str]]:
+    tree = ast.parse(MODULES[module].read_text())
+    return {
+        n.name: [ast.unparse(b) for b in n.bases] for n in tree.body if isinstance(n, ast.ClassDef)
+    }
+
+
+def test_eval_shares_the_groups_in_flight_rather_than_inheriting_sft():
+    """sft and eval both are the groups in flight (``sft/in_flight.py``), each with its own items and end."""
+    assert _bases("vftui.collector.eval.collection") == {"EvalCollection": ["InFlight"]}
+    assert _bases("vftui.collector.sft.collection") == {"SftCollection": ["InFlight"]}
+
+
+MODE_MODULES = [f"vftui.collector.{mode}.collection" for mode in ("sft", "eval", "rl")]
+
+
+def _idle_or_handed_on(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body that does nothing (``return None``, ``pass``), or only calls the same method of another object
+    with the function's own arguments (``return self.in_flight.collect(context, driver)``)."""
+    body = [
+        s
+        for s in function.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+    if not body:
+        return True
+    if len(body) != 1:
+        return False
+    (statement,) = body
+    if isinstance(statement, ast.Pass) or (
+        isinstance(statement, ast.Return)
+        and (statement.value is None or ast.unparse(statement.value) == "None")
+    ):
+        return True
+    value = getattr(statement, "value", None)
+    value = value.value if isinstance(value, ast.Await) else value
+    params = {a.arg for a in function.args.args}
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == function.name
+        and isinstance(value.func.value, ast.Attribute)
+        and all(isinstance(a, ast.Name) and a.id in params for a in value.args)
+    )
+
+
+def test_a_mode_says_only_what_it_adds():
+    """``modes.Collection`` holds the defaults (a mode with nothing to observe, start, finish or close leaves
+    them out) and sft and eval share the groups in flight: no mode method that does nothing or only hands its
+    call on to another object's same method."""
+    idle = [
+        f"{module}.{node.name}"
+        for module in MODE_MODULES
+        for node in ast.walk(ast.parse(MODULES[module].read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _idle_or_handed_on(node)
+    ]
+    assert idle == []
 
 
 def test_only_the_run_hands_out_the_users_controls():
@@ -356,3 +409,36 @@ def test_a_runs_groups_are_folded_once_and_its_parts_join_one_bus():
     assert {"Accumulator", "Throughput"} <= _calls("vftui.figures.run_tally")
     joiners = {m for m in MODULES if "subscribe" in _calls(m)}
     assert joiners == {"vftui.collector.run"}
+
+
+def _annotations(module: str, class_name: str) -> dict[str, str]:
+    """The annotated attributes of ``class_name`` in ``module``: its fields and what its methods set."""
+    tree = ast.parse(MODULES[module].read_text())
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    return {
+        ast.unparse(node.target): ast.unparse(node.annotation)
+        for node in ast.walk(cls)
+        if isinstance(node, ast.AnnAssign)
+    }
+
+
+def test_a_prepared_run_has_every_part_built():
+    """``prepare`` returns a ``PreparedRun`` with nothing left to fill in: no attribute that may be None, and
+    no ``assert`` in the collector or the commands about one of its parts (nothing to cover)."""
+    fields = _annotations("vftui.collector.run", "PreparedRun")
+    assert len(fields) >= 10
+    optional = {name: kind for name, kind in fields.items() if "None" in kind or "Optional" in kind}
+    assert optional == {}
+    covering = []
+    for module in MODULES:
+        if not module.startswith(("vftui.collector.", "vftui.commands.")):
+            continue
+        for node in ast.walk(ast.parse(MODULES[module].read_text())):
+            named = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(node.test if isinstance(node, ast.Assert) else ast.Pass())
+                if isinstance(n, ast.Name | ast.Attribute)
+            }
+            if named & set(fields):
+                covering.append(f"{module}:{node.lineno}")
+    assert covering == []

@@ -23,14 +23,10 @@ NOT_FOR_SFT = (
 
 PREPARED = textwrap.dedent("""
     import json, sys
-    from vftui.collector.run import Run
+    from vftui.collector.run import prepare
     from vftui.config import RunConfig
 
-    run = Run(RunConfig(env=sys.argv[1], steps=1, out=sys.argv[2]), lambda event: None)
-    try:
-        run.prepare()
-    finally:
-        run.close()
+    prepare(RunConfig(env=sys.argv[1], steps=1, out=sys.argv[2]), lambda event: None).close()
     print(json.dumps(sorted(name for name in json.loads(sys.argv[3]) if name in sys.modules)))
 """)
 

@@ -27,7 +27,7 @@ from vftui.live.wire import Outbox, picklable, serve_commands
 from vftui.run_controls import RunControls
 
 if TYPE_CHECKING:
-    from vftui.collector.run import Plan, Run
+    from vftui.collector.run import PreparedRun
 
 
 def child_main(config: RunConfig, events: Connection, commands: Connection) -> None:
@@ -54,14 +54,14 @@ class _Child:
         self._outbox = outbox
         self._commands = commands
 
-    def prepared(self, run: Run) -> None:
+    def prepared(self, run: PreparedRun) -> None:
         self._stop.prepared.set()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's signals are the parent's now
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     @contextlib.contextmanager
-    def while_running(self, run: Run, plan: Plan) -> Iterator[None]:
-        self._outbox.put(Prepared(str(plan.files.log), plan.simulated))
+    def while_running(self, run: PreparedRun) -> Iterator[None]:
+        self._outbox.put(Prepared(str(run.plan.files.log), run.plan.simulated))
         server = threading.Thread(
             target=serve_commands, args=(self._commands, run.controls), name="collector-controls"
         )

@@ -20,16 +20,16 @@ from vftui.events import Event, RunState, RunStatus, RunSummary
 from vftui.text.wording import LOADING_LIBRARIES
 
 if TYPE_CHECKING:
-    from vftui.collector.run import Plan, Run
+    from vftui.collector.run import PreparedRun
 
 
 class Host(Protocol):
     """What differs between the processes a run lives in."""
 
-    def prepared(self, run: Run) -> None:
+    def prepared(self, run: PreparedRun) -> None:
         """Right after ``prepare``: from now on a stop stops the run instead of undoing its preparation."""
 
-    def while_running(self, run: Run, plan: Plan) -> AbstractContextManager[None]:
+    def while_running(self, run: PreparedRun) -> AbstractContextManager[None]:
         """Around ``execute``, the libraries' output in the run's log: who answers stops and controls."""
 
     def say(self, line: str) -> None:
@@ -42,15 +42,14 @@ def run_to_end(config: RunConfig, sink: Callable[[Event], None], host: Host) -> 
     sink(RunStatus(RunState.STARTING, 0, config.groups_hint, LOADING_LIBRARIES))
     early = captured.capture(tempfile.TemporaryFile("w+"))  # noqa: SIM115 - until the log file is known
     from vftui.collector import scoring_limit
-    from vftui.collector.run import Run
+    from vftui.collector.run import prepare
 
-    run = Run(config, sink)
+    run = prepare(config, sink)  # a refusal undoes itself
     log_path = summary = None
     try:
-        plan = run.prepare()
         host.prepared(run)
-        log_path = captured.switch_to_log(plan.files, early, sink)
-        with scoring_limit.limit.may_end_process(host.say), host.while_running(run, plan):
+        log_path = captured.switch_to_log(run.plan.files, early, sink)
+        with scoring_limit.limit.may_end_process(host.say), host.while_running(run):
             summary = asyncio.run(run.execute())
     finally:
         run.close()

@@ -5,11 +5,13 @@ atroposlib's objects nor ``VerifiersEnv``: it gets a ``ModeContext`` built once 
 drives the env through the small ``ProcessDriver`` (sft, eval), ``EvalLog`` (eval) or
 ``ServeDriver`` (rl) that ``VerifiersEnv`` implements. ``Rollouts`` is how a mode gets a group's
 rollouts and turns them into trainer tokens, bound to its ``Sampling`` when it is made; the run
-and the env call these and never ask which mode they are in.
+and the env call these and never ask which mode they are in. ``Collection`` is what a mode is:
+the members every mode must answer, and defaults that do nothing where a mode has nothing to add.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 from vftui.collector.envs.base import Environment, Rollout
 from vftui.collector.gate import GroupGate
 from vftui.collector.tokens import ChatTemplateTokenizer, Tokenized
-from vftui.events import Event, Mode
+from vftui.events import Event
 from vftui.run_files.files import RunFiles
 
 
@@ -146,57 +148,59 @@ class Rollouts(Protocol):
         ...
 
 
-class Collection(Protocol):
-    mode: Mode
-    item_range: int | None
+class Collection(ABC):
+    """How a run collects in its mode; what a mode has nothing to add to does nothing here."""
+
+    item_range: int | None = None
     """eval: how many items it collects (the first of its split, or of its shard), each once, set by ``check``: a
     dropped group is that example's error, done, and no item past them is collected; sft, rl: None (another item
     takes a dropped group's place)."""
 
+    @abstractmethod
     def check(self, environment: Environment) -> None:
         """Refuse, with one sentence, what this mode cannot collect; take the items it collects (eval: its split)."""
-        ...
 
+    @abstractmethod
     def groups_total(self, environment: Environment) -> int:
         """The groups the run collects in all (sft, rl: --steps; eval: the examples it evaluates)."""
-        ...
+
+    @abstractmethod
+    def env_settings(self, groups_left: int) -> dict[str, Any]:
+        """The atroposlib env config fields this mode sets, for a run with ``groups_left`` to collect."""
+
+    @abstractmethod
+    def server_settings(self) -> dict[str, Any]:
+        """The atroposlib server config fields this mode sets."""
+
+    @abstractmethod
+    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> Rollouts:
+        """How this mode gets a group's rollouts (rl: through the driver's ManagedServer)."""
+
+    @abstractmethod
+    async def collect(self, context: ModeContext, driver: Driver) -> None:
+        """Collect until the groups are done or a stop; raises the run's failure."""
+
+    @abstractmethod
+    def cancel(self) -> None:
+        """A second stop: cancel the groups in flight."""
 
     def observe(self, event: Event) -> None:
         """Every event of the run as it is emitted, a resumed run's earlier groups first (eval tallies them)."""
-        ...
+        return None
 
     def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
-        """Check the endpoints as this mode uses them and start what it needs beside them, saying each step."""
-        ...
-
-    def env_settings(self, groups_left: int) -> dict[str, Any]:
-        """The atroposlib env config fields this mode sets, for a run with ``groups_left`` to collect."""
-        ...
-
-    def server_settings(self) -> dict[str, Any]:
-        """The atroposlib server config fields this mode sets."""
-        ...
-
-    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> Rollouts:
-        """How this mode gets a group's rollouts (rl: through the driver's ManagedServer)."""
-        ...
+        """Check the endpoints as this mode uses them and start what it needs beside them, saying each step
+        (rl: its servers, the trajectory API, the sim trainer)."""
+        return None
 
     def tokens_written(self, count: int) -> None:
-        """Generated tokens of each group written (sft counts them into its traffic figures)."""
-        ...
-
-    async def collect(self, context: ModeContext, driver: Driver) -> None:
-        """Collect until the groups are done or a stop; raises the run's failure."""
-        ...
+        """Generated tokens of each group written (sft, eval count them into their traffic figures)."""
+        return None
 
     async def finish(self, context: ModeContext, driver: Driver) -> None:
         """After the run's last group is on disk, however it ended (or when a resume found nothing left)."""
-        ...
-
-    def cancel(self) -> None:
-        """A second stop: cancel the groups in flight."""
-        ...
+        return None
 
     def close(self) -> None:
         """Stop what ``start`` started."""
-        ...
+        return None

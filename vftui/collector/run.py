@@ -1,17 +1,18 @@
 """Starting, driving and stopping one collector run, whatever view is watching.
 
-``Run.prepare()`` resolves everything a user can get wrong (paths, endpoint, key,
-tokenizer, environment) before any work, on the main thread (verifiers environments
-install signal handlers). ``Run.execute()`` then collects in the run's mode (its
-``modes.Collection``: sft's many groups in flight, or rl's serve loop) on the current
-asyncio loop and returns the summary. The view is one subscriber of the run's bus
-(``collector.bus``) and steers the run with ``run.controls``.
+``prepare(config, view)`` resolves everything a user can get wrong (paths, endpoint, key,
+tokenizer, environment) before any work, on the main thread (verifiers environments install
+signal handlers), and returns a ``PreparedRun`` with every part built. Its ``execute()`` then
+collects in the run's mode (its ``modes.Collection``: sft's many groups in flight, or rl's
+serve loop) on the current asyncio loop and returns the summary. The view is one subscriber of
+the run's bus (``collector.bus``) and steers the run with ``run.controls``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -115,53 +116,60 @@ class Plan:
         return self.config.simulated or self.model == SIM_MODEL
 
 
-class Run:
+@dataclass
+class Outcome:
+    """What the run learns as it goes and its end reads: the last health figures (for wandb), the
+    first gate that tripped, an eval's last figures (for its gates)."""
+
+    health: Health | None = None
+    tripped: Tripped | None = None
+    eval_report: EvalReport | None = None
+
+    def keep_eval_report(self, event: Event) -> None:
+        if isinstance(event, EvalReport):
+            self.eval_report = event
+
+
+def prepare(config: RunConfig, view: Subscriber) -> PreparedRun:
+    """Everything a user can get wrong, checked before the first group, on the main thread (verifiers
+    environments install signal handlers); a refusal (or a stop meanwhile) leaves no trace."""
+    quiet_libraries()
+    preparation = _Preparation(config, view)
+    # our own warnings while preparing (a resume's repairs) reach every view
+    ours = logging.getLogger("vftui")
+    handler = EventLogHandler(preparation.bus.emit)
+    ours.addHandler(handler)
+    try:
+        return preparation.prepared()
+    except BaseException:
+        preparation.closing.close()
+        raise
+    finally:
+        ours.removeHandler(handler)
+
+
+class _Preparation:
+    """What exists before the run is prepared: its bus with the view on it, its mode, and what to undo."""
+
     def __init__(self, config: RunConfig, view: Subscriber) -> None:
         self.config = config
         self.bus = Bus()
         self.window = store.GroupWindow(config.window)
         self.tally = RunTally()
-        self.plan: Plan | None = None
-        self.gate: GroupGate | None = None
-        self.controls: Controls | None = None
-        self.collection: Collection = collection_for(config, self.bus.emit, _say_rate_limited)
-        self._sim: BackgroundSimServer | None = None
-        self._env: VerifiersEnv | None = None
-        self._context: ModeContext | None = None
-        self._output: Output | None = None
-        self._server = RunServer(config.window, self.tally)
-        self.health: HealthMonitor | None = None
-        self._health: Health | None = None
-        self._tripped: Tripped | None = None
-        self._eval: EvalReport | None = None  # eval mode: its last figures, for its gates
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.bus.subscribe("eval gate", self._keep_eval_report)
+        self.outcome = Outcome()
+        self.collection = collection_for(config, self.bus.emit, _say_rate_limited)
+        self.closing = contextlib.ExitStack()  # what the run started, stopped in reverse
+        self.bus.subscribe("eval gate", self.outcome.keep_eval_report)
         self.bus.subscribe("mode", self.collection.observe)
         self.bus.subscribe("view", view)
 
-    def _keep_eval_report(self, event: Event) -> None:
-        if isinstance(event, EvalReport):
-            self._eval = event
-
-    # -- before any work ----------------------------------------------------------------
-
-    def prepare(self) -> Plan:
-        """Everything a user can get wrong, checked before the first group; a refusal leaves no trace."""
-        quiet_libraries()
-        ours = logging.getLogger(
-            "vftui"
-        )  # our own warnings while preparing (a resume's repairs) reach every view
-        handler = EventLogHandler(self.bus.emit)
-        ours.addHandler(handler)
+    def prepared(self) -> PreparedRun:
+        output = self._open_output()
         try:
-            self._output = self._open_output()
-            try:
-                return self._prepare(self._output)
-            except BaseException:
-                self._forget_output(self._output)
-                raise
-        finally:
-            ours.removeHandler(handler)
+            return self._prepare(output)
+        except BaseException:
+            self._forget_output(output)
+            raise
 
     def _open_output(self) -> Output:
         cfg = self.config
@@ -169,6 +177,7 @@ class Run:
             output = open_new(cfg.out, cfg.env)
         else:
             output = open_resumed(cfg.resume, cfg.window, cfg.own_shard)
+        self.closing.callback(output.lock.release)
         self.bus.subscribe("drops", _recording_drops(DropLog(output.files)))
         if cfg.resume is None:
             return output
@@ -191,7 +200,7 @@ class Run:
                 with contextlib.suppress(OSError):
                     output.files.folder.rmdir()  # ours, made by RunFiles.new, if nothing else is in it
 
-    def _prepare(self, output: Output) -> Plan:
+    def _prepare(self, output: Output) -> PreparedRun:
         cfg = self.config
         if (
             cfg.wandb
@@ -212,16 +221,16 @@ class Run:
         self._check_tools(environment, tokenizer, hub.check_tokenizer(tokenizer))
         self.collection.check(environment)
         endpoint = Endpoint(base_urls, model, self.bus.key, int(cfg.timeout))
+        self.closing.callback(self.collection.close)
         self.collection.start(self._step, endpoint)
         output.ledger.end = end = self.collection.item_range
-        before = (
-            output.groups_before if end is None else output.ledger.done_within(end)
-        )  # eval: examples done
+        # eval: the examples done
+        before = output.groups_before if end is None else output.ledger.done_within(end)
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
-        self.plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
-        self.gate = GroupGate(total, before, self.bus.emit)
-        self.controls = Controls(
-            self.gate,
+        plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
+        gate = GroupGate(total, before, self.bus.emit)
+        controls = Controls(
+            gate,
             cfg.start_temperature,
             self.window,
             output.files,
@@ -229,11 +238,9 @@ class Run:
             stop_grace_s=cfg.score_timeout,
         )
         sampling = Sampling(endpoint, environment, cfg.group_size, cfg.max_tokens)
-        self._context = ModeContext(sampling, output.files, self.gate)
-        self._env = self._build_env(sampling, output)
         # one rollout a group always scores identically: nothing to warn about
         identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
-        self.health = HealthMonitor(
+        health = HealthMonitor(
             cfg.window,
             cfg.max_tokens * (environment.max_turns or 1),
             environment.reward_weights,
@@ -241,11 +248,26 @@ class Run:
             gates=parse_gates(cfg.fail_on),
             stall_timeout=cfg.stall_timeout,
         )
-        self.bus.subscribe("health", self.health.observe)
+        self.bus.subscribe("health", health.observe)
+        env = self._build_env(plan, sampling, output, gate, controls, health)
         if output.groups_before == 0:
-            self._write_run_file()
-        self._listen(output.files)
-        return self.plan
+            self._write_run_file(plan)
+        self._listen(output.files, controls)
+        return PreparedRun(
+            config=cfg,
+            bus=self.bus,
+            plan=plan,
+            window=self.window,
+            tally=self.tally,
+            outcome=self.outcome,
+            collection=self.collection,
+            gate=gate,
+            controls=controls,
+            context=ModeContext(sampling, output.files, gate),
+            env=env,
+            health=health,
+            closing=self.closing.pop_all(),
+        )
 
     def _endpoint(self) -> tuple[tuple[str, ...], str, str]:
         """The endpoints' URLs, the model to ask them for and the tokenizer: the embedded simulation's, or
@@ -254,13 +276,10 @@ class Run:
         cfg = self.config
         if cfg.simulated:
             self._step("starting the simulated endpoint")
-            self._sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
+            sim = BackgroundSimServer(seed=cfg.seed, latency_s=cfg.sim_latency).start()
+            self.closing.callback(sim.stop)
             self.bus.key = "EMPTY"
-            return (
-                (self._sim.base_url,),
-                cfg.model or SIM_MODEL,
-                cfg.tokenizer or str(SIM_TOKENIZER),
-            )
+            return (sim.base_url,), cfg.model or SIM_MODEL, cfg.tokenizer or str(SIM_TOKENIZER)
         if cfg.slurm:
             from vftui.collector.rl import slurm  # atroposlib's server manager: rl's alone
 
@@ -277,15 +296,17 @@ class Run:
         default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
         return base_urls, model, cfg.tokenizer or default
 
-    def _listen(self, files: RunFiles) -> None:
+    def _listen(self, files: RunFiles, controls: Controls) -> None:
         """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""
+        server = RunServer(self.config.window, self.tally)
+        self.closing.callback(server.close)
         try:
-            self._server.listen(files.socket, self.controls, private=files.socket_is_private)
+            server.listen(files.socket, controls, private=files.socket_is_private)
         except OSError as e:
             raise UserError(
                 f"cannot open the run's control socket {files.socket}: {e.strerror or e}"
             ) from e
-        self.bus.subscribe("socket", self._server.publish)
+        self.bus.subscribe("socket", server.publish)
         index.remember(files)
 
     def _step(self, what: str) -> None:
@@ -300,10 +321,17 @@ class Run:
                 "would lose them; use a tokenizer whose template renders tools (--tokenizer)"
             )
 
-    def _build_env(self, sampling: Sampling, output: Output) -> VerifiersEnv:
+    def _build_env(
+        self,
+        plan: Plan,
+        sampling: Sampling,
+        output: Output,
+        gate: GroupGate,
+        controls: Controls,
+        health: HealthMonitor,
+    ) -> VerifiersEnv:
         """atroposlib's env and server configs as the mode needs them, and the env built on them."""
-        plan, cfg = self.plan, self.config
-        assert plan is not None and self.controls is not None
+        cfg, outcome = self.config, self.outcome
         env_config = VfEnvConfig(
             vf_env_name=cfg.env,
             env_args=json.dumps(cfg.env_args),
@@ -328,8 +356,8 @@ class Run:
             for url in endpoint.base_urls
         ]
         hooks = Hooks(
-            gate=self.gate,
-            temperature=lambda: self.controls.temperature,
+            gate=gate,
+            temperature=lambda: controls.temperature,
             emit=self.bus.emit,
             checkpoint_path=plan.files.checkpoint,
             ledger=output.ledger,
@@ -341,11 +369,11 @@ class Run:
             extra_meta={
                 "model": plan.model,
                 "simulated": plan.simulated,
-                "collected_with": resumed.collected_with(self.config),
+                "collected_with": resumed.collected_with(cfg),
                 **({"shard": list(cfg.shard)} if cfg.shard is not None else {}),
             },
             health_metrics=lambda: (
-                self.health.wandb_metrics(self._health) if self._health is not None else {}
+                health.wandb_metrics(outcome.health) if outcome.health is not None else {}
             ),
         )
         env = VerifiersEnv(
@@ -359,9 +387,7 @@ class Run:
             env.wandb_project = cfg.wandb_project
         return env
 
-    def _write_run_file(self) -> None:
-        plan = self.plan
-        assert plan is not None
+    def _write_run_file(self, plan: Plan) -> None:
         store.write_json_atomic(
             plan.files.run_json,
             {
@@ -373,15 +399,32 @@ class Run:
             },
         )
 
-    # -- the run itself ---------------------------------------------------------------
+
+@dataclass(eq=False)
+class PreparedRun:
+    """A run ready to collect: every part built, its socket listening; ``execute`` runs it once, ``close``
+    stops what it started (the socket, the mode's processes, the simulated endpoint, the lock)."""
+
+    config: RunConfig
+    bus: Bus
+    plan: Plan
+    window: store.GroupWindow
+    tally: RunTally
+    outcome: Outcome
+    collection: Collection
+    gate: GroupGate
+    controls: Controls
+    context: ModeContext
+    env: VerifiersEnv
+    health: HealthMonitor
+    closing: contextlib.ExitStack
 
     async def execute(self) -> RunSummary:
         """Collect until done, stopped or failed; always flushes and checkpoints.
 
         Library ``print``s (atroposlib's HTML step) go to stderr, so stdout can carry JSON events.
         """
-        plan, env, gate = self.plan, self._env, self.gate
-        assert plan is not None and env is not None and gate is not None, "call prepare() first"
+        plan, env = self.plan, self.env
         clock = time.monotonic()
         # The libraries and the environment loaded by now live as long as the run; keeping them out
         # of the collector's reach keeps full collections (which stall control calls as well) short.
@@ -394,43 +437,29 @@ class Run:
             log.addHandler(handler)
         self.bus.emit(RunStatus(RunState.STARTING, plan.groups_before, plan.groups_total))
         self.bus.emit(self._started(time.time()))
-        self._loop = loop
-        gate.bind(loop, on_force_stop=self._force_stop)
+        self.gate.bind(loop, on_force_stop=functools.partial(self._force_stop, loop))
         over = threading.Event()
         watch = threading.Thread(
-            target=self._watch_health, args=(self.controls, over), name="run-health", daemon=True
+            target=self._watch_health, args=(over,), name="run-health", daemon=True
         )
         watch.start()
         scoring_limit.limit.limit_s = self.config.score_timeout
-        watchdog = asyncio.ensure_future(
-            scoring_limit.limit.watch()
-        )  # until the very end: a stop's deadline too
-        state, error = (
-            RunState.FAILED,
-            "the collector crashed",
-        )  # until it ends one of the ways below
+        # until the very end: a stop's deadline too
+        watchdog = asyncio.ensure_future(scoring_limit.limit.watch())
+        # until it ends one of the ways below
+        state, error = RunState.FAILED, "the collector crashed"
         try:
             try:
-                state, error = await self._collect(env, gate)
+                state, error = await self._collect()
             finally:
                 over.set()
                 watch.join()
-                if (
-                    self.health is not None
-                ):  # the figures at the end, so a run shorter than a second has them too
-                    self._health, _, tripped = self.health.check()
-                    self.bus.emit(self._health)
-                    if (
-                        tripped is not None
-                        and self._tripped is None
-                        and tripped.name != STALL_TIMEOUT
-                    ):
-                        self._tripped = tripped  # a gate over the whole of a run too short for the once-a-second check
+                self._last_health()
                 for log in loggers:
                     log.removeHandler(handler)
-                state, error = self._flush(env, state, error, time.monotonic() - clock)
+                state, error = self._flush(state, error, time.monotonic() - clock)
                 try:
-                    await self.collection.finish(self._context, env)
+                    await self.collection.finish(self.context, env)
                 except (OSError, store.WriteFailed) as e:
                     state, error = RunState.FAILED, error or f"cannot write the run's results: {e}"
                 await env.environment.aclose()
@@ -440,17 +469,26 @@ class Run:
             watchdog.cancel()
             await asyncio.wait([watchdog])
 
-    def _force_stop(self) -> None:
+    def _last_health(self) -> None:
+        """The figures at the end, so a run shorter than a second has them too, and a gate over the whole of
+        a run too short for the once-a-second check."""
+        outcome = self.outcome
+        outcome.health, _, tripped = self.health.check()
+        self.bus.emit(outcome.health)
+        if tripped is not None and outcome.tripped is None and tripped.name != STALL_TIMEOUT:
+            outcome.tripped = tripped
+
+    def _force_stop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The second stop, from whatever thread made it: the groups in flight are cancelled on the loop, and
         reward code that blocks the loop is interrupted (``scoring_limit``) so that the cancel can run."""
         with contextlib.suppress(
             RuntimeError
         ):  # the loop has closed: nothing is in flight any more
-            self._loop.call_soon_threadsafe(self.collection.cancel)
+            loop.call_soon_threadsafe(self.collection.cancel)
         scoring_limit.limit.force_stop()
 
     def _started(self, started: float) -> RunStarted:
-        plan, controls, env = self.plan, self.controls, self._env
+        plan, env = self.plan, self.env
         return RunStarted(
             mode=self.config.mode,
             env=self.config.env,
@@ -461,15 +499,16 @@ class Run:
             groups_total=plan.groups_total,
             groups_done=plan.groups_before,
             group_size=self.config.group_size,
-            temperature=controls.temperature,
+            temperature=self.controls.temperature,
             reward_functions=env.reward_func_names,
             tokenizer=plan.tokenizer,
             started_at=started,
             max_tokens=self.config.max_tokens * (env.max_turns or 1),
         )
 
-    async def _collect(self, env: VerifiersEnv, gate: GroupGate) -> tuple[RunState, str]:
+    async def _collect(self) -> tuple[RunState, str]:
         """The mode's collection, to its end; how it ended (a crash raises)."""
+        gate = self.gate
         if self.plan.groups_before >= self.plan.groups_total:
             return RunState.FINISHED, ""
         # a pause pressed while the run was starting holds: it starts paused, and says so
@@ -477,17 +516,16 @@ class Run:
         self.bus.emit(RunStatus(state, gate.groups_done, self.plan.groups_total))
         try:
             with contextlib.redirect_stdout(sys.stderr):
-                await self.collection.collect(self._context, env)
+                await self.collection.collect(self.context, self.env)
         except asyncio.CancelledError:
             pass  # a second stop cancelled the groups in flight: a stopped run, not a failed one
         except RunFailed as e:
             return RunState.FAILED, str(e)
         return RunState.FINISHED, ""
 
-    def _flush(
-        self, env: VerifiersEnv, state: RunState, error: str, elapsed_s: float
-    ) -> tuple[RunState, str]:
+    def _flush(self, state: RunState, error: str, elapsed_s: float) -> tuple[RunState, str]:
         """Close the jsonl and save the checkpoint; a full disk fails the run (the file keeps whole lines)."""
+        env = self.env
         try:
             env.jsonl_writer.close()
             env.save_checkpoint(
@@ -505,14 +543,16 @@ class Run:
         return state, error
 
     def _summary(self, state: RunState, error: str, elapsed_s: float) -> RunSummary:
-        plan, controls, done = self.plan, self.controls, self.gate.groups_done
-        if state is RunState.FINISHED and self._tripped is None and done >= plan.groups_total:
-            self._tripped = eval_gate_tripped(eval_gates(self.config.fail_on), self._eval)
-        if state is RunState.FINISHED and self._tripped is not None:
-            error = self._tripped.sentence
+        plan, outcome, done = self.plan, self.outcome, self.gate.groups_done
+        if state is RunState.FINISHED and outcome.tripped is None and done >= plan.groups_total:
+            outcome.tripped = eval_gate_tripped(
+                eval_gates(self.config.fail_on), outcome.eval_report
+            )
+        if state is RunState.FINISHED and outcome.tripped is not None:
+            error = outcome.tripped.sentence
         elif state is RunState.FINISHED and done < plan.groups_total:
             error = "stopped before all groups were collected"
-        controls.end(state)
+        self.controls.end(state)
         self.bus.emit(RunStatus(state, done, plan.groups_total, error))
         summary = RunSummary(
             state=state,
@@ -523,24 +563,24 @@ class Run:
             metrics=self.tally.metrics(),
             error=error,
             dropped=self.tally.dropped(),
-            gate=self._tripped.name
-            if self._tripped is not None and state is RunState.FINISHED
+            gate=outcome.tripped.name
+            if outcome.tripped is not None and state is RunState.FINISHED
             else "",
         )
         self.bus.emit(summary)
         return summary
 
-    def _watch_health(self, controls: Controls, over: threading.Event) -> None:
+    def _watch_health(self, over: threading.Event) -> None:
         """Once a second, on a thread of its own (reward code that blocks the loop must not hide a stall): the
         health figures, the alerts that start or clear, and the gates."""
-        assert self.health is not None
+        outcome, controls = self.outcome, self.controls
         while not over.wait(HEALTH_EVERY_S):
-            self._health, changes, tripped = self.health.check()
-            self.bus.emit(self._health)
+            outcome.health, changes, tripped = self.health.check()
+            self.bus.emit(outcome.health)
             for alert in changes:
                 self.bus.emit(alert)
-            if tripped is not None and self._tripped is None:
-                self._tripped = tripped
+            if tripped is not None and outcome.tripped is None:
+                outcome.tripped = tripped
                 logger.warning("%s; stopping the run", tripped.sentence)
                 with contextlib.suppress(RunEnded):  # it ended meanwhile
                     controls.stop()
@@ -555,14 +595,9 @@ class Run:
                 wandb.finish()
 
     def close(self) -> None:
-        self._server.close()
-        self.collection.close()
-        if self._sim is not None:
-            self._sim.stop()
-            self._sim = None
-        if self._output is not None:
-            self._output.lock.release()
-            self._output = None
+        """Stop what the run started, in reverse: the socket, the mode's processes, the simulated endpoint,
+        the lock."""
+        self.closing.close()
 
 
 def collection_for(

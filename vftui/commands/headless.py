@@ -29,7 +29,7 @@ from vftui.text.printable import say
 
 if TYPE_CHECKING:  # the run is imported after the first line (lifecycle): its libraries are slow
     from vftui.collector.controls import Controls
-    from vftui.collector.run import Plan, Run
+    from vftui.collector.run import PreparedRun
 
 
 def _worth_saying(record: ev.LogRecord) -> bool:
@@ -235,13 +235,12 @@ class _Headless:
     def __init__(self, view: HeadlessView) -> None:
         self._view = view
 
-    def prepared(self, run: Run) -> None:
+    def prepared(self, run: PreparedRun) -> None:
         """A stop still interrupts as Ctrl-C does until the run answers it (``while_running``)."""
 
     @contextlib.contextmanager
-    def while_running(self, run: Run, plan: Plan) -> Iterator[None]:
+    def while_running(self, run: PreparedRun) -> Iterator[None]:
         controls = run.controls
-        assert controls is not None
 
         def on_signal() -> None:
             first = not controls.stop_requested

@@ -18,21 +18,19 @@ from typing import Any
 
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval import files
-from vftui.collector.modes import Driver, Endpoint, ModeContext, Sampling, ServeDriver
-from vftui.collector.sft.collection import PROCESS_SERVER, process_settings
+from vftui.collector.modes import Driver, ModeContext
 from vftui.collector.sft.in_flight import STATS_EVERY_S, InFlight
-from vftui.collector.sft.rollouts import SftRollouts
 from vftui.config import RunConfig
 from vftui.errors import RunFailed, UserError
-from vftui.events import EvalReport, Event, GroupCollected, GroupDropped, Mode
+from vftui.events import EvalReport, Event, GroupCollected, GroupDropped
 from vftui.figures.eval_stats import EvalTally
 from vftui.run_files.shards import share_of
 
 logger = logging.getLogger(__name__)
 
 
-class EvalCollection:
-    mode = Mode.EVAL
+class EvalCollection(InFlight):
+    """sft's groups in flight on the eval split, with its own items, tally and end."""
 
     def __init__(
         self,
@@ -40,9 +38,7 @@ class EvalCollection:
         emit: Callable[[Event], None],
         on_rate_limit: Callable[[int, float], None],
     ):
-        self.config = config
-        self._emit = emit
-        self.in_flight = InFlight(config, emit, on_rate_limit)
+        super().__init__(config, emit, on_rate_limit)
         self.tally = EvalTally(config.group_size, config.pass_threshold)
         self._examples = 0
         self._started = (
@@ -99,26 +95,8 @@ class EvalCollection:
         """The examples it evaluates, each once: one whose group fails to score is an error, never replaced."""
         return self._examples
 
-    def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
-        return None  # the endpoint is all it needs, and its model list was read
-
     def env_settings(self, groups_left: int) -> dict[str, Any]:
-        return {**process_settings(self.config, groups_left), "steps_per_eval": 0}
-
-    def server_settings(self) -> dict[str, Any]:
-        return dict(PROCESS_SERVER)
-
-    def rollouts(self, sampling: Sampling, driver: ServeDriver) -> SftRollouts:
-        return self.in_flight.rollouts(sampling)
-
-    def tokens_written(self, count: int) -> None:
-        self.in_flight.traffic.tokens(count)
-
-    def cancel(self) -> None:
-        self.in_flight.cancel()
-
-    def close(self) -> None:
-        return None
+        return {**super().env_settings(groups_left), "steps_per_eval": 0}
 
     def observe(self, event: Event) -> None:
         if isinstance(event, GroupCollected):
@@ -135,7 +113,7 @@ class EvalCollection:
         its examples measured nothing, so it fails (its files still say why, example by example)."""
         ticker = asyncio.ensure_future(self._report_every_second())
         try:
-            await self.in_flight.collect(context, driver)
+            await super().collect(context, driver)
         finally:
             ticker.cancel()
         if self.tally.errors and not self.tally.items:

@@ -16,7 +16,7 @@ from typing import Any
 from vftui.collector.envs import loader
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval.during_rl import LIMIT_TRAIN, EvalsDuringRl
-from vftui.collector.modes import Driver, Endpoint, ModeContext, Sampling, ServeDriver
+from vftui.collector.modes import Collection, Driver, Endpoint, ModeContext, Sampling, ServeDriver
 from vftui.collector.rl import managed, server_check
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.collector.rl.rollouts import RlRollouts
@@ -24,7 +24,7 @@ from vftui.collector.rl.server_watch import watch_servers
 from vftui.collector.sft.pool import groups_for
 from vftui.config import RunConfig
 from vftui.errors import RunFailed
-from vftui.events import Event, Mode
+from vftui.events import Event
 from vftui.live.process import vftui_command
 
 STEP_LIMIT = (
@@ -33,10 +33,7 @@ STEP_LIMIT = (
 logger = logging.getLogger(__name__)
 
 
-class RlCollection:
-    mode = Mode.RL
-    item_range: int | None = None
-
+class RlCollection(Collection):
     def __init__(self, config: RunConfig, emit: Callable[[Event], None]) -> None:
         self.config = config
         self._emit = emit
@@ -52,9 +49,6 @@ class RlCollection:
 
     def groups_total(self, environment: Environment) -> int:
         return self.config.steps
-
-    def observe(self, event: Event) -> None:
-        return None  # the run's own totals and health are enough
 
     def start(self, step: Callable[[str], None], endpoint: Endpoint) -> None:
         """Inference servers atroposlib can drive; the trajectory API (with --start-api) and the sim trainer, if
@@ -113,9 +107,6 @@ class RlCollection:
         max_concurrent = min(self.config.concurrency, self.config.group_size)
         return RlRollouts(sampling, driver, max_concurrent=max_concurrent)
 
-    def tokens_written(self, count: int) -> None:
-        return None  # the inference servers' own figures stand for the traffic (``server_watch``)
-
     async def collect(self, context: ModeContext, driver: Driver) -> None:
         """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure (raised)."""
         self._task = asyncio.ensure_future(driver.serve())
@@ -145,9 +136,6 @@ class RlCollection:
             )
         if failure is not None:
             raise failure
-
-    async def finish(self, context: ModeContext, driver: Driver) -> None:
-        return None  # its files are the jsonl and the checkpoint, written as it goes
 
     def cancel(self) -> None:
         if self._task is not None:
