@@ -59,8 +59,7 @@ from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.figures.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
 from vftui.live.server import RunServer
-from vftui.run_files import index, store
-from vftui.run_files import records as run_records
+from vftui.run_files import index, records, store
 from vftui.run_files.drops import DropLog
 from vftui.run_files.files import RunFiles
 from vftui.run_files.opening import Output, open_new, open_resumed
@@ -207,7 +206,7 @@ class _Preparation:
         ):  # wandb reads its folder once, when its settings first load: before the login check
             os.environ.setdefault("WANDB_DIR", str(output.files.folder))
             check_wandb_can_log()
-        described = run_records.run_record(output.files) if cfg.resume is not None else None
+        described = records.run_record(output.files) if cfg.resume is not None else None
         if (
             described is not None
         ):  # a line's meaning cannot change halfway through a file: before any work
