@@ -87,7 +87,7 @@ def test_the_v1_core_view_and_dashboard_tests_pass_on_verifiers_04(tmp_path):
     assert theirs.startswith("0.4"), theirs
     env = {**cli_env(tmp_path), "PATH": os.pathsep.join([str(VENV / "bin"), os.environ["PATH"]])}
     done = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *TESTS],
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "4", *TESTS],
         cwd=REPO,
         env=env,
         capture_output=True,
