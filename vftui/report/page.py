@@ -27,8 +27,9 @@ from vftui.run_files.results import Item, Source
 from vftui.text import compared, wording
 
 MAX_ROLLOUTS = 2000  # shown, by default; the figures and charts are of all of them
-BYTES = 32 * 1024 * 1024  # of the rollouts' HTML at most, whatever their count
+BYTES = 32 * 2**20  # of the rollouts' HTML at most, whatever their count
 TEXT_CHARS = 20_000  # of one message shown; the rest is cut, saying so
+LABEL_CHARS = 200  # of a message's role, name and the tool call it answers
 TABLE_ROWS = 20_000  # items in the per-item table at most
 POINTS = 400  # of a chart's line at most: consecutive groups are averaged beyond
 SEED = 0  # of the sample of items shown
@@ -278,11 +279,11 @@ def _rollouts(
         if count + more > max_rollouts:
             continue
         section = _item_section(report, key, anchors[key])
-        if size + len(section) > BYTES:
+        if size + len(section.encode()) > BYTES:
             break
         picked.append(key)
         sections[key] = section
-        count, size = count + more, size + len(section)
+        count, size = count + more, size + len(section.encode())
         if len(picked) % PROGRESS_EVERY == 0:
             progress(f"{len(picked):,} items rendered ({count:,} rollouts)")
     shown = sorted(picked, key=in_order)
@@ -333,6 +334,7 @@ def _message(message: dict[str, Any], masked: bool) -> str:
     label = role + (f" ({message['name']})" if isinstance(message.get("name"), str) else "")
     if isinstance(message.get("tool_call_id"), str):
         label += f", answering {message['tool_call_id']}"
+    label = compared.cut(label, LABEL_CHARS)
     mark = ("trained" if role == "assistant" else "masked") if masked else ""
     calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
     return (
