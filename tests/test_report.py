@@ -199,7 +199,7 @@ def test_two_evals_compared_hold_the_figures_compare_prints_the_paired_result_fi
         if line.startswith(("  B - A reward", "    pass@1", "    McNemar", "    pass -> fail"))
         or line.startswith(("    fail -> pass", "    by function"))
     ]
-    assert len(said) == 6, lines
+    assert len(said) >= 5, lines  # "by function" where the sources share a function
     for line in said:
         assert line in text, line
     figures = [line for line in lines if line.startswith(("  reward ", "  pass@1 "))]
