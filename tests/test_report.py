@@ -143,13 +143,17 @@ def test_a_run_of_the_built_in_env_is_one_page_with_its_figures_charts_items_and
     assert "Mean reward over groups" in text and "Reward histogram" in text
     assert len(page.named("svg")) == 2 and len(page.named("polyline")) == 1
     rows = raw.split('<table id="items"')[1].count("<tr>") - 1
-    assert rows == len({g["vftui"].get("example_id", g["vftui"]["item"]) for g in groups})
+    keys = {
+        m["item"] if m.get("example_id") is None else m["example_id"]
+        for m in (g["vftui"] for g in groups)
+    }
+    assert rows == len(keys)
     assert raw.count("<details>") == 4 * 3, "every rollout, folded"
     first = groups[0]["masks"][0]
     trained = len(first) - first.count(MASKED)
     assert f"trained {trained:,} tokens, masked {first.count(MASKED):,}" in text
     assert 'class="msg trained"' in raw and 'class="msg masked"' in raw
-    answer = groups[0]["messages"][0][-1]["content"]
+    answer = groups[0]["messages"][0][-1]["content"] or ""
     assert printable(answer) in text, "the rollout's answer, readable"
 
 
