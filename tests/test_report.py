@@ -68,6 +68,11 @@ class Page(HTMLParser):
         return [attrs for name, attrs in self.tags if name == tag]
 
 
+def item_rows(raw: str) -> int:
+    """The rows of the per-item table."""
+    return raw.split('<table id="items"')[1].split("</table>")[0].count("<tr>") - 1
+
+
 def fetches_nothing(raw: str, page: Page) -> None:
     """No tag loads or runs anything from elsewhere, and nothing but the page's own script runs."""
     assert page.scripts == [SCRIPT] and page.named("script") == [{}], "one script, inline, ours"
@@ -142,7 +147,7 @@ def test_a_run_of_the_built_in_env_is_one_page_with_its_figures_charts_items_and
     assert "Paired result" not in text, "one source: nothing to pair"
     assert "Mean reward over groups" in text and "Reward histogram" in text
     assert len(page.named("svg")) == 2 and len(page.named("polyline")) == 1
-    rows = raw.split('<table id="items"')[1].count("<tr>") - 1
+    rows = item_rows(raw)
     keys = {
         m["item"] if m.get("example_id") is None else m["example_id"]
         for m in (g["vftui"] for g in groups)
@@ -206,7 +211,8 @@ def test_two_evals_compared_hold_the_figures_compare_prints_the_paired_result_fi
     assert len(said) >= 5, lines  # "by function" where the sources share a function
     for line in said:
         assert line in text, line
-    figures = [line for line in lines if line.startswith(("  reward ", "  pass@1 "))]
+    figures = [line for line in lines if re.match(r"  (reward|pass@1) {2}", line)]
+    assert len(figures) == 2, lines
     for line in figures:
         label, *values = re.split(r"\s{2,}", line.strip())
         assert values and all(v in page.cells for v in values), (label, values)
@@ -278,7 +284,7 @@ def test_beyond_the_cap_a_sample_of_items_is_shown_and_the_page_says_so(tmp_path
         page.all_text
     )
     assert raw.count("<details>") == 100
-    assert raw.split('<table id="items"')[1].count("<tr>") - 1 == 300, "the table lists them all"
+    assert item_rows(raw) == 300, "the table lists them all"
     whole, _ = reported(tmp_path, str(source), "--max-rollouts", "5000")
     assert whole.count("<details>") == 1200 and "This page shows" not in whole
 
