@@ -361,6 +361,55 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _report_parser(sub: argparse._SubParsersAction) -> None:
+    from vftui.report.page import MAX_ROLLOUTS
+
+    p = sub.add_parser(
+        "report",
+        help="write a run, an eval, a shard folder or a comparison as one HTML file to send",
+        description="Write one self-contained HTML file (it opens from disk and fetches nothing): the "
+        "figures with their 95% intervals, the reward over groups and its histogram, a per-item table "
+        "to sort and filter, and every rollout (messages, tool calls, each function's score, the "
+        "trained and masked tokens); with two sources or more, each later one against the first "
+        "(paired) first, as vftui compare says it. Beyond --max-rollouts a sample of items is shown, "
+        "and the page says so.",
+        epilog="exit codes: 0 written, 2 bad input.\nexample: vftui report runs/base/eval.eval "
+        "runs/step-200/eval.eval -o step-200.html",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "sources",
+        type=Path,
+        nargs="+",
+        metavar="SOURCE",
+        help="what compare reads: a run folder or its .jsonl (or its id), an eval folder, a dump, "
+        "Atropos output, a vf-eval output folder or results.jsonl, a verifiers v1 eval or prime-rl "
+        "run folder, a folder of one run's shards; two or more: a comparison against the first",
+    )
+    p.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        default=Path("report.html"),
+        metavar="FILE",
+        help="the HTML file to write, replaced if it exists (default report.html)",
+    )
+    p.add_argument(
+        "--pass-threshold",
+        type=float,
+        metavar="R",
+        help="a rollout passes (pass@1) at reward >= R (default: as vftui compare)",
+    )
+    p.add_argument(
+        "--max-rollouts",
+        type=int,
+        default=MAX_ROLLOUTS,
+        metavar="N",
+        help=f"show the rollouts of at most N (default {MAX_ROLLOUTS}); beyond, a seeded sample "
+        "of items, the ones that flipped or moved most first; the figures count them all",
+    )
+
+
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     """The CLI; ``run``'s flags come from RunConfig, whose import other commands can do without."""
     parser = argparse.ArgumentParser(
@@ -379,6 +428,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _attach_parser(sub)
     _runs_parser(sub)
     _compare_parser(sub)
+    _report_parser(sub)
     sub.add_parser("eval", help="an eval is a run: vftui run --mode eval (this says so)")
     return parser
 
@@ -472,6 +522,18 @@ def _compare(args: argparse.Namespace) -> int:
     )
 
 
+def _report(args: argparse.Namespace) -> int:
+    from vftui.commands.report import run_report
+
+    if args.pass_threshold is not None and not math.isfinite(args.pass_threshold):
+        raise UserError("--pass-threshold must be a finite number")
+    if args.max_rollouts < 0:
+        raise UserError("--max-rollouts must be 0 or more")
+    return run_report(
+        [by_id(s) for s in args.sources], args.out, args.pass_threshold, args.max_rollouts
+    )
+
+
 def _sim_server(args: argparse.Namespace) -> int:
     quiet_libraries()
     from vftui.sim.server import SimSettings, serve
@@ -542,6 +604,7 @@ def _command(argv: list[str]) -> int:
             "attach": _attach,
             "runs": _runs,
             "compare": _compare,
+            "report": _report,
         }
         return commands[args.command](args)
     except UserError as e:

@@ -41,7 +41,11 @@ def load_all(paths: list[Path]) -> list[Source]:
     environments."""
     if len(paths) < 2:
         raise UserError("compare needs at least two runs, evals, dumps or vf-eval outputs")
-    sources = [load(path) for path in paths]
+    return readable([load(path) for path in paths])
+
+
+def readable(sources: list[Source]) -> list[Source]:
+    """The sources, refused with a sentence when one holds no result, or they name different environments."""
     if empty := next((s for s in sources if not s.items), None):  # nothing to compare: never a pass
         raise UserError(
             f"{empty.path}: no result compare can read in it ({empty.skipped} lines skipped: torn, "
@@ -71,6 +75,30 @@ def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summar
     return summaries, [compare(sources[0], s, summaries[0].threshold) for s in sources[1:]]
 
 
+def unread(source: Source) -> list[str]:
+    """What ``source`` holds that is in none of its figures: lines skipped, examples that failed to score."""
+    lines = []
+    if source.skipped:
+        lines.append(
+            f"{source.skipped} lines skipped (not results: torn, foreign, or a reward that is not a number)"
+        )
+    if source.errors:
+        lines.append(
+            f"{source.errors} examples failed to score (errors): they are in none of its figures, nor paired"
+        )
+    return lines
+
+
+def note_unread(sources: list[Source]) -> None:
+    """On stderr, each source's ``unread`` lines and its warnings (shards and items missing)."""
+    for source in sources:
+        path = one_line(str(source.path))
+        for line in unread(source):
+            print(f"vftui: {path}: {line}", file=sys.stderr)
+        for warning in source.warnings:
+            print(f"vftui: warning: {path}: {warning}", file=sys.stderr)
+
+
 def run_compare(
     paths: list[Path],
     as_json: bool,
@@ -82,21 +110,7 @@ def run_compare(
     """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app; with
     ``fail_if_worse``, its verdict on each later source on stderr, passed or failed."""
     sources = load_all(paths)
-    for source in sources:
-        if source.skipped:
-            print(
-                f"vftui: {one_line(str(source.path))}: {source.skipped} lines skipped (not results: torn, "
-                "foreign, or a reward that is not a number)",
-                file=sys.stderr,
-            )
-        if source.errors:
-            print(
-                f"vftui: {one_line(str(source.path))}: {source.errors} examples failed to score (errors): they are "
-                "in none of its figures, nor paired",
-                file=sys.stderr,
-            )
-        for warning in source.warnings:
-            print(f"vftui: warning: {one_line(str(source.path))}: {warning}", file=sys.stderr)
+    note_unread(sources)
     summaries, changes = measure(sources, threshold)
     if fail_if_worse is not None:
         refuse_unjudged(sources, changes)

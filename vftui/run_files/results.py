@@ -12,6 +12,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from vftui import bounds, paths
 from vftui.bounds import LongLine
 from vftui.errors import UserError
-from vftui.group_format import META
+from vftui.group_format import MASKED, META, trained_tokens
 from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
@@ -45,6 +46,8 @@ class Item:
     truncated: list[bool] = field(default_factory=list)
     completion_chars: list[int] = field(default_factory=list)
     rollouts: list[list[dict[str, Any]]] = field(default_factory=list)  # each rollout's messages
+    # each rollout's (trained, masked) token counts from its masks; None where the source keeps no masks
+    tokens: list[tuple[int, int] | None] = field(default_factory=list)
 
     @property
     def mean(self) -> float:
@@ -58,6 +61,7 @@ class Item:
         self.truncated += other.truncated
         self.completion_chars += other.completion_chars
         self.rollouts += other.rollouts
+        self.tokens += other.tokens
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ class Source:
         default_factory=list
     )  # a folder of shards: shards missing, items missing
     setup: Setup = field(default_factory=Setup)
+    # each group's mean reward in the order written (a groups file's, a shard's after another's): the
+    # reward over groups; empty for sources of rows (vf-eval, v1), whose items are their order
+    group_means: list[float] = field(default_factory=list)
 
 
 def load(path: Path) -> Source:
@@ -132,7 +139,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         rows[0],
     )
     if "scores" in first:
-        items, skipped, indices = _from_groups(rows)
+        items, skipped, indices, means = _from_groups(rows)
         record = _record(path)
         settings = record.config if record is not None else Settings()
         evaluated = settings.mode == "eval"
@@ -150,6 +157,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             settings.pass_threshold if evaluated else None,
             errors=errors,
             setup=_run_setup(rows, record, path),
+            group_means=means,
         ), indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(_eval_folder(path))
@@ -189,6 +197,7 @@ def _load_shards(sharded: ShardedRun) -> Source:
         merged.errors += source.errors
         merged.threshold = source.threshold if merged.threshold is None else merged.threshold
         setups.append(source.setup)
+        merged.group_means += source.group_means
         for key, item in source.items.items():
             merged.items.setdefault(key, Item(key)).extend(item)
     merged.warnings += gaps(counts, sharded.count, top)
@@ -366,12 +375,15 @@ def _key(meta: dict[str, Any], fallback: Any) -> str:
     return str(example if example is not None else meta.get("item", fallback))
 
 
-def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, list[int]]:
-    """The groups' rollouts by item, how many groups were not results (no finite scores), and the dataset
-    items of those that were (as recorded: a line without one has none)."""
+def _from_groups(
+    groups: list[dict[str, Any]],
+) -> tuple[dict[str, Item], int, list[int], list[float]]:
+    """The groups' rollouts by item, how many groups were not results (no finite scores), the dataset
+    items of those that were (as recorded: a line without one has none) and their mean rewards in order."""
     items: dict[str, Item] = {}
     skipped = 0
     indices: list[int] = []
+    means: list[float] = []
     for n, group in enumerate(groups):
         meta = group.get(META) if isinstance(group.get(META), dict) else {}
         raw = group.get("scores")
@@ -381,6 +393,8 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, li
             continue
         if type(meta.get("item")) is int:
             indices.append(meta["item"])
+        means.append(math.fsum(scores) / len(scores))
+        masks = group.get("masks") if isinstance(group.get("masks"), list) else []
         item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
         messages = (
             group.get("messages")
@@ -398,11 +412,13 @@ def _from_groups(groups: list[dict[str, Any]]) -> tuple[dict[str, Item], int, li
             rollout = _messages(messages[r]) if r < len(messages) else []
             item.rollouts.append(rollout)
             item.completion_chars.append(_completion_chars(rollout))
+            mask = masks[r] if r < len(masks) and isinstance(masks[r], list) else []
+            item.tokens.append((trained_tokens(mask), mask.count(MASKED)) if mask else None)
         metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
         for name, values in metrics.items():
             numbers = [bounds.score(v) for v in values] if isinstance(values, list) else []
             item.functions.setdefault(name, []).extend(v for v in numbers if v is not None)
-    return items, skipped, indices
+    return items, skipped, indices, means
 
 
 def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
@@ -421,6 +437,7 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
         item.truncated.append(bool(row.get("is_truncated")))
         messages = _messages(row.get("prompt")) + _messages(row.get("completion"))
         item.rollouts.append(messages)
+        item.tokens.append(None)
         item.completion_chars.append(_completion_chars(messages))
         for name, value in _metrics(row).items():
             if (number := bounds.score(value)) is not None:
@@ -437,6 +454,7 @@ def _from_v1(run: v1_traces.V1Eval, kind: str = "verifiers v1") -> Source:
         item.rewards.append(rollout.reward)
         item.truncated.append(rollout.truncated)
         item.rollouts.append(rollout.messages)
+        item.tokens.append(None)
         item.completion_chars.append(_completion_chars(rollout.messages))
         for name, value in rollout.functions.items():
             item.functions.setdefault(name, []).append(value)

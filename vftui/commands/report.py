@@ -1,0 +1,39 @@
+"""``vftui report SOURCE [SOURCE ...] [-o FILE]``: a run, an eval, a shard folder, or several of one
+environment compared, as one HTML file that opens from disk and fetches nothing (``vftui.report``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from vftui import safe_files
+from vftui.commands.compare import measure, note_unread, readable
+from vftui.errors import UserError
+from vftui.report.page import Report, render
+from vftui.run_files.results import load
+from vftui.text.printable import say
+
+
+def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollouts: int) -> int:
+    """Read the sources (saying each on stderr: a big one takes a while), write the page, print its path."""
+    out = safe_files.given_file(out, "-o")
+    sources = []
+    for path in paths:
+        _progress(f"reading {path}")
+        sources.append(load(path))
+    sources = readable(sources)
+    note_unread(sources)
+    _progress("measuring" + (" and testing the changes" if len(sources) > 1 else ""))
+    summaries, changes = measure(sources, threshold)
+    page = render(Report(sources, summaries, changes), max_rollouts, _progress)
+    data = page.encode()
+    try:
+        safe_files.replace(out, data)
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from e
+    say(f"vftui: report written to {out} ({len(data) / 2**20:.1f} MB)", sys.stdout)
+    return 0
+
+
+def _progress(line: str) -> None:
+    say(f"vftui: report: {line}", sys.stderr)
