@@ -27,7 +27,7 @@ from typing import Any, assert_never
 
 from atroposlib.envs.base import APIServerConfig
 
-from vftui.collector import endpoint, hub, resumed, scoring_limit
+from vftui.collector import endpoint, gguf_tokenizer, hub, resumed, scoring_limit
 from vftui.collector.bus import Bus, Subscriber
 from vftui.collector.controls import Controls
 from vftui.collector.envs import classic, loader
@@ -214,6 +214,9 @@ class _Preparation:
         self._step(f"loading the environment {cfg.env}")
         environment = loader.load(cfg.env, cfg.env_args)
         base_urls, model, tokenizer = self._endpoint()
+        if gguf_tokenizer.is_gguf(tokenizer):
+            self._step(f"building the tokenizer of {tokenizer}")
+            tokenizer = str(gguf_tokenizer.tokenizer_folder(tokenizer))
         if described is not None:
             resumed.check_plan(described, model, tokenizer)
         self._step(f"loading the tokenizer {tokenizer}")

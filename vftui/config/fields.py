@@ -93,7 +93,7 @@ class SharedSettings(BaseModel):
     )
     tokenizer: str | None = setting(
         None,
-        "Hugging Face tokenizer name or folder for tokens/masks; default the "
+        "Hugging Face tokenizer name or folder, or a model's .gguf file, for tokens/masks; default the "
         f"shipped one for the simulation, {DEFAULT_HUB_TOKENIZER} otherwise",
     )
     group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
