@@ -316,7 +316,7 @@ def api() -> Iterator[ApiProcess]:
         process.stop()
 
 
-async def until(predicate, timeout: float = 60.0, pilot=None) -> None:
+async def until(predicate, timeout: float = 120.0, pilot=None) -> None:
     """``wait_until`` for async tests: the app (with ``pilot``) or the loop runs meanwhile."""
     deadline = time.monotonic() + timeout
     while not predicate():

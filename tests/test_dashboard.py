@@ -194,7 +194,7 @@ async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app
         assert not app.model.eval_report.final, (
             "a report a second while it runs, not only at the end"
         )
-        early = app.model.eval_report.figures["reward"]
+        early, early_items = app.model.eval_report.figures["reward"], app.model.eval_report.items
         assert app.has_class("-eval") and "pass@4" in "\n".join(screen_lines(app))
         assert str(app.query_one("#status").render()).startswith("eval ")
         await until(
@@ -204,8 +204,10 @@ async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app
         )
         final = app.model.eval_report
         assert final.items == final.items_total == 60
-        width = final.figures["reward"]["ci_high"] - final.figures["reward"]["ci_low"]
-        assert width < early["ci_high"] - early["ci_low"], "the interval narrows as examples come"
+        # recomputed as examples come (whether it narrows between two samples is chance: five alike
+        # items have a narrower interval than sixty varied ones)
+        interval = (final.figures["reward"]["ci_low"], final.figures["reward"]["ci_high"])
+        assert early_items < final.items and interval != (early["ci_low"], early["ci_high"])
         await pilot.press("o", "o")  # by the worst rollout
         shown = list(app.model.visible_groups())
         assert [min(g.scores) for g in shown] == sorted(min(g.scores) for g in shown)
