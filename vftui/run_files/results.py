@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from vftui import bounds, paths
-from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META, trained_tokens
 from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces
@@ -129,7 +128,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     """A results file, and the items of its groups (a groups file's: vf-eval's rows have none)."""
     if _is_v1(path):
         return _from_v1(v1_traces.read(path)), []
-    lines = _json_lines(path)
+    lines = store.JsonObjects(path)
     rows = list(lines)
     if not rows:
         raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
@@ -230,7 +229,7 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
         raise UserError(f"no such file: {path}")
     if _is_v1(path):
         return _v1_groups(path), path.parent  # titled by verifiers' run folder
-    first = next(iter(_json_lines(path)), None)
+    first = next(iter(store.JsonObjects(path)), None)
     if first is not None and "rewards" in first and "reward" not in first:
         raise UserError(
             f"{path} holds an eval's per-example figures; view its results.jsonl or its run instead"
@@ -283,7 +282,7 @@ def _is_v1(path: Path) -> bool:
     """verifiers' v1 traces: named so (any other content is refused as not theirs), or episodes."""
     if path.name == v1_traces.TRACES:
         return True
-    first = next(iter(_json_lines(path)), None)
+    first = next(iter(store.JsonObjects(path)), None)
     return first is not None and "traces" in first and "task" in first
 
 
@@ -292,7 +291,7 @@ def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
     metadata = _metadata(_eval_folder(path))
     sampling = metadata.sampling_args
     by_example: dict[str, list[dict[str, Any]]] = {}
-    for row in _json_lines(path):
+    for row in store.JsonObjects(path):
         if row.get("example_id") is not None and bounds.score(row.get("reward")) is not None:
             by_example.setdefault(str(row["example_id"]), []).append(row)
     for n, rows in enumerate(by_example.values()):
@@ -346,28 +345,6 @@ def _file_in(folder: Path) -> Path | ShardedRun:
     raise UserError(
         f"{folder} holds no run, eval, vf-eval results or verifiers traces; name a .jsonl file"
     )
-
-
-class _json_lines:
-    """The JSON objects of a file's lines, counting the lines that are not one (torn, foreign: skipped)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.skipped = path, 0
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        try:
-            with self.path.open("rb") as f:
-                for line in store.group_lines(f):
-                    try:
-                        row = json.loads(line) if isinstance(line, bytes) else None
-                    except (ValueError, RecursionError):
-                        row = None
-                    if isinstance(row, dict):
-                        yield row
-                    elif isinstance(line, LongLine) or line.strip():
-                        self.skipped += 1
-        except OSError as e:
-            raise UserError(f"cannot read {self.path}: {e.strerror}") from e
 
 
 def _key(meta: dict[str, Any], fallback: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 from vftui import safe_files
 from vftui.bounds import LongLine, read_lines, too_long
-from vftui.errors import RunFailed
+from vftui.errors import RunFailed, UserError
 
 # The longest group line read back: 16 rollouts of 128K tokens with their logprobs. A longer one is
 # damage, reported and skipped without being held.
@@ -209,3 +209,25 @@ def write_text_atomic(path: Path, text: str) -> None:
         safe_files.replace(path, text.encode())
     except OSError as e:
         raise WriteFailed(path, e) from e
+
+
+class JsonObjects:
+    """The JSON objects of a file's lines, counting the lines that are not one (torn, foreign: skipped)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.skipped = path, 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                for line in group_lines(f):
+                    try:
+                        row = json.loads(line) if isinstance(line, bytes) else None
+                    except (ValueError, RecursionError):
+                        row = None
+                    if isinstance(row, dict):
+                        yield row
+                    elif isinstance(line, LongLine) or line.strip():
+                        self.skipped += 1
+        except OSError as e:
+            raise UserError(f"cannot read {self.path}: {e.strerror}") from e

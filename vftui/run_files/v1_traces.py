@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from vftui import bounds
-from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META
 from vftui.run_files import store
@@ -107,7 +106,8 @@ def read(path: Path) -> V1Eval:
     run = V1Eval(path, config=_config(path.parent))
     positions: dict[str, int] = {}
     seen_episode = False
-    for row in _lines(path, run):
+    rows = store.JsonObjects(path)
+    for row in rows:
         if not is_episode(row):
             if seen_episode:
                 run.skipped += 1
@@ -118,6 +118,7 @@ def read(path: Path) -> V1Eval:
             )
         seen_episode = True
         read_episode(row, run, positions)
+    run.skipped += rows.skipped
     if not seen_episode:
         raise UserError(f"{path}: no verifiers episode in it (an empty file, or no line is one)")
     run.env = run.env or _text(taskset_config(run).get("id"))
@@ -164,23 +165,6 @@ def read_episode(
 def taskset_config(run: V1Eval) -> dict[str, Any]:
     """The taskset's part of the run's resolved config (its ``id`` and arguments); empty when not recorded."""
     return _dict(_dict(run.config.get("env")).get("taskset"))
-
-
-def _lines(path: Path, run: V1Eval) -> Iterator[dict[str, Any]]:
-    """The file's JSON objects; a line that is none (torn, foreign) is counted in ``run.skipped``."""
-    try:
-        with path.open("rb") as f:
-            for line in store.group_lines(f):
-                try:
-                    row = json.loads(line) if isinstance(line, bytes) else None
-                except (ValueError, RecursionError):
-                    row = None
-                if isinstance(row, dict):
-                    yield row
-                elif isinstance(line, LongLine) or line.strip():
-                    run.skipped += 1
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from e
 
 
 def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int]:
