@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from tests.conftest import RATE_LIMITED_TRAFFIC
@@ -139,13 +141,70 @@ def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
 def test_truncated_rollouts_drop_the_end_of_turn_tokens():
     tok = ChatTemplateTokenizer(TOKENIZER)
     cut = [*CHAT[:2], {"role": "assistant", "content": "<alphabetical_sorted>\nAda"}]
-    whole = sft_tokens(tok, cut, "stop")
-    truncated = sft_tokens(tok, cut, "length")
+    whole = sft_tokens(tok, cut, ["stop"])
+    truncated = sft_tokens(tok, cut, ["length"])
     assert not whole.stripped_end_of_turn and truncated.stripped_end_of_turn
     assert whole.tokens[: len(truncated.tokens)] == truncated.tokens
     assert TOKENIZER.decode(whole.tokens[len(truncated.tokens) :]) == "<|im_end|>\n"
     trained = [t for t, m in zip(truncated.tokens, truncated.masks, strict=True) if m != -100]
     assert TOKENIZER.decode(trained) == "<alphabetical_sorted>\nAda"
+
+
+def test_a_turn_cut_before_the_last_keeps_its_end_of_turn_in_the_sequence_but_does_not_train_it():
+    """The next turn's context held the template's end of turn, so it stays; the model never wrote it."""
+    tok = ChatTemplateTokenizer(TOKENIZER)
+    chat = [
+        *CHAT[:2],
+        {"role": "assistant", "content": "<alphabetical_sorted>\nAda"},
+        {"role": "user", "content": "Add these names and sort them all: Bo"},
+        {
+            "role": "assistant",
+            "content": "<alphabetical_sorted>\nAda\nBo\nZoe\n</alphabetical_sorted>",
+        },
+    ]
+    whole = sft_tokens(tok, chat, ["stop", "stop"])
+    first_cut = sft_tokens(tok, chat, ["length", "stop"])
+    assert first_cut.tokens == whole.tokens and not first_cut.stripped_end_of_turn
+    trained = [t for t, m in zip(first_cut.tokens, first_cut.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == chat[2]["content"] + chat[4]["content"] + "<|im_end|>\n"
+    both_cut = sft_tokens(tok, chat, ["length", "length"])
+    assert both_cut.tokens == whole.tokens[: len(both_cut.tokens)] and both_cut.stripped_end_of_turn
+    trained = [t for t, m in zip(both_cut.tokens, both_cut.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == chat[2]["content"] + chat[4]["content"]
+
+
+WORDS = st.lists(st.sampled_from(["Ada", "Zoe", " Bo", "<alphabetical_sorted>", "\n", "é", "42"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(WORDS, max_size=2),  # few-shot answers in the prompt: trained, never cut
+    st.lists(
+        st.tuples(WORDS, st.sampled_from(["stop", "length", "tool_calls", None])),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_every_cut_answer_and_only_those_trains_without_its_end_of_turn(shots, calls):
+    """Whatever the turns and which of them were cut: each answer is trained as the model wrote it,
+    with the end of turn only after those it finished; only the last call's cut shortens the sequence."""
+    chat = [{"role": "system", "content": "Sort."}]
+    for words in [*shots, *(words for words, _ in calls)]:
+        chat.append({"role": "user", "content": "Sort these names alphabetically: Zoe, Ada"})
+        chat.append({"role": "assistant", "content": "".join(words)})
+    reasons = [reason for _, reason in calls]
+    out = sft_tokens(ChatTemplateTokenizer(TOKENIZER), chat, reasons)
+    expected = "".join(
+        m["content"] + ("" if reason == "length" else "<|im_end|>\n")
+        for m, reason in zip(chat[2::2], [*[None] * len(shots), *reasons], strict=True)
+    )
+    trained = [t for t, m in zip(out.tokens, out.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == expected
+    rendered = TOKENIZER.apply_chat_template(chat, tokenize=False)
+    if reasons[-1] == "length":
+        rendered = rendered.removesuffix("<|im_end|>\n")
+    assert TOKENIZER.decode(out.tokens) == rendered
+    assert all(m in (-100, t) for t, m in zip(out.tokens, out.masks, strict=True))
 
 
 def test_simulated_policy_spread_grows_with_temperature():
