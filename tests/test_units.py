@@ -15,7 +15,7 @@ from transformers import AutoTokenizer
 from tests.conftest import RATE_LIMITED_TRAFFIC
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
-from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
+from vftui.collector.tokens import ChatTemplateTokenizer, Turn, rl_tokens, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import (
@@ -150,27 +150,44 @@ def test_truncated_rollouts_drop_the_end_of_turn_tokens():
     assert TOKENIZER.decode(trained) == "<alphabetical_sorted>\nAda"
 
 
+TWO_TURNS = [
+    *CHAT[:2],
+    {"role": "assistant", "content": "<alphabetical_sorted>\nAda"},
+    {"role": "user", "content": "Add these names and sort them all: Bo"},
+    {"role": "assistant", "content": "<alphabetical_sorted>\nAda\nBo\nZoe\n</alphabetical_sorted>"},
+]
+
+
 def test_a_turn_cut_before_the_last_keeps_its_end_of_turn_in_the_sequence_but_does_not_train_it():
     """The next turn's context held the template's end of turn, so it stays; the model never wrote it."""
     tok = ChatTemplateTokenizer(TOKENIZER)
-    chat = [
-        *CHAT[:2],
-        {"role": "assistant", "content": "<alphabetical_sorted>\nAda"},
-        {"role": "user", "content": "Add these names and sort them all: Bo"},
-        {
-            "role": "assistant",
-            "content": "<alphabetical_sorted>\nAda\nBo\nZoe\n</alphabetical_sorted>",
-        },
-    ]
-    whole = sft_tokens(tok, chat, ["stop", "stop"])
-    first_cut = sft_tokens(tok, chat, ["length", "stop"])
+    whole = sft_tokens(tok, TWO_TURNS, ["stop", "stop"])
+    first_cut = sft_tokens(tok, TWO_TURNS, ["length", "stop"])
     assert first_cut.tokens == whole.tokens and not first_cut.stripped_end_of_turn
     trained = [t for t, m in zip(first_cut.tokens, first_cut.masks, strict=True) if m != -100]
-    assert TOKENIZER.decode(trained) == chat[2]["content"] + chat[4]["content"] + "<|im_end|>\n"
-    both_cut = sft_tokens(tok, chat, ["length", "length"])
+    answers = TWO_TURNS[2]["content"] + TWO_TURNS[4]["content"]
+    assert TOKENIZER.decode(trained) == answers + "<|im_end|>\n"
+    both_cut = sft_tokens(tok, TWO_TURNS, ["length", "length"])
     assert both_cut.tokens == whole.tokens[: len(both_cut.tokens)] and both_cut.stripped_end_of_turn
     trained = [t for t, m in zip(both_cut.tokens, both_cut.masks, strict=True) if m != -100]
-    assert TOKENIZER.decode(trained) == chat[2]["content"] + chat[4]["content"]
+    assert TOKENIZER.decode(trained) == answers
+
+
+def test_rl_trains_only_the_servers_ids_so_a_cut_turn_has_no_end_of_turn_to_learn():
+    """rl's trained spans are what the server generated: a cut answer's has no end of turn, and the
+    template's after it is context (masked), as sft now does."""
+
+    def generated(text: str, finished: bool) -> Turn:
+        ids = TOKENIZER.encode(text, add_special_tokens=False)
+        ids += [TOKENIZER.eos_token_id] if finished else []
+        return Turn(ids, [-0.5] * len(ids), "stop" if finished else "length")
+
+    turns = [generated(TWO_TURNS[2]["content"], False), generated(TWO_TURNS[4]["content"], True)]
+    out = rl_tokens(ChatTemplateTokenizer(TOKENIZER), TWO_TURNS, turns)
+    assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(TWO_TURNS, tokenize=False)
+    trained = [t for t, m in zip(out.tokens, out.masks, strict=True) if m != -100]
+    answers = TWO_TURNS[2]["content"] + TWO_TURNS[4]["content"]
+    assert TOKENIZER.decode(trained) == answers + "<|im_end|>"
 
 
 WORDS = st.lists(st.sampled_from(["Ada", "Zoe", " Bo", "<alphabetical_sorted>", "\n", "é", "42"]))
