@@ -12,7 +12,7 @@ from vftui.sim import task
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 
 TOKENIZER = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
-THINK_WORDS, CUT_AT = 40, 70  # thinking of random words: first answers of either side of the cut
+THINK_WORDS, CUT_AT = 40, 140  # answers of 120 to 170 tokens: first ones either side of the cut
 
 
 def template_len(messages: list[dict], generation_prompt: bool) -> int:
@@ -187,4 +187,4 @@ def test_an_answer_cut_before_the_last_turn_trains_without_its_end_of_turn(tmp_p
             assert (answers[-1] in cut) == last_cut == group["vftui"]["stripped_end_of_turn"][i]
             check_rollout(group["tokens"][i], group["masks"][i], messages, cut)
             seen.add(tuple(j in cut for j in answers))
-    assert (True, False) in seen, f"no first answer cut and second not: {seen}"
+    assert {(True, False), (True, True), (False, False)} <= seen, seen  # cut: first, both, none
