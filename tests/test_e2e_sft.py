@@ -9,9 +9,10 @@ from transformers import AutoTokenizer
 from tests.conftest import json_events, read_jsonl, run_cli
 from vftui.figures import stats
 from vftui.sim import task
-from vftui.sim.server import TOKENIZER_DIR
+from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 
 TOKENIZER = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+THINK_WORDS, CUT_AT = 40, 140  # answers of 120 to 170 tokens: first ones either side of the cut
 
 
 def template_len(messages: list[dict], generation_prompt: bool) -> int:
@@ -29,22 +30,24 @@ def expected_reward(messages: list[dict], batches: list[list[str]]) -> float:
     )
 
 
-def check_rollout(
-    tokens: list[int], masks: list[int], messages: list[dict], truncated: bool
-) -> None:
+END_OF_TURN = "<|im_end|>\n"
+
+
+def check_rollout(tokens: list[int], masks: list[int], messages: list[dict], cut: set[int]) -> None:
+    """Each answer trained as written, with the end of turn only after those not ``cut`` (indices of
+    messages): a cut one's stays in the sequence before a later turn, untrained; a cut last one's goes."""
     assert len(tokens) == len(masks)
+    end_of_turn = len(TOKENIZER.encode(END_OF_TURN, add_special_tokens=False))
     trained = set()
     for i, message in enumerate(messages):
         if message["role"] == "assistant":
             start, end = template_len(messages[:i], True), template_len(messages[: i + 1], False)
-            trained.update(range(start, min(end, len(tokens))))
-            span = [t for j, t in enumerate(tokens[start:end]) if start + j < len(tokens)]
-            text = TOKENIZER.decode(span)
-            last = i == len(messages) - 1
-            if truncated and last:
-                assert text == message["content"]
-            else:
-                assert text == message["content"] + "<|im_end|>\n"
+            end -= end_of_turn if i in cut else 0
+            trained.update(range(start, end))
+            text = TOKENIZER.decode(tokens[start:end])
+            assert text == message["content"] + ("" if i in cut else END_OF_TURN)
+    last_cut = len(messages) - 1 in cut
+    assert len(tokens) == template_len(messages, False) - (end_of_turn if last_cut else 0)
     for j, (token, mask) in enumerate(zip(tokens, masks, strict=True)):
         assert mask == (token if j in trained else -100), f"position {j}"
 
@@ -99,12 +102,8 @@ def run_and_check(tmp_path, env: str, extra: list[str], max_turns: int) -> tuple
             messages = group["messages"][i]
             assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
             assert group["scores"][i] == pytest.approx(expected_reward(messages, batches), abs=1e-9)
-            check_rollout(
-                group["tokens"][i],
-                group["masks"][i],
-                messages,
-                meta["finish_reasons"][i] == "length",
-            )
+            last_cut = {len(messages) - 1} if meta["finish_reasons"][i] == "length" else set()
+            check_rollout(group["tokens"][i], group["masks"][i], messages, last_cut)
     summary = next(e for e in json_events(result.stdout) if e["event"] == "RunSummary")
     return groups, summary
 
@@ -142,3 +141,50 @@ def test_truncated_completions_lose_their_end_of_turn(tmp_path, env):
             g["vftui"]["finish_reasons"], g["vftui"]["stripped_end_of_turn"], strict=True
         ):
             assert stripped == (reason == "length")
+
+
+@ENVS
+def test_an_answer_cut_before_the_last_turn_trains_without_its_end_of_turn(tmp_path, env):
+    """Two turns, each thinking a different length first: some first answers are cut at --max-tokens
+    while the second is not; the model never wrote the end of turn the template put after the cut."""
+    out = tmp_path / "groups.jsonl"
+    server = BackgroundSimServer(seed=0, think_words=THINK_WORDS).start()
+    try:
+        result = run_cli(
+            [
+                "run",
+                "--mode",
+                "sft",
+                "--no-ui",
+                "--steps",
+                "4",
+                "--group-size",
+                "4",
+                "--temperature",
+                "0",  # the answer always closes its tags: an unclosed one was cut
+                "--max-tokens",
+                str(CUT_AT),
+                "--env",
+                env,
+                "--env-args",
+                '{"max_turns": 2}',
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(out),
+            ],
+            tmp_path,
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    seen = set()
+    for group in read_jsonl(out):
+        for i, messages in enumerate(group["messages"]):
+            answers = [j for j, m in enumerate(messages) if m["role"] == "assistant"]
+            cut = {j for j in answers if not messages[j]["content"].endswith(f"</{task.TAG}>")}
+            last_cut = group["vftui"]["finish_reasons"][i] == "length"
+            assert (answers[-1] in cut) == last_cut == group["vftui"]["stripped_end_of_turn"][i]
+            check_rollout(group["tokens"][i], group["masks"][i], messages, cut)
+            seen.add(tuple(j in cut for j in answers))
+    assert {(True, False), (True, True), (False, False)} <= seen, seen  # cut: first, both, none

@@ -100,7 +100,7 @@ def test_arguments_are_objects_for_the_template_so_tojson_templates_do_not_encod
         "saved in the OpenAI form"
     )
     out = sft_tokens(
-        ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), template_messages(saved), "stop"
+        ChatTemplateTokenizer(tokenizer).with_tools(TOOLS), template_messages(saved), ["stop"]
     )
     text = tokenizer.decode(out.tokens)
     assert '"arguments": {"name": "Ada"}' in text and '\\"name' not in text
@@ -124,7 +124,7 @@ def test_the_flat_form_breaks_a_template_that_reads_openai_calls():
 def test_trained_tokens_show_the_tools_every_call_and_mask_the_results():
     messages = template_messages(plain_messages(verifiers_rollout()))
     tokenizer = ChatTemplateTokenizer(TOKENIZER).with_tools(TOOLS)
-    out = sft_tokens(tokenizer, messages, "stop")
+    out = sft_tokens(tokenizer, messages, ["stop"])
     assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(
         messages, tools=TOOLS, tokenize=False
     )

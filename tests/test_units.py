@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from tests.conftest import RATE_LIMITED_TRAFFIC
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
-from vftui.collector.tokens import ChatTemplateTokenizer, sft_tokens
+from vftui.collector.tokens import ChatTemplateTokenizer, Turn, rl_tokens, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
 from vftui.events import (
@@ -139,13 +141,87 @@ def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
 def test_truncated_rollouts_drop_the_end_of_turn_tokens():
     tok = ChatTemplateTokenizer(TOKENIZER)
     cut = [*CHAT[:2], {"role": "assistant", "content": "<alphabetical_sorted>\nAda"}]
-    whole = sft_tokens(tok, cut, "stop")
-    truncated = sft_tokens(tok, cut, "length")
+    whole = sft_tokens(tok, cut, ["stop"])
+    truncated = sft_tokens(tok, cut, ["length"])
     assert not whole.stripped_end_of_turn and truncated.stripped_end_of_turn
     assert whole.tokens[: len(truncated.tokens)] == truncated.tokens
     assert TOKENIZER.decode(whole.tokens[len(truncated.tokens) :]) == "<|im_end|>\n"
     trained = [t for t, m in zip(truncated.tokens, truncated.masks, strict=True) if m != -100]
     assert TOKENIZER.decode(trained) == "<alphabetical_sorted>\nAda"
+
+
+TWO_TURNS = [
+    *CHAT[:2],
+    {"role": "assistant", "content": "<alphabetical_sorted>\nAda"},
+    {"role": "user", "content": "Add these names and sort them all: Bo"},
+    {"role": "assistant", "content": "<alphabetical_sorted>\nAda\nBo\nZoe\n</alphabetical_sorted>"},
+]
+
+
+def test_a_turn_cut_before_the_last_keeps_its_end_of_turn_in_the_sequence_but_does_not_train_it():
+    """The next turn's context held the template's end of turn, so it stays; the model never wrote it."""
+    tok = ChatTemplateTokenizer(TOKENIZER)
+    whole = sft_tokens(tok, TWO_TURNS, ["stop", "stop"])
+    first_cut = sft_tokens(tok, TWO_TURNS, ["length", "stop"])
+    assert first_cut.tokens == whole.tokens and not first_cut.stripped_end_of_turn
+    trained = [t for t, m in zip(first_cut.tokens, first_cut.masks, strict=True) if m != -100]
+    answers = TWO_TURNS[2]["content"] + TWO_TURNS[4]["content"]
+    assert TOKENIZER.decode(trained) == answers + "<|im_end|>\n"
+    both_cut = sft_tokens(tok, TWO_TURNS, ["length", "length"])
+    assert both_cut.tokens == whole.tokens[: len(both_cut.tokens)] and both_cut.stripped_end_of_turn
+    trained = [t for t, m in zip(both_cut.tokens, both_cut.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == answers
+
+
+def test_rl_trains_only_the_servers_ids_so_a_cut_turn_has_no_end_of_turn_to_learn():
+    """rl's trained spans are what the server generated: a cut answer's has no end of turn, and the
+    template's after it is context (masked), as sft now does."""
+
+    def generated(text: str, finished: bool) -> Turn:
+        ids = TOKENIZER.encode(text, add_special_tokens=False)
+        ids += [TOKENIZER.eos_token_id] if finished else []
+        return Turn(ids, [-0.5] * len(ids), "stop" if finished else "length")
+
+    turns = [generated(TWO_TURNS[2]["content"], False), generated(TWO_TURNS[4]["content"], True)]
+    out = rl_tokens(ChatTemplateTokenizer(TOKENIZER), TWO_TURNS, turns)
+    assert TOKENIZER.decode(out.tokens) == TOKENIZER.apply_chat_template(TWO_TURNS, tokenize=False)
+    trained = [t for t, m in zip(out.tokens, out.masks, strict=True) if m != -100]
+    answers = TWO_TURNS[2]["content"] + TWO_TURNS[4]["content"]
+    assert TOKENIZER.decode(trained) == answers + "<|im_end|>"
+
+
+WORDS = st.lists(st.sampled_from(["Ada", "Zoe", " Bo", "<alphabetical_sorted>", "\n", "é", "42"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(WORDS, max_size=2),  # few-shot answers in the prompt: trained, never cut
+    st.lists(
+        st.tuples(WORDS, st.sampled_from(["stop", "length", "tool_calls", None])),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_every_cut_answer_and_only_those_trains_without_its_end_of_turn(shots, calls):
+    """Whatever the turns and which of them were cut: each answer is trained as the model wrote it,
+    with the end of turn only after those it finished; only the last call's cut shortens the sequence."""
+    chat = [{"role": "system", "content": "Sort."}]
+    for words in [*shots, *(words for words, _ in calls)]:
+        chat.append({"role": "user", "content": "Sort these names alphabetically: Zoe, Ada"})
+        chat.append({"role": "assistant", "content": "".join(words)})
+    reasons = [reason for _, reason in calls]
+    out = sft_tokens(ChatTemplateTokenizer(TOKENIZER), chat, reasons)
+    expected = "".join(
+        m["content"] + ("" if reason == "length" else "<|im_end|>\n")
+        for m, reason in zip(chat[2::2], [*[None] * len(shots), *reasons], strict=True)
+    )
+    trained = [t for t, m in zip(out.tokens, out.masks, strict=True) if m != -100]
+    assert TOKENIZER.decode(trained) == expected
+    rendered = TOKENIZER.apply_chat_template(chat, tokenize=False)
+    if reasons[-1] == "length":
+        rendered = rendered.removesuffix("<|im_end|>\n")
+    assert TOKENIZER.decode(out.tokens) == rendered
+    assert all(m in (-100, t) for t, m in zip(out.tokens, out.masks, strict=True))
 
 
 def test_simulated_policy_spread_grows_with_temperature():

@@ -7,6 +7,7 @@ rl builds one sequence from what the inference server generated. Both go through
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,28 +56,52 @@ class Tokenized:
 
 
 def sft_tokens(
-    tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], finish_reason: str | None
+    tokenizer: ChatTemplateTokenizer,
+    messages: list[dict[str, Any]],
+    finish_reasons: Sequence[str | None],
 ) -> Tokenized:
     """tokenize_for_trainer with the reference's arguments, plus the truncation fix.
 
-    A completion cut off by ``max_tokens`` still gets the chat template's end-of-turn
-    tokens appended; training on them would teach the model to stop mid-answer. For such
-    rollouts the trailing special (and whitespace) tokens are removed.
+    ``finish_reasons`` are the model calls' in order, one for each of the last assistant
+    messages (earlier ones came with the prompt). An answer cut off by ``max_tokens`` still
+    gets the chat template's end-of-turn tokens after it; training on them would teach the
+    model to stop mid-answer. So they are masked after every cut answer (a later turn's
+    context held them), and dropped when the last call was cut (nothing followed them).
     """
     out = tokenize_for_trainer(
         tokenizer,
         messages,
         include_messages=True,
         train_on_all_assistant_turns=True,
-        finish_reason=finish_reason or "",
+        finish_reason=(finish_reasons[-1] if finish_reasons else None) or "",
     )
     tokens, masks = list(out["tokens"]), list(out["masks"])
+    for start, end in cut_turn_ends(tokenizer, messages, finish_reasons):
+        end = min(end, len(masks))
+        masks[start:end] = [MASKED] * (end - start)
     stripped = False
-    if finish_reason == "length":
+    if finish_reasons and finish_reasons[-1] == "length":
         keep = end_of_turn_start(tokenizer, tokens)
         stripped = keep < len(tokens)
         tokens, masks = tokens[:keep], masks[:keep]
     return Tokenized(tokens, masks, stripped_end_of_turn=stripped)
+
+
+def cut_turn_ends(
+    tokenizer: Any, messages: list[dict[str, Any]], finish_reasons: Sequence[str | None]
+) -> list[tuple[int, int]]:
+    """The token spans of the end of turn the template writes after each answer cut at ``max_tokens``.
+
+    Calls and assistant messages are paired from the end, so assistant messages of the prompt
+    (few-shot examples) stay unpaired.
+    """
+    assistant_at = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    spans = []
+    for at, reason in zip(reversed(assistant_at), reversed(finish_reasons), strict=False):
+        if reason == "length":
+            rendered = tokenizer.apply_chat_template(messages[: at + 1])
+            spans.append((end_of_turn_start(tokenizer, rendered), len(rendered)))
+    return spans
 
 
 PROBE_TOOLS = [

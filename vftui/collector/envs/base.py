@@ -2,7 +2,7 @@
 
 A mode (sft, rl) asks an ``Environment`` for the dataset's items and for the rollouts of
 one item, and gets each rollout back as a ``Rollout``: messages in the OpenAI chat form,
-the reward, each reward function's and metric's value, turns, finish reason, errors and
+the reward, each reward function's and metric's value, turns, finish reasons, errors and
 the tools offered. What verifiers calls these things, and how each version runs them, is
 the implementations' business (``envs.classic``), not the modes'.
 """
@@ -25,7 +25,7 @@ class Rollout:
     reward: float
     metrics: dict[str, float]  # each reward function's and metric's numeric value
     turns: int  # model calls
-    finish_reason: str | None  # of the last model call: stop, length, tool_calls...
+    finish_reasons: list[str | None]  # each model call's, in order: stop, length, tool_calls...
     tools: list[dict[str, Any]] = field(
         default_factory=list
     )  # the OpenAI schemas the model was sent
@@ -36,6 +36,11 @@ class Rollout:
     model_calls: list[Any] = field(
         default_factory=list
     )  # rl: each call's token ids and logprobs (``tokens.Turn``)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The last model call's finish reason: whether the rollout ended cut off."""
+        return self.finish_reasons[-1] if self.finish_reasons else None
 
 
 def numeric(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -155,7 +155,7 @@ def _rollout(output: dict[str, Any], reward_failure: tuple[str, str] | None) -> 
         ),  # as the rubric gave it: the collector refuses one that is not a score
         metrics=numeric(output.get("metrics") or {}),
         turns=len(output.get("trajectory") or []),
-        finish_reason=_finish_reason(output),
+        finish_reasons=_finish_reasons(output),
         tools=openai_tools(output.get("tool_defs")),
         error=rollout_error(output),
         reward_failure=reward_failure,
@@ -179,13 +179,12 @@ def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
-def _finish_reason(output: dict[str, Any]) -> str | None:
-    """The last trajectory step's finish reason (``stop``, ``length``...)."""
-    trajectory = output.get("trajectory") or []
-    if not trajectory:
-        return None
-    message = _field(_field(trajectory[-1], "response"), "message")
-    return _field(message, "finish_reason")
+def _finish_reasons(output: dict[str, Any]) -> list[str | None]:
+    """Each trajectory step's finish reason (``stop``, ``length``...), in order."""
+    return [
+        _field(_field(_field(step, "response"), "message"), "finish_reason")
+        for step in output.get("trajectory") or []
+    ]
 
 
 def rollout_error(output: dict[str, Any]) -> str | None:

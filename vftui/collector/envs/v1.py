@@ -215,7 +215,7 @@ class V1Environment:
             )
         except Exception as e:  # noqa: BLE001 - the Env failed before any agent ran: a failed rollout
             return Rollout(
-                [], 0.0, {}, 0, None, error=f"the environment's run failed: {type(e).__name__}: {e}"
+                [], 0.0, {}, 0, [], error=f"the environment's run failed: {type(e).__name__}: {e}"
             )
         if len(outcomes) != 1:
             return Rollout(
@@ -223,7 +223,7 @@ class V1Environment:
                 0.0,
                 {},
                 0,
-                None,
+                [],
                 error=f"the environment ran {len(outcomes)} agents for one rollout; "
                 "vftui collects one model's rollouts",
             )
@@ -283,7 +283,7 @@ def _rollout(outcome: Outcome) -> Rollout:
         reward=reward,  # the collector refuses one that is not a score
         metrics={**scores, **numeric(trace.metrics)},
         turns=trace.num_turns,
-        finish_reason=trace.calls[-1].finish_reason if trace.calls else None,
+        finish_reasons=[call.finish_reason for call in trace.calls],
         tools=outcome.tools,
         error=error,
         reward_failure=reward_failure,

@@ -59,7 +59,7 @@ class SftRollouts:
     def tokenize(
         self, tokenizer: ChatTemplateTokenizer, messages: list[dict[str, Any]], rollout: Rollout
     ) -> Tokenized:
-        return sft_tokens(tokenizer, messages, rollout.finish_reason)
+        return sft_tokens(tokenizer, messages, rollout.finish_reasons)
 
     def group_meta(self) -> dict[str, Any]:
         return {}
