@@ -34,7 +34,7 @@ from vftui.errors import UserError
 from vftui.group_format import META
 from vftui.run_files import store, v1_traces
 from vftui.run_files.files import RunFiles
-from vftui.run_files.v1_traces import Failure, Rollout, V1Eval
+from vftui.run_files.v1_traces import Failure, Rollout, V1Eval, as_dict, as_list, as_text
 
 ROLLOUTS = "rollouts"  # prime_rl.monitors.file.FileMonitor.log_episodes
 ORCHESTRATOR_CONFIG = Path("configs", "orchestrator.json")  # prime_rl.entrypoints.rl
@@ -162,11 +162,11 @@ class Reader:
         self._seen_episode = True
         rollouts, failures = v1_traces.read_episode(row, self.run, self._positions)
         key, item = next(((f.key, f.item) for f in [*rollouts, *failures]), ("", 0))
-        group_id = _text(_dict(row.get("group")).get("id")) or _text(row.get("id")) or key
+        group_id = as_text(as_dict(row.get("group")).get("id")) or as_text(row.get("id")) or key
         group = self.groups.get(group_id)
         if group is None:
-            env = _dict(row.get("env"))
-            size = self._sizes.get(_text(env.get("name"))) or self._sizes.get("")
+            env = as_dict(row.get("env"))
+            size = self._sizes.get(as_text(env.get("name"))) or self._sizes.get("")
             group = self.groups[group_id] = Group(key, item, step, step, size=size)
         group.last_step = step
         group.rollouts += rollouts
@@ -193,14 +193,14 @@ def _group_sizes(run: Path) -> dict[str, int]:
         config = json.loads((run / ORCHESTRATOR_CONFIG).read_bytes())
     except (OSError, ValueError, RecursionError):
         return {}
-    sources = _list(_dict(_dict(config).get("train")).get("source"))
+    sources = as_list(as_dict(as_dict(config).get("train")).get("source"))
     sizes: dict[str, int] = {}
-    for source in map(_dict, sources):
+    for source in map(as_dict, sources):
         size = source.get("group_size")
         if type(size) is not int or not 1 <= size <= bounds.HUGE:
             continue
-        taskset = _text(_dict(_dict(source.get("env")).get("taskset")).get("id"))
-        sizes[_text(source.get("name")) or taskset] = size
+        taskset = as_text(as_dict(as_dict(source.get("env")).get("taskset")).get("id"))
+        sizes[as_text(source.get("name")) or taskset] = size
     if len(sources) == 1 and sizes:
         sizes[""] = next(iter(sizes.values()))
     return sizes
@@ -295,15 +295,3 @@ class Live:
                     drops.write(drop_line(group))
                 if group.rollouts:
                     out.write(json.dumps(group_line(self.reader, group), allow_nan=False) + "\n")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""

@@ -121,7 +121,7 @@ def read(path: Path) -> V1Eval:
     run.skipped += rows.skipped
     if not seen_episode:
         raise UserError(f"{path}: no verifiers episode in it (an empty file, or no line is one)")
-    run.env = run.env or _text(taskset_config(run).get("id"))
+    run.env = run.env or as_text(taskset_config(run).get("id"))
     return run
 
 
@@ -135,7 +135,7 @@ def read_episode(
 ) -> tuple[list[Rollout], list[Failure]]:
     """One episode's rollouts and failures, added to ``run`` too (its env, model and versions where it is the
     first to name them); a trace of a version this reader does not know is a sentence."""
-    run.env = run.env or _text(_dict(row.get("env")).get("id"))
+    run.env = run.env or as_text(as_dict(row.get("env")).get("id"))
     key, item = _task_key(row["task"], positions)
     traces = [t for t in row["traces"] if isinstance(t, dict)]
     rollouts: list[Rollout] = []
@@ -147,7 +147,7 @@ def read_episode(
                 f"{run.path}: its traces are of version {bounds.refusal(version)}, which this vftui "
                 f"does not know (it reads version {', '.join(map(str, sorted(TRACE_VERSIONS)))})"
             )
-        built = _dict(trace.get("verifiers")).get("version")
+        built = as_dict(trace.get("verifiers")).get("version")
         run.versions = run.versions or (f"verifiers {built}" if isinstance(built, str) else None)
         rollout = _rollout(trace, key, item)
         if rollout is None or trace.get("ok") is not True:
@@ -164,13 +164,13 @@ def read_episode(
 
 def taskset_config(run: V1Eval) -> dict[str, Any]:
     """The taskset's part of the run's resolved config (its ``id`` and arguments); empty when not recorded."""
-    return _dict(_dict(run.config.get("env")).get("taskset"))
+    return as_dict(as_dict(run.config.get("env")).get("taskset"))
 
 
 def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int]:
     """The task's key and position: ``data.idx`` is both (vftui's ``example_id`` of a v1 taskset), else its
     ``data.id``, ``key`` or ``hash`` at the next position."""
-    data = _dict(task.get("data"))
+    data = as_dict(task.get("data"))
     idx = data.get("idx")
     if type(idx) is int and 0 <= idx <= bounds.HUGE:
         return str(idx), idx
@@ -182,45 +182,47 @@ def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int
 
 def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
     """The trace's figures; None where one of them is no number a figure can use."""
-    rewards = {str(k): v for k, v in _dict(trace.get("rewards")).items() if v is not None}
-    scores = {k: (_dict(v).get("score"), _dict(v).get("weight", 1.0)) for k, v in rewards.items()}
-    metrics = {str(k): v for k, v in _dict(trace.get("metrics")).items() if v is not None}
+    rewards = {str(k): v for k, v in as_dict(trace.get("rewards")).items() if v is not None}
+    scores = {
+        k: (as_dict(v).get("score"), as_dict(v).get("weight", 1.0)) for k, v in rewards.items()
+    }
+    metrics = {str(k): v for k, v in as_dict(trace.get("metrics")).items() if v is not None}
     numbers = [bounds.score(v) for pair in scores.values() for v in pair]
     numbers += [bounds.score(v) for v in metrics.values()]
     if None in numbers:
         return None
-    nodes = [n for n in _list(trace.get("nodes")) if isinstance(n, dict)]
-    calls = [c for c in _list(trace.get("calls")) if isinstance(c, dict)]
-    usages = [_dict(c.get("usage")) for c in calls if isinstance(c.get("usage"), dict)]
-    timing = _dict(trace.get("timing"))
+    nodes = [n for n in as_list(trace.get("nodes")) if isinstance(n, dict)]
+    calls = [c for c in as_list(trace.get("calls")) if isinstance(c, dict)]
+    usages = [as_dict(c.get("usage")) for c in calls if isinstance(c.get("usage"), dict)]
+    timing = as_dict(trace.get("timing"))
     start = bounds.score(timing.get("start")) or 0.0
-    ends = [bounds.score(_dict(timing.get(phase)).get("end")) or 0.0 for phase in _PHASES]
+    ends = [bounds.score(as_dict(timing.get(phase)).get("end")) or 0.0 for phase in _PHASES]
     branch = _last_branch(nodes)
     sampled = [n for n in nodes if n.get("sampled") is True]
     tokens = [t for n in branch for t in _ints(n.get("token_ids"))]
-    mask = [bool(m) for n in branch for m in _list(n.get("mask"))]
+    mask = [bool(m) for n in branch for m in as_list(n.get("mask"))]
     last_call = next((c for c in reversed(calls) if c.get("error") is None), {})
     stop = trace.get("stop_condition")
-    config = _dict(_dict(trace.get("agent")).get("config"))
+    config = as_dict(as_dict(trace.get("agent")).get("config"))
     return Rollout(
         key=key,
         item=item,
         reward=sum(score * weight for score, weight in scores.values()),
         functions={**{k: s for k, (s, _) in scores.items()}, **metrics},
         turns=len(sampled),
-        tool_calls=sum(len(_list(_dict(n.get("message")).get("tool_calls"))) for n in sampled),
+        tool_calls=sum(len(as_list(as_dict(n.get("message")).get("tool_calls"))) for n in sampled),
         input_tokens=_usage_sum(usages, "prompt_tokens", "cached_input_tokens"),
         output_tokens=_usage_sum(usages, "completion_tokens"),
         started_at=start,
         elapsed_s=max(0.0, max(ends) - start) if max(ends) else 0.0,
         truncated=stop in _TRUNCATING or last_call.get("finish_reason") == "length",
         stop_condition=stop if isinstance(stop, str) else None,
-        messages=[_chat(_dict(n.get("message"))) for n in branch],
+        messages=[_chat(as_dict(n.get("message"))) for n in branch],
         tokens=tokens,
         masks=[t if m else MASKED for t, m in zip(tokens, mask, strict=False)]
         if len(mask) == len(tokens)
         else [],
-        temperature=bounds.score(_dict(config.get("sampling")).get("temperature")),
+        temperature=bounds.score(as_dict(config.get("sampling")).get("temperature")),
     )
 
 
@@ -241,7 +243,7 @@ def _last_branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _chat(message: dict[str, Any]) -> dict[str, Any]:
     """A v1 message in the chat form vftui's groups hold (a tool call's name and arguments under ``function``)."""
     out = {k: v for k, v in message.items() if k not in ("tool_calls", "provider_state")}
-    calls = [c for c in _list(message.get("tool_calls")) if isinstance(c, dict)]
+    calls = [c for c in as_list(message.get("tool_calls")) if isinstance(c, dict)]
     if calls:
         out["tool_calls"] = [
             {
@@ -263,16 +265,20 @@ def _usage_sum(usages: list[dict[str, Any]], *names: str) -> int | None:
 
 def _model(trace: dict[str, Any]) -> str | None:
     return next(
-        (c["model"] for c in _list(trace.get("calls")) if isinstance(_dict(c).get("model"), str)),
+        (
+            c["model"]
+            for c in as_list(trace.get("calls"))
+            if isinstance(as_dict(c).get("model"), str)
+        ),
         None,
     )
 
 
 def _why(record: dict[str, Any]) -> str:
     """The last error's type and message, else what stopped it."""
-    errors = [e for e in _list(record.get("errors")) if isinstance(e, dict)]
+    errors = [e for e in as_list(record.get("errors")) if isinstance(e, dict)]
     if errors:
-        return f"{_text(errors[-1].get('type'))}: {_text(errors[-1].get('message'))}"
+        return f"{as_text(errors[-1].get('type'))}: {as_text(errors[-1].get('message'))}"
     stop = record.get("stop_condition")
     return f"not ok ({stop})" if isinstance(stop, str) else "not ok"
 
@@ -287,18 +293,19 @@ def _config(folder: Path) -> dict[str, Any]:
 
 
 def _ints(value: Any) -> list[int]:
-    return [v for v in _list(value) if type(v) is int]
+    return [v for v in as_list(value) if type(v) is int]
 
 
-def _dict(value: Any) -> dict[str, Any]:
+# a trace's fields as the type they should be, else empty: a reader of foreign files never trusts a shape
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
