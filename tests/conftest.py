@@ -391,3 +391,39 @@ def tmux_session(command: str, width: int = 100, height: int = 30) -> Iterator[s
         yield session
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def paired_evals(tmp_path_factory) -> dict[str, Path]:
+    """Shard 0 of 24 examples at temperature 0 (always right) and at 2 (often wrong): the same 12 items;
+    and shard 1 at 2: none of them. Made once a worker, for compare's and report's tests (read only)."""
+    folder = tmp_path_factory.mktemp("evals")
+    made = {}
+    for name, temperature, shard in (
+        ("cold", "0", "0/2"),
+        ("hot", "2", "0/2"),
+        ("other", "2", "1/2"),
+    ):
+        out = folder / f"{name}.jsonl"
+        result = run_cli(
+            [
+                "run",
+                "--mode",
+                "eval",
+                "--no-ui",
+                "--num-examples",
+                "24",
+                "--shard",
+                shard,
+                "--rollouts-per-example",
+                "4",
+                "--temperature",
+                temperature,
+                "--out",
+                str(out),
+            ],
+            folder,
+        )
+        assert result.returncode == 0, result.stderr
+        made[name] = out
+    return made

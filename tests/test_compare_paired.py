@@ -193,42 +193,6 @@ def test_items_are_in_one_total_order_numbers_as_numbers(keys):
 e2e = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def evals(tmp_path_factory) -> dict[str, Path]:
-    """Shard 0 of 24 examples at temperature 0 (always right) and at 2 (often wrong): the same 12 items;
-    and shard 1 at 2: none of them."""
-    folder = tmp_path_factory.mktemp("evals")
-    made = {}
-    for name, temperature, shard in (
-        ("cold", "0", "0/2"),
-        ("hot", "2", "0/2"),
-        ("other", "2", "1/2"),
-    ):
-        out = folder / f"{name}.jsonl"
-        result = run_cli(
-            [
-                "run",
-                "--mode",
-                "eval",
-                "--no-ui",
-                "--num-examples",
-                "24",
-                "--shard",
-                shard,
-                "--rollouts-per-example",
-                "4",
-                "--temperature",
-                temperature,
-                "--out",
-                str(out),
-            ],
-            folder,
-        )
-        assert result.returncode == 0, result.stderr
-        made[name] = out
-    return made
-
-
 def compared(tmp_path: Path, *args: str) -> tuple[int, str, str]:
     result = run_cli(["compare", "--pass-threshold", "1.2", *args], tmp_path)  # fully right
     assert "Traceback" not in result.stderr, result.stderr
@@ -237,9 +201,9 @@ def compared(tmp_path: Path, *args: str) -> tuple[int, str, str]:
 
 @e2e
 def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_every_time(
-    evals, tmp_path
+    paired_evals, tmp_path
 ):
-    cold, hot = str(evals["cold"]), str(evals["hot"])
+    cold, hot = str(paired_evals["cold"]), str(paired_evals["hot"])
     rc, out, _ = compared(tmp_path, "--no-ui", cold, hot)
     assert rc == 0
     assert compared(tmp_path, "--no-ui", cold, hot)[1] == out, "seeded: the same lines again"
@@ -275,10 +239,13 @@ def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_e
 
 
 @e2e
-def test_swapped_evals_negate_the_interval_and_swap_the_flips(evals, tmp_path):
+def test_swapped_evals_negate_the_interval_and_swap_the_flips(paired_evals, tmp_path):
     forth, back = (
         json.loads(compared(tmp_path, "--json", *map(str, pair))[1])["changes"][0]
-        for pair in ((evals["cold"], evals["hot"]), (evals["hot"], evals["cold"]))
+        for pair in (
+            (paired_evals["cold"], paired_evals["hot"]),
+            (paired_evals["hot"], paired_evals["cold"]),
+        )
     )
     assert (back["reward"]["ci_low"], back["reward"]["ci_high"]) == (
         -forth["reward"]["ci_high"],
@@ -293,8 +260,10 @@ def test_swapped_evals_negate_the_interval_and_swap_the_flips(evals, tmp_path):
     "pair, test",
     [(("cold", "hot"), "paired bootstrap over 12 items"), (("cold", "other"), "Welch's t")],
 )
-def test_the_gate_says_which_test_judged_and_exits_by_its_interval(evals, tmp_path, pair, test):
-    paths = [str(evals[name]) for name in pair]
+def test_the_gate_says_which_test_judged_and_exits_by_its_interval(
+    paired_evals, tmp_path, pair, test
+):
+    paths = [str(paired_evals[name]) for name in pair]
     rc, raw, stderr = compared(tmp_path, "--json", "--fail-if-worse", "0", *paths)
     (change,) = json.loads(raw)["changes"]
     worse = change["reward"]["ci_high"] < 0

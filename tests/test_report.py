@@ -162,35 +162,10 @@ def test_a_run_of_the_built_in_env_is_one_page_with_its_figures_charts_items_and
     assert printable(answer) in text, "the rollout's answer, readable"
 
 
-@pytest.fixture(scope="module")
-def two_evals(tmp_path_factory) -> list[str]:
+@pytest.fixture
+def two_evals(paired_evals) -> list[str]:
     """The same 12 items at temperature 0 (always right) and at 2 (often wrong)."""
-    folder = tmp_path_factory.mktemp("evals")
-    made = []
-    for name, temperature in (("cold", "0"), ("hot", "2")):
-        out = folder / f"{name}.jsonl"
-        result = run_cli(
-            [
-                "run",
-                "--mode",
-                "eval",
-                "--no-ui",
-                "--num-examples",
-                "24",
-                "--shard",
-                "0/2",
-                "--rollouts-per-example",
-                "4",
-                "--temperature",
-                temperature,
-                "--out",
-                str(out),
-            ],
-            folder,
-        )
-        assert result.returncode == 0, result.stderr
-        made.append(str(out))
-    return made
+    return [str(paired_evals["cold"]), str(paired_evals["hot"])]
 
 
 @pytest.mark.e2e
