@@ -22,7 +22,7 @@ from verifiers.v1.trace import Error
 
 from tests.conftest import run_cli, until
 from tests.test_readers_fuzz import mutated
-from tests.test_v1_eval_files import FUZZ, loadable, theirs
+from tests.test_v1_eval_files import FUZZ, UNKNOWN_FORMATS, loadable, theirs
 from vftui.errors import UserError
 from vftui.events import Mode, RunStarted
 from vftui.group_format import META
@@ -118,14 +118,7 @@ def test_a_prime_rl_run_reads_as_verifiers_own_figures_a_group_per_rollout_group
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(
-    ("change", "said"),
-    [
-        (lambda e: e["traces"][0].update(version=2), "version 2"),
-        (lambda e: e.pop("traces"), "'task' and 'traces'"),
-    ],
-    ids=["newer-version", "missing-keys"],
-)
+@UNKNOWN_FORMATS
 def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change, said):
     tasks = episodes(tmp_path)
     episode = json.loads(stamped(tasks[0][0], 0, 0))

@@ -151,12 +151,7 @@ def test_a_failed_trace_is_an_error_counted_in_view_and_compare_never_a_zero(tmp
     assert report.items == 3 and sum(isinstance(e, GroupCollected) for e in events) == 0
 
 
-def key_of(line: str) -> str:
-    return str(json.loads(line)["task"]["data"]["idx"])
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
+UNKNOWN_FORMATS = pytest.mark.parametrize(
     ("change", "said"),
     [
         (lambda e: e["traces"][0].update(version=2), "version 2"),
@@ -164,6 +159,15 @@ def key_of(line: str) -> str:
     ],
     ids=["newer-version", "missing-keys"],
 )
+"""An episode made newer than this vftui knows, or missing what every version has, and what is said."""
+
+
+def key_of(line: str) -> str:
+    return str(json.loads(line)["task"]["data"]["idx"])
+
+
+@pytest.mark.unit
+@UNKNOWN_FORMATS
 def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change, said):
     episode = json.loads((RUN / "traces.jsonl").read_text().splitlines()[0])
     change(episode)
