@@ -30,12 +30,6 @@ from vftui.text.json_lines import finite_json
 ITEMS = "items.jsonl"
 
 
-def rollout_rows(groups_path: Path) -> Iterator[dict[str, Any]]:
-    """Each rollout of the run's groups as a row of verifiers' ``results.jsonl``."""
-    for group in groups_of(groups_path):
-        yield from _rows(group)
-
-
 def groups_of(groups_path: Path) -> Iterator[dict[str, Any]]:
     with groups_path.open("rb") as f:
         for line in f:
@@ -85,7 +79,10 @@ async def write(
     """Every file of the eval in its ``eval_dir``, from one reading of the run's jsonl; ``errors`` the examples
     that failed to score (item: why), ``run`` what it was asked."""
     folder = safe_files.own_folder(run_files.eval_dir)
-    rows = list(rollout_rows(run_files.jsonl))
+    groups = list(groups_of(run_files.jsonl))
+    rows = [
+        row for group in groups for row in _rows(group)
+    ]  # verifiers' results.jsonl, a rollout each
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
@@ -98,7 +95,7 @@ async def write(
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
     v1_output.write(
-        list(groups_of(run_files.jsonl)),
+        groups,
         run,
         report.rollouts_per_item,
         folder,
