@@ -319,7 +319,6 @@ def _screen_or_table(parser: argparse.ArgumentParser, screen: str) -> None:
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
-    from vftui.defaults import PASS_THRESHOLD
 
     p = sub.add_parser(
         "compare",
@@ -352,7 +351,14 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         "of the change: the items' paired bootstrap, or Welch's t where none pair (a gate for CI); "
         "its verdict, and the test, on stderr, passed or failed",
     )
-    p.add_argument(
+    _pass_threshold(p)
+
+
+def _pass_threshold(parser: argparse.ArgumentParser) -> None:
+    """compare's and report's threshold of a passing rollout, with the same words and default."""
+    from vftui.defaults import PASS_THRESHOLD
+
+    parser.add_argument(
         "--pass-threshold",
         type=float,
         metavar="R",
@@ -394,12 +400,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="the HTML file to write, replaced if it exists (default report.html)",
     )
-    p.add_argument(
-        "--pass-threshold",
-        type=float,
-        metavar="R",
-        help="a rollout passes (pass@1) at reward >= R (default: as vftui compare)",
-    )
+    _pass_threshold(p)
     p.add_argument(
         "--max-rollouts",
         type=int,
