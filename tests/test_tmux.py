@@ -215,3 +215,35 @@ def test_q_in_a_view_opened_from_the_runs_screen_comes_back_to_the_list(tmp_path
         assert "EXIT=" not in tmux("capture-pane", "-p", "-t", session)
         tmux("send-keys", "-t", session, "q")
         assert "EXIT=0" in wait_for_screen(session, "EXIT=")
+
+
+SLOW_TRANSFORMERS = '''
+import sys
+import time
+
+
+class SlowTransformers:
+    """Importing transformers takes ten minutes: a tokenizer that is still loading when the user quits."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "transformers":
+            time.sleep(600)
+
+
+sys.meta_path.insert(0, SlowTransformers())
+'''
+
+
+def test_q_closes_the_view_at_once_while_its_tokenizer_still_loads(tmp_path):
+    """The CI's defect: a quit waited for the tokenizer's loading (asyncio's executor, which the app's exit
+    joins), seconds of transformers' import under load."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_TRANSFORMERS)
+    viewed = shlex.quote(str(REPO / "tests" / "data" / "groups.jsonl"))
+    cli = tmux_cli_command(tmp_path, f"view {viewed}", PYTHONPATH=str(site))
+    with tmux_session(f"{cli}; echo EXIT=$?; sleep 60") as session:
+        wait_for_screen(session, "finished")
+        tmux("send-keys", "-t", session, "q")
+        screen = wait_for_screen(session, "EXIT=", timeout=60)
+    assert "EXIT=0" in screen and "Traceback" not in screen, screen

@@ -27,6 +27,7 @@ from typing import Any
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 
@@ -36,6 +37,7 @@ from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_tempera
 from vftui.text import wording
 from vftui.text.printable import printable, with_texts
 from vftui.ui import themes
+from vftui.ui.background import in_background
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
@@ -345,7 +347,7 @@ class VftuiApp(App[RunSummary | None]):
         if self.model.run_started is not started_before and self.model.run_started is not None:
             self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
             self.set_class(self.model.run_started.mode is Mode.EVAL, "-eval")
-            self.run_worker(self._load_decoder, thread=True, name="tokenizer", exit_on_error=False)
+            self._load_decoder(self.model.run_started.tokenizer)
         self.set_class(
             self.model.eval_report is not None and self.model.eval_report.step is not None, "-evals"
         )
@@ -364,11 +366,17 @@ class VftuiApp(App[RunSummary | None]):
         if isinstance(self.screen, ModelScreen):
             self.screen.show(self.model)
 
-    def _load_decoder(self) -> None:
-        self.decoder = TokenDecoder.load(self.model.run_started.tokenizer)
-        self.call_from_thread(self._decoder_loaded)
+    class DecoderLoaded(Message):
+        def __init__(self, decoder: TokenDecoder) -> None:
+            super().__init__()
+            self.decoder = decoder
 
-    def _decoder_loaded(self) -> None:
+    def _load_decoder(self, name: str) -> None:
+        """Loading transformers takes seconds: the preview shows token ids until it is done."""
+        in_background(self, lambda: self.DecoderLoaded(TokenDecoder.load(name)), "tokenizer")
+
+    def on_vftui_app_decoder_loaded(self, message: DecoderLoaded) -> None:
+        self.decoder = message.decoder
         self.preview.decoder = self.decoder
         if self._pager_asked:  # v was pressed while it loaded
             self._pager_asked = False

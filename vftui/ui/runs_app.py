@@ -15,6 +15,7 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from vftui.errors import UserError
@@ -31,6 +32,7 @@ from vftui.run_files.listing import (
 )
 from vftui.text.printable import one_line
 from vftui.ui import themes
+from vftui.ui.background import in_background
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
@@ -177,21 +179,20 @@ class RunsApp(App[tuple[str, Path] | None]):
         self.every = all_runs()
         self.show_runs()
 
+    class Asked(Message):
+        def __init__(self, every: list[RunLine]) -> None:
+            super().__init__()
+            self.every = every
+
     def _ask_again(self) -> None:
         """Every two seconds, in a thread: thousands of runs take seconds to ask, and keys must not wait."""
         if not self._asking:
             self._asking = True
-            self.run_worker(self._ask, thread=True, exit_on_error=False)
+            in_background(self, lambda: self.Asked(all_runs()), "runs")
 
-    def _ask(self) -> None:
-        try:
-            every = all_runs()
-        finally:
-            self._asking = False
-        self.call_from_thread(self._asked, every)
-
-    def _asked(self, every: list[RunLine]) -> None:
-        self.every = every
+    def on_runs_app_asked(self, message: Asked) -> None:
+        self._asking = False
+        self.every = message.every
         self.show_runs()
 
     def show_runs(self) -> None:
