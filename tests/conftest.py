@@ -42,6 +42,7 @@ TOOLS = {  # what ``@pytest.mark.needs(tool)`` looks for, and how to get it
     "tmux": ("tmux", "apt-get install tmux"),
     "sshd": ("sshd", "apt-get install openssh-server openssh-client"),
     "uv": ("uv", "pip install -e '.[test]'"),
+    "chromium": ("chromium", "apt-get install chromium"),
 }
 
 

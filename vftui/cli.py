@@ -18,6 +18,7 @@ from vftui.errors import STOP_SIGNALS, RunFailed, UserError
 from vftui.run_files.groupfile import ORDERS
 from vftui.text.printable import one_line
 from vftui.text.redact import scrub
+from vftui.ui.terminal import has_screen
 
 DESCRIPTION = """\
 vftui runs the Atropos verifiers collector and shows what it produces.
@@ -411,6 +412,52 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _port(text: str) -> int:
+    """A TCP port, 1-65535 (argparse says so for anything else)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1-65535)")
+    return port
+
+
+def _serve_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="the dashboard, the runs screen, a view or a comparison in a browser tab",
+        description="Serve a screen to a web browser (textual-serve): each tab runs its own. No "
+        "TARGET: the runs screen. A running run: its dashboard, every key included (closing the tab "
+        "leaves the run running). A run that ended, a file or a folder: vftui view. Several: vftui "
+        "compare. A token is printed once at the start; the page asks for it once per browser and "
+        "keeps it in a cookie, never in a URL.",
+        epilog="exit codes: 0 stopped by Ctrl-C, 2 bad input.\nexample, over ssh: ssh -L "
+        "8000:127.0.0.1:8000 gpu-box vftui serve RUN-ID, then open http://127.0.0.1:8000/ here",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "targets",
+        type=Path,
+        nargs="*",
+        metavar="TARGET",
+        help="a run folder or its .jsonl (or its id), any file or folder vftui view opens; two or "
+        "more: compared",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only; ssh -L reaches it)",
+    )
+    p.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000)")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="needed for a --host other machines reach: anyone with the token may steer the run",
+    )
+    _shared(p, "theme")
+
+
 def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     """The CLI; ``run``'s flags come from RunConfig, whose import other commands can do without."""
     parser = argparse.ArgumentParser(
@@ -430,6 +477,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _runs_parser(sub)
     _compare_parser(sub)
     _report_parser(sub)
+    _serve_parser(sub)
     sub.add_parser("eval", help="an eval is a run: vftui run --mode eval (this says so)")
     return parser
 
@@ -450,7 +498,7 @@ def _run(args: argparse.Namespace) -> int:
 
         return run_detached(args.run_args, config)
     if not config.no_ui:
-        if sys.stdout.isatty() and sys.stdin.isatty() and not config.json_events:
+        if has_screen() and not config.json_events:
             from vftui.commands.dashboard import run_dashboard
 
             return run_dashboard(config)
@@ -520,6 +568,14 @@ def _compare(args: argparse.Namespace) -> int:
         args.pass_threshold,
         args.no_ui,
         args.theme,
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from vftui.commands.serve import run_serve
+
+    return run_serve(
+        [by_id(t) for t in args.targets], args.host, args.port, args.allow_remote, args.theme
     )
 
 
@@ -606,6 +662,7 @@ def _command(argv: list[str]) -> int:
             "runs": _runs,
             "compare": _compare,
             "report": _report,
+            "serve": _serve,
         }
         return commands[args.command](args)
     except UserError as e:

@@ -20,11 +20,12 @@ from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import AttachedTo
+from vftui.ui.terminal import has_screen
 
 
 def run_attach(target: Path | None, theme: str | None) -> int:
     run = find_running(target)
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+    if not has_screen():
         raise UserError("vftui attach needs a terminal (vftui runs lists runs without one)")
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)

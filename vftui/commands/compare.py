@@ -32,6 +32,7 @@ from vftui.run_files.results import Source, load
 from vftui.text import compared, wording
 from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
+from vftui.ui.terminal import has_screen
 
 SHOWN_EACH = 5  # items that dropped most, and that gained most
 
@@ -121,7 +122,7 @@ def run_compare(
     ]
     if as_json:
         print(json.dumps(finite_json(as_dict(summaries, changes, fail_if_worse, worse))))
-    elif no_ui or not (sys.stdout.isatty() and sys.stdin.isatty()):
+    elif no_ui or not has_screen():
         say(report(summaries, changes), sys.stdout)
     else:
         from vftui.ui import themes

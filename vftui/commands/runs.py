@@ -13,6 +13,7 @@ from vftui.errors import UserError
 from vftui.run_files import prune as pruning
 from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
 from vftui.text.printable import printable, say
+from vftui.ui.terminal import has_screen
 
 
 def run_runs(
@@ -26,7 +27,7 @@ def run_runs(
     """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
     if hosts is not None:
         return _fleet(fleet.hosts(hosts), remote, as_json)
-    if not (as_json or prune or no_ui) and sys.stdout.isatty() and sys.stdin.isatty():
+    if not (as_json or prune or no_ui) and has_screen():
         return _runs_screen(theme)
     skipped: list[str] = []
     lines = all_runs(skipped)

@@ -25,6 +25,7 @@ from vftui.ui import themes
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.sources import ViewedFile
+from vftui.ui.terminal import has_screen
 
 
 def viewer(
@@ -41,7 +42,7 @@ def viewer(
     stream = prime_rl.stream_of(path.expanduser()) if follow else None
     mirror = prime_rl.Live(stream) if stream is not None else None  # a prime-rl run, live
     opened, named = (mirror.path, mirror.named) if mirror is not None else viewed(path)
-    if check_terminal and not (sys.stdout.isatty() and sys.stdin.isatty()):
+    if check_terminal and not has_screen():
         raise UserError("vftui view needs a terminal")
     ours = themes.available_themes()
     theme_name = themes.resolve(theme, ours=ours)

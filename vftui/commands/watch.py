@@ -24,6 +24,7 @@ from vftui.run_files import index
 from vftui.run_files.files import RunFiles
 from vftui.text import wording
 from vftui.text.printable import say
+from vftui.ui.terminal import has_screen
 
 
 def poll(client: httpx.Client, api_url: str) -> ApiStatus:
@@ -127,6 +128,6 @@ def run_watch(
     api_url: str, every_s: float, no_ui: bool, count: int | None, theme: str | None
 ) -> int:
     api_url = api_url.rstrip("/")
-    if no_ui or not (sys.stdout.isatty() and sys.stdin.isatty()):
+    if no_ui or not has_screen():
         return watch_headless(api_url, every_s, count)
     return watch_dashboard(api_url, every_s, theme)

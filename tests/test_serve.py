@@ -1,0 +1,217 @@
+"""``vftui serve``: the dashboard in a real headless Chromium (Debian's, driven by Playwright), and the
+server's door tried as an attacker would: another site's websocket, a rebound host name, a wrong token, a
+bind beyond loopback without saying so."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import (
+    REPO,
+    free_port,
+    read_until,
+    run_cli,
+    start_cli,
+    tool_path,
+    wait_until,
+)
+from vftui.errors import UserError
+from vftui.live.client import control
+from vftui.run_files.files import RunFiles
+
+VIEWED = REPO / "tests" / "data" / "groups.jsonl"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+@contextlib.contextmanager
+def served(tmp_path: Path, *args: str) -> Iterator[tuple[str, str, subprocess.Popen]]:
+    """``vftui serve ARGS`` on a free loopback port: its URL, the token it printed, the process (ended after,
+    with no session's process left behind)."""
+    port = free_port()
+    process = start_cli(["serve", *args, "--port", str(port)], tmp_path)
+    try:
+        served_line = read_until(process.stderr, "vftui: serving", "serve never said it served")
+        token = read_until(process.stderr, "token", "serve printed no token").split()[-1]
+        url = f"http://127.0.0.1:{port}"
+        assert f"at {url}/" in served_line and token not in served_line
+        wait_until(lambda: _answers(url), "serve never answered")
+        yield url, token, process
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(f"{url}/login", timeout=2).status_code == 200
+    return False
+
+
+def signed_in(url: str, token: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=10)
+    answer = client.post("/login", data={"token": token}, headers={"Origin": url})
+    assert answer.status_code == 303 and answer.headers["location"] == "/", answer.text
+    return client
+
+
+def websocket_handshake(url: str, client: httpx.Client, origin: str | None) -> int:
+    headers = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    }
+    if origin is not None:
+        headers["Origin"] = origin
+    with client.stream("GET", "/ws?width=80&height=24", headers=headers) as answer:
+        return answer.status_code
+
+
+def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path):
+    with served(tmp_path, str(VIEWED)) as (url, token, _):
+        anonymous = httpx.Client(base_url=url, timeout=10)
+        first = anonymous.get("/")
+        assert first.status_code == 303 and first.headers["location"] == "/login"
+        assert "default-src 'none'" in first.headers["content-security-policy"]
+        assert anonymous.get("/ws").status_code in (401, 403)
+        wrong = anonymous.post("/login", data={"token": "guess"}, headers={"Origin": url})
+        assert wrong.status_code == 403 and "not the token" in wrong.text
+        assert not wrong.cookies
+        rebound = anonymous.get(
+            "/login", headers={"Host": f"attacker.example:{url.rsplit(':')[-1]}"}
+        )
+        assert rebound.status_code == 403, "a name rebound to 127.0.0.1 is refused"
+        forged = anonymous.post(
+            "/login", data={"token": token}, headers={"Origin": "http://attacker.example"}
+        )
+        assert forged.status_code == 403, "another site's form cannot sign the browser in"
+
+        client = signed_in(url, token)
+        assert 'class="textual-terminal"' in client.get("/").text
+        assert websocket_handshake(url, client, "http://attacker.example") == 403
+        assert websocket_handshake(url, client, None) == 403
+        assert websocket_handshake(url, client, url) == 101, "its own page's websocket opens"
+        for page in ("/", "/login"):
+            assert "googleapis" not in client.get(page).text, "the page fetches nothing outside"
+
+
+def test_bad_serve_settings_are_one_sentence_each(tmp_path):
+    port = str(free_port())
+    cases = {
+        ("--host", "0.0.0.0", "--port", port): "--allow-remote",
+        (str(tmp_path / "nowhere.jsonl"), "--port", port): "no such file, folder or run id",
+        ("--port", "70000"): "is not a port",
+    }
+    for args, said in cases.items():
+        result = run_cli(["serve", *args], tmp_path)
+        assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    with served(tmp_path, str(VIEWED)) as (url, _, _):
+        taken = run_cli(["serve", "--port", url.rsplit(":")[-1]], tmp_path)
+        assert taken.returncode == 2 and "--port another" in taken.stderr, taken.stderr
+
+
+def test_ctrl_c_ends_serve_and_the_sessions_it_started(tmp_path):
+    with served(tmp_path, str(VIEWED)) as (url, token, process):
+        client = signed_in(url, token)
+        with client.stream(
+            "GET",
+            "/ws?width=80&height=24",
+            headers={
+                "Origin": url,
+                "Connection": "Upgrade",
+                "Upgrade": "websocket",
+                "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+            },
+        ) as answer:
+            assert answer.status_code == 101
+            session = wait_until(lambda: _children(process.pid), "no session's vftui started")
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Traceback" not in err, err
+    wait_until(lambda: not _alive(session), "the session's vftui outlived serve", timeout=15)
+
+
+def _children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in found.split()]
+
+
+def _alive(pids: list[int]) -> bool:
+    return any(Path(f"/proc/{p}").exists() for p in pids)
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, slow_sim):
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path / "groups.jsonl"
+    detached = ["run", "--detach", "--steps", "100000", "--group-size", "2", "--out", str(out)]
+    started = run_cli([*detached, "--base-url", slow_sim.base_url], tmp_path)
+    assert started.returncode == 0, started.stderr
+    try:
+        with served(tmp_path, str(out)) as (url, token, _), playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=tool_path("chromium"))
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            seen = Screen(page)
+            page.goto(url)
+            page.fill("input[name=token]", token)
+            page.click("button")
+            wait_until(lambda: "running" in seen.text(), "the dashboard never came", timeout=60)
+            first = wait_until(seen.groups, "no group count on the page", timeout=60)
+            wait_until(lambda: seen.groups() > first, "the figures never updated", timeout=60)
+            page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
+            page.keyboard.press("Space")
+            wait_until(
+                lambda: state(tmp_path, out) == "paused", "the key did not pause", timeout=30
+            )
+            wait_until(lambda: "paused" in seen.text(-4000), "the page never said paused")
+            browser.close()
+            assert seen.errors == [], "the page logged errors"
+            assert all(u.startswith(url) or u.startswith("data:") for u in seen.requests)
+        assert state(tmp_path, out) == "paused", "closing the tab left the run as it was"
+    finally:
+        with contextlib.suppress(UserError):  # it may have ended
+            control(RunFiles(out).socket, lambda controls: controls.stop())
+
+
+class Screen:
+    """What the browser got over the dashboard's websocket (its terminal's bytes), its console errors and
+    every address it asked for."""
+
+    def __init__(self, page) -> None:
+        self._page = page
+        self.frames: list[bytes] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def _frame(self, payload: bytes | str) -> None:
+        self.frames.append(payload if isinstance(payload, bytes) else payload.encode())
+
+    def text(self, tail: int = 0) -> str:
+        self._page.wait_for_timeout(
+            100
+        )  # Playwright's sync API hears the browser only in its own calls
+        return ANSI.sub("", b"".join(self.frames).decode("utf-8", "replace"))[-tail:]
+
+    def groups(self) -> int:
+        counts = re.findall(r"(\d+)/100000 groups", self.text())
+        return int(counts[-1]) if counts else 0
+
+
+def state(tmp_path: Path, out: Path) -> str:
+    rows = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
+    return next(r["state"] for r in rows if r["path"] == str(out))

@@ -1,0 +1,73 @@
+"""``vftui serve [TARGET ...]``: a dashboard in a browser tab, through textual-serve (``vftui.web``).
+
+Each tab runs its own vftui command, chosen as it connects: no target, the runs screen; a running
+run, ``attach`` (its keys steer the run; closing the tab leaves it running); a run that ended, a
+file or a folder, ``view``; several, ``compare``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+from pathlib import Path
+
+from vftui.errors import UserError
+from vftui.live.process import vftui_command
+from vftui.run_files.files import RunFiles
+from vftui.run_files.listing import NOT_ANSWERING, describe
+from vftui.web.server import VftuiServer, is_loopback
+
+
+def run_serve(
+    targets: list[Path], host: str, port: int, allow_remote: bool, theme: str | None
+) -> int:
+    if not (is_loopback(host) or allow_remote):
+        raise UserError(
+            f"--host {host} serves the dashboard beyond this machine: say so with --allow-remote "
+            "(the token it prints guards it)"
+        )
+    for target in targets:
+        if not target.exists():
+            raise UserError(f"vftui serve {target}: no such file, folder or run id")
+    _free(host, port)
+    targets = [t.resolve() for t in targets]
+    themed = ["--theme", theme] if theme else []
+
+    def command() -> str:
+        return shlex.join(vftui_command(*_what_to_run(targets), *themed))
+
+    VftuiServer(command, _described(targets), host, port).serve()
+    return 0
+
+
+def _what_to_run(targets: list[Path]) -> list[str]:
+    if not targets:
+        return ["runs"]
+    if len(targets) > 1:
+        return ["compare", *map(str, targets)]
+    return ["attach" if _running(targets[0]) else "view", str(targets[0])]
+
+
+def _described(targets: list[Path]) -> str:
+    if not targets:
+        return "the runs screen"
+    return " and ".join(map(str, targets))
+
+
+def _running(target: Path) -> bool:
+    try:
+        line = describe(RunFiles.find(target, "vftui serve").jsonl)
+    except UserError:  # a file or folder, not a run: viewed
+        return False
+    return line.running and line.state != NOT_ANSWERING
+
+
+def _free(host: str, port: int) -> None:
+    """A taken port is one sentence here, not aiohttp's traceback once it binds."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise UserError(f"cannot serve on {host}:{port}: {e.strerror} (--port another)") from e

@@ -1,0 +1,169 @@
+"""``vftui serve``'s web server: textual-serve, with a door.
+
+textual-serve starts a command per browser tab and streams its screen over a websocket; it checks
+no one. Any page the user visits could open that websocket to localhost, a name rebound to
+127.0.0.1 reaches it, any local user of a shared machine can connect to a loopback port (a run's
+control socket is its owner's alone), and its page fetches a font from the internet. So here:
+
+- a token, printed once at the start, is asked for on a page of its own and then kept in a cookie
+  (HttpOnly, SameSite=Strict), never in a URL, so no access log or browser history holds it;
+- the websocket must come from a page of this server (its Origin), and on loopback every request
+  must name a loopback host (a rebound name is refused);
+- the page is vftui's own: xterm's stylesheet, textual.js and the font from the installed packages,
+  under a Content-Security-Policy that lets it reach nothing else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+from textual_serve.server import Server
+
+from vftui.text.printable import say
+
+TEMPLATES = Path(__file__).parent / "templates"
+COOKIE = "vftui-serve"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
+PUBLIC = ("/login", "/vftui/page.css", "/static/")  # what a browser without the cookie may fetch
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class VftuiServer(Server):
+    """Serves ``command()`` (asked again as each tab connects: a run that ended since is viewed)."""
+
+    def __init__(self, command: Callable[[], str], what: str, host: str, port: int) -> None:
+        url_host = f"[{host}]" if ":" in host else host
+        super().__init__(command(), host=host, port=port, title=f"vftui: {what}")
+        self.public_url = f"http://{url_host}:{port}"
+        self._command, self._what = command, what
+        self.token = secrets.token_urlsafe(24)
+        self._session = secrets.token_urlsafe(
+            32
+        )  # the cookie's value: the token itself never leaves
+        self._cookie = f"{COOKIE}-{port}"  # a browser sends a host's cookies to all its ports
+        loopback = is_loopback(host)
+        self._hosts = (
+            {f"{name}:{port}" for name in ("localhost", "127.0.0.1", "[::1]", url_host)}
+            if loopback
+            else None
+        )
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        app.middlewares.append(self._guard)
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(TEMPLATES))
+        app.router.add_get("/login", self._login_page)
+        app.router.add_post("/login", self._login)
+        app.router.add_get("/vftui/page.css", self._css)
+        return app
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            response = await self._checked(request, handler)
+        except web.HTTPException as e:
+            _secured(e)
+            raise
+        return _secured(response)
+
+    async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self._hosts is not None and request.host not in self._hosts:
+            raise web.HTTPForbidden(text="vftui serve answers its own host name only")
+        if request.path == "/ws" and request.headers.get("Origin") != self._origin(request):
+            raise web.HTTPForbidden(text="the dashboard's websocket opens from its own page only")
+        if not request.path.startswith(PUBLIC) and not self._signed_in(request):
+            if request.path == "/":
+                raise web.HTTPSeeOther("/login")
+            raise web.HTTPUnauthorized(text="sign in at /login with the token vftui serve printed")
+        return await handler(request)
+
+    def _origin(self, request: web.Request) -> str:
+        return f"{request.scheme}://{request.host}"
+
+    def _signed_in(self, request: web.Request) -> bool:
+        return hmac.compare_digest(request.cookies.get(self._cookie, ""), self._session)
+
+    async def _login_page(self, request: web.Request, refused: bool = False) -> web.Response:
+        return aiohttp_jinja2.render_template(
+            "login.html",
+            request,
+            {"title": self.title, "refused": refused},
+            status=403 if refused else 200,
+        )
+
+    async def _login(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Origin", self._origin(request)) != self._origin(request):
+            raise web.HTTPForbidden(text="sign in from this server's own page")
+        form = await request.post()
+        given = form.get("token")
+        if not isinstance(given, str) or not hmac.compare_digest(given, self.token):
+            return await self._login_page(request, refused=True)
+        response = web.HTTPSeeOther("/")
+        response.set_cookie(self._cookie, self._session, httponly=True, samesite="Strict", path="/")
+        raise response
+
+    async def _css(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(TEMPLATES / "page.css")
+
+    async def handle_index(self, request: web.Request) -> web.Response:
+        """vftui's page: textual-serve's would fetch a font from the internet."""
+        context: dict[str, Any] = {
+            "title": self.title,
+            "static": "/static/",
+            "websocket": f"ws://{request.host}/ws",
+            "font_size": min(max(_int(request.query.get("fontsize"), 16), 6), 48),
+        }
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        self.command = self._command()
+        return await super().handle_websocket(request)
+
+    def initialize_logging(self) -> None:
+        """Its own lines only: textual-serve's logo and request log would bury the token's line."""
+
+    async def on_startup(self, app: web.Application) -> None:
+        say(
+            [
+                f"vftui: serving {self._what} at {self.public_url}/ (Ctrl-C stops serving; a run "
+                "goes on)",
+                f"vftui: the page asks for this token once per browser: {self.token}",
+            ],
+            sys.stderr,
+        )
+
+
+def _secured(response: web.StreamResponse) -> web.StreamResponse:
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"  # no-referrer makes a form's Origin null
+    return response
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text or "")
+    except ValueError:
+        return default
