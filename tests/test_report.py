@@ -3,8 +3,8 @@
 stays text; bounded in size. Through the real CLI on a real run and real evals of the built-in
 environment, and on files written with hostile text; the escaping by itself with Hypothesis.
 
-A browser is not installed here yet: the page is checked with Python's html.parser (its tags balance,
-no tag or attribute fetches or runs anything but the page's one script)."""
+Here the page is checked with Python's html.parser (its tags balance, no tag or attribute fetches or
+runs anything but the page's one script); tests/test_report_browser.py opens it in Chromium."""
 
 from __future__ import annotations
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.browser import Recorded, chromium_page
 from tests.conftest import (
     REPO,
     free_port,
     read_until,
     run_cli,
     start_cli,
-    tool_path,
     wait_until,
 )
 from vftui.errors import UserError
@@ -153,29 +153,24 @@ def _alive(pids: list[int]) -> bool:
 
 @pytest.mark.needs("chromium")
 def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, slow_sim):
-    playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "groups.jsonl"
     detached = ["run", "--detach", "--steps", "100000", "--group-size", "2", "--out", str(out)]
     started = run_cli([*detached, "--base-url", slow_sim.base_url], tmp_path)
     assert started.returncode == 0, started.stderr
     try:
-        with served(tmp_path, str(out)) as (url, token, _), playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=tool_path("chromium"))
-            page = browser.new_page(viewport={"width": 1200, "height": 800})
-            seen = Screen(page)
-            page.goto(url)
-            page.fill("input[name=token]", token)
-            page.click("button")
-            wait_until(lambda: "running" in seen.text(), "the dashboard never came", timeout=60)
-            first = wait_until(seen.groups, "no group count on the page", timeout=60)
-            wait_until(lambda: seen.groups() > first, "the figures never updated", timeout=60)
-            page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
-            page.keyboard.press("Space")
+        with served(tmp_path, str(out)) as (url, token, _), chromium_page() as seen:
+            seen.page.goto(url)
+            seen.page.fill("input[name=token]", token)
+            seen.page.click("button")
+            wait_until(lambda: "running" in screen(seen), "the dashboard never came", timeout=60)
+            first = wait_until(lambda: groups(seen), "no group count on the page", timeout=60)
+            wait_until(lambda: groups(seen) > first, "the figures never updated", timeout=60)
+            seen.page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
+            seen.page.keyboard.press("Space")
             wait_until(
                 lambda: state(tmp_path, out) == "paused", "the key did not pause", timeout=30
             )
-            wait_until(lambda: "paused" in seen.text(-4000), "the page never said paused")
-            browser.close()
+            wait_until(lambda: "paused" in screen(seen)[-4000:], "the page never said paused")
             assert seen.errors == [], "the page logged errors"
             assert all(u.startswith(url) or u.startswith("data:") for u in seen.requests)
         assert state(tmp_path, out) == "paused", "closing the tab left the run as it was"
@@ -184,32 +179,14 @@ def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, slow_
             control(RunFiles(out).socket, lambda controls: controls.stop())
 
 
-class Screen:
-    """What the browser got over the dashboard's websocket (its terminal's bytes), its console errors and
-    every address it asked for."""
+def screen(seen: Recorded) -> str:
+    """The dashboard's terminal bytes the browser got, without their escape sequences."""
+    return ANSI.sub("", seen.received())
 
-    def __init__(self, page) -> None:
-        self._page = page
-        self.frames: list[bytes] = []
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
-        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        page.on("pageerror", lambda e: self.errors.append(str(e)))
-        page.on("request", lambda r: self.requests.append(r.url))
 
-    def _frame(self, payload: bytes | str) -> None:
-        self.frames.append(payload if isinstance(payload, bytes) else payload.encode())
-
-    def text(self, tail: int = 0) -> str:
-        self._page.wait_for_timeout(
-            100
-        )  # Playwright's sync API hears the browser only in its own calls
-        return ANSI.sub("", b"".join(self.frames).decode("utf-8", "replace"))[-tail:]
-
-    def groups(self) -> int:
-        counts = re.findall(r"(\d+)/100000 groups", self.text())
-        return int(counts[-1]) if counts else 0
+def groups(seen: Recorded) -> int:
+    counts = re.findall(r"(\d+)/100000 groups", screen(seen))
+    return int(counts[-1]) if counts else 0
 
 
 def state(tmp_path: Path, out: Path) -> str:
