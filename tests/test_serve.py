@@ -151,32 +151,64 @@ def _alive(pids: list[int]) -> bool:
     return any(Path(f"/proc/{p}").exists() for p in pids)
 
 
-@pytest.mark.needs("chromium")
-def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, slow_sim):
+@pytest.fixture
+def detached_run(tmp_path, slow_sim) -> Iterator[Path]:
+    """A run in the background, long enough to steer; stopped at the end."""
     out = tmp_path / "groups.jsonl"
     detached = ["run", "--detach", "--steps", "100000", "--group-size", "2", "--out", str(out)]
     started = run_cli([*detached, "--base-url", slow_sim.base_url], tmp_path)
     assert started.returncode == 0, started.stderr
     try:
-        with served(tmp_path, str(out)) as (url, token, _), chromium_page() as seen:
-            seen.page.goto(url)
-            seen.page.fill("input[name=token]", token)
-            seen.page.click("button")
-            wait_until(lambda: "running" in screen(seen), "the dashboard never came", timeout=60)
-            first = wait_until(lambda: groups(seen), "no group count on the page", timeout=60)
-            wait_until(lambda: groups(seen) > first, "the figures never updated", timeout=60)
-            seen.page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
-            seen.page.keyboard.press("Space")
-            wait_until(
-                lambda: state(tmp_path, out) == "paused", "the key did not pause", timeout=30
-            )
-            wait_until(lambda: "paused" in screen(seen)[-4000:], "the page never said paused")
-            assert seen.errors == [], "the page logged errors"
-            assert all(u.startswith(url) or u.startswith("data:") for u in seen.requests)
-        assert state(tmp_path, out) == "paused", "closing the tab left the run as it was"
+        yield out
     finally:
         with contextlib.suppress(UserError):  # it may have ended
             control(RunFiles(out).socket, lambda controls: controls.stop())
+
+
+def signed_in_page(seen: Recorded, url: str, token: str) -> None:
+    seen.page.goto(url)
+    seen.page.fill("input[name=token]", token)
+    seen.page.click("button")
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, detached_run):
+    out = detached_run
+    with served(tmp_path, str(out)) as (url, token, _), chromium_page() as seen:
+        signed_in_page(seen, url, token)
+        wait_until(lambda: "running" in screen(seen), "the dashboard never came", timeout=60)
+        first = wait_until(lambda: groups(seen), "no group count on the page", timeout=60)
+        wait_until(lambda: groups(seen) > first, "the figures never updated", timeout=60)
+        seen.page.focus(".xterm-helper-textarea")  # where xterm.js takes the keyboard
+        seen.page.keyboard.press("Space")
+        wait_until(lambda: state(tmp_path, out) == "paused", "the key did not pause", timeout=30)
+        wait_until(lambda: "paused" in screen(seen)[-4000:], "the page never said paused")
+        assert seen.errors == [], "the page logged errors"
+        assert all(u.startswith(url) or u.startswith("data:") for u in seen.requests)
+    assert state(tmp_path, out) == "paused", "closing the tab left the run as it was"
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, detached_run):
+    """A second app in the tab's process would find its connection closed with the first: the run opens in a
+    new tab, whose dashboard steers it, while the runs screen stays."""
+    with served(tmp_path) as (url, token, _), chromium_page() as seen:
+        signed_in_page(seen, url, token)
+        wait_until(lambda: "running" in screen(seen), "the runs screen never listed the run")
+        seen.page.focus(".xterm-helper-textarea")
+        with seen.page.context.expect_page(timeout=30_000) as opening:
+            seen.page.keyboard.press("Enter")
+        tab = Recorded(opening.value)
+        assert re.fullmatch(rf"{url}/open/attach/[0-9a-f]+", tab.page.url), tab.page.url
+        wait_until(lambda: "ATTACHED" in screen(tab), "the new tab shows no dashboard", timeout=60)
+        tab.page.focus(".xterm-helper-textarea")
+        tab.page.keyboard.press("Space")
+        wait_until(lambda: state(tmp_path, detached_run) == "paused", "its key did not pause")
+        assert "-closed" not in seen.page.evaluate("document.body.className"), "the list stays"
+        cookies = {c["name"]: c["value"] for c in seen.page.context.cookies()}
+        unknown = httpx.get(f"{url}/open/view/ffffffff", cookies=cookies)
+        assert unknown.status_code == 404
+        assert seen.errors == tab.errors == []
 
 
 def screen(seen: Recorded) -> str:

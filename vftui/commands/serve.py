@@ -2,7 +2,7 @@
 
 Each tab runs its own vftui command, chosen as it connects: no target, the runs screen; a running
 run, ``attach`` (its keys steer the run; closing the tab leaves it running); a run that ended, a
-file or a folder, ``view``; several, ``compare``.
+file or a folder, ``view``; several, ``compare``. A run the runs screen opens gets a tab of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from vftui.errors import UserError
 from vftui.live.process import vftui_command
 from vftui.run_files.files import RunFiles
+from vftui.run_files.index import resolve_id
 from vftui.run_files.listing import NOT_ANSWERING, describe
 from vftui.web.server import VftuiServer, is_loopback
 
@@ -36,7 +37,14 @@ def run_serve(
     def command() -> str:
         return shlex.join(vftui_command(*_what_to_run(targets), *themed))
 
-    VftuiServer(command, _described(targets), host, port).serve()
+    def opener(how: str, run_id: str) -> str | None:
+        path = resolve_id(run_id)
+        if path is None:
+            return None
+        running = how == "attach" and _running(path)
+        return shlex.join(vftui_command("attach" if running else "view", str(path), *themed))
+
+    VftuiServer(command, opener, _described(targets), host, port).serve()
     return 0
 
 

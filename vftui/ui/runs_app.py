@@ -37,6 +37,7 @@ from vftui.ui.lean_output import lean_driver
 from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.terminal import in_browser
 from vftui.ui.widgets.keys_footer import KeysFooter
 from vftui.ui.widgets.status_bar import shorten_left
 
@@ -257,8 +258,15 @@ class RunsApp(App[tuple[str, Path] | None]):
         self.action_open("attach")
 
     def action_open(self, how: str) -> None:
-        if self.selected is not None:
-            self.exit((how, self.selected))
+        line = self._selected_line()
+        if line is None:
+            return
+        if (
+            in_browser()
+        ):  # the tab's connection ends with this app: the run opens in a tab of its own
+            self.open_url(f"/open/{how}/{line.id}", new_tab=True)
+        else:
+            self.exit((how, line.out_path))
 
     def action_stop(self) -> None:
         """Asks first: a stop cannot be taken back (the run finishes the groups in flight, then ends)."""

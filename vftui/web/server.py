@@ -39,6 +39,7 @@ CSP = (
 )
 PUBLIC = ("/login", "/vftui/page.css", "/static/")  # what a browser without the cookie may fetch
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OPENED = "/open/{how:attach|view}/{id:[0-9a-f]{4,24}}"  # a run the runs screen opened in a tab
 
 
 def is_loopback(host: str) -> bool:
@@ -50,14 +51,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class VftuiServer(Server):
-    """Serves ``command()`` (asked again as each tab connects: a run that ended since is viewed)."""
+Opener = Callable[[str, str], str | None]
+"""The command of a tab the runs screen opened: (attach or view, the run's id) -> the command, or None
+for an id no run has."""
 
-    def __init__(self, command: Callable[[], str], what: str, host: str, port: int) -> None:
+
+class VftuiServer(Server):
+    """Serves ``command()`` at ``/``, asked again as each tab connects (a run that ended since is viewed),
+    and at ``/open/{how}/{id}`` what ``opener`` says: the tabs the runs screen opens, one a run."""
+
+    def __init__(
+        self, command: Callable[[], str], opener: Opener, what: str, host: str, port: int
+    ) -> None:
         url_host = f"[{host}]" if ":" in host else host
         super().__init__(command(), host=host, port=port, title=f"vftui: {what}")
         self.public_url = f"http://{url_host}:{port}"
-        self._command, self._what = command, what
+        self._command, self._opener, self._what = command, opener, what
         self.token = secrets.token_urlsafe(24)
         self._session = secrets.token_urlsafe(
             32
@@ -77,6 +86,8 @@ class VftuiServer(Server):
         app.router.add_get("/login", self._login_page)
         app.router.add_post("/login", self._login)
         app.router.add_get("/vftui/page.css", self._css)
+        app.router.add_get(OPENED, self.handle_index)
+        app.router.add_get("/ws" + OPENED, self.handle_websocket)
         return app
 
     @web.middleware
@@ -91,7 +102,9 @@ class VftuiServer(Server):
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self._hosts is not None and request.host not in self._hosts:
             raise web.HTTPForbidden(text="vftui serve answers its own host name only")
-        if request.path == "/ws" and request.headers.get("Origin") != self._origin(request):
+        if request.path.startswith("/ws") and request.headers.get("Origin") != self._origin(
+            request
+        ):
             raise web.HTTPForbidden(text="the dashboard's websocket opens from its own page only")
         if not request.path.startswith(PUBLIC) and not self._signed_in(request):
             if request.path == "/":
@@ -129,17 +142,25 @@ class VftuiServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.Response:
         """vftui's page: textual-serve's would fetch a font from the internet."""
+        if "how" in request.match_info and self._opened(request) is None:
+            raise web.HTTPNotFound(text="no run has that id")
         context: dict[str, Any] = {
             "title": self.title,
             "static": "/static/",
-            "websocket": f"ws://{request.host}/ws",
+            "websocket": f"ws://{request.host}/ws{request.path.rstrip('/')}",
             "font_size": min(max(_int(request.query.get("fontsize"), 16), 6), 48),
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        self.command = self._command()
+        command = self._opened(request) if "how" in request.match_info else self._command()
+        if command is None:
+            raise web.HTTPNotFound(text="no run has that id")
+        self.command = command
         return await super().handle_websocket(request)
+
+    def _opened(self, request: web.Request) -> str | None:
+        return self._opener(request.match_info["how"], request.match_info["id"])
 
     def initialize_logging(self) -> None:
         """Its own lines only: textual-serve's logo and request log would bury the token's line."""
