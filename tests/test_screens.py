@@ -332,6 +332,25 @@ async def test_charts_draw_the_files_series_with_axes():
         assert app.screen.__class__.__name__ != "ChartsScreen"
 
 
+def reward_chart(app) -> str:
+    return str(app.screen.query_one("#chart-reward").render())
+
+
+async def test_a_resized_chart_is_drawn_anew_for_its_new_size():
+    """A finished file's model never changes: its charts were drawn once, their ticks and points kept for the
+    first size (and, under load, for a chart not yet laid out)."""
+    fresh = viewer_app()
+    async with fresh.run_test(size=(160, 48)) as pilot:
+        await open_charts(pilot)
+        expected = reward_chart(fresh)
+    app = viewer_app()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await open_charts(pilot)
+        assert reward_chart(app) != expected, "drawn for its own size first"
+        await pilot.resize_terminal(160, 48)
+        await until(lambda: reward_chart(app) == expected, pilot=pilot, timeout=10)
+
+
 async def test_a_viewed_file_sampled_at_several_temperatures_says_their_range(tmp_path):
     lines = FIXTURE.read_text().splitlines()
     cooled = tmp_path / "cooled.jsonl"

@@ -45,10 +45,17 @@ class ChartsScreen(ModelScreen):
             for name in PLOTS:
                 yield PlotextPlot(id=f"chart-{name}")
 
+    def on_resize(self) -> None:
+        """Ticks and points are chosen for a size: a new one is drawn anew."""
+        self._drawn_version = -1
+
     def show(self, model: DashboardModel) -> None:
-        """Redraw when the model changed, at most once a second."""
+        """Redraw when the model or the size changed, at most once a second; not before the charts are laid
+        out (drawn for no width, a finished run's charts kept their few points and wrong ticks)."""
         now = time.monotonic()
         if model.version == self._drawn_version or now - self._drawn_at < REDRAW_S:
+            return
+        if not self.query_one("#chart-reward").size.width:
             return
         self._drawn_at, self._drawn_version = now, model.version
         series = model.chart_series()
