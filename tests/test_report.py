@@ -302,3 +302,20 @@ def test_a_link_at_the_output_is_refused_and_its_target_untouched(tmp_path):
     result = run_cli(["report", str(source), "-o", str(tmp_path / "r.html")], tmp_path)
     assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
     assert victim.read_text() == "mine"
+
+
+@pytest.mark.e2e
+def test_three_sources_show_each_item_s_way_through_them_and_its_rollouts_side_by_side(tmp_path):
+    """Steps of a run or checkpoints: each item's mean reward from one source to the next (a sparkline in
+    the table, sorted by the change from the first to the last; the means above its rollouts), and each
+    source's rollouts in a column of its own."""
+    paths = [tmp_path / f"{name}.jsonl" for name in "abc"]
+    for path, score in zip(paths, (1.0, 0.0, 0.5), strict=True):
+        groups_file(path, 3, 2, "Ada, Zoe", score=score)
+    raw, page = reported(tmp_path, *map(str, paths))
+    assert "over the sources" in page.all_text
+    labels = [a["aria-label"] for a in page.named("svg") if a.get("width") == "120"]
+    assert labels == ["1, 0, 0.5"] * 3, labels
+    assert raw.count('data-v="-0.5"><svg') == 3, "sorted by the last source's mean less the first's"
+    assert page.all_text.count("mean reward: A 1.000 → B 0.000 → C 0.500") == 3
+    assert raw.count('<div class="source">') == 3 * 3

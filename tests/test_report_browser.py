@@ -85,3 +85,22 @@ def test_a_hostile_comparison_opens_no_dialog_and_runs_no_script_but_its_own(tmp
     groups_file(b, 3, 2, hostile, key=hostile, score=0.0)
     seen = opened(tmp_path, "hostile", str(a), str(b))
     assert seen.dialogs == [], "alert(...) in the answers ran"
+
+
+@pytest.mark.e2e
+def test_three_sources_rollouts_stand_side_by_side_in_chromium(tmp_path):
+    paths = [tmp_path / f"{name}.jsonl" for name in "abc"]
+    for path, score in zip(paths, (1.0, 0.0, 0.5), strict=True):
+        groups_file(path, 3, 2, "Ada, Zoe", score=score)
+    reported(tmp_path, *map(str, paths))
+    with chromium_page(width=1400) as seen:
+        seen.page.goto((tmp_path / "report.html").as_uri())
+        boxes = (
+            seen.page.locator("section.item")
+            .first.locator(".source")
+            .evaluate_all("columns => columns.map(c => c.getBoundingClientRect().toJSON())")
+        )
+        assert seen.errors == []
+    assert len(boxes) == 3
+    assert len({round(b["top"]) for b in boxes}) == 1, "one row"
+    assert boxes[0]["right"] <= boxes[1]["left"] and boxes[1]["right"] <= boxes[2]["left"]

@@ -24,6 +24,8 @@ details{margin:.2em 0 .2em 1em}summary{cursor:pointer}
 .role{font-weight:600;font-size:.9em}.mark{color:#666;font-size:.85em}
 .text{white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.4 ui-monospace,monospace}
 .cut{color:#a60}input{font:inherit;padding:2px 4px;margin:.3em 0}
+.sources{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(18em,1fr);gap:.6em;overflow-x:auto}
+.source>details{margin-left:0}
 """ + "".join(  # each source's letter in its charts' colour
     f".{letter}{{color:{colour(n)}}}" for n, letter in enumerate(string.ascii_uppercase)
 )

@@ -218,6 +218,9 @@ def _items(
     for letter in report.letters:
         head += [f"{letter} reward", f"{letter} rollouts", f"{letter} passes"]
     head += [f"{letter} - A" for letter in report.letters[1:]]
+    over = len(report.sources) > 2  # steps of a run, checkpoints: the item's way through them
+    if over:
+        head.append("over the sources")
     rows = []
     for rank, key in enumerate(listed):
         cells = [f'<td data-v="{rank}">{_item_link(key, anchors, shown)}</td>']
@@ -228,6 +231,9 @@ def _items(
             first = items[0]
             change = item.mean - first.mean if item is not None and first is not None else None
             cells.append(_number_cell(change, "+"))
+        if over:
+            means = [item.mean if item is not None else None for item in items]
+            cells.append(f'<td data-v="{_last_minus_first(means)!r}">{svg.sparkline(means)}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = (
         f" The table lists {len(listed):,} of the {everyone:,} items (the shown ones first)."
@@ -245,6 +251,12 @@ def _items(
         + "".join(rows)
         + "</tbody></table>"
     )
+
+
+def _last_minus_first(means: list[float | None]) -> float | str:
+    """What the sparkline's column sorts by: the change from the first source that has the item to the last."""
+    known = [m for m in means if m is not None]
+    return known[-1] - known[0] if len(known) > 1 else ""
 
 
 def _item_cells(item: Item | None, threshold: float) -> list[str]:
@@ -291,13 +303,31 @@ def _rollouts(
 
 
 def _item_section(report: Report, key: str, anchor: str) -> str:
+    """An item's rollouts; with several sources (checkpoints, steps of a run) each source a column beside
+    the others (scrolled sideways when they do not fit), under the item's mean reward from one source to
+    the next."""
     parts = [f'<section class="item" id="{anchor}"><h3>item {escaped(key)}</h3>']
-    for letter, source in zip(report.letters, report.sources, strict=True):
-        item = source.items.get(key)
+    items = [s.items.get(key) for s in report.sources]
+    if len(items) > 1:
+        parts.append(f"<p>mean reward: {_trajectory_text(report.letters, items)}</p>")
+        parts.append('<div class="sources">')
+    for letter, item in zip(report.letters, items, strict=True):
+        if len(items) > 1:
+            parts.append(f'<div class="source"><div class="{letter}">{letter}</div>')
         for r in range(len(item.rewards) if item is not None else 0):
             parts.append(_rollout(item, r, letter))
-    parts.append("</section>")
+        if len(items) > 1:
+            parts.append("</div>" if item is not None else "<p>not in this source</p></div>")
+    parts.append("</div></section>" if len(items) > 1 else "</section>")
     return "".join(parts)
+
+
+def _trajectory_text(letters: list[str], items: list[Item | None]) -> str:
+    return " → ".join(
+        f'<span class="{letter}">{letter}</span> '
+        + (wording.number(item.mean) if item is not None else "-")
+        for letter, item in zip(letters, items, strict=True)
+    )
 
 
 def _rollout(item: Item, r: int, letter: str) -> str:

@@ -77,3 +77,40 @@ def histogram(title: str, counts: list[list[int]], low: float, high: float) -> s
                 f'width="{bar:.1f}" height="{height:.1f}" fill="{colour(n)}"/>'
             )
     return "".join(parts) + "</svg>"
+
+
+SPARK_W, SPARK_H, SPARK_DOT = 120, 24, 2.5
+
+
+def sparkline(values: list[float | None]) -> str:
+    """An item's mean reward across the sources in their order (a dot each, in its source's colour; a gap
+    where a source lacks the item), over the range of its own values, labelled by them."""
+    known = [v for v in values if v is not None]
+    low, high = (min(known), max(known)) if known else (0.0, 1.0)
+    span = (high - low) or 1.0
+    step = (SPARK_W - 2 * SPARK_DOT) / max(1, len(values) - 1)
+
+    def at(n: int, v: float) -> tuple[float, float]:
+        y = (
+            SPARK_H - SPARK_DOT - (v - low) / span * (SPARK_H - 2 * SPARK_DOT)
+            if high > low
+            else SPARK_H / 2
+        )
+        return SPARK_DOT + n * step, y
+
+    said = ", ".join("-" if v is None else f"{v:.3g}" for v in values)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SPARK_W} {SPARK_H}" width="{SPARK_W}" '
+        f'height="{SPARK_H}" role="img" aria-label="{escaped(said)}"><title>{escaped(said)}</title>'
+    ]
+    run: list[str] = []
+    for n, v in enumerate([*values, None]):
+        if v is None:
+            if len(run) > 1:
+                parts.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="#999"/>')
+            run = []
+            continue
+        x, y = at(n, v)
+        run.append(f"{x:.1f},{y:.1f}")
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{SPARK_DOT}" fill="{colour(n)}"/>')
+    return "".join(parts) + "</svg>"
