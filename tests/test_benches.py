@@ -40,6 +40,10 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         r"first group [\d.]+ s = import floor of what sft needs [\d.]+ s .* \+ vftui's own share "
         r"-?[\d.]+ s",
     ],
+    "chart_widgets.py": [
+        r"textual-plotext\s+80x24: redraw\s+[\d.]+ ms, axis labels on screen: .*tick labels",
+        r"textual-plot\s+160x48: redraw\s+[\d.]+ ms",
+    ],
     "key_latency_tmux.py": [r"key-to-screen in tmux over 3 presses: p50 [\d.]+ ms"],
     "terminal_bytes.py": [r"80x24: [\d.]+ KB/s collecting, [\d.]+ KB/s paused"],
     "ui_latency.py": [
