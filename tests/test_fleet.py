@@ -196,3 +196,23 @@ def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
         run.terminate()
         run.wait(60)
         sim.stop()
+
+
+def test_view_host_path_shows_a_verifiers_eval_folder_there_through_ssh(hosts, tmp_path):
+    """A v1 eval (or a prime-rl run) on another machine, read by the vftui there, drawn here."""
+    ssh, _ = hosts
+    folder = Path(__file__).parent / "data" / "v1_eval"
+    command = (
+        f"export VFTUI_SSH={shlex.quote(ssh)} && "
+        + tmux_cli_command(
+            tmp_path,
+            f"view fleet-a:{shlex.quote(str(folder))} --order item "
+            f"--remote-vftui {shlex.quote(remote_vftui())}",
+        )
+        + "; echo EXIT=$?; sleep 30"
+    )
+    with tmux_session(command, 120, 40) as session:
+        screen = wait_for_screen(session, "finished")
+        assert "view" in screen
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXIT=0")

@@ -226,7 +226,7 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
         help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
         "folder (shown one group an example), a verifiers v1 eval or prime-rl run folder, or a "
         "folder of one run's shards (--shard runs beside each other, or a folder each), shown as "
-        "one run",
+        "one run; HOST:PATH opens one on another machine through ssh -t (the vftui there reads it)",
     )
     p.add_argument(
         "--tokenizer",
@@ -247,6 +247,7 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
         help="keep reading the lines another process appends to the file (a run elsewhere, a shared "
         "file system) until you quit; a file that shrinks or is replaced is read again from the start",
     )
+    _remote_vftui(p)
 
 
 def _attach_parser(sub: argparse._SubParsersAction) -> None:
@@ -523,6 +524,17 @@ def by_id(path: Path) -> Path:
 
 
 def _view(args: argparse.Namespace) -> int:
+    from vftui.commands import fleet
+
+    if (there := fleet.remote_run(str(args.file))) is not None:
+        host, path = there
+        flags = [
+            *(["--tokenizer", args.tokenizer] if args.tokenizer else []),
+            *(["--theme", args.theme] if args.theme else []),
+            *["--identical-alert", str(args.identical_alert), "--order", args.order],
+            *(["--follow"] if args.follow else []),
+        ]
+        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "view", path, *flags))
     quiet_libraries()
     from vftui.commands.view import run_viewer
 
@@ -531,18 +543,22 @@ def _view(args: argparse.Namespace) -> int:
     )
 
 
+def _through_ssh(command: list[str]) -> int:
+    """The terminal is ssh's until the screen at the other end ends; its exit code is ours."""
+    try:
+        return subprocess.run(command, check=False).returncode
+    except OSError as e:
+        raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
+
+
 def _attach(args: argparse.Namespace) -> int:
     from vftui.commands import fleet
     from vftui.commands.attach import run_attach
 
     if args.run is not None and (there := fleet.remote_run(args.run)) is not None:
-        command = fleet.attach_command(*there, args.remote_vftui, args.theme)
-        try:
-            return subprocess.run(
-                command, check=False
-            ).returncode  # the terminal is ssh's until the dashboard ends
-        except OSError as e:
-            raise UserError(f"cannot run {command[0]}: {e.strerror}") from e
+        host, run = there
+        themed = ["--theme", args.theme] if args.theme else []
+        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "attach", run, *themed))
     return run_attach(by_id(Path(args.run)) if args.run is not None else None, args.theme)
 
 

@@ -3,7 +3,8 @@
 ``vftui runs --host h1,h2`` asks each host ``vftui runs --json`` over ``ssh`` (all at once, each
 within a time limit, its answer within bounds) and merges the answers with the host as a column; a
 host that fails, or answers lines that are not runs, is one line and never hides the others.
-``vftui attach h1:RUN`` opens that run's dashboard through ``ssh -t``. ssh's own configuration
+``vftui attach h1:RUN`` opens that run's dashboard through ``ssh -t``, and ``vftui view h1:PATH`` shows a
+file or folder there (a v1 eval, a prime-rl run) as the vftui there reads it. ssh's own configuration
 (``~/.ssh/config``: names, ports, keys, jump hosts) applies; ``VFTUI_SSH`` replaces the ``ssh``
 command itself (e.g. ``ssh -F cluster.conf``), as ``GIT_SSH_COMMAND`` does for git.
 """
@@ -153,14 +154,9 @@ def list_runs(names: list[str], remote: str) -> list[HostRuns]:
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
 
-def attach_command(host: str, run: str, remote: str, theme: str | None) -> list[str]:
-    """``ssh -t`` to ``host``, there ``vftui attach RUN``: the dashboard draws in this terminal."""
-    return [
-        *ssh(),
-        "-t",
-        host,
-        remote_command(remote, "attach", run, *(["--theme", theme] if theme else [])),
-    ]
+def screen_command(host: str, remote: str, *args: str) -> list[str]:
+    """``ssh -t`` to ``host``, there ``vftui ARGS`` (attach, view): its screen draws in this terminal."""
+    return [*ssh(), "-t", host, remote_command(remote, *args)]
 
 
 def _words(text: str, what: str) -> list[str]:
