@@ -216,3 +216,27 @@ def test_view_host_path_shows_a_verifiers_eval_folder_there_through_ssh(hosts, t
         assert "view" in screen
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "EXIT=0")
+
+
+def test_a_remote_path_under_home_is_the_home_there(hosts, tmp_path):
+    """``view h1:~/PATH``: the ``~/`` is left for the host's shell, the rest quoted."""
+    ssh, _ = hosts
+    home = Path.home() / f"vftui-fleet-{tmp_path.name}"
+    home.mkdir()
+    try:
+        shutil.copy(Path(__file__).parent / "data" / "groups.jsonl", home / "it's here.jsonl")
+        command = (
+            f"export VFTUI_SSH={shlex.quote(ssh)} && "
+            + tmux_cli_command(
+                tmp_path,
+                f"view {shlex.quote(f'fleet-a:~/{home.name}/it' + chr(39) + 's here.jsonl')} "
+                f"--remote-vftui {shlex.quote(remote_vftui())}",
+            )
+            + "; echo EXIT=$?; sleep 30"
+        )
+        with tmux_session(command, 120, 40) as session:
+            wait_for_screen(session, "finished")
+            tmux("send-keys", "-t", session, "q")
+            wait_for_screen(session, "EXIT=0")
+    finally:
+        shutil.rmtree(home)

@@ -136,14 +136,18 @@ def ssh() -> list[str]:
 
 def remote_command(remote: str, *args: str) -> str:
     """``--remote-vftui`` and ``args`` as the host's shell is to read them: each word quoted, but a leading
-    ``~/`` left for that shell to expand to the home there (as the help's ``~/venv/bin/vftui`` needs)."""
+    ``~/`` left for that shell to expand to the home there (as the help's ``~/venv/bin/vftui`` and a path
+    ``view h1:~/outputs`` name)."""
     words = _words(remote, "--remote-vftui")
     if not words:
         raise UserError(
             "--remote-vftui is empty: give the command that runs vftui on the hosts (default vftui)"
         )
-    there = ["~/" + shlex.quote(w[2:]) if w.startswith("~/") else shlex.quote(w) for w in words]
-    return " ".join([*there, *map(shlex.quote, args)])
+    return " ".join(map(_there, [*words, *args]))
+
+
+def _there(word: str) -> str:
+    return "~/" + shlex.quote(word[2:]) if word.startswith("~/") else shlex.quote(word)
 
 
 def list_runs(names: list[str], remote: str) -> list[HostRuns]:
