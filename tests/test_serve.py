@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -32,22 +35,50 @@ VIEWED = REPO / "tests" / "data" / "groups.jsonl"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
+@dataclass
+class Served:
+    url: str
+    token: str
+    process: subprocess.Popen
+    err: str = ""  # what serve printed after its token line, once it has ended
+
+
 @contextlib.contextmanager
-def served(tmp_path: Path, *args: str) -> Iterator[tuple[str, str, subprocess.Popen]]:
-    """``vftui serve ARGS`` on a free loopback port: its URL, the token it printed, the process (ended after,
-    with no session's process left behind)."""
+def served(tmp_path: Path, *args: str, **env: str) -> Iterator[Served]:
+    """``vftui serve ARGS`` on a free loopback port, ended (Ctrl-C) after; no session is left behind."""
     port = free_port()
-    process = start_cli(["serve", *args, "--port", str(port)], tmp_path)
+    process = start_cli(["serve", *args, "--port", str(port)], tmp_path, **env)
     try:
         served_line = read_until(process.stderr, "vftui: serving", "serve never said it served")
         token = read_until(process.stderr, "token", "serve printed no token").split()[-1]
         url = f"http://127.0.0.1:{port}"
         assert f"at {url}/" in served_line and token not in served_line
         wait_until(lambda: _answers(url), "serve never answered")
-        yield url, token, process
+        it = Served(url, token, process)
+        yield it
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGINT)
+        _, it.err = process.communicate(timeout=30)
+
+
+@contextlib.contextmanager
+def tab(served: Served, client: httpx.Client, query: str = "width=80&height=24") -> Iterator[int]:
+    """A browser tab's websocket, open while inside: the pid of its session."""
+    headers = {"Origin": served.url, **UPGRADE}
+    before = set(_children(served.process.pid))  # an earlier tab's, still ending
+    with client.stream("GET", f"/ws?{query}", headers=headers) as answer:
+        assert answer.status_code == 101
+        new = wait_until(lambda: set(_children(served.process.pid)) - before, "no session started")
+        yield new.pop()
+
+
+UPGRADE = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+}
 
 
 def _answers(url: str) -> bool:
@@ -64,20 +95,14 @@ def signed_in(url: str, token: str) -> httpx.Client:
 
 
 def websocket_handshake(url: str, client: httpx.Client, origin: str | None) -> int:
-    headers = {
-        "Connection": "Upgrade",
-        "Upgrade": "websocket",
-        "Sec-WebSocket-Version": "13",
-        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
-    }
-    if origin is not None:
-        headers["Origin"] = origin
+    headers = {**UPGRADE, **({"Origin": origin} if origin is not None else {})}
     with client.stream("GET", "/ws?width=80&height=24", headers=headers) as answer:
         return answer.status_code
 
 
 def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path):
-    with served(tmp_path, str(VIEWED)) as (url, token, _):
+    with served(tmp_path, str(VIEWED), OPENAI_API_KEY="sk-test123") as it:
+        url, token = it.url, it.token
         anonymous = httpx.Client(base_url=url, timeout=10)
         first = anonymous.get("/")
         assert first.status_code == 303 and first.headers["location"] == "/login"
@@ -102,44 +127,81 @@ def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path
         assert websocket_handshake(url, client, url) == 101, "its own page's websocket opens"
         for page in ("/", "/login"):
             assert "googleapis" not in client.get(page).text, "the page fetches nothing outside"
+        assert client.get("/static/js/").status_code == 404, "textual-serve's folder listings"
+        forwarded = anonymous.get("/login", headers={"Host": "127.0.0.1:9000"})
+        assert forwarded.status_code == 200, "ssh -L 9000:127.0.0.1:PORT: another port, same name"
+        for body, kind in (
+            (b"token=\xff", "application/x-www-form-urlencoded"),
+            (b"token=x", "application/x-www-form-urlencoded; charset=bogus"),
+        ):
+            odd = anonymous.post(
+                "/login", content=body, headers={"Origin": url, "Content-Type": kind}
+            )
+            assert odd.status_code == 400
+        stray = anonymous.post("/login", data={"token": token + "é"}, headers={"Origin": url})
+        assert stray.status_code == 403 and "not the token" in stray.text
+        session = client.cookies.get(f"vftui-serve-{url.rsplit(':')[-1]}")
+        big = anonymous.get("/", headers={"Cookie": f"vftui-serve-1={session}; pad={'x' * 9000}"})
+        assert big.status_code >= 400
+        with tab(it, client) as pid:
+            assert b"sk-test123" not in Path(f"/proc/{pid}/environ").read_bytes()
+    assert "Traceback" not in it.err and session not in it.err, it.err
 
 
 def test_bad_serve_settings_are_one_sentence_each(tmp_path):
     port = str(free_port())
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
     cases = {
         ("--host", "0.0.0.0", "--port", port): "--allow-remote",
+        ("--host", "", "--port", port): "--host is empty",
+        ("--host", "no such host!", "--allow-remote", "--port", port): "is --host this machine's?",
         (str(tmp_path / "nowhere.jsonl"), "--port", port): "no such file, folder or run id",
+        (str(fifo), "--port", port): "not a regular file or a folder",
+        ("--theme", "nonsense", "--port", port): "unknown theme",
         ("--port", "70000"): "is not a port",
     }
     for args, said in cases.items():
         result = run_cli(["serve", *args], tmp_path)
         assert result.returncode == 2 and said in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
-    with served(tmp_path, str(VIEWED)) as (url, _, _):
-        taken = run_cli(["serve", "--port", url.rsplit(":")[-1]], tmp_path)
+    with served(tmp_path, str(VIEWED)) as it:
+        taken = run_cli(["serve", "--port", it.url.rsplit(":")[-1]], tmp_path)
         assert taken.returncode == 2 and "--port another" in taken.stderr, taken.stderr
 
 
 def test_ctrl_c_ends_serve_and_the_sessions_it_started(tmp_path):
-    with served(tmp_path, str(VIEWED)) as (url, token, process):
-        client = signed_in(url, token)
-        with client.stream(
-            "GET",
-            "/ws?width=80&height=24",
-            headers={
-                "Origin": url,
-                "Connection": "Upgrade",
-                "Upgrade": "websocket",
-                "Sec-WebSocket-Version": "13",
-                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
-            },
-        ) as answer:
-            assert answer.status_code == 101
-            session = wait_until(lambda: _children(process.pid), "no session's vftui started")
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=30)
-    assert process.returncode == 0 and "Traceback" not in err, err
-    wait_until(lambda: not _alive(session), "the session's vftui outlived serve", timeout=15)
+    with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:
+        it.process.send_signal(signal.SIGINT)
+        it.process.wait(30)
+    assert it.process.returncode == 0 and "Traceback" not in it.err, it.err
+    wait_until(lambda: not _alive([session]), "the session's vftui outlived serve", timeout=15)
+
+
+def test_kill_9_of_serve_ends_its_sessions_too(tmp_path):
+    """Nobody could see or close a session whose serve is gone: it ends with it (it outlived it, steering)."""
+    with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:
+        it.process.kill()
+        it.process.wait(30)
+        wait_until(lambda: not _alive([session]), "the session outlived serve", timeout=15)
+
+
+def test_a_tab_s_terminal_size_is_bounded(tmp_path):
+    """99999x99999 grew a session by 80 MB a second; a negative size crashed it."""
+    with served(tmp_path, str(VIEWED)) as it:
+        client = signed_in(it.url, it.token)
+        with tab(it, client, "width=99999&height=99999") as huge:
+            time.sleep(4)
+            assert _rss_mb(huge) < 400, f"{_rss_mb(huge):.0f} MB"
+        with tab(it, client, "width=-5&height=-5") as negative:
+            time.sleep(3)
+            assert _alive([negative]), "a negative size ended the session"
+    assert "Traceback" not in it.err, it.err
+
+
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024
 
 
 def _children(pid: int) -> list[int]:
@@ -174,7 +236,8 @@ def signed_in_page(seen: Recorded, url: str, token: str) -> None:
 @pytest.mark.needs("chromium")
 def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, detached_run):
     out = detached_run
-    with served(tmp_path, str(out)) as (url, token, _), chromium_page() as seen:
+    with served(tmp_path, str(out)) as it, chromium_page() as seen:
+        url, token = it.url, it.token
         signed_in_page(seen, url, token)
         wait_until(lambda: "running" in screen(seen), "the dashboard never came", timeout=60)
         first = wait_until(lambda: groups(seen), "no group count on the page", timeout=60)
@@ -192,7 +255,8 @@ def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, detac
 def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, detached_run):
     """A second app in the tab's process would find its connection closed with the first: the run opens in a
     new tab, whose dashboard steers it, while the runs screen stays."""
-    with served(tmp_path) as (url, token, _), chromium_page() as seen:
+    with served(tmp_path) as it, chromium_page() as seen:
+        url, token = it.url, it.token
         signed_in_page(seen, url, token)
         wait_until(lambda: "running" in screen(seen), "the runs screen never listed the run")
         seen.page.focus(".xterm-helper-textarea")

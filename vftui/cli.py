@@ -18,7 +18,7 @@ from vftui.errors import STOP_SIGNALS, RunFailed, UserError
 from vftui.run_files.groupfile import ORDERS
 from vftui.text.printable import one_line
 from vftui.text.redact import scrub
-from vftui.ui.terminal import has_screen
+from vftui.ui.terminal import end_with_parent, has_screen, in_browser
 
 DESCRIPTION = """\
 vftui runs the Atropos verifiers collector and shows what it produces.
@@ -655,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(argv: list[str]) -> int:
+    if in_browser():
+        end_with_parent()
     if argv[:1] == ["eval"]:  # one way in, so flags and help live in one place
         print(
             f"vftui: an eval is a run: vftui run --mode eval {shlex.join(argv[1:])}".rstrip(),

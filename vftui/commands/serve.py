@@ -7,6 +7,8 @@ file or a folder, ``view``; several, ``compare``. A run the runs screen opens ge
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
 import socket
 from pathlib import Path
@@ -16,36 +18,59 @@ from vftui.live.process import vftui_command
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import resolve_id
 from vftui.run_files.listing import NOT_ANSWERING, describe
+from vftui.ui import themes
 from vftui.web.server import VftuiServer, is_loopback
+
+KEY_VARIABLES = ("_API_KEY", "_TOKEN")  # the endpoints' secrets (OPENAI_API_KEY, HF_TOKEN, ...)
 
 
 def run_serve(
     targets: list[Path], host: str, port: int, allow_remote: bool, theme: str | None
 ) -> int:
+    host = host.strip("[]")
+    if not host:
+        raise UserError("--host is empty: give an address of this machine (default 127.0.0.1)")
     if not (is_loopback(host) or allow_remote):
         raise UserError(
             f"--host {host} serves the dashboard beyond this machine: say so with --allow-remote "
             "(the token it prints guards it)"
         )
     for target in targets:
-        if not target.exists():
-            raise UserError(f"vftui serve {target}: no such file, folder or run id")
+        _servable(target)
+    if theme:
+        themes.resolve(theme)  # an unknown one: its sentence here, not a blank page in every tab
     _free(host, port)
     targets = [t.resolve() for t in targets]
     themed = ["--theme", theme] if theme else []
+    for name in [k for k in os.environ if k.endswith(KEY_VARIABLES)]:
+        del os.environ[name]  # a tab's session shows and steers runs: it never calls an endpoint
 
     def command() -> str:
-        return shlex.join(vftui_command(*_what_to_run(targets), *themed))
+        return _session(*_what_to_run(targets), *themed)
 
     def opener(how: str, run_id: str) -> str | None:
         path = resolve_id(run_id)
         if path is None:
             return None
         running = how == "attach" and _running(path)
-        return shlex.join(vftui_command("attach" if running else "view", str(path), *themed))
+        return _session("attach" if running else "view", str(path), *themed)
 
     VftuiServer(command, opener, _described(targets), host, port).serve()
     return 0
+
+
+def _session(*args: str) -> str:
+    """The shell command of a tab's session: ``exec``, so the session is serve's own child and ends with it
+    (``ui.terminal.end_with_parent``), not a shell's left behind."""
+    return "exec " + shlex.join(vftui_command(*args))
+
+
+def _servable(target: Path) -> None:
+    """A file, a folder or a run id (one that names a FIFO or a device would leave every tab blank)."""
+    if not target.exists():
+        raise UserError(f"vftui serve {target}: no such file, folder or run id")
+    if not (target.is_file() or target.is_dir()):
+        raise UserError(f"vftui serve {target}: not a regular file or a folder")
 
 
 def _what_to_run(targets: list[Path]) -> list[str]:
@@ -78,4 +103,5 @@ def _free(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as e:
-            raise UserError(f"cannot serve on {host}:{port}: {e.strerror} (--port another)") from e
+            hint = "--port another" if e.errno == errno.EADDRINUSE else "is --host this machine's?"
+            raise UserError(f"cannot serve on {host}:{port}: {e.strerror or e} ({hint})") from e

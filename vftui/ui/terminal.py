@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import sys
 
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"  # what textual-serve sets TEXTUAL_DRIVER to
@@ -15,3 +17,18 @@ def in_browser() -> bool:
 
 def has_screen() -> bool:
     return in_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def end_with_parent() -> None:
+    """A tab's session ends with the ``vftui serve`` that started it, however that ends (``kill -9``
+    included): nobody could ever see or close it again. Linux only; elsewhere, when its page closes."""
+    parent = os.getppid()
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the call above
+        os._exit(1)

@@ -15,11 +15,14 @@ control socket is its owner's alone), and its page fetches a font from the inter
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
+import logging
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +30,9 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 from textual_serve.server import Server
+from yarl import URL
 
-from vftui.text.printable import say
+from vftui.text.printable import one_line, say
 
 TEMPLATES = Path(__file__).parent / "templates"
 COOKIE = "vftui-serve"
@@ -40,6 +44,14 @@ CSP = (
 PUBLIC = ("/login", "/vftui/page.css", "/static/")  # what a browser without the cookie may fetch
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OPENED = "/open/{how:attach|view}/{id:[0-9a-f]{4,24}}"  # a run the runs screen opened in a tab
+
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+MIN_SIZE, MAX_SIZE = (
+    (10, 5),
+    (500, 200),
+)  # a tab's terminal, in cells: beyond, a session's memory runs away
+SESSION: ContextVar[str] = ContextVar("session")  # the command of the tab this request serves
 
 
 def is_loopback(host: str) -> bool:
@@ -72,12 +84,8 @@ class VftuiServer(Server):
             32
         )  # the cookie's value: the token itself never leaves
         self._cookie = f"{COOKIE}-{port}"  # a browser sends a host's cookies to all its ports
-        loopback = is_loopback(host)
-        self._hosts = (
-            {f"{name}:{port}" for name in ("localhost", "127.0.0.1", "[::1]", url_host)}
-            if loopback
-            else None
-        )
+        # by name alone: a port forwarded to another (ssh -L 9000:127.0.0.1:8000) keeps working
+        self._names = LOOPBACK_NAMES | {host.strip("[]")} if is_loopback(host) else None
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -100,8 +108,10 @@ class VftuiServer(Server):
         return _secured(response)
 
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if self._hosts is not None and request.host not in self._hosts:
+        if self._names is not None and _host_name(request) not in self._names:
             raise web.HTTPForbidden(text="vftui serve answers its own host name only")
+        if request.path.startswith("/static/") and request.path.endswith("/"):
+            raise web.HTTPNotFound()  # textual-serve lists its folders
         if request.path.startswith("/ws") and request.headers.get("Origin") != self._origin(
             request
         ):
@@ -116,7 +126,7 @@ class VftuiServer(Server):
         return f"{request.scheme}://{request.host}"
 
     def _signed_in(self, request: web.Request) -> bool:
-        return hmac.compare_digest(request.cookies.get(self._cookie, ""), self._session)
+        return _same(request.cookies.get(self._cookie, ""), self._session)
 
     async def _login_page(self, request: web.Request, refused: bool = False) -> web.Response:
         return aiohttp_jinja2.render_template(
@@ -129,9 +139,12 @@ class VftuiServer(Server):
     async def _login(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("Origin", self._origin(request)) != self._origin(request):
             raise web.HTTPForbidden(text="sign in from this server's own page")
-        form = await request.post()
+        try:
+            form = await request.post()
+        except (UnicodeDecodeError, LookupError, ValueError):
+            raise web.HTTPBadRequest(text="a form this page did not send") from None
         given = form.get("token")
-        if not isinstance(given, str) or not hmac.compare_digest(given, self.token):
+        if not isinstance(given, str) or not _same(given, self.token):
             return await self._login_page(request, refused=True)
         response = web.HTTPSeeOther("/")
         response.set_cookie(self._cookie, self._session, httponly=True, samesite="Strict", path="/")
@@ -152,18 +165,56 @@ class VftuiServer(Server):
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
+    @property
+    def command(self) -> str:
+        """The command of the tab being connected (textual-serve reads it as it starts the session)."""
+        return SESSION.get(self._first)
+
+    @command.setter
+    def command(self, value: str) -> None:
+        self._first = value  # textual-serve's own, at its start
+
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        command = self._opened(request) if "how" in request.match_info else self._command()
+        """The tab's command, asked in a thread (a run that does not answer must not stop the others), in this
+        request's context alone (two tabs connecting at once each get their own); its size bounded."""
+        if "how" in request.match_info:
+            command = await asyncio.to_thread(self._opened, request)
+        else:
+            command = await asyncio.to_thread(self._command)
         if command is None:
             raise web.HTTPNotFound(text="no run has that id")
-        self.command = command
-        return await super().handle_websocket(request)
+        SESSION.set(command)
+        width, height = _clamped(
+            _int(request.query.get("width"), 80), _int(request.query.get("height"), 24)
+        )
+        sized = request.clone(rel_url=request.rel_url.update_query(width=width, height=height))
+        return await super().handle_websocket(sized)
+
+    async def _process_messages(self, websocket: web.WebSocketResponse, app_service: Any) -> None:
+        """A resize from the page, bounded as the first size is."""
+        resize = app_service.set_terminal_size
+
+        async def bounded(width: int, height: int) -> None:
+            await resize(*_clamped(int(width), int(height)))
+
+        app_service.set_terminal_size = bounded
+        await super()._process_messages(websocket, app_service)
 
     def _opened(self, request: web.Request) -> str | None:
         return self._opener(request.match_info["how"], request.match_info["id"])
 
     def initialize_logging(self) -> None:
-        """Its own lines only: textual-serve's logo and request log would bury the token's line."""
+        """Its own lines only: textual-serve's logo and request log would bury the token's line, and aiohttp's
+        errors about a request it could not read quote its headers, a cookie included. A tab's session that
+        fails is one line."""
+        quiet = logging.getLogger("aiohttp")
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+        sessions = logging.getLogger("textual-serve")
+        one_line = logging.StreamHandler(sys.stderr)
+        one_line.setFormatter(OneLine())
+        sessions.addHandler(one_line)
+        sessions.propagate = False
 
     async def on_startup(self, app: web.Application) -> None:
         say(
@@ -181,6 +232,30 @@ def _secured(response: web.StreamResponse) -> web.StreamResponse:
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "same-origin"  # no-referrer makes a form's Origin null
     return response
+
+
+class OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"vftui: serve: a tab's session failed: {one_line(str(record.msg))[:300]}"
+
+
+def _same(given: str, secret: str) -> bool:
+    """In constant time; any text (a stray non-ASCII character is no match, not an error)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode())
+
+
+def _host_name(request: web.Request) -> str | None:
+    try:
+        return URL(f"http://{request.host}").host
+    except ValueError:
+        return None
+
+
+def _clamped(width: int, height: int) -> tuple[int, int]:
+    return (
+        min(max(width, MIN_SIZE[0]), MAX_SIZE[0]),
+        min(max(height, MIN_SIZE[1]), MAX_SIZE[1]),
+    )
 
 
 def _int(text: str | None, default: int) -> int:
