@@ -178,6 +178,21 @@ def test_ctrl_c_ends_serve_and_the_sessions_it_started(tmp_path):
     wait_until(lambda: not _alive([session]), "the session's vftui outlived serve", timeout=15)
 
 
+def test_a_second_ctrl_c_while_serve_stops_ends_it_at_once_saying_so(tmp_path):
+    """It exited 1, silently."""
+    with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:
+        it.process.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        it.process.send_signal(signal.SIGINT)
+        it.process.wait(30)
+    if it.process.returncode == 130:
+        assert "stopped at once" in it.err
+    else:  # the first had ended it before the second came
+        assert it.process.returncode == 0, it.err
+    assert "Traceback" not in it.err, it.err
+    wait_until(lambda: not _alive([session]), "the session outlived serve", timeout=15)
+
+
 def test_kill_9_of_serve_ends_its_sessions_too(tmp_path):
     """Nobody could see or close a session whose serve is gone: it ends with it (it outlived it, steering)."""
     with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:

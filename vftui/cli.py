@@ -433,7 +433,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
         "leaves the run running). A run that ended, a file or a folder: vftui view. Several: vftui "
         "compare. A token is printed once at the start; the page asks for it once per browser and "
         "keeps it in a cookie, never in a URL.",
-        epilog="exit codes: 0 stopped by Ctrl-C, 2 bad input.\nexample, over ssh: ssh -L "
+        epilog="exit codes: 0 stopped by Ctrl-C, 130 by a second one while it stops, 2 bad input."
+        "\nexample, over ssh: ssh -L "
         "8000:127.0.0.1:8000 gpu-box vftui serve RUN-ID, then open http://127.0.0.1:8000/ here",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

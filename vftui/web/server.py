@@ -19,6 +19,7 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import os
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ from aiohttp import web
 from textual_serve.server import Server
 from yarl import URL
 
+from vftui.errors import EXIT_INTERRUPTED
 from vftui.text.printable import one_line, say
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -79,6 +81,7 @@ class VftuiServer(Server):
         super().__init__(command(), host=host, port=port, title=f"vftui: {what}")
         self.public_url = f"http://{url_host}:{port}"
         self._command, self._opener, self._what = command, opener, what
+        self._exiting = False
         self.token = secrets.token_urlsafe(24)
         self._session = secrets.token_urlsafe(
             32
@@ -202,6 +205,15 @@ class VftuiServer(Server):
 
     def _opened(self, request: web.Request) -> str | None:
         return self._opener(request.match_info["how"], request.match_info["id"])
+
+    def request_exit(self) -> None:
+        """Ctrl-C or SIGTERM: close the tabs and stop; again while that goes on: stop now (the sessions end
+        with this process)."""
+        if self._exiting:
+            say("vftui: serve: stopped at once", sys.stderr)
+            os._exit(EXIT_INTERRUPTED)
+        self._exiting = True
+        super().request_exit()
 
     def initialize_logging(self) -> None:
         """Its own lines only: textual-serve's logo and request log would bury the token's line, and aiohttp's
