@@ -293,3 +293,32 @@ def test_another_tools_errors_field_in_metadata_counts_no_errors(tmp_path):
     result = run_cli(["compare", "--json", *map(str, paths)], tmp_path)
     assert result.returncode == 0, result.stderr
     assert [s["errors"] for s in json.loads(result.stdout)["sources"]] == [0, 0]
+
+
+async def test_g_overlays_the_sources_on_charts_a_colour_each_and_redraws_for_a_new_size(tmp_path):
+    paths = [
+        results_file(tmp_path / side / "results.jsonl", rewards)
+        for side, rewards in (("a", [1.0, 0.0, 0.5, 0.25] * 5), ("b", [0.0, 1.0, 0.5, 0.75] * 5))
+    ]
+    app = CompareApp(*measure(load_all(paths), 0.5))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("g")
+        await until(lambda: type(app.screen).__name__ == "CompareChartsScreen", pilot=pilot)
+        charts = app.screen.query("PlotextPlot")
+
+        def drawn() -> list[str]:
+            return [str(chart.render()) for chart in charts]
+
+        await until(lambda: all("item" in text for text in drawn()), pilot=pilot, timeout=10)
+        assert [c.border_title for c in charts] == [
+            "mean reward per item",
+            "completion length, mean per item",
+            "identical scores, rate over 20 items",
+            "truncated rollouts, rate over 20 items",
+        ]
+        assert all("A" in c.border_subtitle and "B" in c.border_subtitle for c in charts)
+        before = drawn()
+        await pilot.resize_terminal(160, 48)
+        await until(lambda: drawn() != before, pilot=pilot, timeout=10)
+        await pilot.press("escape")
+        assert type(app.screen).__name__ != "CompareChartsScreen"

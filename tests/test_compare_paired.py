@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from tests.test_number_properties import brute_t_quantile
-from vftui.figures.comparison import PAIRED, UNPAIRED, compare, summarize
+from vftui.figures.comparison import PAIRED, UNPAIRED, compare, source_series, summarize
 from vftui.figures.eval_stats import difference
 from vftui.figures.paired import bootstrap, in_order, mcnemar_exact
 from vftui.run_files.results import Item, Source
@@ -278,3 +278,30 @@ def test_the_gate_says_which_test_judged_and_exits_by_its_interval(
         assert said.count("Welch's t, no item in common") == 1, said
         rc, out, _ = compared(tmp_path, "--no-ui", *paths)
         assert "(Welch's t, no item in common)" in out and "McNemar" not in out
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.floats(-10, 10, allow_nan=False), st.booleans(), st.integers(0, 10**6)),
+            max_size=6,
+        ),
+        max_size=30,
+    )
+)
+def test_a_sources_series_are_one_point_an_item_with_rewards_rates_within_0_and_1(items):
+    source = Source(Path("s.jsonl"), "groups", "env", {})
+    for n, rollouts in enumerate(items):
+        item = source.items.setdefault(str(n), Item(str(n)))
+        for reward, truncated, chars in rollouts:
+            item.rewards.append(reward)
+            item.truncated.append(truncated)
+            item.completion_chars.append(chars)
+    series = source_series(source)
+    scored = [rollouts for rollouts in items if rollouts]
+    assert len(series.reward) == len(series.length) == len(series.identical) == len(scored)
+    assert all(0.0 <= v <= 1.0 for v in series.truncated)
+    assert series.identical == [float(len(r) > 1 and len({x[0] for x in r}) == 1) for r in scored]
+    assert series.reward == pytest.approx([sum(x[0] for x in r) / len(r) for r in scored])

@@ -226,3 +226,24 @@ def _means(source: Source, name: str) -> list[float]:
         for item in source.items.values()
         if item.functions.get(name)
     ]
+
+
+@dataclass(frozen=True)
+class SourceSeries:
+    """A source's figures per item, in the order its items were written (a run's groups, an eval's rows):
+    what the compare charts overlay, one line a source."""
+
+    reward: list[float]  # the item's mean reward
+    length: list[float]  # its mean completion length, in characters (every source has them)
+    identical: list[float]  # 1 where its rollouts scored alike (nothing to learn), else 0
+    truncated: list[float]  # the share of its rollouts cut off at the length limit
+
+
+def source_series(source: Source) -> SourceSeries:
+    items = [item for item in source.items.values() if item.rewards]
+    return SourceSeries(
+        reward=[_mean(item.rewards) for item in items],
+        length=[_mean([float(c) for c in item.completion_chars]) for item in items],
+        identical=[float(len(item.rewards) > 1 and len(set(item.rewards)) == 1) for item in items],
+        truncated=[_share(item.truncated) for item in items],
+    )

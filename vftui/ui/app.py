@@ -78,7 +78,7 @@ def read_temperature(text: str) -> float:
 
 
 class VftuiApp(App[RunSummary | None]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = ["app.tcss", "charts.tcss"]
     TITLE = "vftui"
     COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # Classes on the screen for app.tcss: -narrow and -low drop the side column; -short (under

@@ -15,7 +15,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from vftui.figures.comparison import Change, Summary, histograms, widest_pair, worse_beyond
+from vftui.figures.comparison import (
+    Change,
+    Summary,
+    histograms,
+    source_series,
+    widest_pair,
+    worse_beyond,
+)
 from vftui.text import compared
 from vftui.text.printable import one_line, printable
 from vftui.text.wording import number
@@ -56,7 +63,7 @@ TABLE_KEYS = [  # what the tables' own bindings do here, said once for the help
 
 
 class CompareApp(App[None]):
-    CSS_PATH = "compare.tcss"
+    CSS_PATH = ["compare.tcss", "charts.tcss"]
     TITLE = "vftui compare"
     COMMANDS = App.COMMANDS | {KeyCommands}  # ctrl+p: the keys of the screen in front too
     # -low: no line of each function's change (the figures have each function's mean)
@@ -68,6 +75,7 @@ class CompareApp(App[None]):
             "next rollout",
             tooltip="the item's next rollout in A and in B (or enter)",
         ),
+        Binding("g", "charts", "charts", tooltip="the sources overlaid: reward, length, rates"),
         Binding("question_mark", "help", "help", tooltip="this list"),
         Binding("q,ctrl+c", "quit", "quit", priority=True),
     ]
@@ -254,6 +262,14 @@ class CompareApp(App[None]):
     def action_help(self) -> None:
         """Every key from the bindings that hold it: the app's, the tables' and Textual's focus keys."""
         self.push_screen(HelpScreen(help_rows([*self.BINDINGS, *TABLE_KEYS])))
+
+    def action_charts(self) -> None:
+        from vftui.ui.screens.compare_charts import (  # plotext loads when first asked for
+            CompareChartsScreen,
+        )
+
+        series = [source_series(s.source) for s in self.summaries]
+        self.push_screen(CompareChartsScreen(self.letters, series))
 
     def highlighted(self) -> str | None:
         items = self.query_one("#items", DataTable)

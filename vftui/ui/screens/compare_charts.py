@@ -1,0 +1,54 @@
+"""``g`` in ``vftui compare``: the sources overlaid, one colour each (the letters' own), over their items in
+the order each wrote them: mean reward, completion length, and the identical-score and truncation rates
+over a rolling window. Everything is from the files: drawn once, and again for a new size."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.screen import Screen
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from vftui.figures.comparison import SourceSeries
+from vftui.figures.series import rolling
+from vftui.ui.widgets import plots
+
+RATE_ITEMS = 20  # the identical and truncation rates: over the last this many items
+CHARTS = {  # name: (title, unit, the series' field, a rate)
+    "reward": ("mean reward per item", "reward", "reward", False),
+    "length": ("completion length, mean per item", "characters", "length", False),
+    "identical": (f"identical scores, rate over {RATE_ITEMS} items", "%", "identical", True),
+    "truncated": (f"truncated rollouts, rate over {RATE_ITEMS} items", "%", "truncated", True),
+}
+
+
+class CompareChartsScreen(Screen[None]):
+    BINDINGS = [Binding("escape,g,q", "dismiss", "close")]
+
+    def __init__(self, letters: list[str], series: list[SourceSeries]) -> None:
+        super().__init__()
+        self.letters, self.series = letters, series
+
+    def compose(self):
+        yield Static(
+            "[b]charts[/b]  the sources over their items, in the order each wrote them (esc closes)",
+            id="charts-title",
+        )
+        with Grid(id="charts-grid"):
+            for name in CHARTS:
+                yield PlotextPlot(id=f"chart-{name}")
+
+    def on_resize(self) -> None:
+        """Ticks and points are chosen for a size: drawn once laid out, and for each new one."""
+        self.call_after_refresh(self.draw)
+
+    def draw(self) -> None:
+        colors = dict(zip(self.letters, plots.LINE_COLORS, strict=False))
+        for name, (title, unit, field, rate) in CHARTS.items():
+            lines = {}
+            for letter, series in zip(self.letters, self.series, strict=True):
+                values = getattr(series, field)
+                lines[letter] = [100 * v for v in rolling(values, RATE_ITEMS)] if rate else values
+            widget = self.query_one(f"#chart-{name}", PlotextPlot)
+            plots.lines(widget, title, unit, lines, "item", colors)
