@@ -304,11 +304,13 @@ async def test_the_reader_jumps_to_the_completion_folds_the_prompt_and_steps_bac
 
 
 async def open_charts(pilot) -> None:
+    """The charts screen open and drawn (a loaded machine lays it out after the first tick: drawn at the
+    next)."""
     await settle(pilot)
     await pilot.press("g")
     await until(lambda: pilot.app.screen.__class__.__name__ == "ChartsScreen", pilot=pilot)
-    await pilot.pause(0.2)
-    pilot.app.screen.show(pilot.app.model)
+    charts = pilot.app.screen.query("PlotextPlot")
+    await until(lambda: all(c.border_title for c in charts if c.display), pilot=pilot, timeout=30)
     await pilot.pause()
 
 
