@@ -362,6 +362,28 @@ def test_a_stop_signal_while_the_run_is_prepared_ends_it_as_ctrl_c_does_leaving_
     assert not list(runs.glob("*")), "the run folder it made for nothing is gone"
 
 
+WRAPPED_STOP_ENV = """
+def load_environment():
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as stop:
+        raise RuntimeError("the dataset's download was interrupted") from stop
+"""
+
+
+def test_a_stop_a_library_wrapped_while_the_environment_loads_is_still_a_stop(tmp_path):
+    """The suite saw it once: a stop during load_environment came back as a library's error caused by the
+    KeyboardInterrupt, and the run said "did not load: KeyboardInterrupt", exit 2, not 130."""
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "wrapped_stop.py").write_text(WRAPPED_STOP_ENV)
+    env = os.pathsep.join([str(tmp_path / "envs"), os.environ.get("PYTHONPATH", "")])
+    done = run_cli(
+        ["run", "--no-ui", "--env", "wrapped-stop", "--steps", "2"], tmp_path, PYTHONPATH=env
+    )
+    assert done.returncode == 130 and "vftui: interrupted" in done.stderr, done.stderr
+    assert "did not load" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("how", ["keys", "sigterm"])
 def test_the_dashboard_stops_a_run_still_being_prepared_at_once_leaving_no_run_folder(
     tmp_path, how

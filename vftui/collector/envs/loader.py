@@ -122,7 +122,7 @@ def load(env_id: str, env_args: dict[str, Any]) -> Environment:
             raise UserError(
                 _classic_needs_03(env_id)
             ) from e  # it imports the classic API 0.4 removed
-        raise UserError(load_failure(env_id, env_args, e)) from e
+        raise load_error(env_id, env_args, e) from e
     if hasattr(module, "load_environment"):
         return _load_classic(env_id, module, env_args)
     taskset = _exported_taskset(module)
@@ -152,7 +152,7 @@ def _load_classic(env_id: str, module: ModuleType, env_args: dict[str, Any]) -> 
     try:
         return classic.ClassicEnvironment(env_id, classic.load(env_id, module, env_args))
     except Exception as e:
-        raise UserError(load_failure(env_id, env_args, e)) from e
+        raise load_error(env_id, env_args, e) from e
 
 
 def _classic_needs_03(env_id: str) -> str:
@@ -181,7 +181,7 @@ def _load_v1(env_id: str, target: str, env_args: dict[str, Any]) -> Environment:
     except UserError:
         raise
     except Exception as e:
-        raise UserError(load_failure(env_id, env_args, e)) from e
+        raise load_error(env_id, env_args, e) from e
 
 
 def _exported_taskset(module: ModuleType) -> type | None:
@@ -198,6 +198,15 @@ def _exported_taskset(module: ModuleType) -> type | None:
             "the tasks); vftui runs plain chat and tool tasks in-process: run it with verifiers' eval"
         )
     return next((c for c in classes if issubclass(c, Taskset) and c is not Taskset), None)
+
+
+def load_error(env_id: str, env_args: dict[str, Any], error: Exception) -> BaseException:
+    """What a failed load raises: the stop that interrupted it, where a library wrapped that stop in an error
+    of its own (a stop while an environment loads is exit 130, not "did not load: KeyboardInterrupt"), else
+    the sentence of ``load_failure``."""
+    if any(isinstance(link, KeyboardInterrupt) for link in _chain(error)):
+        return KeyboardInterrupt()
+    return UserError(load_failure(env_id, env_args, error))
 
 
 def load_failure(env_id: str, env_args: dict[str, Any], error: Exception) -> str:
