@@ -322,3 +322,17 @@ async def test_g_overlays_the_sources_on_charts_a_colour_each_and_redraws_for_a_
         await until(lambda: drawn() != before, pilot=pilot, timeout=10)
         await pilot.press("escape")
         assert type(app.screen).__name__ != "CompareChartsScreen"
+
+
+async def test_g_draws_eight_sources_and_more_a_colour_each_cycling(tmp_path):
+    """Seven colours: the eighth source's chart raised KeyError."""
+    paths = [
+        results_file(tmp_path / f"s{n}" / "results.jsonl", [n / 8, 1.0, 0.5]) for n in range(9)
+    ]
+    app = CompareApp(*measure(load_all(paths), 0.5))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("g")
+        await until(lambda: type(app.screen).__name__ == "CompareChartsScreen", pilot=pilot)
+        reward = app.screen.query_one("#chart-reward")
+        await until(lambda: "I" in reward.border_subtitle, pilot=pilot, timeout=10)
+        assert "item" in str(reward.render())

@@ -240,3 +240,25 @@ def test_a_remote_path_under_home_is_the_home_there(hosts, tmp_path):
             wait_for_screen(session, "EXIT=0")
     finally:
         shutil.rmtree(home)
+
+
+def test_what_view_and_attach_send_a_host_keeps_targets_and_values_that_start_with_a_dash(tmp_path):
+    """The remote vftui read 'h1:--tokenizer=/evil' as a flag, and '--tokenizer=-x' lost its value; a
+    trailing slash of h1:~/ was dropped (a file named '~' there)."""
+    said = tmp_path / "ssh-args"
+    fake = tmp_path / "fake-ssh"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {shlex.quote(str(said))}\n')
+    fake.chmod(0o755)
+    cases = {
+        ("view", "h1:--tokenizer=/evil", "--tokenizer=-x"): (
+            "vftui view --tokenizer=-x --identical-alert=0.5 --order=file -- --tokenizer=/evil"
+        ),
+        ("view", "u@h1:~/"): "vftui view --identical-alert=0.5 --order=file -- ~/''",
+        ("attach", "h1:-x", "--theme=-t"): "vftui attach --theme=-t -- -x",
+    }
+    for args, sent in cases.items():
+        done = run_cli(list(args), tmp_path, VFTUI_SSH=str(fake))
+        assert done.returncode == 0, done.stderr
+        assert said.read_text().splitlines()[-1] == sent, (args, said.read_text())
+    local = run_cli(["view", "./nope:x"], tmp_path, VFTUI_SSH=str(fake))
+    assert local.returncode == 2 and "nope:x" in local.stderr, "a path written as one stays local"

@@ -222,7 +222,6 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "file",
-        type=Path,
         help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
         "folder (shown one group an example), a verifiers v1 eval or prime-rl run folder, or a "
         "folder of one run's shards (--shard runs beside each other, or a folder each), shown as "
@@ -527,12 +526,13 @@ def by_id(path: Path) -> Path:
 def _view(args: argparse.Namespace) -> int:
     from vftui.commands import fleet
 
-    if (there := fleet.remote_run(str(args.file))) is not None:
+    if (there := fleet.remote_run(args.file)) is not None:
         host, path = there
-        flags = [
-            *(["--tokenizer", args.tokenizer] if args.tokenizer else []),
-            *(["--theme", args.theme] if args.theme else []),
-            *["--identical-alert", str(args.identical_alert), "--order", args.order],
+        flags = [  # a word each: a value that starts with "-" stays the flag's value there
+            *([f"--tokenizer={args.tokenizer}"] if args.tokenizer else []),
+            *([f"--theme={args.theme}"] if args.theme else []),
+            f"--identical-alert={args.identical_alert}",
+            f"--order={args.order}",
             *(["--follow"] if args.follow else []),
         ]
         return _through_ssh(fleet.screen_command(host, args.remote_vftui, "view", path, *flags))
@@ -540,7 +540,12 @@ def _view(args: argparse.Namespace) -> int:
     from vftui.commands.view import run_viewer
 
     return run_viewer(
-        by_id(args.file), args.tokenizer, args.theme, args.identical_alert, args.order, args.follow
+        by_id(Path(args.file)),
+        args.tokenizer,
+        args.theme,
+        args.identical_alert,
+        args.order,
+        args.follow,
     )
 
 
@@ -558,7 +563,7 @@ def _attach(args: argparse.Namespace) -> int:
 
     if args.run is not None and (there := fleet.remote_run(args.run)) is not None:
         host, run = there
-        themed = ["--theme", args.theme] if args.theme else []
+        themed = [f"--theme={args.theme}"] if args.theme else []
         return _through_ssh(fleet.screen_command(host, args.remote_vftui, "attach", run, *themed))
     return run_attach(by_id(Path(args.run)) if args.run is not None else None, args.theme)
 

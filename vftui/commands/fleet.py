@@ -118,9 +118,11 @@ def hosts(text: str) -> list[str]:
 
 
 def remote_run(text: str) -> tuple[str, str] | None:
-    """``HOST:RUN`` as (host, run), or None for a local run (a path that exists, or no host part)."""
+    """``HOST:RUN`` as (host, run), or None for a local one: a path that exists, one written as a path
+    (``./``, ``../``, ``/``, ``~``), or no host part."""
     host, sep, run = text.partition(":")
-    if not sep or not run or Path(text).exists() or not HOST.match(host) or host.startswith("-"):
+    local = Path(text).exists() or text.startswith((".", "/", "~"))
+    if not sep or not run or local or not HOST.match(host) or host.startswith("-"):
         return None
     return host, run
 
@@ -158,9 +160,10 @@ def list_runs(names: list[str], remote: str) -> list[HostRuns]:
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
 
-def screen_command(host: str, remote: str, *args: str) -> list[str]:
-    """``ssh -t`` to ``host``, there ``vftui ARGS`` (attach, view): its screen draws in this terminal."""
-    return [*ssh(), "-t", host, remote_command(remote, *args)]
+def screen_command(host: str, remote: str, command: str, target: str, *flags: str) -> list[str]:
+    """``ssh -t`` to ``host``, there ``vftui COMMAND FLAGS -- TARGET`` (attach, view): its screen draws in
+    this terminal. ``--`` keeps a target that starts with ``-`` a target there, never an option."""
+    return [*ssh(), "-t", host, remote_command(remote, command, *flags, "--", target)]
 
 
 def _words(text: str, what: str) -> list[str]:

@@ -14,6 +14,7 @@ STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:72em;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.2em;border-bottom:1px solid #ddd;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
+td,th,h3{overflow-wrap:anywhere}
 th{background:#f4f4f4}table.sortable th{cursor:pointer}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .note{background:#fff6d5;border:1px solid #e8d48a;padding:.4em .8em}
 svg text{font:11px sans-serif;fill:#333}

@@ -89,6 +89,7 @@ def sparkline(values: list[float | None]) -> str:
     low, high = (min(known), max(known)) if known else (0.0, 1.0)
     span = (high - low) or 1.0
     step = (SPARK_W - 2 * SPARK_DOT) / max(1, len(values) - 1)
+    dot = min(SPARK_DOT, step / 2)  # many sources: dots that do not run together
 
     def at(n: int, v: float) -> tuple[float, float]:
         y = (
@@ -112,5 +113,5 @@ def sparkline(values: list[float | None]) -> str:
             continue
         x, y = at(n, v)
         run.append(f"{x:.1f},{y:.1f}")
-        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{SPARK_DOT}" fill="{colour(n)}"/>')
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{dot:.2f}" fill="{colour(n)}"/>')
     return "".join(parts) + "</svg>"

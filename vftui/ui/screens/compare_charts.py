@@ -44,7 +44,8 @@ class CompareChartsScreen(Screen[None]):
         self.call_after_refresh(self.draw)
 
     def draw(self) -> None:
-        colors = dict(zip(self.letters, plots.LINE_COLORS, strict=False))
+        palette = plots.LINE_COLORS
+        colors = {letter: palette[n % len(palette)] for n, letter in enumerate(self.letters)}
         for name, (title, unit, field, rate) in CHARTS.items():
             lines = {}
             for letter, series in zip(self.letters, self.series, strict=True):
