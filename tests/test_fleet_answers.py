@@ -183,8 +183,8 @@ def test_remote_vftui_under_the_remote_home_works_as_the_help_shows_it(fleet_roo
         VFTUI_SSH=fleet_root[1],
     )
     assert attach.returncode == 0, attach.stderr
-    assert (root / "venv/asked").read_text() == "attach abc 123\n", (
-        "the run's name reaches the remote vftui as one"
+    assert (root / "venv/asked").read_text() == "attach -- abc 123\n", (
+        "the run's name reaches the remote vftui as one, after -- (never read as a flag)"
     )
 
 
