@@ -198,24 +198,29 @@ def test_attach_host_run_opens_that_runs_dashboard_through_ssh(hosts, tmp_path):
         sim.stop()
 
 
-def test_view_host_path_shows_a_verifiers_eval_folder_there_through_ssh(hosts, tmp_path):
-    """A v1 eval (or a prime-rl run) on another machine, read by the vftui there, drawn here."""
-    ssh, _ = hosts
-    folder = Path(__file__).parent / "data" / "v1_eval"
+def viewed_there(ssh: str, tmp_path: Path, target: str, *flags: str) -> str:
+    """``vftui view TARGET FLAGS`` through ssh in tmux: its screen once the view has read the file (then
+    quit, exit 0)."""
     command = (
         f"export VFTUI_SSH={shlex.quote(ssh)} && "
         + tmux_cli_command(
             tmp_path,
-            f"view fleet-a:{shlex.quote(str(folder))} --order item "
-            f"--remote-vftui {shlex.quote(remote_vftui())}",
+            shlex.join(["view", target, *flags, "--remote-vftui", remote_vftui()]),
         )
         + "; echo EXIT=$?; sleep 30"
     )
     with tmux_session(command, 120, 40) as session:
         screen = wait_for_screen(session, "finished")
-        assert "view" in screen
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "EXIT=0")
+    return screen
+
+
+def test_view_host_path_shows_a_verifiers_eval_folder_there_through_ssh(hosts, tmp_path):
+    """A v1 eval (or a prime-rl run) on another machine, read by the vftui there, drawn here."""
+    ssh, _ = hosts
+    folder = Path(__file__).parent / "data" / "v1_eval"
+    assert "view" in viewed_there(ssh, tmp_path, f"fleet-a:{folder}", "--order", "item")
 
 
 def test_a_remote_path_under_home_is_the_home_there(hosts, tmp_path):
@@ -225,19 +230,7 @@ def test_a_remote_path_under_home_is_the_home_there(hosts, tmp_path):
     home.mkdir()
     try:
         shutil.copy(Path(__file__).parent / "data" / "groups.jsonl", home / "it's here.jsonl")
-        command = (
-            f"export VFTUI_SSH={shlex.quote(ssh)} && "
-            + tmux_cli_command(
-                tmp_path,
-                f"view {shlex.quote(f'fleet-a:~/{home.name}/it' + chr(39) + 's here.jsonl')} "
-                f"--remote-vftui {shlex.quote(remote_vftui())}",
-            )
-            + "; echo EXIT=$?; sleep 30"
-        )
-        with tmux_session(command, 120, 40) as session:
-            wait_for_screen(session, "finished")
-            tmux("send-keys", "-t", session, "q")
-            wait_for_screen(session, "EXIT=0")
+        viewed_there(ssh, tmp_path, f"fleet-a:~/{home.name}/it's here.jsonl")
     finally:
         shutil.rmtree(home)
 

@@ -320,7 +320,6 @@ def _screen_or_table(parser: argparse.ArgumentParser, screen: str) -> None:
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
-
     p = sub.add_parser(
         "compare",
         help="set runs, evals, dumps and vf-eval outputs of one environment side by side",

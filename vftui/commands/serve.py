@@ -17,7 +17,7 @@ from vftui.errors import UserError
 from vftui.live.process import vftui_command
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import resolve_id
-from vftui.run_files.listing import NOT_ANSWERING, describe
+from vftui.run_files.listing import describe
 from vftui.ui import themes
 from vftui.web.server import VftuiServer, is_loopback
 
@@ -92,7 +92,7 @@ def _running(target: Path) -> bool:
         line = describe(RunFiles.find(target, "vftui serve").jsonl)
     except UserError:  # a file or folder, not a run: viewed
         return False
-    return line.running and line.state != NOT_ANSWERING
+    return line.answering
 
 
 def _free(host: str, port: int) -> None:

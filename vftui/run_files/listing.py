@@ -62,6 +62,11 @@ class RunLine:
         return self.pid is not None
 
     @property
+    def answering(self) -> bool:
+        """Running and taking calls: a run a dashboard can attach to."""
+        return self.running and self.state != NOT_ANSWERING
+
+    @property
     def id(self) -> str:
         return self.given_id or run_id(self.out_path)
 
@@ -201,7 +206,7 @@ def kept_elsewhere(line: RunLine, home: Path | None = None) -> bool:
 def find_running(target: Path | None) -> RunLine:
     """The run ``target`` names (a run folder or its jsonl), or the newest running one; it must be running."""
     if target is None:
-        running = [r for r in all_runs() if r.running and r.state != NOT_ANSWERING]
+        running = [r for r in all_runs() if r.answering]
         if not running:
             raise UserError("no vftui run is running (vftui runs lists them all)")
         return max(running, key=lambda r: r.created)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -28,6 +27,8 @@ def end_with_parent() -> None:
     parent = os.getppid()
     if sys.platform != "linux":
         return
+    import ctypes  # a served session's alone: every command's start imports this module
+
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it ended before the call above

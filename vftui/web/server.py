@@ -49,10 +49,8 @@ OPENED = "/open/{how:attach|view}/{id:[0-9a-f]{4,24}}"  # a run the runs screen 
 
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
-MIN_SIZE, MAX_SIZE = (
-    (10, 5),
-    (500, 200),
-)  # a tab's terminal, in cells: beyond, a session's memory runs away
+# a tab's terminal, in cells: beyond, a session's memory runs away
+MIN_SIZE, MAX_SIZE = (10, 5), (500, 200)
 SESSION: ContextVar[str] = ContextVar("session")  # the command of the tab this request serves
 
 
@@ -83,9 +81,8 @@ class VftuiServer(Server):
         self._command, self._opener, self._what = command, opener, what
         self._exiting = False
         self.token = secrets.token_urlsafe(24)
-        self._session = secrets.token_urlsafe(
-            32
-        )  # the cookie's value: the token itself never leaves
+        # the cookie's value: the token itself never leaves
+        self._session = secrets.token_urlsafe(32)
         self._cookie = f"{COOKIE}-{port}"  # a browser sends a host's cookies to all its ports
         # by name alone: a port forwarded to another (ssh -L 9000:127.0.0.1:8000) keeps working
         self._names = LOOPBACK_NAMES | {host.strip("[]")} if is_loopback(host) else None
@@ -158,7 +155,8 @@ class VftuiServer(Server):
 
     async def handle_index(self, request: web.Request) -> web.Response:
         """vftui's page: textual-serve's would fetch a font from the internet."""
-        if "how" in request.match_info and self._opened(request) is None:
+        opened = "how" in request.match_info
+        if opened and await asyncio.to_thread(self._opened, request) is None:
             raise web.HTTPNotFound(text="no run has that id")
         context: dict[str, Any] = {
             "title": self.title,
@@ -223,9 +221,9 @@ class VftuiServer(Server):
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
         sessions = logging.getLogger("textual-serve")
-        one_line = logging.StreamHandler(sys.stderr)
-        one_line.setFormatter(OneLine())
-        sessions.addHandler(one_line)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(OneLine())
+        sessions.addHandler(handler)
         sessions.propagate = False
 
     async def on_startup(self, app: web.Application) -> None:
