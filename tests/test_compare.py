@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
-from vftui.commands.compare import load_all, measure
-from vftui.figures.comparison import widest_pair
+from vftui.commands.compare import load_all
+from vftui.figures.comparison import measure, widest_pair
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import viewable
 from vftui.sim.server import TOKENIZER_DIR

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO, run_cli, screen_lines
-from vftui.commands.compare import load_all, measure
-from vftui.figures.comparison import ItemChange, moved, widest_pair
+from vftui.commands.compare import load_all
+from vftui.figures.comparison import ItemChange, measure, moved, widest_pair
 from vftui.run_files.results import Setup
 from vftui.ui.compare_app import CompareApp
 from vftui.ui.screens.help import HelpScreen

@@ -445,7 +445,7 @@ def test_view_reports_lines_that_are_not_utf8_and_shows_the_rest(tmp_path):
 
 
 def test_the_html_page_shows_model_markup_as_text(tmp_path):
-    from vftui.collector.sft.html_page import GroupsPage
+    from vftui.report.run_page import RunPage
     from vftui.run_files.files import RunFiles
 
     script = "<script>alert(document.domain)</script>"
@@ -462,10 +462,10 @@ def test_the_html_page_shows_model_markup_as_text(tmp_path):
     }
     jsonl = tmp_path / "groups.jsonl"
     jsonl.write_text(json.dumps(group) + "\n")
-    page = GroupsPage.open(RunFiles(jsonl)).finish().read_text()
+    page = RunPage.open(RunFiles(jsonl)).finish().read_text()
     assert "<script>alert" not in page and "<b>x</b>" not in page
     assert "&lt;script&gt;alert(document.domain)&lt;/script&gt;" in page
-    assert "<details>" in page and "Assistant" in page, "atroposlib's layout and roles are kept"
+    assert "<details>" in page and ">assistant" in page, "each rollout folded, each message's role"
     assert json.loads(jsonl.read_text())["messages"][0][1]["content"].endswith(
         f"{script} <b>x</b>"
     ), "the jsonl is exact"

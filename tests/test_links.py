@@ -12,7 +12,6 @@ import base64
 import io
 import json
 import os
-import re
 import shlex
 import signal
 import socket
@@ -277,39 +276,6 @@ def test_a_private_folder_is_made_0700_and_a_link_or_another_users_folder_is_ref
 
 
 # -- 3. smaller ones -------------------------------------------------------------------------------
-
-
-@pytest.mark.unit
-def test_only_http_https_and_mailto_links_are_live_in_the_groups_page(tmp_path):
-    from vftui.collector.sft.html_page import GroupsPage
-
-    answer = (
-        "[a](javascript:alert(1)) [b](JaVaScRiPt:alert(2)) [c][1] ![d](javascript:alert(4)) "
-        "[e](data:text/html;base64,PHNjcmlwdD4=) [f](page.html) "
-        "[ok](https://example.com/a?b=1&c=2) [mail](mailto:me@example.com) [plain](http://example.com)"
-        "\n\n[1]: javascript:alert(3)"
-    )
-    group = {
-        "tokens": [[1]],
-        "masks": [[1]],
-        "scores": [1.0],
-        "messages": [[{"role": "assistant", "content": answer}]],
-    }
-    jsonl = tmp_path / "groups.jsonl"
-    jsonl.write_text(json.dumps(group) + "\n")
-    page = GroupsPage.open(RunFiles(jsonl)).finish().read_text()
-    hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
-    assert [h for h in hrefs if "example.com" in h] == [
-        "https://example.com/a?b=1&amp;c=2",
-        "mailto:me@example.com",
-        "http://example.com",
-    ]
-    assert not [h for h in hrefs if "example.com" not in h and not h.startswith("#")], hrefs
-    assert (
-        "a (javascript:alert(1))" in page
-        and "d (javascript:alert(4))" in page
-        and "f (page.html)" in page
-    )
 
 
 @pytest.mark.unit

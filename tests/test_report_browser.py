@@ -1,5 +1,5 @@
-"""``vftui report``'s pages in a real browser (Debian's headless Chromium): opened from disk, each kind
-asks for nothing but itself and logs no error (a Content-Security-Policy refusal would be one), its
+"""``vftui report``'s pages and a run's own page in a real browser (Debian's headless Chromium): opened
+from disk, each kind asks for nothing but itself and logs no error (a Content-Security-Policy refusal would be one), its
 search and its sort work, and a hostile answer opens no dialog. A screenshot of each kind is kept
 beside the test's files."""
 
@@ -19,7 +19,12 @@ pytestmark = pytest.mark.needs("chromium")
 def opened(tmp_path: Path, kind: str, *sources: str) -> Recorded:
     """The report of ``sources`` open in a page, checked as every kind must be; its screenshot kept."""
     reported(tmp_path, *sources)
-    page = tmp_path / "report.html"
+    return opened_page(tmp_path / "report.html", kind)
+
+
+def opened_page(page: Path, kind: str) -> Recorded:
+    """The page open, checked as every kind must be; its screenshot kept beside it."""
+    tmp_path = page.parent
     with chromium_page() as seen:
         seen.page.goto(page.as_uri())
         shot = tmp_path / f"report-{kind}.png"
@@ -104,3 +109,47 @@ def test_three_sources_rollouts_stand_side_by_side_in_chromium(tmp_path):
     assert len(boxes) == 3
     assert len({round(b["top"]) for b in boxes}) == 1, "one row"
     assert boxes[0]["right"] <= boxes[1]["left"] and boxes[1]["right"] <= boxes[2]["left"]
+
+
+@pytest.mark.e2e
+def test_a_run_s_own_page_shows_its_figures_first_once_it_ends(tmp_path):
+    """The run's page, finished: the figures, charts and item table above the rollouts (they were written
+    last), the note that they are missing hidden; controls and safety as the report's."""
+    out = tmp_path / "run" / "groups.jsonl"
+    done = run_cli(
+        ["run", "--no-ui", "--steps", "4", "--group-size", "3", "--out", str(out)], tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    opened_page(out.with_suffix(".html"), "run page")
+    assert "page: " in done.stderr
+    with chromium_page() as seen:
+        seen.page.goto(out.with_suffix(".html").as_uri())
+        found = seen.page.evaluate(
+            "[...document.querySelectorAll('#summary, section.item, .unfinished')]"
+            ".map(e => [e.tagName, e.className, e.getBoundingClientRect().top, e.offsetParent !== null])"
+        )
+        assert seen.errors == []
+    shown = sorted((top, tag) for tag, _, top, visible in found if visible)
+    assert [tag for _, tag in shown] == ["DIV"] + ["SECTION"] * 4, (
+        "the figures first, then each group"
+    )
+    assert [visible for _, name, _, visible in found if "unfinished" in name] == [False]
+
+
+@pytest.mark.e2e
+def test_a_killed_run_s_page_reads_and_says_its_figures_are_missing(tmp_path):
+    """A page with no end (the run was killed): rollouts readable, the note visible, no error logged."""
+    from vftui.report.run_page import RunPage
+    from vftui.run_files.files import RunFiles
+
+    jsonl = tmp_path / "groups.jsonl"
+    groups_file(jsonl, 3, 2, "".join(HOSTILE), score=1.0)
+    RunPage.open(RunFiles(jsonl)).follow()  # and nothing more: no figures, no script
+    with chromium_page() as seen:
+        seen.page.goto(jsonl.with_suffix(".html").as_uri())
+        seen.page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        seen.pump(200)
+        assert seen.errors == [] and seen.dialogs == []
+        assert seen.page.locator(".unfinished").is_visible()
+        assert seen.page.locator("section.item").count() == 3
+        assert seen.requests == [jsonl.with_suffix(".html").as_uri()]

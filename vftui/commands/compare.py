@@ -15,16 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vftui.defaults import PASS_THRESHOLD
 from vftui.errors import EXIT_GATE, UserError
 from vftui.figures.comparison import (
     BINS,
     Change,
     Summary,
-    compare,
     histograms,
+    measure,
     moved,
-    summarize,
     worse_beyond,
 )
 from vftui.figures.paired import RESAMPLES, SEED, Flips
@@ -33,8 +31,6 @@ from vftui.text import compared, wording
 from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
 from vftui.ui.terminal import has_screen
-
-SHOWN_EACH = 5  # items that dropped most, and that gained most
 
 
 def load_all(paths: list[Path]) -> list[Source]:
@@ -65,36 +61,11 @@ def module_name(env_id: str) -> str:
     return env_id.rsplit("/", 1)[-1].replace("-", "_")
 
 
-def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summary], list[Change]]:
-    """Each source's figures, and each later source's change against the first."""
-    # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
-    summaries = [
-        summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
-        for s in sources
-    ]
-    # a change's pass/fail at A's threshold: one threshold for both sides of it
-    return summaries, [compare(sources[0], s, summaries[0].threshold) for s in sources[1:]]
-
-
-def unread(source: Source) -> list[str]:
-    """What ``source`` holds that is in none of its figures: lines skipped, examples that failed to score."""
-    lines = []
-    if source.skipped:
-        lines.append(
-            f"{source.skipped} lines skipped (not results: torn, foreign, or a reward that is not a number)"
-        )
-    if source.errors:
-        lines.append(
-            f"{source.errors} examples failed to score (errors): they are in none of its figures, nor paired"
-        )
-    return lines
-
-
 def note_unread(sources: list[Source]) -> None:
     """On stderr, each source's ``unread`` lines and its warnings (shards and items missing)."""
     for source in sources:
         path = one_line(str(source.path))
-        for line in unread(source):
+        for line in compared.unread(source):
             print(f"vftui: {path}: {line}", file=sys.stderr)
         for warning in source.warnings:
             print(f"vftui: warning: {path}: {warning}", file=sys.stderr)
@@ -272,7 +243,7 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
 
 def _moved(change: Change) -> list[str]:
     """The items that dropped most, worst first, and those that gained most, best first."""
-    drops, gains = moved(change.items, SHOWN_EACH)
+    drops, gains = moved(change.items, compared.SHOWN_EACH)
     lines = []
     for shown, how in ((drops, "dropped"), (gains, "gained")):
         everyone = sum(1 for i in change.items if (i.change < 0) == (how == "dropped") and i.change)

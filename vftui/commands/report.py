@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from vftui import safe_files
-from vftui.commands.compare import measure, note_unread, readable
+from vftui.commands.compare import note_unread, readable
 from vftui.errors import UserError
+from vftui.figures.comparison import measure
 from vftui.report.page import Report, render
 from vftui.run_files.results import load
 from vftui.text.printable import say

@@ -71,6 +71,17 @@ class Change:
         return PAIRED if self.paired else UNPAIRED
 
 
+def measure(sources: list[Source], threshold: float | None) -> tuple[list[Summary], list[Change]]:
+    """Each source's figures, and each later source's change against the first."""
+    # pass@1 at the threshold asked for, else the one each eval recorded, else vf-eval's default
+    summaries = [
+        summarize(s, threshold if threshold is not None else s.threshold or PASS_THRESHOLD)
+        for s in sources
+    ]
+    # a change's pass/fail at A's threshold: one threshold for both sides of it
+    return summaries, [compare(sources[0], s, summaries[0].threshold) for s in sources[1:]]
+
+
 def summarize(source: Source, threshold: float) -> Summary:
     items = list(source.items.values())
     rollouts = [r for item in items for r in item.rewards]

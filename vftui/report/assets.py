@@ -27,6 +27,8 @@ details{margin:.2em 0 .2em 1em}summary{cursor:pointer}
 .cut{color:#a60}input{font:inherit;padding:2px 4px;margin:.3em 0}
 .sources{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(18em,1fr);gap:.6em;overflow-x:auto}
 .source>details{margin-left:0}
+body.run{display:flex;flex-direction:column}body.run>#summary{order:-1}
+body.run>h1,body.run>.made,body.run>.unfinished{order:-2}body.run:has(#summary) .unfinished{display:none}
 """ + "".join(  # each source's letter in its charts' colour
     f".{letter}{{color:{colour(n)}}}" for n, letter in enumerate(string.ascii_uppercase)
 )

@@ -9,6 +9,7 @@ says so. Everything from the files goes through ``escaped``; nothing from them b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from vftui import __version__
-from vftui.commands.compare import SHOWN_EACH, unread
 from vftui.figures.comparison import Change, Summary, histograms, moved
 from vftui.figures.paired import in_order, item_passes
 from vftui.figures.series import thinned
@@ -57,20 +57,12 @@ class Report:
 def render(report: Report, max_rollouts: int, progress: Callable[[str], None]) -> str:
     """The whole page."""
     keys = report.keys()
-    anchors = {key: f"item-{n}" for n, key in enumerate(keys)}
+    anchors = {key: anchor(key) for key in keys}
     order = _priority(report, keys)
     rollouts, shown, count = _rollouts(report, order, anchors, max_rollouts, progress)
     listed = sorted([*dict.fromkeys([*shown, *order])][:TABLE_ROWS], key=in_order)
     env = next((s.env_id for s in report.sources if s.env_id), "an unnamed environment")
-    parts = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{escaped(f'vftui report: {env}')}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{escaped(f'vftui report: {env}')}</h1>",
-        f"<p>Made by vftui {escaped(__version__)}. ± is a 95% interval over items.</p>",
-        _sources(report),
-    ]
+    parts = [head(f"vftui report: {env}")]
     total = sum(report.rollouts(k) for k in keys)
     if count < total:
         parts.append(
@@ -79,19 +71,55 @@ def render(report: Report, max_rollouts: int, progress: Callable[[str], None]) -
             f"{max_rollouts:,}, {BYTES // 2**20} MB of text at most). The figures, charts and "
             f"paired tests are of every rollout.</p>"
         )
-    if report.changes:
-        parts.append(_paired(report, anchors, set(shown)))
     parts += [
-        _figures(report),
-        _charts(report),
-        _items(report, listed, anchors, set(shown), len(keys)),
-        "<h2>Rollouts</h2>",
-        '<p><input id="rollout-search" type="search" placeholder="search the rollouts" '
-        f'aria-label="search the rollouts"> <span id="rollout-count">{len(shown):,} shown</span></p>',
+        summary(report, listed, anchors, set(shown)),
+        rollouts_heading(f"{len(shown):,}"),
         *rollouts,
-        f"<script>{SCRIPT}</script></body></html>\n",
+        END,
     ]
     return "".join(parts)
+
+
+def head(title: str, body_class: str = "") -> str:
+    """The page up to its first heading: its policy, style and title."""
+    body = f'<body class="{body_class}">' if body_class else "<body>"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escaped(title)}</title><style>{STYLE}</style></head>{body}"
+        f"<h1>{escaped(title)}</h1>"
+        f'<p class="made">Made by vftui {escaped(__version__)}. ± is a 95% interval over items.</p>'
+    )
+
+
+END = f"<script>{SCRIPT}</script></body></html>\n"  # the sort and search work once the page has it
+
+
+def anchor(key: str) -> str:
+    """The id of an item's rollouts on a page: the same for its key on any page, whatever the key holds."""
+    return "item-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def summary(report: Report, listed: list[str], anchors: dict[str, str], shown: set[str]) -> str:
+    """The sources, the paired result of a comparison, the figures, the charts and the item table (of the
+    ``listed`` items, each a link to its rollouts where they are ``shown``)."""
+    return (
+        _sources(report)
+        + (_paired(report, anchors, shown) if report.changes else "")
+        + _figures(report)
+        + _charts(report)
+        + _items(report, listed, anchors, shown, len(report.keys()))
+    )
+
+
+def rollouts_heading(shown: str) -> str:
+    """The rollouts' heading and search box, saying how many are ``shown``."""
+    return (
+        "<h2>Rollouts</h2>"
+        '<p><input id="rollout-search" type="search" placeholder="search the rollouts" '
+        f'aria-label="search the rollouts"> <span id="rollout-count">{shown} shown</span></p>'
+    )
 
 
 def _priority(report: Report, keys: list[str]) -> list[str]:
@@ -101,7 +129,7 @@ def _priority(report: Report, keys: list[str]) -> list[str]:
     for change in report.changes:
         if change.flips is not None:
             first.update(dict.fromkeys(change.flips.lost + change.flips.gained))
-        drops, gains = moved(change.items, SHOWN_EACH)
+        drops, gains = moved(change.items, compared.SHOWN_EACH)
         first.update(dict.fromkeys(i.key for i in drops + gains))
     rest = [k for k in keys if k not in first]
     random.Random(SEED).shuffle(rest)
@@ -126,7 +154,7 @@ def _sources(report: Report) -> str:
     notes = "".join(
         f"<li>{escaped(f'{letter}: {line}')}</li>"
         for letter, source in zip(report.letters, report.sources, strict=True)
-        for line in [*unread(source), *source.warnings]
+        for line in [*compared.unread(source), *source.warnings]
     )
     setup = compared.setup_rows(report.summaries)
     differ = compared.differing(setup) if len(report.sources) > 1 else []
@@ -167,7 +195,7 @@ def _paired(report: Report, anchors: dict[str, str], shown: set[str]) -> str:
             lines.append(f"by function: {functions}")
         parts.append(f'<h3><span class="{letter}">{letter}</span> against A</h3>')
         parts += [f"<p>{escaped(line)}</p>" for line in lines]
-        drops, gains = moved(change.items, SHOWN_EACH)
+        drops, gains = moved(change.items, compared.SHOWN_EACH)
         if drops or gains:
             rows = "".join(
                 f"<tr><td>{_item_link(i.key, anchors, shown)}</td><td>{how}</td>"
@@ -315,7 +343,7 @@ def _item_section(report: Report, key: str, anchor: str) -> str:
         if len(items) > 1:
             parts.append(f'<div class="source"><div class="{letter}">{letter}</div>')
         for r in range(len(item.rewards) if item is not None else 0):
-            parts.append(_rollout(item, r, letter))
+            parts.append(rollout(item, r, letter))
         if len(items) > 1:
             parts.append("</div>" if item is not None else "<p>not in this source</p></div>")
     parts.append("</div></section>" if len(items) > 1 else "</section>")
@@ -330,7 +358,7 @@ def _trajectory_text(letters: list[str], items: list[Item | None]) -> str:
     )
 
 
-def _rollout(item: Item, r: int, letter: str) -> str:
+def rollout(item: Item, r: int, letter: str) -> str:
     """One rollout, folded: its reward and marks in the summary; its functions' scores and messages inside."""
     tokens = item.tokens[r] if r < len(item.tokens) else None
     said = [f"reward {wording.number(item.rewards[r])}"]

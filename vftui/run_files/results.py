@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,26 +138,12 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         rows[0],
     )
     if "scores" in first:
-        items, skipped, indices, means = _from_groups(rows)
-        record = _record(path)
-        settings = record.config if record is not None else Settings()
-        evaluated = settings.mode == "eval"
-        errors = (
-            len({drop.item for drop in read_drops(RunFiles(path))[0]} - set(indices))
-            if evaluated
-            else 0
-        )
-        return Source(
-            path,
-            "groups",
-            settings.env,
-            items,
-            lines.skipped + skipped,
-            settings.pass_threshold if evaluated else None,
-            errors=errors,
-            setup=_run_setup(rows, record, path),
-            group_means=means,
-        ), indices
+        tally = GroupsTally()
+        for row in rows:
+            tally.add(row)
+        source = tally.source(path)
+        source.skipped += lines.skipped
+        return source, tally.indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(_eval_folder(path))
         items, skipped = _from_vf_rows(rows)
@@ -352,50 +338,94 @@ def _key(meta: dict[str, Any], fallback: Any) -> str:
     return str(example if example is not None else meta.get("item", fallback))
 
 
-def _from_groups(
-    groups: list[dict[str, Any]],
-) -> tuple[dict[str, Item], int, list[int], list[float]]:
-    """The groups' rollouts by item, how many groups were not results (no finite scores), the dataset
-    items of those that were (as recorded: a line without one has none) and their mean rewards in order."""
-    items: dict[str, Item] = {}
-    skipped = 0
-    indices: list[int] = []
-    means: list[float] = []
-    for n, group in enumerate(groups):
+class GroupsTally:
+    """A groups file's results, a group at a time: the reader adds every line of a file; a run's page adds
+    each group as it is written and keeps only the figures of the rollouts it has shown (``keep_messages``).
+
+    ``skipped`` counts the groups that are not results (no finite scores); ``indices`` the dataset items of
+    those that are (as recorded: a line without one has none); ``means`` their mean rewards in order.
+    """
+
+    def __init__(self, keep_messages: bool = True) -> None:
+        self.items: dict[str, Item] = {}
+        self.skipped = 0
+        self.indices: list[int] = []
+        self.means: list[float] = []
+        self.model: str | None = None  # the first group's that names one
+        self.temperatures: set[float] = set()  # every one a group was sampled at
+        self._keep_messages = keep_messages
+        self._seen = 0
+
+    def add(self, group: dict[str, Any]) -> Item | None:
+        """The group's rollouts added to its item; the group alone as an item (its messages always in it),
+        or None when it is not a result."""
+        n, self._seen = self._seen, self._seen + 1
         meta = group.get(META) if isinstance(group.get(META), dict) else {}
+        if self.model is None and isinstance(meta.get("model"), str):
+            self.model = meta["model"]
+        self.temperatures.update(_temperatures([group.get("generation_params")]))
         raw = group.get("scores")
         scores = [bounds.score(s) for s in raw] if isinstance(raw, list) else []
         if not scores or None in scores:
-            skipped += 1
-            continue
+            self.skipped += 1
+            return None
         if type(meta.get("item")) is int:
-            indices.append(meta["item"])
-        means.append(math.fsum(scores) / len(scores))
-        masks = group.get("masks") if isinstance(group.get("masks"), list) else []
-        item = items.setdefault(_key(meta, n), Item(_key(meta, n)))
-        messages = (
-            group.get("messages")
-            if isinstance(group.get("messages"), list)
-            else [[] for _ in scores]
+            self.indices.append(meta["item"])
+        self.means.append(math.fsum(scores) / len(scores))
+        added = _group_item(group, meta, scores, _key(meta, n))
+        item = self.items.setdefault(added.key, Item(added.key))
+        item.extend(added if self._keep_messages else replace(added, rollouts=[]))
+        return added
+
+    def source(self, path: Path) -> Source:
+        """The groups added, as the source ``path`` is: its run.json's env, mode and pass threshold, an
+        eval's errors from its drop log."""
+        record = _record(path)
+        settings = record.config if record is not None else Settings()
+        evaluated = settings.mode == "eval"
+        errors = (
+            len({drop.item for drop in read_drops(RunFiles(path))[0]} - set(self.indices))
+            if evaluated
+            else 0
         )
-        reasons = (
-            meta.get("finish_reasons")
-            if isinstance(meta.get("finish_reasons"), list)
-            else [None] * len(scores)
+        return Source(
+            path,
+            "groups",
+            settings.env,
+            self.items,
+            self.skipped,
+            settings.pass_threshold if evaluated else None,
+            errors=errors,
+            setup=_run_setup(self, record, path),
+            group_means=self.means,
         )
-        for r, score in enumerate(scores):
-            item.rewards.append(score)
-            item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
-            rollout = _messages(messages[r]) if r < len(messages) else []
-            item.rollouts.append(rollout)
-            item.completion_chars.append(_completion_chars(rollout))
-            mask = masks[r] if r < len(masks) and isinstance(masks[r], list) else []
-            item.tokens.append((trained_tokens(mask), mask.count(MASKED)) if mask else None)
-        metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
-        for name, values in metrics.items():
-            numbers = [bounds.score(v) for v in values] if isinstance(values, list) else []
-            item.functions.setdefault(name, []).extend(v for v in numbers if v is not None)
-    return items, skipped, indices, means
+
+
+def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float], key: str) -> Item:
+    """One group's rollouts as an item of its own."""
+    item = Item(key)
+    masks = group.get("masks") if isinstance(group.get("masks"), list) else []
+    messages = (
+        group.get("messages") if isinstance(group.get("messages"), list) else [[] for _ in scores]
+    )
+    reasons = (
+        meta.get("finish_reasons")
+        if isinstance(meta.get("finish_reasons"), list)
+        else [None] * len(scores)
+    )
+    for r, score in enumerate(scores):
+        item.rewards.append(score)
+        item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
+        rollout = _messages(messages[r]) if r < len(messages) else []
+        item.rollouts.append(rollout)
+        item.completion_chars.append(_completion_chars(rollout))
+        mask = masks[r] if r < len(masks) and isinstance(masks[r], list) else []
+        item.tokens.append((trained_tokens(mask), mask.count(MASKED)) if mask else None)
+    metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
+    for name, values in metrics.items():
+        numbers = [bounds.score(v) for v in values] if isinstance(values, list) else []
+        item.functions[name] = [v for v in numbers if v is not None]
+    return item
 
 
 def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
@@ -477,12 +507,10 @@ def _record(path: Path) -> RunRecord | None:
         raise UserError(str(e)) from e
 
 
-def _run_setup(groups: list[dict[str, Any]], record: RunRecord | None, path: Path) -> Setup:
+def _run_setup(tally: GroupsTally, record: RunRecord | None, path: Path) -> Setup:
     """A run's setup from its groups (each records its model and temperature), its run.json (the env args,
     the mode) and, for an eval, the versions its metadata.json names."""
-    metas = [g[META] for g in groups if isinstance(g.get(META), dict)]
-    models = [m["model"] for m in metas if isinstance(m.get("model"), str)]
-    model = models[0] if models else record.model if record is not None and record.model else None
+    model = tally.model or (record.model if record is not None and record.model else None)
     settings = record.config if record is not None else None
     versions = None
     if settings is not None and settings.mode == "eval":
@@ -491,7 +519,7 @@ def _run_setup(groups: list[dict[str, Any]], record: RunRecord | None, path: Pat
             versions = _metadata(RunFiles(path).eval_dir).version_info
     return Setup(
         model,
-        _temperatures(g.get("generation_params") for g in groups),
+        tuple(sorted(tally.temperatures)),
         _json(settings.env_args) if settings is not None else None,
         _split(settings.env_args, settings.mode) if settings is not None else None,
         _versions(versions),

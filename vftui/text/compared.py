@@ -11,12 +11,13 @@ from __future__ import annotations
 from vftui.figures.comparison import Change, Summary, worse_beyond
 from vftui.figures.eval_stats import Estimate
 from vftui.figures.paired import Flips
-from vftui.run_files.results import Setup
+from vftui.run_files.results import Setup, Source
 from vftui.text import wording
 
 UNKNOWN = "unknown"  # a fact a source's files do not record
 LONGEST = 48  # a recorded value longer than this is cut, with an ellipsis
 BARS = " ▁▂▃▄▅▆▇█"
+SHOWN_EACH = 5  # items that dropped most, and that gained most
 FLIPS_SHOWN = 20  # keys of the items that flipped each way in a line (--json lists them all)
 
 
@@ -187,3 +188,17 @@ def bars(bins: list[int]) -> str:
 
 def _figure(e: Estimate) -> str:
     return wording.figure(e.as_dict())
+
+
+def unread(source: Source) -> list[str]:
+    """What ``source`` holds that is in none of its figures: lines skipped, examples that failed to score."""
+    lines = []
+    if source.skipped:
+        lines.append(
+            f"{source.skipped} lines skipped (not results: torn, foreign, or a reward that is not a number)"
+        )
+    if source.errors:
+        lines.append(
+            f"{source.errors} examples failed to score (errors): they are in none of its figures, nor paired"
+        )
+    return lines

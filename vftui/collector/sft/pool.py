@@ -7,8 +7,8 @@ atroposlib's own steps, in its own task (the driver's ``process``: ``collect_tra
 and the pool starts the next item as soon as fewer than ``groups_allowed()`` groups are
 in flight (about requests allowed / group size: ``groups_with_spares``). Groups finish
 in any order; the env's one appender writes each as one whole line, and its ledger
-records which items are done. The run's HTML view, as atroposlib would render it with the
-model's text escaped (``html_page``), grows as each group ends; its end is written at the end.
+records which items are done. The run's page (``RunPage``: the report of its groups) grows as
+each group ends; its figures are written at the end.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import math
 from collections.abc import Callable
 
 from vftui.collector.modes import ProcessDriver
-from vftui.collector.sft import html_page
 from vftui.errors import RunFailed
+from vftui.report.run_page import RunPage
 from vftui.run_files.files import RunFiles
 
 
@@ -33,7 +33,7 @@ async def collect_in_flight(
     coroutine (a second Ctrl-C) cancels every group in flight.
     """
     await driver.begin()
-    page = html_page.GroupsPage.open(files)
+    page = RunPage.open(files)
     room = asyncio.Event()
     in_flight = 0
 

@@ -1,9 +1,11 @@
-"""The run's html page is built as its groups are written: the end of a run writes its tail alone, a killed
-run leaves a page a browser reads, a resumed run's page holds each group once, and it always says what the
-jsonl the run wrote says (the whole-file render's content)."""
+"""The run's page is the report of its groups, built as they are written: the end of a run writes its
+figures alone (kept on the way, equal to those ``vftui report`` reads from the file), a killed run leaves a
+page a browser reads, a resumed run's page holds each group once, and its rollouts are always those of the
+jsonl the run wrote, as the report draws them."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
@@ -15,17 +17,40 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import read_jsonl, run_cli, start_cli, wait_for_lines, wait_until
-from vftui.collector.sft.html_page import MARK, NO_DATA, GroupsPage
+from vftui.figures.comparison import measure
+from vftui.report import page as report_page
+from vftui.report.run_page import MARK, UNFINISHED, RunPage
 from vftui.run_files import store
 from vftui.run_files.files import RunFiles
+from vftui.run_files.results import load
+from vftui.text import wording
 
-GROUP_TITLE = re.compile(rb"<summary>Group (\d+)</summary>")
-REWARD = re.compile(rb"<strong>Reward:</strong> ([^<]*)</p>")
+GROUP_TITLE = re.compile(rb"<h3>group ([\d,]+): item ")
+REWARD = re.compile(rb" rollout \d+: reward ([^,<]*)")
+SUMMARY = re.compile(rb'<div id="summary">.*</div>(?=<script>)', re.DOTALL)
 
 
-def content(page: bytes) -> bytes:
-    """What a reader sees: the page less its marks, whitespace runs as one space."""
-    return re.sub(rb"\s+", b" ", MARK.sub(b"", page))
+def rollouts(page: bytes) -> bytes:
+    """What a reader sees of the rollouts: the page less its marks and its figures, whitespace runs as one
+    space."""
+    return re.sub(rb"\s+", b" ", SUMMARY.sub(b"", MARK.sub(b"", page)))
+
+
+def summary(page: bytes) -> bytes:
+    found = SUMMARY.search(page)
+    assert found is not None, "the page has its figures"
+    return found.group()
+
+
+def reports_figures(jsonl: Path) -> bytes:
+    """The summary ``vftui report`` writes of the file as it is on disk."""
+    source = load(jsonl)
+    report = report_page.Report([source], *measure([source], None))
+    keys = report.keys()
+    anchors = {key: report_page.anchor(key) for key in keys}
+    return (
+        f'<div id="summary">{report_page.summary(report, keys, anchors, set(keys))}</div>'.encode()
+    )
 
 
 def whole_file_render(jsonl: Path, folder: Path) -> bytes:
@@ -33,7 +58,7 @@ def whole_file_render(jsonl: Path, folder: Path) -> bytes:
     folder.mkdir()
     copy = folder / jsonl.name
     shutil.copyfile(jsonl, copy)
-    return GroupsPage.open(RunFiles(copy)).finish().read_bytes()
+    return RunPage.open(RunFiles(copy)).finish().read_bytes()
 
 
 def group_line(texts: list[str], scores: list[float]) -> bytes:
@@ -45,6 +70,10 @@ def group_line(texts: list[str], scores: list[float]) -> bytes:
             "messages": [[{"role": "assistant", "content": text}] for text in texts],
         }
     )
+
+
+def numbers(page: bytes) -> list[int]:
+    return [int(i.replace(b",", b"")) for i in GROUP_TITLE.findall(page)]
 
 
 # -- the page as a run writes it, in-process on real files -----------------------------------------
@@ -77,7 +106,7 @@ def test_a_page_cut_anywhere_and_resumed_says_what_its_jsonl_says_each_group_onc
     with tempfile.TemporaryDirectory() as folder:
         files = RunFiles(Path(folder) / "groups.jsonl")
         files.jsonl.touch()
-        page = GroupsPage.open(files)
+        page = RunPage.open(files)
         for batch in before:
             with files.jsonl.open("ab") as f:
                 f.writelines(group_line(*group) for group in batch)
@@ -90,31 +119,40 @@ def test_a_page_cut_anywhere_and_resumed_says_what_its_jsonl_says_each_group_onc
             with files.jsonl.open("r+b") as f:
                 f.truncate(files.jsonl.stat().st_size - 3)
             store.repair_tail(files.jsonl)  # as a resume does
-        page = GroupsPage.open(files)
+        page = RunPage.open(files)
         with files.jsonl.open("ab") as f:
             f.writelines(group_line(*group) for group in after)
         final = page.finish().read_bytes()
         expected = whole_file_render(files.jsonl, Path(folder) / "whole")
         lines = len(read_jsonl(files.jsonl))
-    assert content(final) == content(expected)
-    assert [int(i) for i in GROUP_TITLE.findall(final)] == list(range(lines)), "each group once"
-    assert final.count(NO_DATA.encode()) == (lines == 0) and final.endswith(b"</html>\n")
+        figures = reports_figures(files.jsonl) if lines else b""
+    assert rollouts(final) == rollouts(expected)
+    assert numbers(final) == list(range(1, lines + 1)), "each group once"
+    if lines:
+        assert summary(final) == figures, "the figures kept on the way are the file's"
+    else:
+        assert b"No groups were written." in final
+    assert final.endswith(b"</html>\n")
     assert b"<b>x</b>" not in final and b'href="javascript' not in final
 
 
 @pytest.mark.unit
-def test_the_page_of_plain_text_is_atroposlibs_own(tmp_path):
-    """With nothing to escape, the page is atroposlib's jsonl2html render of the file, in content."""
-    from atroposlib.frontend import jsonl2html
-
-    jsonl = tmp_path / "groups.jsonl"
-    jsonl.write_bytes(
-        group_line(["hello **there**", "a\n\nb"], [1.0, 0.0]) + group_line(["x"], [-0.5])
+def test_the_page_shows_the_models_text_as_written_and_links_nothing_it_wrote(tmp_path):
+    """No Markdown: emphasis, raw HTML and links of every scheme stay the text the model wrote; the only
+    links on the page are the item table's to the rollouts on it."""
+    answer = (
+        "hello **there** <b>x</b> <script>alert(1)</script> [a](javascript:alert(1)) "
+        "![d](javascript:alert(4)) [ok](https://example.com/a?b=1&c=2)\n\n[1]: javascript:alert(3)"
     )
-    page = GroupsPage.open(RunFiles(jsonl))
-    ours = page.finish().read_bytes()
-    jsonl2html.generate_html(str(jsonl), str(tmp_path / "theirs.html"))
-    assert content(ours) == content((tmp_path / "theirs.html").read_bytes())
+    jsonl = tmp_path / "groups.jsonl"
+    jsonl.write_bytes(group_line([answer, "a\n\nb"], [1.0, 0.0]) + group_line(["x"], [-0.5]))
+    page = RunPage.open(RunFiles(jsonl)).finish().read_text()
+    assert "hello **there** &lt;b&gt;x&lt;/b&gt; &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "[a](javascript:alert(1)) ![d](javascript:alert(4))" in page
+    assert "[ok](https://example.com/a?b=1&amp;c=2)" in page
+    hrefs = re.findall(r'(?:href|src)="([^"]*)"', page)
+    assert hrefs and all(re.fullmatch(r"#item-[0-9a-f]{16}", h) for h in hrefs), hrefs
+    assert json.loads(jsonl.read_text().splitlines()[0])["messages"][0][0]["content"] == answer
 
 
 # -- the page of a real run ------------------------------------------------------------------------
@@ -142,11 +180,11 @@ def grown_to(page: Path, count: int, out: Path, steps: int) -> None:
 
 
 def sections(page: Path) -> list[int]:
-    return [int(i) for i in GROUP_TITLE.findall(page.read_bytes())] if page.exists() else []
+    return numbers(page.read_bytes()) if page.exists() else []
 
 
 def rewards(page: bytes) -> list[str]:
-    return [r.decode() for r in REWARD.findall(page)]
+    return [r.decode() for r in REWARD.findall(rollouts(page))]
 
 
 def test_a_killed_run_leaves_a_readable_page_and_its_resume_holds_each_group_once(tmp_path):
@@ -160,8 +198,9 @@ def test_a_killed_run_leaves_a_readable_page_and_its_resume_holds_each_group_onc
     killed = page.read_bytes()
     lines = len(read_jsonl(out))
     assert killed.startswith(b"<!DOCTYPE html>") and b"</html>" not in killed
+    assert UNFINISHED.encode() in killed and b'id="summary"' not in killed
     shown = sections(page)
-    assert shown == list(range(len(shown))) and lines - len(shown) <= 2, (
+    assert shown == list(range(1, len(shown) + 1)) and lines - len(shown) <= 2, (
         "in order, behind by those in flight"
     )
     data = out.read_bytes()
@@ -173,15 +212,16 @@ def test_a_killed_run_leaves_a_readable_page_and_its_resume_holds_each_group_onc
     assert result.returncode == 0, result.stderr
     groups = read_jsonl(out)
     final = page.read_bytes()
-    assert len(groups) == STEPS and sections(page) == list(range(STEPS)), "each group once"
-    assert rewards(final) == [str(s) for g in groups for s in g["scores"]]
-    assert content(final) == content(whole_file_render(out, tmp_path / "whole"))
+    assert len(groups) == STEPS and sections(page) == list(range(1, STEPS + 1)), "each group once"
+    assert rewards(final) == [wording.number(s) for g in groups for s in g["scores"]]
+    assert rollouts(final) == rollouts(whole_file_render(out, tmp_path / "whole"))
+    assert summary(final) == reports_figures(out), "the figures of the groups before the kill too"
 
 
 def test_the_page_is_of_the_lines_the_run_wrote_and_its_end_reads_no_file(tmp_path):
-    """The end of the run writes the page's tail alone: with the jsonl moved away mid-run and a decoy left
-    at its name, the page holds the run's own groups (the old end re-read the file at the name); the page
-    seen mid-run is where the finished one begins, the same file, appended to."""
+    """The end of the run writes the figures it kept: with the jsonl moved away mid-run and a decoy left
+    at its name, the page holds the run's own groups and figures (the old end re-read the file at the
+    name); the page seen mid-run is where the finished one begins, the same file, appended to."""
     out = tmp_path / "groups.jsonl"
     page = out.with_suffix(".html")
     proc = start_cli(one_at_a_time(out, STEPS, 0.5), tmp_path)
@@ -195,7 +235,9 @@ def test_the_page_is_of_the_lines_the_run_wrote_and_its_end_reads_no_file(tmp_pa
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     final = page.read_bytes()
-    assert b"DECOY" not in final and sections(page) == list(range(STEPS))
+    assert b"DECOY" not in final and sections(page) == list(range(1, STEPS + 1))
     assert final.startswith(early) and page.stat().st_ino == inode
-    assert content(final) == content(whole_file_render(moved, tmp_path / "whole"))
-    assert rewards(final) == [str(s) for g in read_jsonl(moved) for s in g["scores"]]
+    assert rollouts(final) == rollouts(whole_file_render(moved, tmp_path / "whole"))
+    assert rewards(final) == [wording.number(s) for g in read_jsonl(moved) for s in g["scores"]]
+    figures = re.compile(rb"<h2>Figures</h2>.*?</table>", re.DOTALL)
+    assert figures.search(final).group() == figures.search(reports_figures(moved)).group()

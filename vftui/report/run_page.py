@@ -1,0 +1,278 @@
+"""The run's page (``RUN.html``): the report of its groups, built as they are written.
+
+Each group's rollouts are appended once its line is in the jsonl (read back from where the page stopped,
+so the page holds what the file holds, in its order), drawn as ``vftui report`` draws them: escaped text,
+no Markdown, no link from anything the model wrote. At the end of the run the figures, charts and item
+table follow, from the figures kept of each group on the way (no pass over the file): the page's style
+shows them first. A run stopped before its end leaves a page a browser reads, saying it has no figures
+yet. Beyond ``BYTES`` of rollouts the page shows no more groups' rollouts, saying so (its figures are of
+every group); ``vftui report`` samples across the run instead.
+
+After each batch of sections a comment (``MARK``) records how far into the jsonl the page goes, with the
+last line's checksum: a resumed run cuts the page back to the last mark its jsonl still backs (a torn
+line a resume cut, a page written by an older vftui: none), reads the figures of the groups before it
+again, and renders the lines after it, so each group is on the page once.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from vftui import safe_files
+from vftui.bounds import LongLine
+from vftui.figures.comparison import measure
+from vftui.report import page
+from vftui.report.html_text import escaped
+from vftui.run_files import store
+from vftui.run_files.files import RunFiles
+from vftui.run_files.results import GroupsTally, Item
+
+logger = logging.getLogger(__name__)
+BYTES = page.BYTES  # of the page's rollouts at most
+UNFINISHED = (
+    '<p class="note unfinished">This run is still collecting, or stopped before its end: its figures, '
+    "charts and item table are written at its end. <code>vftui report</code> makes them from what it "
+    "wrote.</p>"
+)
+# how far the page goes: its groups so far, the span of the last jsonl line read and its crc32
+MARK_START = b"<!-- vftui page: "
+MARK = re.compile(rb"<!-- vftui page: (\d+) groups, jsonl bytes (\d+)-(\d+), crc (\d+) -->\n")
+SHOWN = re.compile(rb'<section class="item" id="(item-[0-9a-f]{16})"')
+
+
+class RunPage:
+    """The run's page, open to append to: ``follow`` after each group, ``finish`` at the end.
+
+    Made by ``open``; a page that cannot be written is a warning, and the run goes on without it.
+    """
+
+    def __init__(self, files: RunFiles, jsonl: BinaryIO, fd: int, kept: _Kept) -> None:
+        self._files, self._jsonl = files, jsonl
+        self._fd: int | None = fd
+        self._read, self._groups, self._size = kept.read, kept.groups, kept.size
+        self._tally, self._shown = (
+            kept.tally,
+            kept.shown,
+        )  # item keys whose rollouts are on the page
+
+    @classmethod
+    def open(cls, files: RunFiles) -> RunPage | None:
+        """The page of the run's jsonl, cut back to what the jsonl backs (a new page: its head alone)."""
+        top = _top(files.jsonl)
+        try:
+            jsonl = os.fdopen(safe_files.open_regular(files.jsonl, os.O_RDONLY), "rb")
+        except OSError as e:
+            _not_written(files.jsonl, e)
+            return None
+        try:
+            kept = _kept(files.html, jsonl, top)
+            if kept is None:
+                safe_files.replace(files.html, top)  # a link at the name is replaced
+                fd = safe_files.open_regular(files.html, os.O_RDWR | os.O_APPEND)
+                kept = _Kept(fd, 0, 0, len(top), GroupsTally(keep_messages=False), {})
+        except OSError as e:
+            jsonl.close()
+            _not_written(files.html, e)
+            return None
+        return cls(files, jsonl, kept.fd, kept)
+
+    def follow(self) -> None:
+        """Append the sections of the lines written since the last call (each line's once its newline is there)."""
+        if self._fd is None:
+            return
+        try:
+            data, read, groups = self._sections()
+        except Exception as e:  # noqa: BLE001 - a group the page cannot draw: the page stops, not the run
+            logger.warning("the groups were saved, but their HTML view stops here: %r", e)
+            self._close()
+            return
+        if self._write(data):
+            self._read, self._groups, self._size = read, groups, self._size + len(data)
+
+    def finish(self) -> Path | None:
+        """The lines left, then the figures, charts and item table; the page's path, or None when it could
+        not be written."""
+        self.follow()
+        done = self._fd is not None and self._write(self._summary().encode() + page.END.encode())
+        self._close()
+        return self._files.html if done else None
+
+    def _sections(self) -> tuple[bytes, int, int]:
+        """The sections of the whole lines after the page's end, its mark; the jsonl's bytes and groups then."""
+        f, read, groups, last = self._jsonl, self._read, self._groups, None
+        f.seek(read)
+        parts: list[bytes] = []
+        size = self._size
+        for raw in store.group_lines(f):
+            if isinstance(raw, LongLine):  # skipped, as a reader skips it
+                if not raw.ended:
+                    break
+                read += raw.size
+                continue
+            if not raw.endswith(b"\n"):
+                break  # not whole yet
+            last, read = (read, read + len(raw), raw), read + len(raw)
+            group = store.parse_group_line(raw)
+            added = self._tally.add(group) if isinstance(group, dict) else None
+            if added is None:
+                continue
+            groups += 1
+            if size < BYTES:
+                section = _section(added, groups, self._shown).encode()
+                parts.append(section)
+                size += len(section)
+        if last is not None:
+            begin, end, line = last
+            parts.append(
+                b"<!-- vftui page: %d groups, jsonl bytes %d-%d, crc %d -->\n"
+                % (groups, begin, end, zlib.crc32(line))
+            )
+        return b"".join(parts), read, groups
+
+    def _summary(self) -> str:
+        """The figures, charts and item table of every group added, shown first by the page's style."""
+        if not self._groups:
+            return '<div id="summary"><p>No groups were written.</p></div>'
+        source = self._tally.source(self._files.jsonl)
+        summaries, _ = measure([source], None)
+        report = page.Report([source], summaries, [])
+        keys = report.keys()
+        listed = keys[: page.TABLE_ROWS]
+        cut = ""
+        if len(self._shown) < len(keys):
+            cut = (
+                f'<p class="note">This page shows the rollouts of {len(self._shown):,} of '
+                f"{len(keys):,} items, the first written ({BYTES // 2**20} MB of text at most); its "
+                "figures, charts and item table are of every group. <code>vftui report</code> "
+                "shows a sample from across the run.</p>"
+            )
+        anchors = {key: page.anchor(key) for key in keys}
+        return (
+            f'<div id="summary">{cut}'
+            + page.summary(report, listed, anchors, set(self._shown))
+            + "</div>"
+        )
+
+    def _write(self, data: bytes) -> bool:
+        """``data`` appended; False (the page closed, with a warning) when it could not be."""
+        if self._fd is None:
+            return False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as e:
+            _not_written(self._files.html, e)
+            self._close()
+            return False
+        return True
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+        self._jsonl.close()
+
+
+def _top(jsonl: Path) -> bytes:
+    """The page before its groups, named after the jsonl (the same on every resume: how a page is known)."""
+    return (
+        page.head(f"vftui run: {jsonl.name}", "run") + UNFINISHED + page.rollouts_heading("all")
+    ).encode()
+
+
+def _section(group: Item, number: int, shown: dict[str, None]) -> str:
+    """A group's rollouts; the first of its item's groups on the page is the item's anchor."""
+    first = group.key not in shown
+    shown.setdefault(group.key)
+    anchor = f' id="{page.anchor(group.key)}"' if first else ""
+    return (
+        f'<section class="item"{anchor}><h3>group {number:,}: item {escaped(group.key)}</h3>'
+        + "".join(page.rollout(group, r, "") for r in range(len(group.rewards)))
+        + "</section>"
+    )
+
+
+@dataclass
+class _Kept:
+    """What a page holds: its descriptor, the jsonl's bytes and groups it covers, its size, the figures of
+    those groups and the items whose rollouts it shows."""
+
+    fd: int
+    read: int
+    groups: int
+    size: int
+    tally: GroupsTally
+    shown: dict[str, None]
+
+
+def _kept(path: Path, jsonl: BinaryIO, top: bytes) -> _Kept | None:
+    """A resumed run's page, cut after its last mark the jsonl backs (or after its top), with the figures of
+    the groups before that mark read again; None when there is no page of this jsonl's to keep."""
+    try:
+        fd = safe_files.open_regular(path, os.O_RDWR | os.O_APPEND)
+    except OSError:
+        return None  # none, or a link or anything else there: a new page replaces it
+    try:
+        if os.pread(fd, len(top), 0) != top:
+            os.close(fd)
+            return None
+        keep, read, groups = len(top), 0, 0
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as text:
+            end = len(text)
+            while (at := text.rfind(MARK_START, len(top), end)) >= 0:
+                mark = MARK.match(text, at)
+                if mark is not None and _backed(jsonl, *map(int, mark.groups()[1:])):
+                    keep, read, groups = mark.end(), int(mark[3]), int(mark[1])
+                    break
+                end = at
+            on_page = {m[1].decode() for m in SHOWN.finditer(text, 0, keep)}
+        os.ftruncate(fd, keep)
+        tally = _tally_to(jsonl, read)
+    except BaseException:
+        os.close(fd)
+        raise
+    shown = {key: None for key in tally.items if page.anchor(key) in on_page}
+    return _Kept(fd, read, groups, keep, tally, shown)
+
+
+def _tally_to(jsonl: BinaryIO, end: int) -> GroupsTally:
+    """The figures of the jsonl's groups before byte ``end``."""
+    tally = GroupsTally(keep_messages=False)
+    jsonl.seek(0)
+    read = 0
+    for raw in store.group_lines(jsonl):
+        if read >= end:
+            break
+        if isinstance(raw, LongLine):
+            read += raw.size
+            continue
+        read += len(raw)
+        group = store.parse_group_line(raw)
+        if isinstance(group, dict):
+            tally.add(group)
+    return tally
+
+
+def _backed(jsonl: BinaryIO, begin: int, end: int, crc: int) -> bool:
+    """The jsonl holds a whole line at ``begin``-``end`` with this crc32 (a mark the page can resume from)."""
+    if not 0 <= begin < end or end - begin > store.MAX_GROUP_LINE_BYTES:
+        return False
+    fd = jsonl.fileno()
+    line = os.pread(fd, end - begin, begin)
+    before = os.pread(fd, 1, begin - 1) if begin else b"\n"
+    whole = before == b"\n" and len(line) == end - begin and line.endswith(b"\n")
+    return whole and zlib.crc32(line) == crc
+
+
+def _not_written(path: Path, error: OSError) -> None:
+    logger.warning(
+        "the groups were saved, but not their HTML view: %s", store.WriteFailed(path, error)
+    )
