@@ -41,6 +41,7 @@ class Served:
     token: str
     process: subprocess.Popen
     err: str = ""  # what serve printed after its token line, once it has ended
+    out: str = ""  # what serve printed on stdout, once it has ended
 
 
 @contextlib.contextmanager
@@ -59,7 +60,7 @@ def served(tmp_path: Path, *args: str, **env: str) -> Iterator[Served]:
     finally:
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGINT)
-        _, it.err = process.communicate(timeout=30)
+        it.out, it.err = process.communicate(timeout=30)
 
 
 @contextlib.contextmanager
@@ -288,6 +289,19 @@ def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, d
         unknown = httpx.get(f"{url}/open/view/ffffffff", cookies=cookies)
         assert unknown.status_code == 404
         assert seen.errors == tab.errors == []
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_a_session_that_cannot_start_says_why_in_its_tab(tmp_path):
+    """The file served went away: its tab shows the sentence (it was blank, the sentence on serve's stdout)."""
+    served_file = tmp_path / "gone.jsonl"
+    served_file.write_text('{"scores": [1.0], "tokens": [[1]], "masks": [[1]]}\n')
+    with served(tmp_path, str(served_file)) as it, chromium_page() as seen:
+        served_file.unlink()
+        signed_in_page(seen, it.url, it.token)
+        wait_until(lambda: "no such file" in screen(seen), "the tab never said why", timeout=60)
+        assert "q ends this session" in screen(seen) and seen.errors == []
+    assert "no such file" not in it.out + it.err, "said in the tab, not on serve's terminal"
 
 
 def screen(seen: Recorded) -> str:

@@ -689,11 +689,9 @@ def _command(argv: list[str]) -> int:
         }
         return commands[args.command](args)
     except UserError as e:
-        print(f"vftui: error: {one_line(scrub(str(e)))}", file=sys.stderr)
-        return e.exit_code
+        return _said(f"vftui: error: {one_line(scrub(str(e)))}", e.exit_code)
     except RunFailed as e:
-        print(f"vftui: run failed: {one_line(scrub(str(e)))}", file=sys.stderr)
-        return e.exit_code
+        return _said(f"vftui: run failed: {one_line(scrub(str(e)))}", e.exit_code)
     except KeyboardInterrupt:
         print("vftui: interrupted", file=sys.stderr)
         return 130
@@ -704,6 +702,17 @@ def _command(argv: list[str]) -> int:
             os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
         )  # so the exit's flush fails nowhere
         return 128 + signal.SIGPIPE
+
+
+def _said(line: str, exit_code: int) -> int:
+    """``line`` where its reader is: on stderr, or in a served tab (its session's stderr reaches nobody)."""
+    if in_browser():
+        from vftui.ui.said_app import SaidApp
+
+        SaidApp(line).run()
+    else:
+        print(line, file=sys.stderr)
+    return exit_code
 
 
 if __name__ == "__main__":
