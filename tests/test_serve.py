@@ -304,6 +304,25 @@ def test_in_chromium_a_session_that_cannot_start_says_why_in_its_tab(tmp_path):
     assert "no such file" not in it.out + it.err, "said in the tab, not on serve's terminal"
 
 
+@pytest.mark.needs("chromium")
+def test_in_chromium_sigterm_ends_serve_and_a_dashboard_s_tab_promptly(tmp_path, detached_run):
+    """The tabs were left to aiohttp's wait for open connections: a dashboard's tab held serve 23 s."""
+    with served(tmp_path, str(detached_run)) as it, chromium_page() as seen:
+        signed_in_page(seen, it.url, it.token)
+        wait_until(lambda: "running" in screen(seen), "the dashboard never came", timeout=60)
+        sessions = _children(it.process.pid)
+        asked = time.monotonic()
+        it.process.send_signal(signal.SIGTERM)
+        while it.process.poll() is None and time.monotonic() - asked < 60:
+            seen.pump(50)  # the browser answers the page's closing as it goes
+        took = time.monotonic() - asked
+    assert it.process.returncode == 0 and took < 10, (
+        f"exit {it.process.returncode} after {took:.1f} s"
+    )
+    wait_until(lambda: not _alive(sessions), "the session outlived serve", timeout=15)
+    assert state(tmp_path, detached_run) == "running", "the run goes on"
+
+
 def screen(seen: Recorded) -> str:
     """The dashboard's terminal bytes the browser got, without their escape sequences."""
     return ANSI.sub("", seen.received())

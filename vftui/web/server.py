@@ -80,6 +80,7 @@ class VftuiServer(Server):
         self.public_url = f"http://{url_host}:{port}"
         self._command, self._opener, self._what = command, opener, what
         self._exiting = False
+        self._tabs: set[asyncio.Task[Any]] = set()  # each open tab's websocket handler
         self.token = secrets.token_urlsafe(24)
         # the cookie's value: the token itself never leaves
         self._session = secrets.token_urlsafe(32)
@@ -96,6 +97,7 @@ class VftuiServer(Server):
         app.router.add_get("/vftui/page.css", self._css)
         app.router.add_get(OPENED, self.handle_index)
         app.router.add_get("/ws" + OPENED, self.handle_websocket)
+        app.on_shutdown.append(self._close_tabs)
         return app
 
     @web.middleware
@@ -189,7 +191,20 @@ class VftuiServer(Server):
             _int(request.query.get("width"), 80), _int(request.query.get("height"), 24)
         )
         sized = request.clone(rel_url=request.rel_url.update_query(width=width, height=height))
-        return await super().handle_websocket(sized)
+        this = asyncio.current_task()
+        assert this is not None  # a request is always handled in a task
+        self._tabs.add(this)
+        try:
+            return await super().handle_websocket(sized)
+        finally:
+            self._tabs.discard(this)
+
+    async def _close_tabs(self, app: web.Application) -> None:
+        """As serve stops: each tab's page closed and its session told to quit, at once (they were left to the
+        shutdown's wait for open connections: a dashboard's tab held serve 23 s)."""
+        for tab in self._tabs:
+            tab.cancel()
+        await asyncio.gather(*self._tabs, return_exceptions=True)
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: Any) -> None:
         """A resize from the page, bounded as the first size is."""
