@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +29,16 @@ from vftui.sim.server import BackgroundServer, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
 from .forked_cli import ForkedProcess, ForkServer, forkable
+
+# A suite started in the background (``pytest &`` from a script, nohup) has SIGINT and SIGHUP ignored, and each
+# vftui it starts would keep them so (as vftui keeps a nohup'd run's): the tests stand for runs started from
+# a terminal, so what they start gets the signals' defaults back.
+for _sig, _default in (
+    (signal.SIGINT, signal.default_int_handler),
+    (signal.SIGHUP, signal.SIG_DFL),
+):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, _default)
 
 REPO = Path(__file__).resolve().parent.parent
 

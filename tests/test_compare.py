@@ -334,5 +334,5 @@ async def test_g_draws_eight_sources_and_more_a_colour_each_cycling(tmp_path):
         await pilot.press("g")
         await until(lambda: type(app.screen).__name__ == "CompareChartsScreen", pilot=pilot)
         reward = app.screen.query_one("#chart-reward")
-        await until(lambda: "I" in reward.border_subtitle, pilot=pilot, timeout=10)
+        await until(lambda: "I" in (reward.border_subtitle or ""), pilot=pilot, timeout=10)
         assert "item" in str(reward.render())

@@ -13,8 +13,9 @@ import functools
 import hashlib
 import json
 import math
+from array import array
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +53,23 @@ class Item:
     def mean(self) -> float:
         return sum(self.rewards) / len(self.rewards)
 
+    @classmethod
+    def figures_only(cls, key: str) -> Item:
+        """An item that keeps only what its figures need, packed (about 35 bytes a rollout, not 120): a
+        run's page keeps one per item for as long as the run goes on. Its rollouts and tokens are not kept."""
+        return cls(key, array("d"), {}, array("b"), array("q"))  # type: ignore[arg-type]
+
     def extend(self, other: Item) -> None:
         """``other``'s rollouts too: the same example in another shard (a run past its dataset's end)."""
-        self.rewards += other.rewards
+        packed = isinstance(self.rewards, array)
+        self.rewards.extend(other.rewards)
         for name, values in other.functions.items():
-            self.functions.setdefault(name, []).extend(values)
-        self.truncated += other.truncated
-        self.completion_chars += other.completion_chars
-        self.rollouts += other.rollouts
-        self.tokens += other.tokens
+            self.functions.setdefault(name, array("d") if packed else []).extend(values)  # type: ignore[arg-type]
+        self.truncated.extend(other.truncated)
+        self.completion_chars.extend(other.completion_chars)
+        if not packed:
+            self.rollouts.extend(other.rollouts)
+            self.tokens.extend(other.tokens)
 
 
 @dataclass(frozen=True)
@@ -340,7 +349,7 @@ def _key(meta: dict[str, Any], fallback: Any) -> str:
 
 class GroupsTally:
     """A groups file's results, a group at a time: the reader adds every line of a file; a run's page adds
-    each group as it is written and keeps only the figures of the rollouts it has shown (``keep_messages``).
+    each group as it is written and keeps only their figures (``keep_messages`` False: ``Item.figures_only``).
 
     ``skipped`` counts the groups that are not results (no finite scores); ``indices`` the dataset items of
     those that are (as recorded: a line without one has none); ``means`` their mean rewards in order.
@@ -373,8 +382,10 @@ class GroupsTally:
             self.indices.append(meta["item"])
         self.means.append(math.fsum(scores) / len(scores))
         added = _group_item(group, meta, scores, _key(meta, n))
-        item = self.items.setdefault(added.key, Item(added.key))
-        item.extend(added if self._keep_messages else replace(added, rollouts=[]))
+        if (item := self.items.get(added.key)) is None:
+            made = Item(added.key) if self._keep_messages else Item.figures_only(added.key)
+            item = self.items[added.key] = made
+        item.extend(added)
         return added
 
     def source(self, path: Path) -> Source:
