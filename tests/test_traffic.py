@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import threading
 import time
 
 import httpx
@@ -205,3 +206,76 @@ async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_ex
             )
     finally:
         server.stop()
+
+
+class RecordingProxy:
+    """An HTTP proxy on loopback for plain http, in a thread of its own: each connection piped to the address
+    its first request names, the request lines it carried kept (the simulated endpoint takes absolute-form
+    targets)."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, daemon=True).start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._connection, "127.0.0.1", 0), self._loop
+        )
+        self._server = started.result(timeout=10)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._server.close)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    async def _pipe(self, source, sink, record: bool) -> None:
+        while data := await source.read(65536):
+            if record:
+                self.lines += [line for line in data.split(b"\r\n") if b" HTTP/1.1" in line]
+            sink.write(data)
+            await sink.drain()
+        sink.close()
+
+    async def _connection(self, reader, writer) -> None:
+        first = await reader.readline()
+        self.lines.append(first.rstrip())
+        target = httpx.URL(first.split()[1].decode())
+        up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        up_writer.write(first)
+        await asyncio.gather(
+            self._pipe(reader, up_writer, True),
+            self._pipe(up_reader, writer, False),
+            return_exceptions=True,
+        )
+
+
+@pytest.mark.parametrize("bypassed", [False, True], ids=["proxied", "no_proxy"])
+def test_requests_go_through_the_environments_proxy_unless_no_proxy_names_the_host(
+    tmp_path, sim, bypassed
+):
+    """HTTP_PROXY and NO_PROXY, read once a host (aiohttp read them in a thread for every request)."""
+    proxy = RecordingProxy()
+    try:
+        env = {"HTTP_PROXY": proxy.url}
+        if bypassed:
+            env["NO_PROXY"] = "127.0.0.1"
+        args = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url]
+        done = run_cli([*args, "--out", str(tmp_path / "groups.jsonl")], tmp_path, **env)
+    finally:
+        proxy.stop()
+    assert done.returncode == 0, done.stderr
+    asked = [line for line in proxy.lines if b"/chat/completions" in line]
+    if bypassed:
+        assert proxy.lines == []
+    else:
+        assert len(asked) == 4 and all(line.startswith(b"POST http://127.0.0.1:") for line in asked)
+
+
+def test_a_netrc_entry_for_the_endpoint_breaks_no_request(tmp_path, sim):
+    """aiohttp's netrc lookup gave a request credentials beside its Authorization header: refused, each."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    args = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url]
+    done = run_cli([*args, "--out", str(tmp_path / "groups.jsonl")], tmp_path, NETRC=str(netrc))
+    assert done.returncode == 0, done.stderr
+    assert len(read_jsonl(tmp_path / "groups.jsonl")) == 2

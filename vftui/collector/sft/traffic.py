@@ -25,8 +25,10 @@ import collections
 import email.utils
 import math
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import aiohttp
 import httpx
@@ -222,6 +224,26 @@ class ResponseTooLarge(httpx.ReadError):
     """The answer holds more than its request asked for (``answers``)."""
 
 
+@dataclass(frozen=True)
+class Proxy:
+    url: str
+    auth: aiohttp.BasicAuth | None
+
+
+def env_proxy(url: httpx.URL) -> Proxy | None:
+    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less the
+    hosts in ``NO_PROXY``), as the endpoint's other client, httpx, reads them; its credentials apart."""
+    if urllib.request.proxy_bypass(url.host):
+        return None
+    proxies = urllib.request.getproxies()
+    named = proxies.get(url.scheme) or proxies.get("all")
+    if not named:
+        return None
+    proxy = httpx.URL(named if "://" in named else f"http://{named}")
+    auth = aiohttp.BasicAuth(proxy.username, proxy.password) if proxy.username else None
+    return Proxy(str(proxy.copy_with(userinfo=b"")), auth)
+
+
 class LimitedTransport(httpx.AsyncBaseTransport):
     """httpx transport: the adaptive limit, Retry-After, a whole-request timeout, a body cap."""
 
@@ -240,6 +262,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         self._timeout_s = timeout_s
         self._max_body = max_body_bytes
         self._on_cut = on_cut or (lambda size, wait_s: None)
+        self._proxies: dict[tuple[str, str], Proxy | None] = {}  # by scheme and host
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()  # a rejected request is sent again, so its body must be replayable
@@ -293,6 +316,15 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         usual = backoff_seconds(rejection)
         return usual if asked is None else max(asked, usual / 5)
 
+    def _proxy(self, url: httpx.URL) -> Proxy | None:
+        """``env_proxy``, read once a host: aiohttp's own reading (``trust_env``) took two trips to a thread
+        a request, 5% of a CPU-bound run, and its netrc lookup broke every request to a host in ~/.netrc (an
+        Authorization header and netrc credentials at once: refused)."""
+        key = (url.scheme, url.host)
+        if key not in self._proxies:
+            self._proxies[key] = env_proxy(url)
+        return self._proxies[key]
+
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=2 * self._limit.ceiling, limit_per_host=0)
@@ -300,7 +332,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                 connector=connector,
                 auto_decompress=True,  # in bounded pieces, so the cap counts what the body inflates to
                 timeout=aiohttp.ClientTimeout(total=None),  # --timeout is ours, whole-request
-                trust_env=True,  # HTTPS_PROXY, NO_PROXY and netrc, as httpx would
+                trust_env=False,  # the proxies are read once a host (``_proxy``), not per request
                 cookie_jar=aiohttp.DummyCookieJar(),  # cookies are httpx's business, not a second jar
             )
         return self._session
@@ -309,6 +341,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         """One attempt, connect to last byte, within the timeout; the body decoded, within what was asked."""
         asked = Asked.of(request.content)
         cap, too_large = asked.body_cap(self._max_body)
+        proxy = self._proxy(request.url)
         try:
             async with asyncio.timeout(self._timeout_s):
                 # a URL's user and password are in the Authorization header already, as httpx puts them there
@@ -323,6 +356,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     allow_redirects=False,
                     compress=None,
                     skip_auto_headers=("User-Agent",),
+                    proxy=proxy.url if proxy is not None else None,
+                    proxy_auth=proxy.auth if proxy is not None else None,
                 ) as response:
                     chunks, size = [], 0
                     async for chunk in response.content.iter_any():
