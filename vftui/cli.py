@@ -337,9 +337,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         nargs="+",
         metavar="SOURCE",
-        help="a run folder or its .jsonl, an eval folder (NAME.eval), a dump, Atropos output, a "
-        "vf-eval output folder or results.jsonl, or a folder of one run's shards (--shard), read as one "
-        "run",
+        help="a run folder or its .jsonl (or its id), an eval folder (NAME.eval), a dump, Atropos "
+        "output, a vf-eval output folder or results.jsonl, a verifiers v1 eval or prime-rl run folder, "
+        "or a folder of one run's shards (--shard), read as one run",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     _screen_or_table(p, "the compare view")
