@@ -328,3 +328,22 @@ def test_a_page_whose_figures_cannot_be_made_is_a_warning_not_a_failed_run(tmp_p
     assert page.finish() is None
     written = RunFiles(jsonl).html.read_bytes()
     assert numbers(written) == [1] and UNFINISHED.encode() in written
+
+
+@pytest.mark.unit
+def test_a_group_of_many_rollouts_draws_no_more_than_the_pages_bytes(tmp_path):
+    """One group can hold more rollouts than the page has room for (600,000 empty ones: a 1.8 MB line,
+    70 MB of HTML): the page draws them until it holds ``BYTES`` and says how many it left out; its
+    figures count every one."""
+    jsonl = tmp_path / "groups.jsonl"
+    count = 600_000
+    jsonl.write_bytes(store.encode_line({"tokens": [], "scores": [0.5] * count}) + meta_line(1, 1))
+    written = RunPage.open(RunFiles(jsonl)).finish().read_bytes()
+    figures = summary(written)
+    drawn = written.count(b"<details>")
+    assert len(written) - len(figures) < report_page.BYTES + 2**20
+    assert 0 < drawn < count
+    assert f"{count - drawn:,} more rollouts of this group are not drawn".encode() in written
+    assert f'<td class="n">{count + 1:,}</td>'.encode() in figures, (
+        "the figures count every rollout"
+    )

@@ -128,7 +128,7 @@ class RunPage:
                 continue
             groups += 1
             if size < BYTES:
-                section = _section(added, groups, self._shown).encode()
+                section = _section(added, groups, self._shown, BYTES - size)
                 parts.append(section)
                 size += len(section)
         if last is not None:
@@ -191,16 +191,27 @@ def _top(jsonl: Path) -> bytes:
     ).encode()
 
 
-def _section(group: Item, number: int, shown: dict[str, None]) -> str:
-    """A group's rollouts; the first of its item's groups on the page is the item's anchor."""
+def _section(group: Item, number: int, shown: dict[str, None], room: int) -> bytes:
+    """A group's rollouts, as many as ``room`` bytes hold (one at least; a group can hold more rollouts than a
+    page has room for); the first of its item's groups on the page is the item's anchor."""
     first = group.key not in shown
     shown.setdefault(group.key)
     anchor = f' id="{page.anchor(group.key)}"' if first else ""
-    return (
-        f'<section class="item"{anchor}><h3>group {number:,}: item {escaped(group.key)}</h3>'
-        + "".join(page.rollout(group, r, "") for r in range(len(group.rewards)))
-        + "</section>"
-    )
+    parts = [
+        f'<section class="item"{anchor}><h3>group {number:,}: item {escaped(group.key)}</h3>'.encode()
+    ]
+    size, count = 0, len(group.rewards)
+    for r in range(count):
+        if size >= room:
+            parts.append(
+                f'<p class="note">{count - r:,} more rollouts of this group are not drawn: the page '
+                f"holds {BYTES // 2**20} MB of rollouts at most.</p>".encode()
+            )
+            break
+        parts.append(page.rollout(group, r, "").encode())
+        size += len(parts[-1])
+    parts.append(b"</section>")
+    return b"".join(parts)
 
 
 @dataclass
