@@ -241,3 +241,109 @@ def test_the_page_is_of_the_lines_the_run_wrote_and_its_end_reads_no_file(tmp_pa
     assert rewards(final) == [wording.number(s) for g in read_jsonl(moved) for s in g["scores"]]
     figures = re.compile(rb"<h2>Figures</h2>.*?</table>", re.DOTALL)
     assert figures.search(final).group() == figures.search(reports_figures(moved)).group()
+
+
+# -- damaged and hostile files ---------------------------------------------------------------------
+
+
+def meta_line(score: float, item: int) -> bytes:
+    return store.encode_line({"tokens": [[1]], "scores": [score], "vftui": {"item": item}})
+
+
+DAMAGED = {
+    "a torn line": b'{"tokens":[[1]],"sco\n',
+    "a line not UTF-8": b'{"tokens":[],"scores":[1.0],"messages":[[{"content":"\xff"}]]}\n',
+    "a JSON array": b"[1, 2]\n",
+    "a group with a NaN metric": b'{"tokens":[],"scores":[0.75],"vftui":{"metrics":{"f":[NaN]}}}\n',
+    "a group without tokens": b'{"scores":[0.5]}\n',
+    "blank lines": b"\n \n",
+}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_the_figures_of_a_damaged_jsonl_are_the_reports_and_a_resume_keeps_them(tmp_path, damage):
+    """A line the report skips is one the page says it skipped, and a group the report reads (a NaN in a
+    metric, no tokens) is on the page too, with the same key: the page's figures are ``vftui report``'s,
+    at the end of the run and after a resume re-reads the groups before its mark."""
+    jsonl = tmp_path / "groups.jsonl"
+    jsonl.write_bytes(meta_line(1.0, 0) + DAMAGED[damage] + b'{"tokens":[],"scores":[0.25]}\n')
+    expected = reports_figures(jsonl)
+    assert summary(RunPage.open(RunFiles(jsonl)).finish().read_bytes()) == expected
+    with jsonl.open("ab") as f:
+        f.write(meta_line(0.0, 7))
+    resumed = RunPage.open(RunFiles(jsonl)).finish().read_bytes()
+    assert summary(resumed) == reports_figures(jsonl)
+    assert numbers(resumed) == list(range(1, len(GROUP_TITLE.findall(resumed)) + 1))
+
+
+FORGED = st.one_of(st.integers(0, 2**64), st.integers(2**64, 10**30)).map(lambda n: str(n).encode())
+FORGED |= st.just(b"1" + b"0" * 5000)  # past the digits Python parses as an int
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(
+    span=st.tuples(FORGED, FORGED, FORGED),
+    groups=FORGED,
+    real=st.booleans(),
+    at=st.integers(0, 2),
+)
+def test_a_page_whose_marks_were_forged_is_rebuilt_not_a_crash(span, groups, real, at):
+    """A mark edited by hand (numbers past any file, past a C long, past Python's int parsing; or a real
+    line's span with a forged count of groups) is not trusted: the resume draws each group once, numbered
+    from 1, and never fails the run."""
+    with tempfile.TemporaryDirectory() as folder:
+        files = RunFiles(Path(folder) / "groups.jsonl")
+        files.jsonl.touch()
+        page = RunPage.open(files)
+        for i in range(3):
+            with files.jsonl.open("ab") as f:
+                f.write(meta_line(i / 4, i))
+            page.follow()
+        page.finish()
+        text = files.html.read_bytes()
+        marks = list(MARK.finditer(text))
+        assert len(marks) == 3, "a mark after each group"
+        mark = marks[at]
+        begin, end, crc = mark.groups()[1:] if real else span
+        forged = b"<!-- vftui page: %s groups, jsonl bytes %s-%s, crc %s -->\n" % (
+            groups, begin, end, crc,
+        )  # fmt: skip
+        files.html.write_bytes(text[: mark.start()] + forged + text[mark.end() :])
+        final = RunPage.open(files).finish().read_bytes()
+    assert numbers(final) == [1, 2, 3], "each group once, numbered from 1"
+    assert final.endswith(b"</html>\n")
+
+
+@pytest.mark.unit
+def test_a_page_whose_figures_cannot_be_made_is_a_warning_not_a_failed_run(tmp_path):
+    """The end of the page reads the run's run.json; damaged under it (by hand, another tool), the page
+    stays unfinished, saying so (a warning says why), and its run ends as it would have: ``finish`` raises
+    nothing."""
+    jsonl = tmp_path / "groups.jsonl"
+    jsonl.write_bytes(meta_line(1.0, 0))
+    page = RunPage.open(RunFiles(jsonl))
+    RunFiles(jsonl).run_json.write_bytes(b"{not json")
+    assert page.finish() is None
+    written = RunFiles(jsonl).html.read_bytes()
+    assert numbers(written) == [1] and UNFINISHED.encode() in written
+
+
+@pytest.mark.unit
+def test_a_group_of_many_rollouts_draws_no_more_than_the_pages_bytes(tmp_path):
+    """One group can hold more rollouts than the page has room for (600,000 empty ones: a 1.8 MB line,
+    70 MB of HTML): the page draws them until it holds ``BYTES`` and says how many it left out; its
+    figures count every one."""
+    jsonl = tmp_path / "groups.jsonl"
+    count = 600_000
+    jsonl.write_bytes(store.encode_line({"tokens": [], "scores": [0.5] * count}) + meta_line(1, 1))
+    written = RunPage.open(RunFiles(jsonl)).finish().read_bytes()
+    figures = summary(written)
+    drawn = written.count(b"<details>")
+    assert len(written) - len(figures) < report_page.BYTES + 2**20
+    assert 0 < drawn < count
+    assert f"{count - drawn:,} more rollouts of this group are not drawn".encode() in written
+    assert f'<td class="n">{count + 1:,}</td>'.encode() in figures, (
+        "the figures count every rollout"
+    )

@@ -21,6 +21,7 @@ import mmap
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -43,7 +44,9 @@ UNFINISHED = (
 )
 # how far the page goes: its groups so far, the span of the last jsonl line read and its crc32
 MARK_START = b"<!-- vftui page: "
-MARK = re.compile(rb"<!-- vftui page: (\d+) groups, jsonl bytes (\d+)-(\d+), crc (\d+) -->\n")
+MARK = re.compile(  # a number of 20 digits or more is no page's: forged, never parsed
+    rb"<!-- vftui page: (\d{1,19}) groups, jsonl bytes (\d{1,19})-(\d{1,19}), crc (\d{1,19}) -->\n"
+)
 SHOWN = re.compile(rb'<section class="item" id="(item-[0-9a-f]{16})"')
 
 
@@ -100,32 +103,32 @@ class RunPage:
         """The lines left, then the figures, charts and item table; the page's path, or None when it could
         not be written."""
         self.follow()
-        done = self._fd is not None and self._write(self._summary().encode() + page.END.encode())
+        if self._fd is None:
+            return None
+        try:
+            end = self._summary().encode() + page.END.encode()
+        except Exception as e:  # noqa: BLE001 - the page stays one of a stopped run: the run ends as it would
+            logger.warning("the groups were saved, but their HTML view has no figures: %s", e)
+            self._close()
+            return None
+        done = self._write(end)
         self._close()
         return self._files.html if done else None
 
     def _sections(self) -> tuple[bytes, int, int]:
         """The sections of the whole lines after the page's end, its mark; the jsonl's bytes and groups then."""
-        f, read, groups, last = self._jsonl, self._read, self._groups, None
-        f.seek(read)
+        read, groups, last = self._read, self._groups, None
         parts: list[bytes] = []
         size = self._size
-        for raw in store.group_lines(f):
-            if isinstance(raw, LongLine):  # skipped, as a reader skips it
-                if not raw.ended:
-                    break
-                read += raw.size
-                continue
-            if not raw.endswith(b"\n"):
-                break  # not whole yet
-            last, read = (read, read + len(raw), raw), read + len(raw)
-            group = store.parse_group_line(raw)
-            added = self._tally.add(group) if isinstance(group, dict) else None
-            if added is None:
+        for raw, end in _whole_lines(self._jsonl, read):
+            if isinstance(raw, bytes):
+                last = (read, end, raw)
+            read = end
+            if (added := _add(self._tally, raw)) is None:
                 continue
             groups += 1
             if size < BYTES:
-                section = _section(added, groups, self._shown).encode()
+                section = _section(added, groups, self._shown, BYTES - size)
                 parts.append(section)
                 size += len(section)
         if last is not None:
@@ -188,16 +191,27 @@ def _top(jsonl: Path) -> bytes:
     ).encode()
 
 
-def _section(group: Item, number: int, shown: dict[str, None]) -> str:
-    """A group's rollouts; the first of its item's groups on the page is the item's anchor."""
+def _section(group: Item, number: int, shown: dict[str, None], room: int) -> bytes:
+    """A group's rollouts, as many as ``room`` bytes hold (one at least; a group can hold more rollouts than a
+    page has room for); the first of its item's groups on the page is the item's anchor."""
     first = group.key not in shown
     shown.setdefault(group.key)
     anchor = f' id="{page.anchor(group.key)}"' if first else ""
-    return (
-        f'<section class="item"{anchor}><h3>group {number:,}: item {escaped(group.key)}</h3>'
-        + "".join(page.rollout(group, r, "") for r in range(len(group.rewards)))
-        + "</section>"
-    )
+    parts = [
+        f'<section class="item"{anchor}><h3>group {number:,}: item {escaped(group.key)}</h3>'.encode()
+    ]
+    size, count = 0, len(group.rewards)
+    for r in range(count):
+        if size >= room:
+            parts.append(
+                f'<p class="note">{count - r:,} more rollouts of this group are not drawn: the page '
+                f"holds {BYTES // 2**20} MB of rollouts at most.</p>".encode()
+            )
+            break
+        parts.append(page.rollout(group, r, "").encode())
+        size += len(parts[-1])
+    parts.append(b"</section>")
+    return b"".join(parts)
 
 
 @dataclass
@@ -224,13 +238,13 @@ def _kept(path: Path, jsonl: BinaryIO, top: bytes) -> _Kept | None:
         if os.pread(fd, len(top), 0) != top:
             os.close(fd)
             return None
-        keep, read, groups = len(top), 0, 0
+        keep, read = len(top), 0
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as text:
             end = len(text)
             while (at := text.rfind(MARK_START, len(top), end)) >= 0:
                 mark = MARK.match(text, at)
                 if mark is not None and _backed(jsonl, *map(int, mark.groups()[1:])):
-                    keep, read, groups = mark.end(), int(mark[3]), int(mark[1])
+                    keep, read = mark.end(), int(mark[3])
                     break
                 end = at
             on_page = {m[1].decode() for m in SHOWN.finditer(text, 0, keep)}
@@ -240,32 +254,47 @@ def _kept(path: Path, jsonl: BinaryIO, top: bytes) -> _Kept | None:
         os.close(fd)
         raise
     shown = {key: None for key in tally.items if page.anchor(key) in on_page}
-    return _Kept(fd, read, groups, keep, tally, shown)
+    return _Kept(fd, read, len(tally.means), keep, tally, shown)
 
 
 def _tally_to(jsonl: BinaryIO, end: int) -> GroupsTally:
     """The figures of the jsonl's groups before byte ``end``."""
     tally = GroupsTally(keep_messages=False)
-    jsonl.seek(0)
-    read = 0
-    for raw in store.group_lines(jsonl):
-        if read >= end:
+    for raw, after in _whole_lines(jsonl, 0):
+        if after > end:
             break
-        if isinstance(raw, LongLine):
-            read += raw.size
-            continue
-        read += len(raw)
-        group = store.parse_group_line(raw)
-        if isinstance(group, dict):
-            tally.add(group)
+        _add(tally, raw)
     return tally
+
+
+def _whole_lines(jsonl: BinaryIO, start: int) -> Iterator[tuple[bytes | LongLine, int]]:
+    """The jsonl's whole lines from byte ``start`` (one over the bound as a ``LongLine``), each with where it
+    ends; the last line stops them until its newline is written."""
+    jsonl.seek(start)
+    for raw in store.group_lines(jsonl):
+        whole = raw.ended if isinstance(raw, LongLine) else raw.endswith(b"\n")
+        if not whole:
+            return
+        start += raw.size if isinstance(raw, LongLine) else len(raw)
+        yield raw, start
+
+
+def _add(tally: GroupsTally, raw: bytes | LongLine) -> Item | None:
+    """A line added as ``vftui report`` reads it (a line it skips counted, so the figures say so); its group
+    alone, or None when it holds none."""
+    row = store.json_row(raw)
+    if isinstance(row, dict):
+        return tally.add(row)
+    if row is False:
+        tally.skipped += 1
+    return None
 
 
 def _backed(jsonl: BinaryIO, begin: int, end: int, crc: int) -> bool:
     """The jsonl holds a whole line at ``begin``-``end`` with this crc32 (a mark the page can resume from)."""
-    if not 0 <= begin < end or end - begin > store.MAX_GROUP_LINE_BYTES:
-        return False
     fd = jsonl.fileno()
+    if not 0 <= begin < end <= os.fstat(fd).st_size or end - begin > store.MAX_GROUP_LINE_BYTES:
+        return False
     line = os.pread(fd, end - begin, begin)
     before = os.pread(fd, 1, begin - 1) if begin else b"\n"
     whole = before == b"\n" and len(line) == end - begin and line.endswith(b"\n")

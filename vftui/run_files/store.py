@@ -211,6 +211,18 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise WriteFailed(path, e) from e
 
 
+def json_row(line: bytes | LongLine) -> dict[str, Any] | bool:
+    """The JSON object a line holds as the results readers read it (any keys, NaN allowed); else False
+    for a line they skip (torn, too long, foreign), True for a blank one they pass over."""
+    try:
+        row = json.loads(line) if isinstance(line, bytes) else None
+    except (ValueError, RecursionError):
+        row = None
+    if isinstance(row, dict):
+        return row
+    return isinstance(line, bytes) and not line.strip()
+
+
 class JsonObjects:
     """The JSON objects of a file's lines, counting the lines that are not one (torn, foreign: skipped)."""
 
@@ -221,13 +233,10 @@ class JsonObjects:
         try:
             with self.path.open("rb") as f:
                 for line in group_lines(f):
-                    try:
-                        row = json.loads(line) if isinstance(line, bytes) else None
-                    except (ValueError, RecursionError):
-                        row = None
+                    row = json_row(line)
                     if isinstance(row, dict):
                         yield row
-                    elif isinstance(line, LongLine) or line.strip():
+                    elif not row:
                         self.skipped += 1
         except OSError as e:
             raise UserError(f"cannot read {self.path}: {e.strerror}") from e
