@@ -347,3 +347,20 @@ def test_a_group_of_many_rollouts_draws_no_more_than_the_pages_bytes(tmp_path):
     assert f'<td class="n">{count + 1:,}</td>'.encode() in figures, (
         "the figures count every rollout"
     )
+
+
+@pytest.mark.unit
+def test_past_the_tables_rows_the_items_on_the_page_are_listed_first(tmp_path):
+    """The table holds ``TABLE_ROWS`` items: those whose rollouts the page shows first, as the report's does
+    (it listed the first 20,000 keys: a full page's items, sorting last, were not in it)."""
+    jsonl = tmp_path / "groups.jsonl"
+    full = {"tokens": [], "scores": [0.5] * 600_000, "vftui": {"example_id": "zzz"}}
+    later = (
+        store.encode_line({"tokens": [], "scores": [1.0], "vftui": {"example_id": f"a{n:05}"}})
+        for n in range(report_page.TABLE_ROWS + 1)
+    )
+    jsonl.write_bytes(store.encode_line(full) + b"".join(later))
+    figures = summary(RunPage.open(RunFiles(jsonl)).finish().read_bytes())
+    table = figures[figures.index(b'<table id="items"') :]
+    assert table.count(b"<tr>") == report_page.TABLE_ROWS + 1, "its head and TABLE_ROWS items"
+    assert f'<a href="#{report_page.anchor("zzz")}">zzz</a>'.encode() in table

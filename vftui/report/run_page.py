@@ -29,6 +29,7 @@ from typing import BinaryIO
 from vftui import safe_files
 from vftui.bounds import LongLine
 from vftui.figures.comparison import measure
+from vftui.figures.paired import in_order
 from vftui.report import page
 from vftui.report.html_text import escaped
 from vftui.run_files import store
@@ -142,12 +143,15 @@ class RunPage:
     def _summary(self) -> str:
         """The figures, charts and item table of every group added, shown first by the page's style."""
         if not self._groups:
-            return '<div id="summary"><p>No groups were written.</p></div>'
+            skipped = self._tally.skipped
+            why = f" ({skipped:,} lines skipped: torn, foreign, or no scores)" if skipped else ""
+            return f'<div id="summary"><p>No groups were written{why}.</p></div>'
         source = self._tally.source(self._files.jsonl)
         summaries, _ = measure([source], None)
         report = page.Report([source], summaries, [])
         keys = report.keys()
-        listed = keys[: page.TABLE_ROWS]
+        # the items whose rollouts are on the page first, as the report's table lists them
+        listed = sorted([*dict.fromkeys([*self._shown, *keys])][: page.TABLE_ROWS], key=in_order)
         cut = ""
         if len(self._shown) < len(keys):
             cut = (
