@@ -30,15 +30,11 @@ from vftui.sim.trainer import run_trainer
 
 from .forked_cli import ForkedProcess, ForkServer, forkable
 
-# A suite started in the background (``pytest &`` from a script, nohup) has SIGINT and SIGHUP ignored, and each
-# vftui it starts would keep them so (as vftui keeps a nohup'd run's): the tests stand for runs started from
-# a terminal, so what they start gets the signals' defaults back.
-for _sig, _default in (
-    (signal.SIGINT, signal.default_int_handler),
-    (signal.SIGHUP, signal.SIG_DFL),
-):
-    if signal.getsignal(_sig) is signal.SIG_IGN:
-        signal.signal(_sig, _default)
+# A suite started in the background (``pytest &`` from a script) has SIGINT ignored, and each vftui it starts
+# would keep it so (as vftui keeps a nohup'd run's): the tests stand for runs started from a terminal. (A
+# forked command gets SIGHUP's default too, in ``forked_cli``; the runner itself keeps a nohup's.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 

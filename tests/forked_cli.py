@@ -241,6 +241,9 @@ def _become(request: dict[str, Any], set_on_import: dict[str, str]) -> None:
     added = [p for p in _paths(request["env"].get("PYTHONPATH")) if p not in server_paths]
     sys.path[1:1] = [os.path.abspath(p) for p in added]
     sys.argv = ["vftui", *request["argv"]]
+    # as from a terminal, whatever the suite was started under (nohup, a background job's ignored SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _run_as_main() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import threading
 import time
@@ -215,6 +216,7 @@ class RecordingProxy:
 
     def __init__(self) -> None:
         self.lines: list[bytes] = []
+        self.headers: list[bytes] = []
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True).start()
         started = asyncio.run_coroutine_threadsafe(
@@ -230,7 +232,9 @@ class RecordingProxy:
     async def _pipe(self, source, sink, record: bool) -> None:
         while data := await source.read(65536):
             if record:
-                self.lines += [line for line in data.split(b"\r\n") if b" HTTP/1.1" in line]
+                seen = data.split(b"\r\n")
+                self.lines += [line for line in seen if b" HTTP/1.1" in line]
+                self.headers += [line for line in seen if line.startswith(b"Proxy-Authorization")]
             sink.write(data)
             await sink.drain()
         sink.close()
@@ -248,26 +252,53 @@ class RecordingProxy:
         )
 
 
-@pytest.mark.parametrize("bypassed", [False, True], ids=["proxied", "no_proxy"])
-def test_requests_go_through_the_environments_proxy_unless_no_proxy_names_the_host(
-    tmp_path, sim, bypassed
+PROXIED = {  # how the environment names the proxy -> whether the requests go through it
+    "HTTP_PROXY": True,
+    "HTTP_PROXY with credentials": True,
+    "NO_PROXY naming the host": False,
+    "NO_PROXY naming the host and port": False,
+}
+
+
+@pytest.mark.parametrize("named", list(PROXIED))
+def test_requests_go_through_the_environments_http_proxy_unless_no_proxy_names_the_host(
+    tmp_path, sim, named
 ):
-    """HTTP_PROXY and NO_PROXY, read once a host (aiohttp read them in a thread for every request)."""
+    """Read once a host (aiohttp read them in a thread for every request), as httpx reads them."""
     proxy = RecordingProxy()
+    port = httpx.URL(sim.base_url).port
     try:
-        env = {"HTTP_PROXY": proxy.url}
-        if bypassed:
-            env["NO_PROXY"] = "127.0.0.1"
+        env = {
+            "HTTP_PROXY": {
+                "HTTP_PROXY with credentials": proxy.url.replace("//", "//ann:p%C3%A4ss@"),
+            }.get(named, proxy.url),
+            "NO_PROXY": {
+                "NO_PROXY naming the host": "127.0.0.1",
+                "NO_PROXY naming the host and port": f"example.com,127.0.0.1:{port}",
+            }.get(named, ""),
+        }
         args = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url]
         done = run_cli([*args, "--out", str(tmp_path / "groups.jsonl")], tmp_path, **env)
     finally:
         proxy.stop()
     assert done.returncode == 0, done.stderr
     asked = [line for line in proxy.lines if b"/chat/completions" in line]
-    if bypassed:
+    if not PROXIED[named]:
         assert proxy.lines == []
     else:
         assert len(asked) == 4 and all(line.startswith(b"POST http://127.0.0.1:") for line in asked)
+    if "credentials" in named:
+        sent = base64.b64encode("ann:päss".encode()).decode()
+        assert proxy.headers.count(f"Proxy-Authorization: Basic {sent}".encode()) >= 4
+        assert "päss" not in done.stderr and "p%C3%A4ss" not in done.stderr
+
+
+def test_a_socks_proxy_in_the_environment_is_one_sentence(tmp_path, sim):
+    """A desktop's all_proxy=socks://...: httpx raised ImportError (a traceback) without its socks extra."""
+    args = ["run", "--no-ui", "--steps", "2", "--base-url", sim.base_url]
+    done = run_cli(args, tmp_path, ALL_PROXY="socks5://127.0.0.1:1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "HTTP proxies only (NO_PROXY can leave this host out)" in done.stderr
 
 
 def test_a_netrc_entry_for_the_endpoint_breaks_no_request(tmp_path, sim):

@@ -86,6 +86,11 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
         raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
     except httpx.HTTPError as e:
         raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
+    except ImportError as e:  # httpx's SOCKS proxies need its extra
+        raise UserError(
+            f"the environment names a SOCKS proxy for {base_url} (ALL_PROXY or HTTPS_PROXY); vftui's "
+            "requests go through HTTP proxies only (NO_PROXY can leave this host out)"
+        ) from e
     if body is None:
         raise UserError(
             f"{url} did not answer like an OpenAI-compatible API (a model list over "

@@ -21,6 +21,7 @@ flight the bound has to sit below them all, so it lives in the HTTP client's tra
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import email.utils
 import math
@@ -227,21 +228,40 @@ class ResponseTooLarge(httpx.ReadError):
 @dataclass(frozen=True)
 class Proxy:
     url: str
-    auth: aiohttp.BasicAuth | None
+    headers: dict[str, str]  # its Proxy-Authorization, when its URL holds credentials
+
+
+HTTP_PROXIES = (
+    "http",
+    "https",
+)  # aiohttp speaks to no other (a desktop's socks:// ALL_PROXY: direct)
 
 
 def env_proxy(url: httpx.URL) -> Proxy | None:
-    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less the
-    hosts in ``NO_PROXY``), as the endpoint's other client, httpx, reads them; its credentials apart."""
-    if urllib.request.proxy_bypass(url.host):
+    """The HTTP proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less
+    the hosts in ``NO_PROXY``, with or without the port), as the endpoint's other client, httpx, reads them;
+    its credentials as a header (UTF-8). One that is not a URL is one sentence, each request."""
+    where = url.host if ":" in url.host or url.port is None else f"{url.host}:{url.port}"
+    if urllib.request.proxy_bypass(where):
         return None
     proxies = urllib.request.getproxies()
     named = proxies.get(url.scheme) or proxies.get("all")
     if not named:
         return None
-    proxy = httpx.URL(named if "://" in named else f"http://{named}")
-    auth = aiohttp.BasicAuth(proxy.username, proxy.password) if proxy.username else None
-    return Proxy(str(proxy.copy_with(userinfo=b"")), auth)
+    try:
+        proxy = httpx.URL(named if "://" in named else f"http://{named}")
+    except httpx.InvalidURL as e:
+        raise httpx.ConnectError(f"the environment's proxy for {url.host} is not a URL: {e}") from e
+    if proxy.scheme not in HTTP_PROXIES:
+        raise httpx.ConnectError(
+            f"the environment's proxy for {url.host} is a {proxy.scheme} proxy; vftui's requests go through "
+            "HTTP proxies only (NO_PROXY can leave this host out)"
+        )
+    headers = {}
+    if proxy.username:
+        pair = f"{proxy.username}:{proxy.password}".encode()
+        headers["Proxy-Authorization"] = f"Basic {base64.b64encode(pair).decode()}"
+    return Proxy(str(proxy.copy_with(userinfo=b"")), headers)
 
 
 class LimitedTransport(httpx.AsyncBaseTransport):
@@ -342,6 +362,9 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         asked = Asked.of(request.content)
         cap, too_large = asked.body_cap(self._max_body)
         proxy = self._proxy(request.url)
+        # a plain request goes to the proxy whole, its credentials with it; an https one through a tunnel the
+        # proxy opens (CONNECT), which carries them
+        tunnelled = request.url.scheme == "https"
         try:
             async with asyncio.timeout(self._timeout_s):
                 # a URL's user and password are in the Authorization header already, as httpx puts them there
@@ -352,12 +375,13 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                     data=request.content,
                     headers=[
                         (k, v) for k, v in request.headers.multi_items() if k not in OWN_HEADERS
-                    ],
+                    ]
+                    + (list(proxy.headers.items()) if proxy and not tunnelled else []),
                     allow_redirects=False,
                     compress=None,
                     skip_auto_headers=("User-Agent",),
                     proxy=proxy.url if proxy is not None else None,
-                    proxy_auth=proxy.auth if proxy is not None else None,
+                    proxy_headers=proxy.headers if proxy and tunnelled else None,
                 ) as response:
                     chunks, size = [], 0
                     async for chunk in response.content.iter_any():
