@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import signal
 import threading
 import time
 
@@ -12,7 +13,15 @@ import httpx
 import pytest
 from aiohttp import web
 
-from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
+from tests.conftest import (
+    json_events,
+    read_jsonl,
+    read_until,
+    run_cli,
+    sim_admin,
+    start_cli,
+    wait_for_lines,
+)
 from vftui.collector.sft.traffic import AdaptiveLimit, LimitedTransport, TrafficStats, retry_after_s
 from vftui.run_files.ledger import ItemLedger
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
@@ -217,6 +226,7 @@ class RecordingProxy:
     def __init__(self) -> None:
         self.lines: list[bytes] = []
         self.headers: list[bytes] = []
+        self._writers: list[asyncio.StreamWriter] = []
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True).start()
         started = asyncio.run_coroutine_threadsafe(
@@ -226,8 +236,15 @@ class RecordingProxy:
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
 
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._server.close)
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        """Gone: listening no more, its open connections closed."""
+
+        def close() -> None:
+            self._server.close()
+            for writer in self._writers:
+                writer.close()
+            self._loop.call_soon(self._loop.stop)  # once the sockets are closed
+
+        self._loop.call_soon_threadsafe(close)
 
     async def _pipe(self, source, sink, record: bool) -> None:
         while data := await source.read(65536):
@@ -244,6 +261,7 @@ class RecordingProxy:
         self.lines.append(first.rstrip())
         target = httpx.URL(first.split()[1].decode())
         up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        self._writers += [writer, up_writer]
         up_writer.write(first)
         await asyncio.gather(
             self._pipe(reader, up_writer, True),
@@ -291,6 +309,32 @@ def test_requests_go_through_the_environments_http_proxy_unless_no_proxy_names_t
         sent = base64.b64encode("ann:päss".encode()).decode()
         assert proxy.headers.count(f"Proxy-Authorization: Basic {sent}".encode()) >= 4
         assert "päss" not in done.stderr and "p%C3%A4ss" not in done.stderr
+
+
+def test_a_proxy_that_goes_away_mid_run_is_named_in_the_endpoint_errors(tmp_path, slow_sim):
+    """They said "cannot connect to <the endpoint>", which answered all along."""
+    proxy = RecordingProxy()
+    args = [
+        "run",
+        "--no-ui",
+        "--steps",
+        "1000",
+        "--group-size",
+        "2",
+        "--base-url",
+        slow_sim.base_url,
+    ]
+    out = tmp_path / "groups.jsonl"
+    process = start_cli([*args, "--out", str(out)], tmp_path, HTTP_PROXY=proxy.url)
+    try:
+        wait_for_lines(out, 2, process)
+        proxy.stop()
+        read_until(process.stderr, f"through the proxy {proxy.url}", "no error named the proxy")
+    finally:
+        for _ in range(2):  # the second cancels the groups in flight
+            process.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        process.communicate(timeout=60)
 
 
 def test_a_socks_proxy_in_the_environment_is_one_sentence(tmp_path, sim):

@@ -401,8 +401,9 @@ class LimitedTransport(httpx.AsyncBaseTransport):
                 f"the request took longer than {self._timeout_s:g} s", request=request
             ) from e
         except aiohttp.ClientConnectorError as e:
+            through = f" through the proxy {proxy.url}" if proxy is not None else ""
             raise httpx.ConnectError(
-                f"cannot connect to {request.url.host}:{request.url.port}", request=request
+                f"cannot connect to {request.url.host}:{request.url.port}{through}", request=request
             ) from e
         except aiohttp.ClientError as e:
             raise httpx.RemoteProtocolError(f"{type(e).__name__}: {e}", request=request) from e
