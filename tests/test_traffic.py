@@ -314,16 +314,8 @@ def test_requests_go_through_the_environments_http_proxy_unless_no_proxy_names_t
 def test_a_proxy_that_goes_away_mid_run_is_named_in_the_endpoint_errors(tmp_path, slow_sim):
     """They said "cannot connect to <the endpoint>", which answered all along."""
     proxy = RecordingProxy()
-    args = [
-        "run",
-        "--no-ui",
-        "--steps",
-        "1000",
-        "--group-size",
-        "2",
-        "--base-url",
-        slow_sim.base_url,
-    ]
+    args = ["run", "--no-ui", "--steps", "1000", "--group-size", "2"]
+    args += ["--base-url", slow_sim.base_url]
     out = tmp_path / "groups.jsonl"
     process = start_cli([*args, "--out", str(out)], tmp_path, HTTP_PROXY=proxy.url)
     try:
