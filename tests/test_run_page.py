@@ -47,10 +47,7 @@ def reports_figures(jsonl: Path) -> bytes:
     source = load(jsonl)
     report = report_page.Report([source], *measure([source], None))
     keys = report.keys()
-    anchors = {key: report_page.anchor(key) for key in keys}
-    return (
-        f'<div id="summary">{report_page.summary(report, keys, anchors, set(keys))}</div>'.encode()
-    )
+    return f'<div id="summary">{report_page.summary(report, keys, set(keys))}</div>'.encode()
 
 
 def whole_file_render(jsonl: Path, folder: Path) -> bytes:

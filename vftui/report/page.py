@@ -57,9 +57,8 @@ class Report:
 def render(report: Report, max_rollouts: int, progress: Callable[[str], None]) -> str:
     """The whole page."""
     keys = report.keys()
-    anchors = {key: anchor(key) for key in keys}
     order = _priority(report, keys)
-    rollouts, shown, count = _rollouts(report, order, anchors, max_rollouts, progress)
+    rollouts, shown, count = _rollouts(report, order, max_rollouts, progress)
     listed = sorted([*dict.fromkeys([*shown, *order])][:TABLE_ROWS], key=in_order)
     env = next((s.env_id for s in report.sources if s.env_id), "an unnamed environment")
     parts = [head(f"vftui report: {env}")]
@@ -72,7 +71,7 @@ def render(report: Report, max_rollouts: int, progress: Callable[[str], None]) -
             f"paired tests are of every rollout.</p>"
         )
     parts += [
-        summary(report, listed, anchors, set(shown)),
+        summary(report, listed, set(shown)),
         rollouts_heading(f"{len(shown):,}"),
         *rollouts,
         END,
@@ -101,15 +100,15 @@ def anchor(key: str) -> str:
     return "item-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def summary(report: Report, listed: list[str], anchors: dict[str, str], shown: set[str]) -> str:
+def summary(report: Report, listed: list[str], shown: set[str]) -> str:
     """The sources, the paired result of a comparison, the figures, the charts and the item table (of the
     ``listed`` items, each a link to its rollouts where they are ``shown``)."""
     return (
         _sources(report)
-        + (_paired(report, anchors, shown) if report.changes else "")
+        + (_paired(report, shown) if report.changes else "")
         + _figures(report)
         + _charts(report)
-        + _items(report, listed, anchors, shown, len(report.keys()))
+        + _items(report, listed, shown, len(report.keys()))
     )
 
 
@@ -179,7 +178,7 @@ def _table(rows: list[tuple[str, list[str]]], letters: list[str]) -> str:
     return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _paired(report: Report, anchors: dict[str, str], shown: set[str]) -> str:
+def _paired(report: Report, shown: set[str]) -> str:
     """Each later source against A, as ``compare`` prints it: the change and what it means, pass@k, McNemar's
     test and the items that flipped, each function, the items that moved most."""
     parts = ["<h2>Paired result</h2>"]
@@ -198,7 +197,7 @@ def _paired(report: Report, anchors: dict[str, str], shown: set[str]) -> str:
         drops, gains = moved(change.items, compared.SHOWN_EACH)
         if drops or gains:
             rows = "".join(
-                f"<tr><td>{_item_link(i.key, anchors, shown)}</td><td>{how}</td>"
+                f"<tr><td>{_item_link(i.key, shown)}</td><td>{how}</td>"
                 f'<td class="n">{wording.number(i.before)}</td><td class="n">'
                 f'{wording.number(i.after)}</td><td class="n">{wording.number(i.change, "+")}</td></tr>'
                 for how, items in (("dropped", drops), ("gained", gains))
@@ -211,9 +210,9 @@ def _paired(report: Report, anchors: dict[str, str], shown: set[str]) -> str:
     return "".join(parts)
 
 
-def _item_link(key: str, anchors: dict[str, str], shown: set[str]) -> str:
+def _item_link(key: str, shown: set[str]) -> str:
     """The item's key, a link to its rollouts on this page where they are shown (an anchor, never a URL)."""
-    return f'<a href="#{anchors[key]}">{escaped(key)}</a>' if key in shown else escaped(key)
+    return f'<a href="#{anchor(key)}">{escaped(key)}</a>' if key in shown else escaped(key)
 
 
 def _figures(report: Report) -> str:
@@ -238,9 +237,7 @@ def _charts(report: Report) -> str:
     )
 
 
-def _items(
-    report: Report, listed: list[str], anchors: dict[str, str], shown: set[str], everyone: int
-) -> str:
+def _items(report: Report, listed: list[str], shown: set[str], everyone: int) -> str:
     """The per-item table, sortable by any column and filtered by any text in a row."""
     head = ["item"]
     for letter in report.letters:
@@ -251,7 +248,7 @@ def _items(
         head.append("over the sources")
     rows = []
     for rank, key in enumerate(listed):
-        cells = [f'<td data-v="{rank}">{_item_link(key, anchors, shown)}</td>']
+        cells = [f'<td data-v="{rank}">{_item_link(key, shown)}</td>']
         items = [s.items.get(key) for s in report.sources]
         for item, summary in zip(items, report.summaries, strict=True):
             cells += _item_cells(item, summary.threshold)
@@ -307,7 +304,6 @@ def _number_cell(value: float | None, sign: str = "") -> str:
 def _rollouts(
     report: Report,
     order: list[str],
-    anchors: dict[str, str],
     max_rollouts: int,
     progress: Callable[[str], None],
 ) -> tuple[list[str], list[str], int]:
@@ -318,7 +314,7 @@ def _rollouts(
         more = report.rollouts(key)
         if count + more > max_rollouts:
             continue
-        section = _item_section(report, key, anchors[key])
+        section = _item_section(report, key)
         if size + len(section.encode()) > BYTES:
             break
         picked.append(key)
@@ -330,11 +326,11 @@ def _rollouts(
     return [sections[k] for k in shown], shown, count
 
 
-def _item_section(report: Report, key: str, anchor: str) -> str:
+def _item_section(report: Report, key: str) -> str:
     """An item's rollouts; with several sources (checkpoints, steps of a run) each source a column beside
     the others (scrolled sideways when they do not fit), under the item's mean reward from one source to
     the next."""
-    parts = [f'<section class="item" id="{anchor}"><h3>item {escaped(key)}</h3>']
+    parts = [f'<section class="item" id="{anchor(key)}"><h3>item {escaped(key)}</h3>']
     items = [s.items.get(key) for s in report.sources]
     if len(items) > 1:
         parts.append(f"<p>mean reward: {_trajectory_text(report.letters, items)}</p>")

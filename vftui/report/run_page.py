@@ -57,14 +57,12 @@ class RunPage:
     Made by ``open``; a page that cannot be written is a warning, and the run goes on without it.
     """
 
-    def __init__(self, files: RunFiles, jsonl: BinaryIO, fd: int, kept: _Kept) -> None:
+    def __init__(self, files: RunFiles, jsonl: BinaryIO, kept: _Kept) -> None:
         self._files, self._jsonl = files, jsonl
-        self._fd: int | None = fd
+        self._fd: int | None = kept.fd
         self._read, self._groups, self._size = kept.read, kept.groups, kept.size
-        self._tally, self._shown = (
-            kept.tally,
-            kept.shown,
-        )  # item keys whose rollouts are on the page
+        self._tally = kept.tally
+        self._shown = kept.shown  # item keys whose rollouts are on the page
 
     @classmethod
     def open(cls, files: RunFiles) -> RunPage | None:
@@ -85,7 +83,7 @@ class RunPage:
             jsonl.close()
             _not_written(files.html, e)
             return None
-        return cls(files, jsonl, kept.fd, kept)
+        return cls(files, jsonl, kept)
 
     def follow(self) -> None:
         """Append the sections of the lines written since the last call (each line's once its newline is there)."""
@@ -160,12 +158,7 @@ class RunPage:
                 "figures, charts and item table are of every group. <code>vftui report</code> "
                 "shows a sample from across the run.</p>"
             )
-        anchors = {key: page.anchor(key) for key in keys}
-        return (
-            f'<div id="summary">{cut}'
-            + page.summary(report, listed, anchors, set(self._shown))
-            + "</div>"
-        )
+        return f'<div id="summary">{cut}{page.summary(report, listed, set(self._shown))}</div>'
 
     def _write(self, data: bytes) -> bool:
         """``data`` appended; False (the page closed, with a warning) when it could not be."""

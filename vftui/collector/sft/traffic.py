@@ -234,7 +234,7 @@ class Proxy:
 HTTP_PROXIES = (
     "http",
     "https",
-)  # aiohttp speaks to no other (a desktop's socks:// ALL_PROXY: direct)
+)  # aiohttp speaks to no other: a desktop's all_proxy=socks:// is refused
 
 
 def env_proxy(url: httpx.URL) -> Proxy | None:
@@ -282,7 +282,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         self._timeout_s = timeout_s
         self._max_body = max_body_bytes
         self._on_cut = on_cut or (lambda size, wait_s: None)
-        self._proxies: dict[tuple[str, str], Proxy | None] = {}  # by scheme and host
+        self._proxies: dict[tuple[str, str, int | None], Proxy | None] = {}  # by scheme, host, port
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()  # a rejected request is sent again, so its body must be replayable
@@ -340,7 +340,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         """``env_proxy``, read once a host: aiohttp's own reading (``trust_env``) took two trips to a thread
         a request, 5% of a CPU-bound run, and its netrc lookup broke every request to a host in ~/.netrc (an
         Authorization header and netrc credentials at once: refused)."""
-        key = (url.scheme, url.host)
+        key = (url.scheme, url.host, url.port)  # NO_PROXY may name a host's port
         if key not in self._proxies:
             self._proxies[key] = env_proxy(url)
         return self._proxies[key]
