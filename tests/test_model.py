@@ -8,7 +8,7 @@ import re
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vftui.commands.headless import HeadlessView
@@ -293,6 +293,8 @@ def test_the_pager_text_has_a_header_marks_spans_and_wraps_between_words(decoder
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40))
+@example("\ufffd")  # one the model wrote, three byte tokens: was shown as three
+@example("a\ufffd\ufffd中")
 def test_the_pieces_of_any_text_cover_each_token_once_and_read_as_the_whole(decoder, text):
     tokens = decoder._tokenizer.encode(text)
     pieces = decoder.pieces(tokens)

@@ -55,17 +55,30 @@ class TokenDecoder:
 
     def pieces(self, tokens: Sequence[int]) -> list[tuple[int, str]]:
         """Each token's text, as (tokens it covers, text): a character cut across tokens is one piece of the
-        fewest tokens that spell it whole (each alone would be ``�``); a ``�`` nothing completes stays."""
+        fewest tokens that end where a character ends (each alone would be ``�``); a ``�`` nothing completes,
+        or one the model wrote, stays one."""
         found: list[tuple[int, str]] = []
         i = 0
         while i < len(tokens):
             size, text = 1, self.piece(tokens[i])
             if SPLIT in text and self._tokenizer is not None:
-                for n in range(2, min(MAX_SPLIT, len(tokens) - i) + 1):
-                    joined = self._joined(tuple(tokens[i : i + n]))
-                    if SPLIT not in joined:
-                        size, text = n, joined
-                        break
+                ends = (
+                    n for n in range(1, MAX_SPLIT + 1) if self._ends_a_character(tokens, i, i + n)
+                )
+                size = next(ends, 1)
+                text = self._joined(tuple(tokens[i : i + size]))
             found.append((size, text))
             i += size
         return found
+
+    def _ends_a_character(self, tokens: Sequence[int], start: int, end: int) -> bool:
+        """Whether ``tokens[start:end]`` ends between characters: decoded apart from the few tokens after it,
+        the two give as many ``�`` as decoded together. A character cut there is completed when together
+        (one ``�`` fewer); a ``�`` the model wrote, or bytes nothing completes, count the same either way."""
+        if end >= len(tokens):
+            return end == len(tokens)
+        after = tuple(tokens[end : end + MAX_SPLIT - 1])
+        apart = self._joined(tuple(tokens[start:end])).count(SPLIT) + self._joined(after).count(
+            SPLIT
+        )
+        return self._joined(tuple(tokens[start:end]) + after).count(SPLIT) == apart
