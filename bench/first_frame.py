@@ -5,8 +5,9 @@ just before starting it, and the pane is read every 10 ms. Printed: the median o
 ``--runs`` starts of the first frame (anything of the app on screen), of "running" (the run
 prepared and collecting) and of the first group counted in the status line; then, in fresh
 interpreters in the same run, the import floor: what the libraries sft needs take to import
-(each alone, then all in one interpreter, shared dependencies once), which vftui cannot
-shorten; and vftui's own share, the time to the first group less that floor.
+(each alone, then all in one interpreter, shared dependencies once, with the cyclic collector
+paused as a run pauses it while they load), which vftui cannot shorten; and vftui's own share,
+the time to the first group less that floor.
 
     python bench/first_frame.py [--runs 5] [--size 100x30]
     python bench/first_frame.py --quick   # one start: that it runs and prints (CI)
@@ -119,7 +120,8 @@ def main() -> None:
     )
     imports = {what: import_s(statement) for what, statement in SFT_NEEDS.items()}
     floor = statistics.median(
-        import_s("; ".join(SFT_NEEDS.values())) for _ in range(args.runs)
+        import_s("; ".join(["import gc", "gc.disable()", *SFT_NEEDS.values()]))
+        for _ in range(args.runs)
     )  # shared dependencies (openai, pydantic) once
     print(
         "  imports, each alone in a fresh interpreter: "
@@ -127,7 +129,7 @@ def main() -> None:
     )
     print(
         f"first group {grouped:.2f} s = import floor of what sft needs {floor:.2f} s (median of "
-        f"{args.runs}, all in one interpreter) + vftui's own share {grouped - floor:.2f} s"
+        f"{args.runs}, all in one interpreter, no cyclic collection) + vftui's own share {grouped - floor:.2f} s"
     )
 
 
