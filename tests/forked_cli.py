@@ -16,6 +16,7 @@ subprocess says it).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -107,8 +108,11 @@ class ForkedProcess:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
+        """As Popen's: nothing once it ended. The fork server reaps it, so it may be gone between the poll
+        and the kill, before its exit code reaches us."""
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -289,7 +293,6 @@ def _exit_code(code: object) -> int:
 
 
 if __name__ == "__main__":
-    import contextlib
     import importlib
     import runpy
     import traceback
