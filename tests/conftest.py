@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import gc
 import importlib.util
 import json
 import os
@@ -88,6 +89,12 @@ def own_user_folders(tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collecting imported (vftui, Textual, verifiers, atroposlib) lives as long as the worker: frozen out
+    of the cyclic collections each test's garbage starts, which scanned it all again and again."""
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a long
     test starts first, on a worker of its own, so it does not end the suite alone; a classic test is skipped

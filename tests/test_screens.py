@@ -497,19 +497,27 @@ async def test_the_runs_screen_names_one_key_for_attach_and_enter_attaches(three
 
 async def test_the_runs_filter_keeps_the_runs_that_match_and_says_what_it_cannot_read(three_runs):
     app = RunsApp()
+
+    async def filter_by(*keys: str) -> None:
+        """The box opened and ready before the keys: under load they could reach the list instead."""
+        await pilot.press("slash")
+        await until(lambda: isinstance(app.screen, PromptScreen), pilot=pilot)
+        await pilot.press("ctrl+a", "ctrl+k", *keys, "enter")
+
     async with app.run_test(size=(140, 12)) as pilot:
-        await pilot.press("slash", *"sft reward<0.5", "enter")
+        await filter_by(*"sft reward<0.5")
         await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
         assert [line.out_path for line in app.lines] == [three_runs[2].resolve()]
         assert "1 of 3 runs match 'sft reward<0.5'" in screen_lines(app)[0]
-        await pilot.press("slash", "ctrl+a", "ctrl+k", *"reward<<1", "enter")
-        await pilot.pause()
-        assert "cannot read 'reward<<1'" in str(app.screen.query_one(".prompt-error").render())
+        await filter_by(*"reward<<1")
+        error = lambda: str(app.screen.query_one(".prompt-error").render())  # noqa: E731
+        await until(lambda: app.screen.query(".prompt-error") and "cannot" in error(), pilot=pilot)
+        assert "cannot read 'reward<<1'" in error()
         await pilot.press("escape")
-        await pilot.pause()
+        await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
         assert app.is_running and len(app.lines) == 1, "escape leaves the box, not the screen"
-        await pilot.press("slash", "ctrl+a", "ctrl+k", "enter")
-        await pilot.pause()
+        await filter_by()
+        await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
         assert len(app.lines) == 3, "an empty filter shows every run"
 
 
