@@ -21,7 +21,7 @@ from vftui.collector.envs import loader as env_loader
 from vftui.commands.view import viewer
 from vftui.errors import UserError
 from vftui.events import Alert, ApiStatus, Health, RunState, ServerStatus
-from vftui.figures.series import NICE_STEPS, nice_ticks
+from vftui.figures.series import NICE_STEPS, nice_ticks, tick_label
 from vftui.ui.palette import key_commands
 
 
@@ -165,6 +165,19 @@ def test_ticks_are_few_round_even_and_span_the_data(low, span, most):
     mantissa = step / 10 ** math.floor(math.log10(step))
     assert any(abs(mantissa - nice) < 1e-6 for nice in (*NICE_STEPS, 10.0)), (step, ticks)
     assert all(abs((b - a) - step) <= 1e-9 * max(1.0, abs(b)) for a, b in itertools.pairwise(ticks))
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False), st.integers(3, 12))
+def test_a_flat_line_gets_ticks_that_read_differently_around_it(value, most):
+    """A constant series (every reward 1.0, every count 0) had one tick, and the chart's own labels all read
+    the same ("0, 0, 0")."""
+    ticks = nice_ticks(value, value, most)
+    assert len(ticks) >= 1
+    if abs(value) < 1e300:
+        assert 2 <= len(ticks) <= most and ticks[0] <= value <= ticks[-1], ticks
+        assert len({tick_label(t) for t in ticks}) == len(ticks), ticks
 
 
 async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_servers():

@@ -92,9 +92,14 @@ NICE_STEPS = (1.0, 2.0, 2.5, 5.0)  # times a power of ten: the steps an axis is 
 def nice_ticks(low: float, high: float, most: int) -> list[float]:
     """At most ``most`` (3 or more: a range across 0 may need 3) evenly spaced round ticks (1, 2, 2.5 or 5
     times a power of ten) spanning ``low`` to ``high``: the first at or below ``low``, the last at or above
-    ``high``."""
-    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+    ``high``. A flat line (``low == high``) gets a span around it: its ticks would all read the same."""
+    if not (math.isfinite(low) and math.isfinite(high)) or high < low:
         return [low] if math.isfinite(low) else []
+    if high == low:
+        pad = abs(low) / 2 or 1.0
+        low, high = low - pad, high + pad
+    if not math.isfinite(high - low):  # past float's range: the ends alone
+        return [low, high] if math.isfinite(low) and math.isfinite(high) else [low]
     most = max(3, most)
     smallest = math.floor(math.log10((high - low) / most))
     for power in range(
@@ -104,7 +109,7 @@ def nice_ticks(low: float, high: float, most: int) -> list[float]:
             step = nice * 10.0**power
             first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
             if last - first + 1 <= most:
-                return [round(n * step, 12) for n in range(first, last + 1)]
+                return [round(n * step, 6 - power) for n in range(first, last + 1)]
     return [low, high]
 
 

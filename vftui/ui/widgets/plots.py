@@ -38,9 +38,10 @@ def axes(widget: PlotextPlot, xs: list[float], ys: list[float], low: float | Non
         return
     width, height = widget.size
     y_low = min(ys) if low is None else low
+    y_high = max(max(ys), y_low + 1) if low is not None else max(ys)  # all counts 0: from 0 up
     for ticks, set_ticks, set_limits in (
         (nice_ticks(min(xs), max(xs), width // 8), plt.xticks, plt.xlim),
-        (nice_ticks(y_low, max(ys), height - 6), plt.yticks, plt.ylim),  # its rows
+        (nice_ticks(y_low, y_high, height - 6), plt.yticks, plt.ylim),  # its rows
     ):
         if len(ticks) > 1:
             set_ticks(ticks, [tick_label(t) for t in ticks])
