@@ -183,6 +183,15 @@ def test_unreachable_endpoint(capsys, tmp_path):
     assert not list(runs.glob("*")), "a refused run leaves no run folder (it had left an empty one)"
 
 
+def test_a_refused_run_leaves_none_of_the_folders_it_made_for_its_out(capsys, tmp_path):
+    """They were left behind, empty; one that was there already, and anything in it, stays."""
+    there = tmp_path / "there"
+    (there / "theirs").mkdir(parents=True)
+    out = there / "new" / "deeper" / "groups.jsonl"
+    fails_with(["--env", "no-such-env", "--out", str(out)], capsys, "is not installed")
+    assert sorted(p.name for p in there.rglob("*")) == ["theirs"]
+
+
 def test_an_https_url_of_a_plain_http_server_says_so(capsys, monkeypatch):
     """It was 'connection refused or no route', for a server that did answer (and for a certificate not trusted, or
     a host name that does not resolve)."""

@@ -189,15 +189,18 @@ class _Preparation:
         return output
 
     def _forget_output(self, output: Output) -> None:
-        """A run refused before its first group leaves no empty file or run folder behind (its lock file goes
-        first, or the folder would not be empty)."""
+        """A run refused before its first group leaves no empty file or folder of its making behind (its lock
+        file goes first, or the folder would not be empty)."""
         jsonl = output.files.jsonl
         if self.config.resume is None and jsonl.exists() and jsonl.stat().st_size == 0:
             jsonl.unlink()
             output.lock.release()
-            if output.files.in_runs_dir:
+            ours = (
+                [output.files.folder] if output.files.in_runs_dir else output.made
+            )  # RunFiles.new's
+            for folder in ours:  # deepest first, each if nothing else is in it
                 with contextlib.suppress(OSError):
-                    output.files.folder.rmdir()  # ours, made by RunFiles.new, if nothing else is in it
+                    folder.rmdir()
 
     def _prepare(self, output: Output) -> PreparedRun:
         cfg = self.config

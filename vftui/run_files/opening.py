@@ -46,12 +46,14 @@ class Output:
         default_factory=list
     )  # and the groups it dropped (its drop log)
     tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
+    made: list[Path] = field(default_factory=list)  # the folders it made for --out, deepest first
 
 
 def open_new(out: Path | None, env_id: str) -> Output:
     """``out`` (not a link), or a new run folder's ``groups.jsonl``; an existing file (or a link planted at
     the name) gets a ``_1`` suffix, its side files following its name, unless its run is still writing it."""
     asked = RunFiles.new(out, env_id)
+    made = [p for p in (asked.folder, *asked.folder.parents) if not p.exists()]
     if not paths.writable_dir(asked.folder):
         raise UserError(f"cannot write to the output folder {asked.folder}")
     files = asked
@@ -65,7 +67,7 @@ def open_new(out: Path | None, env_id: str) -> Output:
         files = RunFiles(store.unique_path(files.jsonl))
     if files != asked:
         logger.warning("%s exists; writing to %s instead", asked.jsonl, files.jsonl)
-    return Output(files, lock)
+    return Output(files, lock, made=made)
 
 
 def open_resumed(run: Path, window: int, shard: Shard) -> Output:
