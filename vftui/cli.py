@@ -281,6 +281,8 @@ def _remote_vftui(parser: argparse.ArgumentParser) -> None:
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
+    from vftui.run_files.folder_runs import MAX_DEPTH, MAX_ENTRIES, READ_WHOLE_BYTES
+
     p = sub.add_parser(
         "runs",
         help="list your runs, running or not: id, state, start, duration, env, mode, model, groups, reward, path",
@@ -288,6 +290,16 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "command takes it in place of the run's path: vftui attach ID, view ID, compare ID ID, run --resume ID), "
         "state (running, paused, finished, stopped, failed, or interrupted when it was killed), start, duration, "
         "env, mode, model, groups, rate, mean reward and jsonl.",
+    )
+    p.add_argument(
+        "folder",
+        nargs="?",
+        metavar="FOLDER",
+        help="list the runs found under FOLDER instead, whatever wrote them (a KIND column): vftui's, "
+        "verifiers v1 eval folders (traces.jsonl), prime-rl output folders (rollouts/), vf-eval results "
+        f"folders; up to {MAX_DEPTH} folders down and {MAX_ENTRIES:,} entries, never through a link or "
+        "into hidden folders; figures its small files do not tell are - (a run's rollouts are read only "
+        f"up to {READ_WHOLE_BYTES // 1024**2} MB). A table or --json, never the runs screen",
     )
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
     p.add_argument(
@@ -301,8 +313,9 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "--host",
         metavar="H1,H2",
         help="list the runs on these machines instead, through ssh (each "
-        "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
-        "host as a column; a host that fails is one line on stderr and the exit code is 1",
+        "one's vftui runs --json [FOLDER]: FOLDER is then a folder there, ~/ its home; ~/.ssh/config "
+        "applies, $VFTUI_SSH replaces the ssh command), with the host as a column; a host that fails is "
+        "one line on stderr and the exit code is 1",
     )
     _remote_vftui(p)
     _screen_or_table(p, "the runs screen")
@@ -571,7 +584,13 @@ def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
     return run_runs(
-        args.json or False, args.prune, args.theme, args.no_ui, args.host, args.remote_vftui
+        args.json or False,
+        args.prune,
+        args.theme,
+        args.no_ui,
+        args.host,
+        args.remote_vftui,
+        args.folder,
     )
 
 

@@ -152,10 +152,13 @@ def _there(word: str) -> str:
     return "~/" + shlex.quote(word[2:]) if word.startswith("~/") else shlex.quote(word)
 
 
-def list_runs(names: list[str], remote: str) -> list[HostRuns]:
-    """The hosts asked at once (``HOSTS_AT_ONCE`` at most); in the order given."""
+def list_runs(names: list[str], remote: str, folder: str | None = None) -> list[HostRuns]:
+    """The hosts asked at once (``HOSTS_AT_ONCE`` at most), for their runs or those under ``folder`` there (one
+    word, after ``--``: a folder that starts with ``-`` stays one); in the order given."""
     command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
-    asked = remote_command(remote, "runs", "--json")
+    asked = remote_command(
+        remote, "runs", "--json", *(["--", folder] if folder is not None else [])
+    )
     with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool:
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
