@@ -223,10 +223,10 @@ def _vf_eval(folder: Path) -> RunLine:
 
 
 def _read_whole(facts: _Facts, source: results.Source) -> None:
-    """The items done and the mean reward over rollouts, from a source read whole; its env and model where the
-    small files did not say."""
+    """The items scored (a task whose rollouts all failed is none) and the mean reward over rollouts, from a
+    source read whole; its env and model where the small files did not say."""
     rewards = [r for item in source.items.values() for r in item.rewards]
-    facts.done = len(source.items) + source.errors
+    facts.done = len(source.items)
     facts.mean = math.fsum(rewards) / len(rewards) if rewards else facts.mean
     facts.env = facts.env or source.env_id
     facts.model = facts.model or source.setup.model or ""
