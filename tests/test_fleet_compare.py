@@ -49,9 +49,16 @@ def test_a_source_on_another_host_compares_as_it_would_here_named_host_path(host
     )
     assert mixed.returncode == here.returncode != 2, mixed.stderr
     assert figures(mixed.stdout) == figures(here.stdout)
-    assert [s["path"] for s in json.loads(mixed.stdout)["sources"]] == [str(A), f"fleet-a:{B}"]
-    two_hosts = compared(tmp_path, f"fleet-a:{A}", f"fleet-b:{B}", *remote, VFTUI_SSH=ssh)
-    assert two_hosts.returncode == 0 and figures(two_hosts.stdout) == figures(here.stdout)
+    assert [s["path"] for s in json.loads(mixed.stdout)["sources"]] == [
+        str(A / "results.jsonl"),  # the file read here, and the source there as the user named it
+        f"fleet-a:{B}",
+    ]
+    two_hosts = compared(
+        tmp_path, f"fleet-a:{A}", f"fleet-b:{B}", "--fail-if-worse", "0", *remote, VFTUI_SSH=ssh
+    )
+    assert two_hosts.returncode == here.returncode and figures(two_hosts.stdout) == figures(
+        here.stdout
+    )
     there = compared(
         tmp_path, f"fleet-a:{A}", f"fleet-a:{B}", "--fail-if-worse", "0", *remote, VFTUI_SSH=ssh
     )
