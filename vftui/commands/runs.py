@@ -59,7 +59,13 @@ def _under(folder: str, as_json: bool) -> int:
     """The runs found under ``folder``, whatever wrote them, with their kind as a column."""
     root = Path(folder).expanduser()
     if not root.is_dir():
-        what = "is not a folder" if root.exists() else "no such folder"
+        what = (
+            "is not a folder"
+            if root.exists()
+            else "a link that leads nowhere, or loops"
+            if root.is_symlink()
+            else "no such folder"
+        )
         raise UserError(
             f"{printable(folder)}: {what}; vftui runs FOLDER lists the runs under a folder"
         )

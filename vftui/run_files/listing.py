@@ -295,7 +295,7 @@ def cells(r: RunLine) -> tuple[str, ...]:
         r.id,
         r.state,
         started,
-        clock(r.duration_s),
+        clock(r.duration_s) if r.duration_s or r.kind == "vftui" else "-",  # another's: not known
         r.env.rsplit("/", 1)[-1] or "-",
         r.mode or "-",
         r.model or "-",
