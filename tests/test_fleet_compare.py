@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import (
+    REPO,
+    run_cli,
+    tmux,
+    tmux_cli_command,
+    tmux_session,
+    wait_for_screen,
+)
 from tests.test_fleet import hosts, remote_vftui  # noqa: F401 (a fixture: the loopback sshd)
 from tests.test_fleet_answers import executable, fleet_root  # noqa: F401 (a fixture: a stand-in ssh)
 from tests.test_readers_fuzz import mutated
@@ -201,3 +209,20 @@ def test_random_or_mutated_lines_read_as_a_source_of_checked_figures_or_one_sent
         assert item.rewards and all(math.isfinite(r) for r in item.rewards)
         assert len(item.truncated) == len(item.rollouts) == len(item.tokens) == len(item.rewards)
         assert math.isfinite(item.mean)
+
+
+@pytest.mark.needs("sshd", "tmux")
+@pytest.mark.serial
+def test_compare_of_sources_on_one_host_draws_its_screen_here_through_ssh_t(hosts, tmp_path):  # noqa: F811
+    ssh, _ = hosts
+    args = ["compare", f"fleet-a:{A}", f"fleet-a:{B}", "--remote-vftui", remote_vftui()]
+    command = (
+        f"export VFTUI_SSH={shlex.quote(ssh)} && "
+        + tmux_cli_command(tmp_path, shlex.join(args))
+        + "; echo EXIT=$?; sleep 30"
+    )
+    with tmux_session(command, 120, 40) as session:
+        screen = wait_for_screen(session, "paired bootstrap")
+        tmux("send-keys", "-t", session, "q")
+        wait_for_screen(session, "EXIT=0")
+    assert str(B) in screen or "B - A" in screen
