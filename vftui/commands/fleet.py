@@ -29,6 +29,7 @@ from vftui.errors import UserError
 from vftui.run_files.listing import RunLine
 from vftui.run_files.results import Source
 from vftui.run_files.source_lines import SourceAnswer
+from vftui.text.json_lines import PipedLines
 from vftui.text.printable import printable
 
 SSH_COMMAND = "VFTUI_SSH"
@@ -59,32 +60,17 @@ class HostRuns:
     problem: str = ""
 
 
-class Answer:
+class Answer(PipedLines):
     """A host's ``vftui runs --json``, read as the pipe hands it over: a line that is not a run (not JSON, nested
     past ``bounds.MAX_NESTING``, a figure out of range) is left out and counted, never a traceback."""
 
     def __init__(self, host: str) -> None:
-        self.host, self.runs, self._partial = host, list[RunLine](), bytearray()
-        self.lines, self.left_out, self.why = (
-            0,
-            0,
-            "",
-        )  # lines read, those left out, why the first was
-
-    def feed(self, chunk: bytes) -> int:
-        """The lines read so far, ``chunk``'s whole ones too."""
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            self._partial += chunk[start:end]
-            self._line(bytes(self._partial))
-            self._partial.clear()
-            start = end + 1
-        self._partial += chunk[start:]
-        return self.lines
+        super().__init__()
+        self.host, self.runs = host, list[RunLine]()
+        self.left_out, self.why = 0, ""  # lines left out, why the first was
 
     def end(self) -> HostRuns:
-        self._line(bytes(self._partial))
-        self._partial.clear()
+        self.close()
         if not self.left_out:
             return HostRuns(self.host, self.runs)
         said = f"left out {self.left_out} of the {self.lines} lines it answered ({self.why})"
@@ -229,7 +215,7 @@ def fetch_source(host: str, remote: str, path: str) -> Source:
     return answer.end()
 
 
-def _answered(command: list[str], answer: Answer | SourceAnswer, bounded: Bounds) -> str:
+def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> str:
     """``command`` (ssh to a host) run, its answer fed to ``answer`` within ``bounded``; what went wrong (the
     last line the host or ssh said, a limit passed), or ``""``."""
     try:
@@ -250,7 +236,7 @@ def _answered(command: list[str], answer: Answer | SourceAnswer, bounded: Bounds
 
 
 def _read(
-    process: subprocess.Popen[bytes], answer: Answer | SourceAnswer, bounded: Bounds
+    process: subprocess.Popen[bytes], answer: PipedLines, bounded: Bounds
 ) -> tuple[bytes, str]:
     """The process's stdout fed to ``answer`` and the end of its stderr, as they come; a problem when it does
     not end in time, or says more than ``bounded`` lets it."""

@@ -18,7 +18,7 @@ from typing import Any
 from vftui import bounds
 from vftui.errors import UserError
 from vftui.run_files.results import Item, Setup, Source
-from vftui.text.json_lines import finite_json
+from vftui.text.json_lines import PipedLines, finite_json
 from vftui.text.printable import one_line
 
 FORM = 1  # of these lines: a vftui that writes another is refused, never misread
@@ -61,31 +61,19 @@ def export(source: Source) -> Iterator[str]:
         yield json.dumps({"item": body}, allow_nan=False)
 
 
-class SourceAnswer:
+class SourceAnswer(PipedLines):
     """A host's ``--export-source`` answer, read as the pipe hands it over (``fleet``'s ``Answer`` is its
-    kind for ``runs``): the source once its lines end, its path ``path``."""
+    kind for ``runs``): the source once its lines end, its path ``HOST:PATH``."""
 
     def __init__(self, host: str, path: str) -> None:
+        super().__init__()
         self.host, self.path = host, path
         self.source: Source | None = None
-        self._partial = bytearray()
-        self.lines, self.left_out, self.why = 0, 0, ""
-
-    def feed(self, chunk: bytes) -> int:
-        """The lines read so far, ``chunk``'s whole ones too."""
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            self._partial += chunk[start:end]
-            self._line(bytes(self._partial))
-            self._partial.clear()
-            start = end + 1
-        self._partial += chunk[start:]
-        return self.lines
+        self.left_out, self.why = 0, ""
 
     def end(self) -> Source:
-        """The source; a ``UserError`` when no ``source`` line came first, or no item checked."""
-        self._line(bytes(self._partial))
-        self._partial.clear()
+        """The source; a ``UserError`` when no ``source`` line came first."""
+        self.close()
         if self.source is None:
             raise UserError(
                 f"{self.host}: its vftui answered no compare source for {self.path} "
