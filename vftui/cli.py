@@ -281,6 +281,8 @@ def _remote_vftui(parser: argparse.ArgumentParser) -> None:
 
 
 def _runs_parser(sub: argparse._SubParsersAction) -> None:
+    from vftui.run_files.folder_runs import MAX_DEPTH, MAX_ENTRIES, READ_WHOLE_BYTES
+
     p = sub.add_parser(
         "runs",
         help="list your runs, running or not: id, state, start, duration, env, mode, model, groups, reward, path",
@@ -288,6 +290,16 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "command takes it in place of the run's path: vftui attach ID, view ID, compare ID ID, run --resume ID), "
         "state (running, paused, finished, stopped, failed, or interrupted when it was killed), start, duration, "
         "env, mode, model, groups, rate, mean reward and jsonl.",
+    )
+    p.add_argument(
+        "folder",
+        nargs="?",
+        metavar="FOLDER",
+        help="list the runs found under FOLDER instead, whatever wrote them (a KIND column): vftui's, "
+        "verifiers v1 eval folders (traces.jsonl), prime-rl output folders (rollouts/), vf-eval results "
+        f"folders; up to {MAX_DEPTH} folders down and {MAX_ENTRIES:,} entries, never through a link or "
+        "into hidden folders; figures its small files do not tell are - (a run's rollouts are read only "
+        f"up to {READ_WHOLE_BYTES // 1024**2} MB). A table or --json, never the runs screen",
     )
     p.add_argument("--json", action="store_true", help="one JSON object a run, a line each")
     p.add_argument(
@@ -301,8 +313,9 @@ def _runs_parser(sub: argparse._SubParsersAction) -> None:
         "--host",
         metavar="H1,H2",
         help="list the runs on these machines instead, through ssh (each "
-        "one's vftui runs --json; ~/.ssh/config applies, $VFTUI_SSH replaces the ssh command), with the "
-        "host as a column; a host that fails is one line on stderr and the exit code is 1",
+        "one's vftui runs --json [FOLDER]: FOLDER is then a folder there, ~/ its home; ~/.ssh/config "
+        "applies, $VFTUI_SSH replaces the ssh command), with the host as a column; a host that fails is "
+        "one line on stderr and the exit code is 1",
     )
     _remote_vftui(p)
     _screen_or_table(p, "the runs screen")
@@ -329,19 +342,24 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         "split, versions); each later source against the first (A), paired by item where both have it, with "
         "the items that dropped most and those that gained most.",
         epilog="exit codes: 0 compared, 2 bad input, 3 --fail-if-worse: a source is worse than A beyond the "
-        "interval.\nexample: vftui compare runs/base/eval.eval runs/step-200/eval.eval --fail-if-worse 0.02",
+        "interval.\nexample: vftui compare runs/base/eval.eval runs/step-200/eval.eval --fail-if-worse 0.02"
+        "\n         vftui compare gpu-1:~/outputs/base/ab12 gpu-2:~/outputs/step-200/cd34",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "sources",
-        type=Path,
         nargs="+",
         metavar="SOURCE",
         help="a run folder or its .jsonl (or its id), an eval folder (NAME.eval), a dump, Atropos "
         "output, a vf-eval output folder or results.jsonl, a verifiers v1 eval or prime-rl run folder, "
-        "or a folder of one run's shards (--shard), read as one run",
+        "or a folder of one run's shards (--shard), read as one run; HOST:PATH is one on another "
+        "machine, read by the vftui there through ssh: every source on one host, compare runs there "
+        "(its screen through ssh -t); else each remote one is brought here and compared with the rest",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    # what the fleet asks a host for a source of its: a wire form between vftuis, not for people (--json is)
+    p.add_argument("--export-source", action="store_true", help=argparse.SUPPRESS)
+    _remote_vftui(p)
     _screen_or_table(p, "the compare view")
     p.add_argument(
         "--fail-if-worse",
@@ -548,6 +566,9 @@ def _view(args: argparse.Namespace) -> int:
     )
 
 
+SSH_FAILED = 255  # ssh's own exit code when it cannot reach the host or run the command there
+
+
 def _through_ssh(command: list[str]) -> int:
     """The terminal is ssh's until the screen at the other end ends; its exit code is ours."""
     try:
@@ -571,25 +592,62 @@ def _runs(args: argparse.Namespace) -> int:
     from vftui.commands.runs import run_runs
 
     return run_runs(
-        args.json or False, args.prune, args.theme, args.no_ui, args.host, args.remote_vftui
+        args.json or False,
+        args.prune,
+        args.theme,
+        args.no_ui,
+        args.host,
+        args.remote_vftui,
+        args.folder,
     )
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from vftui.commands.compare import run_compare
+    from vftui.commands import fleet
+    from vftui.commands.compare import export_source, load_sources, run_compare
 
     if args.fail_if_worse is not None and not 0 <= args.fail_if_worse < math.inf:
         raise UserError("--fail-if-worse must be a margin of 0 or more")
     if args.pass_threshold is not None and not math.isfinite(args.pass_threshold):
         raise UserError("--pass-threshold must be a finite number")
+    if args.export_source:
+        if len(args.sources) != 1:
+            raise UserError("--export-source writes one source; name one")
+        return export_source(by_id(Path(args.sources[0])))
+    there = [fleet.remote_run(s) for s in args.sources]
+    hosts = {t[0] for t in there if t is not None}
+    if len(hosts) == 1 and None not in there:  # every source on one host: compared there
+        return _compared_there(args, hosts.pop(), [path for _, path in filter(None, there)])
     return run_compare(
-        [by_id(s) for s in args.sources],
+        load_sources(
+            [by_id(Path(s)) if t is None else t for s, t in zip(args.sources, there, strict=True)],
+            args.remote_vftui,
+        ),
         args.json,
         args.fail_if_worse,
         args.pass_threshold,
         args.no_ui,
         args.theme,
     )
+
+
+def _compared_there(args: argparse.Namespace, host: str, paths: list[str]) -> int:
+    """``vftui compare`` on ``host`` through ssh (``-t`` for its screen), a flag a word; its exit code (0, 2,
+    3) is ours, ssh's own failure (255) one line and 2."""
+    from vftui.commands import fleet
+
+    flags = [  # a word each: a value that starts with "-" stays the flag's value there
+        *(["--json"] if args.json else []),
+        *(["--no-ui"] if args.no_ui else []),
+        *([f"--theme={args.theme}"] if args.theme else []),
+        *([f"--fail-if-worse={args.fail_if_worse!r}"] if args.fail_if_worse is not None else []),
+        *([f"--pass-threshold={args.pass_threshold!r}"] if args.pass_threshold is not None else []),
+    ]
+    screen = not (args.json or args.no_ui) and has_screen()
+    code = _through_ssh(fleet.compare_command(host, args.remote_vftui, screen, flags, paths))
+    if code == SSH_FAILED:
+        raise UserError(f"{host}: ssh could not run vftui compare there (exit {SSH_FAILED})")
+    return code
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from vftui.commands import fleet
 from vftui.errors import EXIT_GATE, UserError
 from vftui.figures.comparison import (
     BINS,
@@ -26,6 +28,7 @@ from vftui.figures.comparison import (
     worse_beyond,
 )
 from vftui.figures.paired import RESAMPLES, SEED, Flips
+from vftui.run_files import source_lines
 from vftui.run_files.results import Source, load
 from vftui.text import compared, wording
 from vftui.text.json_lines import finite_json
@@ -36,9 +39,34 @@ from vftui.ui.terminal import has_screen
 def load_all(paths: list[Path]) -> list[Source]:
     """The sources, refused with a sentence when one holds no result it can read, or they name different
     environments."""
-    if len(paths) < 2:
+    return load_sources(list(paths), fleet.REMOTE_VFTUI)
+
+
+def load_sources(targets: list[Path | tuple[str, str]], remote: str) -> list[Source]:
+    """Each source read where it is: a path here, or a (host, path) there by the vftui ``remote`` runs
+    (``fleet.fetch_source``), the hosts asked at once; refused as ``load_all`` says."""
+    if len(targets) < 2:
         raise UserError("compare needs at least two runs, evals, dumps or vf-eval outputs")
-    return readable([load(path) for path in paths])
+
+    def read(target: Path | tuple[str, str]) -> Source:
+        return (
+            load(target)
+            if isinstance(target, Path)
+            else fleet.fetch_source(target[0], remote, target[1])
+        )
+
+    remote_ones = sum(not isinstance(t, Path) for t in targets)
+    if not remote_ones:
+        return readable([read(t) for t in targets])
+    with ThreadPoolExecutor(max_workers=min(remote_ones, fleet.HOSTS_AT_ONCE)) as pool:
+        return readable(list(pool.map(read, targets)))
+
+
+def export_source(path: Path) -> int:
+    """One source as JSON lines on stdout (``source_lines``): what a vftui on another machine compares."""
+    for line in source_lines.export(load(path)):
+        print(line)
+    return 0
 
 
 def readable(sources: list[Source]) -> list[Source]:
@@ -72,7 +100,7 @@ def note_unread(sources: list[Source]) -> None:
 
 
 def run_compare(
-    paths: list[Path],
+    sources: list[Source],
     as_json: bool,
     fail_if_worse: float | None,
     threshold: float | None,
@@ -81,7 +109,6 @@ def run_compare(
 ) -> int:
     """The comparison as JSON, as text, or (in a terminal, without --no-ui) in the compare app; with
     ``fail_if_worse``, its verdict on each later source on stderr, passed or failed."""
-    sources = load_all(paths)
     note_unread(sources)
     summaries, changes = measure(sources, threshold)
     if fail_if_worse is not None:

@@ -4,7 +4,9 @@
 within a time limit, its answer within bounds) and merges the answers with the host as a column; a
 host that fails, or answers lines that are not runs, is one line and never hides the others.
 ``vftui attach h1:RUN`` opens that run's dashboard through ``ssh -t``, and ``vftui view h1:PATH`` shows a
-file or folder there (a v1 eval, a prime-rl run) as the vftui there reads it. ssh's own configuration
+file or folder there (a v1 eval, a prime-rl run) as the vftui there reads it; ``vftui compare`` runs there
+when every source is on one host, else brings each remote source here as the vftui there reads it
+(``source_lines``, read within bounds like a list of runs). ssh's own configuration
 (``~/.ssh/config``: names, ports, keys, jump hosts) applies; ``VFTUI_SSH`` replaces the ``ssh``
 command itself (e.g. ``ssh -F cluster.conf``), as ``GIT_SSH_COMMAND`` does for git.
 """
@@ -25,6 +27,9 @@ from pathlib import Path
 from vftui import bounds
 from vftui.errors import UserError
 from vftui.run_files.listing import RunLine
+from vftui.run_files.results import Source
+from vftui.run_files.source_lines import SourceAnswer
+from vftui.text.json_lines import PipedLines
 from vftui.text.printable import printable
 
 SSH_COMMAND = "VFTUI_SSH"
@@ -37,6 +42,11 @@ HOSTS_AT_ONCE = (
 )
 # A host's answer past either is no vftui's (some 600 bytes a run): reading it stops, so memory stays bounded.
 MAX_ANSWER_BYTES, MAX_ANSWER_LINES = 64 * 1024**2, bounds.LARGE
+RUNS_SAID = "far more than vftui runs --json says of any machine's runs"
+# A compare source brought from a host (``source_lines``): a line an item, its rollouts' messages in it; a
+# source read there takes its time, as one read here would.
+SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES = 300.0, 512 * 1024**2, 10**6
+SOURCE_SAID = "more than compare brings of one source"
 STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
 HOST = re.compile(r"^(?:[A-Za-z0-9_.+-]+@)?[A-Za-z0-9_.-]+$")  # ssh's destination, never an option
 
@@ -50,32 +60,17 @@ class HostRuns:
     problem: str = ""
 
 
-class Answer:
+class Answer(PipedLines):
     """A host's ``vftui runs --json``, read as the pipe hands it over: a line that is not a run (not JSON, nested
     past ``bounds.MAX_NESTING``, a figure out of range) is left out and counted, never a traceback."""
 
     def __init__(self, host: str) -> None:
-        self.host, self.runs, self._partial = host, list[RunLine](), bytearray()
-        self.lines, self.left_out, self.why = (
-            0,
-            0,
-            "",
-        )  # lines read, those left out, why the first was
-
-    def feed(self, chunk: bytes) -> int:
-        """The lines read so far, ``chunk``'s whole ones too."""
-        start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
-            self._partial += chunk[start:end]
-            self._line(bytes(self._partial))
-            self._partial.clear()
-            start = end + 1
-        self._partial += chunk[start:]
-        return self.lines
+        super().__init__()
+        self.host, self.runs = host, list[RunLine]()
+        self.left_out, self.why = 0, ""  # lines left out, why the first was
 
     def end(self) -> HostRuns:
-        self._line(bytes(self._partial))
-        self._partial.clear()
+        self.close()
         if not self.left_out:
             return HostRuns(self.host, self.runs)
         said = f"left out {self.left_out} of the {self.lines} lines it answered ({self.why})"
@@ -152,10 +147,13 @@ def _there(word: str) -> str:
     return "~/" + shlex.quote(word[2:]) if word.startswith("~/") else shlex.quote(word)
 
 
-def list_runs(names: list[str], remote: str) -> list[HostRuns]:
-    """The hosts asked at once (``HOSTS_AT_ONCE`` at most); in the order given."""
+def list_runs(names: list[str], remote: str, folder: str | None = None) -> list[HostRuns]:
+    """The hosts asked at once (``HOSTS_AT_ONCE`` at most), for their runs or those under ``folder`` there (one
+    word, after ``--``: a folder that starts with ``-`` stays one); in the order given."""
     command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
-    asked = remote_command(remote, "runs", "--json")
+    asked = remote_command(
+        remote, "runs", "--json", *(["--", folder] if folder is not None else [])
+    )
     with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool:
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
@@ -164,6 +162,15 @@ def screen_command(host: str, remote: str, command: str, target: str, *flags: st
     """``ssh -t`` to ``host``, there ``vftui COMMAND FLAGS -- TARGET`` (attach, view): its screen draws in
     this terminal. ``--`` keeps a target that starts with ``-`` a target there, never an option."""
     return [*ssh(), "-t", host, remote_command(remote, command, *flags, "--", target)]
+
+
+def compare_command(
+    host: str, remote: str, screen: bool, flags: list[str], paths: list[str]
+) -> list[str]:
+    """``vftui compare FLAGS -- PATHS`` on ``host``, every source there: through ``ssh -t`` where its screen is
+    to draw in this terminal (``screen``), else plain, its table or JSON on this stdout."""
+    asked = remote_command(remote, "compare", *flags, "--", *paths)
+    return [*ssh(), *(["-t"] if screen else []), host, asked]
 
 
 def _words(text: str, what: str) -> list[str]:
@@ -179,55 +186,83 @@ def _shown(text: str) -> str:
     return repr(text[:80])
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How long a host may take to answer, and how much it may say (``said``: what more than that is)."""
+
+    seconds: float = ASK_TIMEOUT_S
+    size: int = MAX_ANSWER_BYTES
+    lines: int = MAX_ANSWER_LINES
+    said: str = RUNS_SAID
+
+
 def _ask(host: str, command: list[str]) -> HostRuns:
     """``command`` (ssh to ``host``) run within ``ASK_TIMEOUT_S``, its answer read up to ``MAX_ANSWER_BYTES``."""
+    answer = Answer(host)
+    problem = _answered(command, answer, Bounds())
+    return HostRuns(host, problem=problem) if problem else answer.end()
+
+
+def fetch_source(host: str, remote: str, path: str) -> Source:
+    """The compare source at ``path`` on ``host``, as the vftui there reads it (``source_lines``), its path
+    ``HOST:PATH``; a ``UserError`` naming the host when it cannot be had."""
+    command = [*ssh(), "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host]
+    command.append(remote_command(remote, "compare", "--export-source", "--", path))
+    answer = SourceAnswer(host, path)
+    bounded = Bounds(SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES, SOURCE_SAID)
+    if problem := _answered(command, answer, bounded):
+        raise UserError(f"{host}: {problem}")
+    return answer.end()
+
+
+def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> str:
+    """``command`` (ssh to a host) run, its answer fed to ``answer`` within ``bounded``; what went wrong (the
+    last line the host or ssh said, a limit passed), or ``""``."""
     try:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as e:
-        return HostRuns(host, problem=f"cannot run {command[0]}: {e.strerror}")
-    answer = Answer(host)
+        return f"cannot run {command[0]}: {e.strerror}"
     with process:
-        stderr, problem = _read(process, answer)
+        stderr, problem = _read(process, answer, bounded)
         process.kill()  # done with it: a host past the time or size limit is not waited for
     if problem:
-        return HostRuns(host, problem=problem)
+        return problem
     if process.returncode != 0:
         said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-        return HostRuns(
-            host, problem=said[-1] if said else f"ssh ended with exit code {process.returncode}"
-        )
-    return answer.end()
+        return said[-1] if said else f"ssh ended with exit code {process.returncode}"
+    return ""
 
 
-def _read(process: subprocess.Popen[bytes], answer: Answer) -> tuple[bytes, str]:
+def _read(
+    process: subprocess.Popen[bytes], answer: PipedLines, bounded: Bounds
+) -> tuple[bytes, str]:
     """The process's stdout fed to ``answer`` and the end of its stderr, as they come; a problem when it does
-    not end in time, or says more than ``MAX_ANSWER_BYTES`` or ``MAX_ANSWER_LINES``."""
-    deadline, size, stderr = time.monotonic() + ASK_TIMEOUT_S, 0, b""
+    not end in time, or says more than ``bounded`` lets it."""
+    deadline, size, stderr = time.monotonic() + bounded.seconds, 0, b""
     with selectors.DefaultSelector() as waiting:
         waiting.register(process.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
         waiting.register(process.stderr, selectors.EVENT_READ)  # type: ignore[arg-type]
         while waiting.get_map():
             ready = waiting.select(left) if (left := deadline - time.monotonic()) > 0 else []
             if not ready:
-                return stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+                return stderr, f"no answer within {bounded.seconds:g} s"
             for key, _ in ready:
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     waiting.unregister(key.fileobj)
                 elif key.fileobj is process.stderr:
                     stderr = (stderr + chunk)[-STDERR_KEPT:]
-                elif (size := size + len(chunk)) > MAX_ANSWER_BYTES or answer.feed(
+                elif (size := size + len(chunk)) > bounded.size or answer.feed(
                     chunk
-                ) > MAX_ANSWER_LINES:
+                ) > bounded.lines:
                     return stderr, (
-                        f"answered more than {MAX_ANSWER_BYTES // 1024**2} MB or {MAX_ANSWER_LINES:,} "
-                        "lines, far more than vftui runs --json says of any machine's runs: stopped "
-                        "reading it"
+                        f"answered more than {bounded.size // 1024**2} MB or {bounded.lines:,} "
+                        f"lines, {bounded.said}: stopped reading it"
                     )
     try:
         process.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        return stderr, f"no answer within {ASK_TIMEOUT_S:g} s"
+        return stderr, f"no answer within {bounded.seconds:g} s"
     return stderr, ""

@@ -10,6 +10,7 @@ from vftui import paths
 from vftui.commands import fleet
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import UserError
+from vftui.run_files import folder_runs
 from vftui.run_files import prune as pruning
 from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
 from vftui.text.printable import printable, say
@@ -23,10 +24,16 @@ def run_runs(
     no_ui: bool = False,
     hosts: str | None = None,
     remote: str = fleet.REMOTE_VFTUI,
+    folder: str | None = None,
 ) -> int:
-    """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run."""
+    """The runs as a table, JSON lines, or (in a terminal) the runs screen, whose keys open a run; with
+    ``folder``, those found under it (a table or JSON lines only)."""
+    if folder is not None and prune:
+        raise UserError("--prune forgets and deletes vftui's own runs; it takes no FOLDER")
     if hosts is not None:
-        return _fleet(fleet.hosts(hosts), remote, as_json)
+        return _fleet(fleet.hosts(hosts), remote, as_json, folder)
+    if folder is not None:
+        return _under(folder, as_json)
     if not (as_json or prune or no_ui) and has_screen():
         return _runs_screen(theme)
     skipped: list[str] = []
@@ -48,30 +55,63 @@ def run_runs(
     return 0
 
 
-def _fleet(names: list[str], remote: str, as_json: bool) -> int:
-    """Each host's runs with the host as a column; a host that fails, or answers lines that are not runs, is one
-    line on stderr (exit 1), the others are listed all the same."""
-    answers = fleet.list_runs(names, remote)
+def _under(folder: str, as_json: bool) -> int:
+    """The runs found under ``folder``, whatever wrote them, with their kind as a column."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        what = (
+            "is not a folder"
+            if root.exists()
+            else "a link that leads nowhere, or loops"
+            if root.is_symlink()
+            else "no such folder"
+        )
+        raise UserError(
+            f"{printable(folder)}: {what}; vftui runs FOLDER lists the runs under a folder"
+        )
+    lines, notes = folder_runs.runs_under(root)
+    for note in [*notes, *(f"{r.out_path}: {r.problem}" for r in lines if r.problem)]:
+        say(f"vftui: note: {note}", sys.stderr)
+    _print(lines, as_json, kinds=True, none=f"no runs found under {printable(folder)}")
+    return 0
+
+
+def _fleet(names: list[str], remote: str, as_json: bool, folder: str | None = None) -> int:
+    """Each host's runs (or those under ``folder`` there) with the host as a column; a host that fails, or
+    answers lines that are not runs, is one line on stderr (exit 1), the others are listed all the same."""
+    answers = fleet.list_runs(names, remote, folder)
     for answer in answers:
         if answer.problem:
             say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
     lines = sorted(
         (run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True
     )
-    _print(lines, as_json, hosted=True)
+    _print(lines, as_json, hosted=True, kinds=folder is not None)
     return 1 if any(answer.problem for answer in answers) else 0
 
 
-def _print(lines: list[RunLine], as_json: bool, hosted: bool = False) -> None:
+def _print(
+    lines: list[RunLine],
+    as_json: bool,
+    hosted: bool = False,
+    kinds: bool = False,
+    none: str = "no runs yet (vftui run starts one)",
+) -> None:
     if as_json:
         for r in lines:
             print(json.dumps(r.as_dict()))
         return
     if not lines:
-        say("no runs yet (vftui run starts one)", sys.stdout)
+        say(none, sys.stdout)
         return
-    header = ("HOST", *COLUMNS) if hosted else COLUMNS
-    rows = [header, *(((r.host,) if hosted else ()) + cells(r) for r in lines)]
+    header = (*(("HOST",) if hosted else ()), *(("KIND",) if kinds else ()), *COLUMNS)
+    rows = [
+        header,
+        *(
+            ((r.host,) if hosted else ()) + ((r.kind or "-",) if kinds else ()) + cells(r)
+            for r in lines
+        ),
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     for row in rows:
         say(

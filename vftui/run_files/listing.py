@@ -42,8 +42,8 @@ DAMAGED = "damaged"  # its settings or checkpoint do not read: listed, with ``pr
 @dataclass(frozen=True)
 class RunLine:
     state: str
-    groups_done: int
-    groups_total: int
+    groups_done: int | None  # None: not known (a big run found under a folder, not read whole)
+    groups_total: int | None
     groups_per_s: float
     out_path: Path
     created: float
@@ -56,6 +56,9 @@ class RunLine:
     problem: str = ""
     host: str = ""  # another machine's run (``vftui runs --host``): its id as that machine gave it
     given_id: str = ""
+    kind: str = (
+        "vftui"  # what wrote it: vftui, or (``vftui runs FOLDER``) verifiers v1, prime-rl, vf-eval
+    )
 
     @property
     def running(self) -> bool:
@@ -84,8 +87,8 @@ class RunLine:
         count, up_to = f"a count (0 to {HUGE:.0e})", f"from 0 to {HUGE:.0e}"
         started = _figure(d, "started", 0.0, "a date (1970 to 9999)", 0, LATEST)
         duration = _figure(d, "duration_s", 0.0, f"a time (a number of seconds {up_to})", 0, HUGE)
-        done = _figure(d, "groups_done", 0, count, 0, HUGE, whole=True)
-        total = _figure(d, "groups_total", 0, count, 0, HUGE, whole=True)
+        done = _figure(d, "groups_done", None, count, 0, HUGE, whole=True)
+        total = _figure(d, "groups_total", None, count, 0, HUGE, whole=True)
         rate = _figure(d, "groups_per_s", 0.0, f"a rate (a number {up_to})", 0, HUGE)
         reward = _figure(
             d,
@@ -98,8 +101,8 @@ class RunLine:
         pid = _figure(d, "pid", None, "a process id", 1, 2**31 - 1, whole=True)
         return cls(
             text["state"],
-            int(done or 0),
-            int(total or 0),
+            None if done is None else int(done),
+            None if total is None else int(total),
             float(rate or 0),
             Path(text["path"]),
             float(started or 0),
@@ -112,11 +115,13 @@ class RunLine:
             text["problem"],
             text["host"],
             text["id"],
+            text["kind"],
         )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "kind": self.kind,
             "state": self.state,
             "started": self.created,
             "duration_s": round(self.duration_s, 1),
@@ -237,6 +242,7 @@ _TEXTS = {
     "problem": "",
     "host": "",
     "id": "",
+    "kind": "vftui",  # an older vftui's runs --json: its own runs, all of them
 }
 LATEST = 253_402_300_799.0  # 9999-12-31 23:59:59 UTC: a later start is no date a clock shows
 
@@ -289,11 +295,11 @@ def cells(r: RunLine) -> tuple[str, ...]:
         r.id,
         r.state,
         started,
-        clock(r.duration_s),
+        clock(r.duration_s) if r.duration_s or r.kind == "vftui" else "-",  # another's: not known
         r.env.rsplit("/", 1)[-1] or "-",
         r.mode or "-",
         r.model or "-",
-        f"{r.groups_done}/{r.groups_total}",
+        "/".join("-" if n is None else str(n) for n in (r.groups_done, r.groups_total)),
         rate,
         reward,
         str(r.out_path),

@@ -11,6 +11,33 @@ from typing import Any
 from vftui.events import Event
 
 
+class PipedLines:
+    """Lines read as a pipe hands them over, in chunks of any size: each whole line to ``_line`` as it
+    completes, the last (without its newline) at ``close``. ``lines`` counts those ``_line`` counts."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self._partial = bytearray()
+
+    def feed(self, chunk: bytes) -> int:
+        """The lines read so far, ``chunk``'s whole ones too."""
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._partial += chunk[start:end]
+            self._line(bytes(self._partial))
+            self._partial.clear()
+            start = end + 1
+        self._partial += chunk[start:]
+        return self.lines
+
+    def close(self) -> None:
+        self._line(bytes(self._partial))
+        self._partial.clear()
+
+    def _line(self, line: bytes) -> None:
+        raise NotImplementedError
+
+
 def to_json_line(event: Event) -> str:
     """The event as one line of strict JSON; a NaN or infinite figure becomes null."""
     body = to_json_dict(event)

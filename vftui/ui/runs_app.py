@@ -47,7 +47,7 @@ SORTS = {
     "state": lambda r: r.state,
     "env": lambda r: r.env,
     "reward": lambda r: -(r.mean_reward or float("-inf")),
-    "groups": lambda r: -r.groups_done,
+    "groups": lambda r: -(r.groups_done or 0),
 }
 PATH = COLUMNS.index("PATH")
 DROPPED_FIRST = ("MODEL", "STARTED", "MODE", "TIME", "ENV")  # when the terminal is narrow
