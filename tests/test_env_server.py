@@ -20,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.conftest import REPO, cli_env, read_jsonl
+from tests.conftest import REPO, cli_env, read_jsonl, sim_admin
 from tests.test_v1 import SHIMS
 from tests.verifiers_reference import pinned
 from vftui.config import RunConfig
+from vftui.sim.server import BackgroundSimServer
 
 SHIM = "vftui_shim_sort"
 SERVER = textwrap.dedent("""
@@ -131,6 +132,8 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
 @pytest.mark.serial
 @pytest.mark.needs("uv")
 def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
+    """The run's temperature reaches the endpoint through the server's workers; a rollout the server fails (the
+    endpoint answers 500) is a failed rollout, retried, then the run's failure, as in-process."""
     mark, before = uuid.uuid4().hex, pool_folders()
     env = env_for(tmp_path, mark)
     (tmp_path / "serve.py").write_text(SERVER)
@@ -142,27 +145,42 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        done = subprocess.run(
-            vftui("--env", SHIM, "--steps", "2", "--group-size", "2", "--env-server", address),
+    sim = BackgroundSimServer(seed=0).start()
+
+    def served(out: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            vftui(
+                *("--env", SHIM, "--steps", "2", "--group-size", "2", "--env-server", address),
+                *("--base-url", sim.base_url, "--out", str(tmp_path / out), *extra),
+            ),
             env=env,
             cwd=tmp_path,
             capture_output=True,
             text=True,
             timeout=400,
         )
+
+    try:
+        done = served("ok.jsonl", "--temperature", "0.3")
         assert done.returncode == 0, done.stderr[-3000:]
-        assert server.poll() is None, "the server outlives the run that reached it"
+        temperatures = {r["temperature"] for r in sim_admin(sim, "/sim/requests")["requests"]}
+        sim_admin(sim, "/sim/faults", {"status": 500, "count": -1})
+        failed = served("failed.jsonl", "--retries", "1")
+        assert server.poll() is None, "the server outlives the runs that reached it"
     finally:
         server.terminate()
         server.wait(timeout=60)
+        sim.stop()
     none_left(mark, before)
-    (run,) = (tmp_path / "xdg-data").rglob("groups.jsonl")
-    groups = read_jsonl(run)
+    assert temperatures == {0.3}
+    groups = read_jsonl(tmp_path / "ok.jsonl")
     assert len(groups) == 2
     for group in groups:
         assert set(group["vftui"]["metrics"]) == {"format_ok", "sorted_correctly"}
         assert all(len(messages) == 3 for messages in group["messages"])
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert "the endpoint failed 2 times in a row; last error:" in failed.stderr
+    assert "500" in failed.stderr and "Traceback" not in failed.stderr
 
 
 def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:
