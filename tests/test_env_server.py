@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.conftest import REPO, cli_env, read_jsonl, sim_admin
+from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin
 from tests.test_v1 import SHIMS
 from tests.verifiers_reference import pinned
 from vftui.config import RunConfig
@@ -266,6 +266,21 @@ def test_a_bad_address_is_one_sentence(tmp_path, address, said):
     assert done.returncode == 2, done.stderr[-3000:]
     assert said in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
     assert not list((tmp_path / "xdg-data").rglob("groups.jsonl")), "a refused run leaves no files"
+
+
+@pytest.mark.skipif(not CLASSIC, reason="verifiers 0.4 refuses a classic environment before this")
+def test_a_classic_environment_is_refused_before_a_pool_starts(tmp_path):
+    done = subprocess.run(
+        vftui("--env", "vftui/alphabet-sort-classic", "--env-server", "spawn", "--steps", "1"),
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    (said,) = said_lines(done.stderr)
+    assert "--env-server runs verifiers v1 tasksets" in said and "pool" not in done.stderr
 
 
 def said_lines(stderr: str) -> list[str]:

@@ -307,10 +307,6 @@ class _Preparation:
 
         cfg = self.config
         assert cfg.env_server is not None
-        if cfg.env_server == env_server.SPAWN:
-            self._step(f"starting verifiers' env-server pool ({cfg.env_workers} workers)")
-        else:
-            self._step(f"reaching the env server at {cfg.env_server}")
         return env_server.served(
             environment,
             cfg.env_server,
@@ -319,6 +315,7 @@ class _Preparation:
             env_server.ServerEndpoint(base_url, cfg.api_key_env, cfg.timeout),
             files.log,
             self.closing,
+            self._step,
         )
 
     def _listen(self, files: RunFiles, controls: Controls) -> None:

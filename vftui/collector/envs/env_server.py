@@ -23,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,10 +75,11 @@ def served(
     endpoint: ServerEndpoint,
     log: Path,
     closing: contextlib.ExitStack,
+    step: Callable[[str], None],
 ) -> ServedEnvironment:
     """``environment`` (a loaded v1 taskset) with its rollouts run by the env server at ``where``, or by a pool
-    spawned for the run (``SPAWN``, stopped by ``closing``, its output into ``log``); a server that does not
-    answer is one sentence."""
+    spawned for the run (``SPAWN``, stopped by ``closing``, its output into ``log``); each step said with
+    ``step``; a server that does not answer is one sentence."""
     serve = serve_module()
     from vftui.collector.envs.v1 import V1Environment
 
@@ -87,11 +89,13 @@ def served(
             "environment: run it without --env-server"
         )
     if where == SPAWN:
+        step(f"starting verifiers' env-server pool ({workers} workers)")
         pool = SpawnedPool.start(_server_config(environment, env_args, serve), workers, log)
         closing.callback(pool.stop)
         address, wait_s = pool.address, START_WAIT_S
         unanswered = f"the env-server pool spawned for the run did not answer in {wait_s:g} s"
     else:
+        step(f"reaching the env server at {where}")
         address, wait_s = where, ANSWER_WAIT_S
         unanswered = (
             f"no env server answered at {where} in {wait_s:g} s: is one running there, reachable "
