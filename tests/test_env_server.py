@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin
-from tests.test_v1 import SHIMS
+from tests.test_v1 import PROBE, SHIMS
 from tests.verifiers_reference import pinned
 from vftui.config import RunConfig
 from vftui.sim.server import BackgroundSimServer
@@ -181,6 +181,46 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
     assert failed.returncode == 1, failed.stderr[-3000:]
     assert "the endpoint failed 2 times in a row; last error:" in failed.stderr
     assert "500" in failed.stderr and "Traceback" not in failed.stderr
+
+
+@pytest.mark.serial
+@pytest.mark.needs("uv")
+@pytest.mark.parametrize(
+    ("fail", "said"),
+    [
+        (
+            "reward",
+            "reward function 'mentions_first' failed in 2 groups in a row; last error: TaskError: "
+            "task ProbeTask scoring: KeyError: 'judge_score'",
+        ),
+        (
+            "setup",
+            "the endpoint failed 2 times in a row; last error: TaskError: task setup: RuntimeError: "
+            "the tool server went away",
+        ),
+    ],
+)
+def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said):
+    """A reward function that raises drops its group naming it; a setup that fails is a failed rollout."""
+    mark, before = uuid.uuid4().hex, pool_folders()
+    env = env_for(tmp_path, mark)
+    (tmp_path / "site" / "v1_probe.py").write_text(PROBE)
+    done = subprocess.run(
+        vftui(
+            *("--env", "v1_probe", "--env-args", json.dumps({"fail": fail}), "--steps", "2"),
+            *("--group-size", "2", "--retries", "1", "--env-server", "spawn"),
+            *("--out", str(tmp_path / "groups.jsonl")),
+        ),
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert said in done.stderr, done.stderr[-3000:]
+    assert not read_jsonl(tmp_path / "groups.jsonl"), "a failure is not a score of 0"
+    none_left(mark, before)
 
 
 def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:

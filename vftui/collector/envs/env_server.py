@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import re
 import shutil
 import signal
 import sys
@@ -43,6 +44,7 @@ ANSWER_WAIT_S = 20.0  # a server at an address answers health at once, or it is 
 STOP_GRACE_S = 30.0  # the broker stops its workers (10 s each at most) on SIGTERM
 SETUP_ALLOWANCE_S = 120.0  # a rollout's harness start and scoring, beside its model calls
 TASKSETS = "verifiers.v1.tasksets"
+FRAME = re.compile(r'^  File ".*", line \d+, in (\w+)$', re.MULTILINE)  # a traceback's frame
 
 
 def serve_module() -> Any:
@@ -215,7 +217,7 @@ class ServedEnvironment:
             )
         except RuntimeError as e:  # the server's own failure, not the rollout's
             return _failed(f"the env server failed the rollout: {e}")
-        return rollout_of(episode)
+        return rollout_of(episode, self.reward_function_names)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -227,9 +229,10 @@ def _failed(error: str) -> Rollout:
     return Rollout([], 0.0, {}, 0, [], error=error)
 
 
-def rollout_of(episode: Any) -> Rollout:
+def rollout_of(episode: Any, reward_functions: list[str]) -> Rollout:
     """A ``WireEpisode`` as the modes consume a rollout: an error before scoring fails the rollout (retried
-    with its group), one while scoring is its reward's failure (the group is dropped), as in-process."""
+    with its group), one while scoring is its reward function's failure (the group is dropped), as
+    in-process."""
     from verifiers.v1.dialects.chat import message_to_wire
 
     from vftui.collector.envs.v1 import STAGES
@@ -245,7 +248,7 @@ def rollout_of(episode: Any) -> Rollout:
     errors = [*episode.errors, *trace.errors]
     error = reward_failure = None
     if errors and trace.timing.scoring.start:
-        reward_failure = ("scoring", _said(errors[-1]))
+        reward_failure = (_raised_in(errors[-1], reward_functions), _said(errors[-1]))
     elif errors:
         error = _said(errors[-1])
     return Rollout(
@@ -271,6 +274,12 @@ def rollout_of(episode: Any) -> Rollout:
         error=error,
         reward_failure=reward_failure,
     )
+
+
+def _raised_in(error: Any, reward_functions: list[str]) -> str:
+    """The reward function whose frame is the deepest in the error's traceback (the wire names no hook)."""
+    frames = FRAME.findall(error.traceback or "")
+    return next((name for name in reversed(frames) if name in reward_functions), "scoring")
 
 
 def _said(error: Any) -> str:
