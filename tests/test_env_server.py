@@ -290,8 +290,12 @@ def test_rl_is_refused_in_one_sentence(tmp_path):
 
 @pytest.mark.parametrize(
     ("address", "said"),
-    [("localhost:5000", "tcp://HOST:PORT"), (None, "no env server answered at")],
-    ids=["malformed", "nobody-there"],
+    [
+        ("localhost:5000", "tcp://HOST:PORT"),
+        ("tcp://...:5000", "--env-server tcp://...:5000 is not an address to connect to"),
+        (None, "no env server answered at"),
+    ],
+    ids=["malformed", "no-host", "nobody-there"],
 )
 def test_a_bad_address_is_one_sentence(tmp_path, address, said):
     address = address or f"tcp://127.0.0.1:{free_port()}"

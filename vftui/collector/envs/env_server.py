@@ -95,7 +95,7 @@ def served(
         pool = SpawnedPool.start(_server_config(environment, env_args, serve), workers, log)
         closing.callback(pool.stop)
         address, wait_s = pool.address, START_WAIT_S
-        unanswered = f"the env-server pool spawned for the run did not answer in {wait_s:g} s"
+        unanswered = f"the env-server pool spawned for the run did not answer in {wait_s:g} s (its log: {log})"
     else:
         step(f"reaching the env server at {where}")
         address, wait_s = where, ANSWER_WAIT_S
@@ -109,7 +109,14 @@ def served(
 
 
 async def _answers(client_type: type, address: str, wait_s: float) -> bool:
-    client = client_type(address)
+    import zmq
+
+    try:
+        client = client_type(address)
+    except zmq.ZMQError as e:  # a host ZMQ cannot read (``tcp://...:5000``)
+        raise UserError(
+            f"--env-server {address} is not an address to connect to: {e.strerror}"
+        ) from e
     try:
         await client.wait_for_server_startup(timeout=wait_s, interval=0.5)
         return True
@@ -342,7 +349,9 @@ class SpawnedPool:
                     raise UserError(
                         f"verifiers' env-server pool ended before it listened: {self._last_words()}"
                     ) from None
-        raise UserError(f"verifiers' env-server pool did not listen in {START_WAIT_S:g} s")
+        raise UserError(
+            f"verifiers' env-server pool did not listen in {START_WAIT_S:g} s (its log: {self.log})"
+        )
 
     def _last_words(self) -> str:
         with contextlib.suppress(OSError):
