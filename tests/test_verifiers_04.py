@@ -30,7 +30,8 @@ TESTS = [
     "tests/test_dashboard.py::test_token_preview_counts_equal_the_masks",
     "tests/test_dashboard.py::test_quit_leaves_a_complete_jsonl_and_a_checkpoint",
 ]
-"""v1 (loading, tools, failures, verifiers' own eval, its env servers), core runs line by line, the view and the dashboard."""
+"""v1 (loading, tools, failures, verifiers' own eval, its env servers), core runs line by line, the view and
+the dashboard."""
 
 
 def requirements() -> list[str]:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
 from vftui.collector.envs.base import Rollout, numeric
+from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
 from vftui.collector.envs.messages import plain_messages
 from vftui.errors import UserError
 
@@ -43,7 +44,6 @@ START_WAIT_S = 120.0  # a spawned pool's broker imports verifiers before it list
 ANSWER_WAIT_S = 20.0  # a server at an address answers health at once, or it is not there
 STOP_GRACE_S = 30.0  # the broker stops its workers (10 s each at most) on SIGTERM
 SETUP_ALLOWANCE_S = 120.0  # a rollout's harness start and scoring, beside its model calls
-TASKSETS = "verifiers.v1.tasksets"
 FRAME = re.compile(r'^  File ".*", line \d+, in (\w+)$', re.MULTILINE)  # a traceback's frame
 
 
@@ -375,8 +375,8 @@ class SpawnedPool:
 def _importable_shim(taskset_id: str) -> Path | None:
     """A folder whose module of the taskset's id imports the taskset, for one vftui knows by an alias (its
     built-ins, ``loader._v1_id``): spawned workers take their path from the pool, not vftui's aliases."""
-    module = sys.modules.get(f"{TASKSETS}.{taskset_id}")
-    if module is None or module.__name__ == f"{TASKSETS}.{taskset_id}":
+    module = sys.modules.get(f"{V1_BUILTIN_TASKSETS}.{taskset_id}")
+    if module is None or module.__name__ == f"{V1_BUILTIN_TASKSETS}.{taskset_id}":
         return None
     folder = Path(tempfile.mkdtemp(prefix="vftui-taskset-"))
     (folder / f"{taskset_id}.py").write_text(
