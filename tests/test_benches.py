@@ -34,6 +34,12 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
             "rl": [r"vftui run --mode rl\s+[\d.]+\s+[\d.]+"],
         }.items()
     },
+    "env_server.py": [
+        r"## alphabet-sort \(single turn\): 2 groups x 2, 2 workers",
+        r"pool spawned for the run\s+[\d.]+\s+[\d.]+\s+[\d.]+",
+        r"## alphabet-sort with a metric that blocks its loop 0.5 s(.*\n){2}in-process\s+[\d.]+\s+1.000",
+        r"warm pool at an address\s+[\d.]+\s+[\d.]+\s+[\d.]+\n*$",
+    ],
     "first_frame.py": [
         r"median of 1 starts: first frame [\d.]+ s, running [\d.]+ s, first group [\d.]+ s",
         r"imports, each alone .*AutoTokenizer [\d.]+ s",

@@ -23,13 +23,15 @@ VENV = REPO / ".venv-verifiers04"
 VERIFIERS = "verifiers>=0.4,<0.5"
 TESTS = [
     "tests/test_v1.py",
+    "tests/test_env_server.py",
     "tests/test_e2e_sft.py",
     "tests/test_screens.py::test_snapshot_main_screen",
     "tests/test_screens.py::test_view_filter_shows_only_matching_groups_and_reports_bad_lines",
     "tests/test_dashboard.py::test_token_preview_counts_equal_the_masks",
     "tests/test_dashboard.py::test_quit_leaves_a_complete_jsonl_and_a_checkpoint",
 ]
-"""v1 (loading, tools, failures, verifiers' own eval), core runs line by line, the view and the dashboard."""
+"""v1 (loading, tools, failures, verifiers' own eval, its env servers), core runs line by line, the view and
+the dashboard."""
 
 
 def requirements() -> list[str]:

@@ -228,6 +228,8 @@ class _Preparation:
         endpoint = Endpoint(base_urls, model, self.bus.key, int(cfg.timeout))
         self.closing.callback(self.collection.close)
         self.collection.start(self._step, endpoint)
+        if cfg.env_server:
+            environment = self._served(environment, base_urls[0], output.files)
         output.ledger.end = end = self.collection.item_range
         # eval: the examples done
         before = output.groups_before if end is None else output.ledger.done_within(end)
@@ -300,6 +302,24 @@ class _Preparation:
         model = endpoint.choose_model(cfg.model, endpoint.probe(first, self.bus.key), first)
         default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
         return base_urls, model, cfg.tokenizer or default
+
+    def _served(self, environment: Environment, base_url: str, files: RunFiles) -> Environment:
+        """The environment with its rollouts run by verifiers' env servers (--env-server): a pool spawned for
+        the run (stopped with it, its output in the run's log) or the one at the address."""
+        from vftui.collector.envs import env_server
+
+        cfg = self.config
+        assert cfg.env_server is not None
+        return env_server.served(
+            environment,
+            cfg.env_server,
+            cfg.env_args,
+            cfg.env_workers,
+            env_server.ServerEndpoint(base_url, cfg.api_key_env, cfg.timeout),
+            files.log,
+            self.closing,
+            self._step,
+        )
 
     def _listen(self, files: RunFiles, controls: Controls) -> None:
         """Let dashboards attach (``vftui attach``) and ``vftui runs`` find the run, wherever its jsonl is."""

@@ -205,6 +205,18 @@ class SharedSettings(BaseModel):
         gt=0,
         le=HUGE,
     )
+    env_server: str | None = setting(
+        None,
+        "run each rollout in verifiers' env servers instead of in-process (sft and eval, v1 "
+        "tasksets): 'spawn' starts a pool of --env-workers processes for the run on loopback; "
+        "tcp://HOST:PORT reaches one started elsewhere, which must import the taskset, run the "
+        "same verifiers minor version and read the API key from its own environment "
+        "(--api-key-env names the variable); it has no authentication",
+        metavar="spawn|tcp://HOST:PORT",
+    )
+    env_workers: int = setting(
+        2, "worker processes of a spawned env-server pool", metavar="N", ge=1, le=256
+    )
     shard: tuple[int, int] | None = setting(
         None,
         "collect only shard I of N (sft and eval): the items whose index "
@@ -240,6 +252,21 @@ class SharedSettings(BaseModel):
     def _shard(cls, value: Any) -> Any:
         return None if value is None else tuple(parse(value).as_json())
 
+    @field_validator("env_server")
+    @classmethod
+    def _env_server(cls, value: str | None) -> str | None:
+        if value is None or value == "spawn":
+            return value
+        host, _, port = value.removeprefix("tcp://").rpartition(":")
+        if (
+            not value.startswith("tcp://")
+            or not host
+            or not port.isdigit()
+            or not 0 < int(port) < 65536
+        ):
+            raise ValueError("it must be spawn or an address tcp://HOST:PORT")
+        return value
+
     @field_validator("fail_on")
     @classmethod
     def _gates(cls, value: str | None) -> str | None:
@@ -257,6 +284,14 @@ class SharedSettings(BaseModel):
         if not isinstance(value, dict):
             raise ValueError("it must be a JSON object, like '{\"max_turns\": 3}'")
         return check_nesting(value)
+
+    def env_server_is_not_rls(self) -> None:
+        if self.env_server and self.mode is Mode.RL:
+            raise ValueError(
+                "--env-server cannot collect rl groups: rl needs each model call's token ids and "
+                "logprobs, which rollouts run in verifiers' env servers do not give; use --mode sft "
+                "or eval with it"
+            )
 
     def sim_latency_is_the_simulations(self) -> None:
         if self.sim_latency and not self.simulated:

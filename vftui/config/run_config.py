@@ -24,6 +24,7 @@ RULES = (
     RlSettings.slurm_is_rls,
     RlSettings.slurm_or_base_url,
     SharedSettings.sim_latency_is_the_simulations,
+    SharedSettings.env_server_is_not_rls,
     RlSettings.no_shard_in_rl,
     RlSettings.several_base_urls_are_rls,
 )  # when two fail, the first one's sentence is the one said

@@ -1,0 +1,357 @@
+"""--env-server: a v1 taskset's rollouts run by verifiers' env servers (a pool spawned for the run, or one at an
+address), written as the in-process runner writes them; the pool dies with the run and never with Ctrl-C;
+what cannot work is one sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin
+from tests.test_v1 import PROBE, SHIMS
+from tests.verifiers_reference import pinned
+from vftui.config import RunConfig
+from vftui.sim.server import BackgroundSimServer
+
+SHIM = "vftui_shim_sort"
+SERVER = textwrap.dedent("""
+    import sys
+
+    from verifiers.v1.serve import serve_env
+    from verifiers.v1.utils.loaders import resolve_env_config
+
+    if __name__ == "__main__":  # its workers import this file again
+        config = resolve_env_config({"taskset": {"id": "vftui_shim_sort"},
+            "agent": {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}})
+        serve_env(config=config, address=sys.argv[1], max_workers=2, elastic=False)
+""")
+
+
+def env_for(tmp_path: Path, mark: str) -> dict[str, str]:
+    """The CLI's environment with the shims importable (the spawned workers import the taskset by its id),
+    verifiers' harness held to the pinned registry, and ``mark`` to find every process the run started."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    for name, text in SHIMS.items():
+        (site / f"{name}.py").write_text(text)
+    return pinned(
+        {
+            **cli_env(tmp_path),
+            "HF_DATASETS_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+            "VFTUI_TEST_MARK": mark,
+        }
+    )
+
+
+def vftui(*args: str) -> list[str]:
+    return [sys.executable, "-m", "vftui", "run", "--no-ui", *args]
+
+
+def marked(mark: str) -> list[int]:
+    """The processes whose environment carries ``mark``: what a run (and what it started) left running."""
+    found = []
+    needle = f"VFTUI_TEST_MARK={mark}".encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def pool_folders() -> set[Path]:
+    return set(Path("/tmp").glob("vf-pool-*"))
+
+
+def none_left(mark: str, folders_before: set[Path]) -> None:
+    deadline = time.monotonic() + 20  # the harness processes' own sessions end after the pool
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert marked(mark) == [], "the run left processes running"
+    assert pool_folders() <= folders_before, "the run left a pool folder in /tmp"
+
+
+def per_example(path: Path) -> dict[int, list]:
+    """Each example's rollouts as (reward, each function's value, turns, assistant texts), sorted."""
+    out: dict[int, list] = {}
+    for group in read_jsonl(path):
+        meta = group["vftui"]
+        out[meta["example_id"]] = sorted(
+            (
+                round(group["scores"][i], 6),
+                {name: round(values[i], 6) for name, values in meta["metrics"].items()},
+                meta["turns"][i],
+                [m["content"] for m in group["messages"][i] if m["role"] == "assistant"],
+            )
+            for i in range(len(group["scores"]))
+        )
+    return out
+
+
+@pytest.mark.serial
+@pytest.mark.needs("uv")
+def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path):
+    mark, before = uuid.uuid4().hex, pool_folders()
+    env = env_for(tmp_path, mark)
+    common = ["--env", SHIM, "--steps", "2", "--group-size", "2", "--seed", "0"]
+    for out, extra in (("local", []), ("served", ["--env-server", "spawn"])):
+        done = subprocess.run(
+            vftui(*common, *extra, "--out", str(tmp_path / f"{out}.jsonl")),
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    none_left(mark, before)
+    served, local = per_example(tmp_path / "served.jsonl"), per_example(tmp_path / "local.jsonl")
+    assert served == local and len(served) == 2
+    names = {name for rollouts in served.values() for r in rollouts for name in r[1]}
+    assert names == {"format_ok", "sorted_correctly"}
+    log = (tmp_path / "served.collector.log").read_text()
+    assert "EnvServerPool up" in log, "the pool's logs are in the run's log"
+
+
+@pytest.mark.serial
+@pytest.mark.needs("uv")
+def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
+    """The run's temperature reaches the endpoint through the server's workers; a rollout the server fails (the
+    endpoint answers 500) is a failed rollout, retried, then the run's failure, as in-process."""
+    mark, before = uuid.uuid4().hex, pool_folders()
+    env = env_for(tmp_path, mark)
+    (tmp_path / "serve.py").write_text(SERVER)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    server = subprocess.Popen(
+        [sys.executable, str(tmp_path / "serve.py"), address],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sim = BackgroundSimServer(seed=0).start()
+
+    def served(out: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            vftui(
+                *("--env", SHIM, "--steps", "2", "--group-size", "2", "--env-server", address),
+                *("--base-url", sim.base_url, "--out", str(tmp_path / out), *extra),
+            ),
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+
+    try:
+        done = served("ok.jsonl", "--temperature", "0.3")
+        assert done.returncode == 0, done.stderr[-3000:]
+        temperatures = {r["temperature"] for r in sim_admin(sim, "/sim/requests")["requests"]}
+        sim_admin(sim, "/sim/faults", {"status": 500, "count": -1})
+        failed = served("failed.jsonl", "--retries", "1")
+        assert server.poll() is None, "the server outlives the runs that reached it"
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        sim.stop()
+    none_left(mark, before)
+    assert temperatures == {0.3}
+    groups = read_jsonl(tmp_path / "ok.jsonl")
+    assert len(groups) == 2
+    for group in groups:
+        assert set(group["vftui"]["metrics"]) == {"format_ok", "sorted_correctly"}
+        assert all(len(messages) == 3 for messages in group["messages"])
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert "the endpoint failed 2 times in a row; last error:" in failed.stderr
+    assert "500" in failed.stderr and "Traceback" not in failed.stderr
+
+
+@pytest.mark.serial
+@pytest.mark.needs("uv")
+@pytest.mark.parametrize(
+    ("fail", "said"),
+    [
+        (
+            "reward",
+            "reward function 'mentions_first' failed in 2 groups in a row; last error: TaskError: "
+            "task ProbeTask scoring: KeyError: 'judge_score'",
+        ),
+        (
+            "setup",
+            "the endpoint failed 2 times in a row; last error: TaskError: task setup: RuntimeError: "
+            "the tool server went away",
+        ),
+    ],
+)
+def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said):
+    """A reward function that raises drops its group naming it; a setup that fails is a failed rollout."""
+    mark, before = uuid.uuid4().hex, pool_folders()
+    env = env_for(tmp_path, mark)
+    (tmp_path / "site" / "v1_probe.py").write_text(PROBE)
+    done = subprocess.run(
+        vftui(
+            *("--env", "v1_probe", "--env-args", json.dumps({"fail": fail}), "--steps", "2"),
+            *("--group-size", "2", "--retries", "1", "--env-server", "spawn"),
+            *("--out", str(tmp_path / "groups.jsonl")),
+        ),
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert said in done.stderr, done.stderr[-3000:]
+    assert not read_jsonl(tmp_path / "groups.jsonl"), "a failure is not a score of 0"
+    none_left(mark, before)
+
+
+def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:
+    """A long run through a spawned pool, once its first group is in: the pool is up and working. In a process
+    group of its own, as a terminal's foreground job, whose Ctrl-C reaches every process in it."""
+    run = subprocess.Popen(
+        vftui(
+            *("--env", SHIM, "--steps", "50", "--group-size", "2", "--concurrency", "4"),
+            *("--sim-latency", "1", "--env-server", "spawn", "--json", "--out", str(out)),
+        ),
+        env=env_for(tmp_path, mark),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    for line in run.stdout:
+        if json.loads(line).get("event") == "GroupCollected":
+            break
+    assert run.poll() is None, run.stderr.read()[-3000:]
+    return run
+
+
+@pytest.mark.serial
+@pytest.mark.needs("uv")
+@pytest.mark.parametrize("presses", [1, 2], ids=["once", "twice"])
+def test_a_ctrl_c_ends_the_pool_after_what_it_asks_and_leaves_nothing(tmp_path, presses):
+    """Once: the pool must not die with the terminal's Ctrl-C, so the groups in flight are finished and written;
+    twice: they are cancelled. Either way vftui ends the pool itself, and nothing of it is left."""
+    mark, before, out = uuid.uuid4().hex, pool_folders(), tmp_path / "groups.jsonl"
+    run = collecting(tmp_path, mark, out)
+    try:
+        for _ in range(presses):
+            os.killpg(run.pid, signal.SIGINT)
+            time.sleep(0.5)
+        # the groups in flight take seconds; a pool killed by the Ctrl-C leaves them waiting until the stop's
+        # grace (--score-timeout, 120 s) cancels them
+        _, stderr = run.communicate(timeout=90)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode == 130, stderr[-3000:]
+    groups = read_jsonl(out)
+    assert all(group["scores"] and len(group["messages"]) == 2 for group in groups)
+    if presses == 1:
+        assert 2 <= len(groups) < 50, (
+            "the group in flight beside the first was finished and written"
+        )
+        assert "failed" not in stderr, stderr[-3000:]
+    none_left(mark, before)
+
+
+def test_rl_is_refused_in_one_sentence(tmp_path):
+    done = subprocess.run(
+        vftui("--mode", "rl", "--env-server", "spawn"),
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "token ids" in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        ("localhost:5000", "tcp://HOST:PORT"),
+        ("tcp://...:5000", "--env-server tcp://...:5000 is not an address to connect to"),
+        (None, "no env server answered at"),
+    ],
+    ids=["malformed", "no-host", "nobody-there"],
+)
+def test_a_bad_address_is_one_sentence(tmp_path, address, said):
+    address = address or f"tcp://127.0.0.1:{free_port()}"
+    done = subprocess.run(
+        vftui("--env-server", address, "--steps", "1", "--group-size", "1"),
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert said in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
+    assert not list((tmp_path / "xdg-data").rglob("groups.jsonl")), "a refused run leaves no files"
+
+
+@pytest.mark.skipif(not CLASSIC, reason="verifiers 0.4 refuses a classic environment before this")
+def test_a_classic_environment_is_refused_before_a_pool_starts(tmp_path):
+    done = subprocess.run(
+        vftui("--env", "vftui/alphabet-sort-classic", "--env-server", "spawn", "--steps", "1"),
+        env=cli_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    (said,) = said_lines(done.stderr)
+    assert "--env-server runs verifiers v1 tasksets" in said and "pool" not in done.stderr
+
+
+def said_lines(stderr: str) -> list[str]:
+    """What the CLI said besides its progress lines (a refusal: one sentence, no traceback)."""
+    return [line for line in stderr.strip().splitlines() if not line.startswith("run starting:")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None)
+@given(
+    host=st.text(st.sampled_from("abc.-0123456789"), min_size=1, max_size=20),
+    port=st.integers(-10, 70000),
+)
+def test_an_address_is_spawn_or_tcp_host_port(host, port):
+    address = f"tcp://{host}:{port}"
+    if 0 < port < 65536:
+        assert RunConfig(env_server=address).env_server == address
+    else:
+        with pytest.raises(ValidationError, match="tcp://HOST:PORT"):
+            RunConfig(env_server=address)
+    with pytest.raises(ValidationError, match="tcp://HOST:PORT"):
+        RunConfig(env_server=f"{host}:{port}")
+    assert RunConfig(env_server="spawn").env_server == "spawn"
+    assert json.loads(RunConfig(env_server="spawn").model_dump_json())["env_workers"] == 2
