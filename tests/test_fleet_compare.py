@@ -67,11 +67,14 @@ def test_a_source_on_another_host_compares_as_it_would_here_named_host_path(host
     assert two_hosts.returncode == here.returncode and figures(two_hosts.stdout) == figures(
         here.stdout
     )
-    there = compared(
+    there = compared(  # JSON is read here from the sources there, never passed through as it came
         tmp_path, f"fleet-a:{A}", f"fleet-a:{B}", "--fail-if-worse", "0", *remote, VFTUI_SSH=ssh
     )
-    assert there.returncode == here.returncode, "the exit code of compare there is ours"
-    assert there.stdout == here.stdout, "compared there: the paths as that host names them"
+    assert there.returncode == here.returncode and figures(there.stdout) == figures(here.stdout)
+    assert [s["path"] for s in json.loads(there.stdout)["sources"]] == [
+        f"fleet-a:{A}",
+        f"fleet-a:{B}",
+    ]
     table = run_cli(["compare", str(A), f"fleet-a:{B}", *remote], tmp_path, VFTUI_SSH=ssh)
     assert table.returncode == 0 and f"B  fleet-a:{B} (vf-eval)" in table.stdout, table.stdout
 
@@ -119,6 +122,13 @@ def test_a_hostile_answer_is_left_out_line_by_line_or_one_sentence(fleet_root): 
         warned = [line for line in done.stderr.splitlines() if "left out 1 of the" in line]
         assert len(warned) == 1 and f"{name}:b" in warned[0], (name, done.stderr)
         assert json.loads(done.stdout)["sources"][1]["items"] == len(lines) - 2
+    header = json.loads(lines[0])
+    header["source"]["warnings"] = ["w\x1b]0;PWNED\x07\x1b[2J"]
+    a_host_answering(root, "esc", "\n".join([json.dumps(header), *lines[1:]]).encode() + b"\n")
+    for sources in ([str(A), "esc:b"], ["esc:a", "esc:b"]):  # mixed, and every source on that host
+        done = run_cli(["compare", "--json", *sources], root, timeout=60, VFTUI_SSH=ssh)
+        assert done.returncode in (0, 3) and "\x1b" not in done.stdout + done.stderr, done.stderr
+        assert "vftui: warning: esc:b: w␛]0;PWNED␇␛[2J" in done.stderr.splitlines()
     for name, answer in {"banner": b"Welcome to gpu-9!\n", "empty": b""}.items():
         a_host_answering(root, name, answer)
         done = run_cli(["compare", str(A), f"{name}:b"], root, timeout=60, VFTUI_SSH=ssh)

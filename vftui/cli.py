@@ -567,6 +567,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 SSH_FAILED = 255  # ssh's own exit code when it cannot reach the host or run the command there
+NOT_FOUND = 127  # a shell's, for a command it cannot find
 
 
 def _through_ssh(command: list[str]) -> int:
@@ -616,9 +617,12 @@ def _compare(args: argparse.Namespace) -> int:
         return export_source(by_id(Path(args.sources[0])))
     there = [fleet.remote_run(s) for s in args.sources]
     hosts = {t[0] for t in there if t is not None}
-    if len(hosts) == 1 and None not in there:  # every source on one host: compared there
+    screen = not (args.json or args.no_ui) and has_screen()
+    if (
+        screen and len(hosts) == 1 and None not in there
+    ):  # every source on one host: its screen here
         return _compared_there(args, hosts.pop(), [path for _, path in filter(None, there)])
-    return run_compare(
+    return run_compare(  # a table or JSON from another machine is read and checked here, as a source is
         load_sources(
             [by_id(Path(s)) if t is None else t for s, t in zip(args.sources, there, strict=True)],
             args.remote_vftui,
@@ -632,21 +636,23 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _compared_there(args: argparse.Namespace, host: str, paths: list[str]) -> int:
-    """``vftui compare`` on ``host`` through ssh (``-t`` for its screen), a flag a word; its exit code (0, 2,
-    3) is ours, ssh's own failure (255) one line and 2."""
+    """``vftui compare``'s screen on ``host`` through ``ssh -t``, a flag a word; its exit code (0, 2, 3) is
+    ours, ssh's own failure (255) and no vftui there (127) one line and 2."""
     from vftui.commands import fleet
 
     flags = [  # a word each: a value that starts with "-" stays the flag's value there
-        *(["--json"] if args.json else []),
-        *(["--no-ui"] if args.no_ui else []),
         *([f"--theme={args.theme}"] if args.theme else []),
         *([f"--fail-if-worse={args.fail_if_worse!r}"] if args.fail_if_worse is not None else []),
         *([f"--pass-threshold={args.pass_threshold!r}"] if args.pass_threshold is not None else []),
     ]
-    screen = not (args.json or args.no_ui) and has_screen()
-    code = _through_ssh(fleet.compare_command(host, args.remote_vftui, screen, flags, paths))
+    code = _through_ssh(fleet.compare_command(host, args.remote_vftui, flags, paths))
     if code == SSH_FAILED:
         raise UserError(f"{host}: ssh could not run vftui compare there (exit {SSH_FAILED})")
+    if code == NOT_FOUND:
+        raise UserError(
+            f"{host}: the shell there found no {one_line(args.remote_vftui)} to run "
+            "(--remote-vftui names the command that runs vftui there)"
+        )
     return code
 
 

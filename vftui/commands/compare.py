@@ -94,9 +94,11 @@ def note_unread(sources: list[Source]) -> None:
     for source in sources:
         path = one_line(str(source.path))
         for line in compared.unread(source):
-            print(f"vftui: {path}: {line}", file=sys.stderr)
-        for warning in source.warnings:
-            print(f"vftui: warning: {path}: {warning}", file=sys.stderr)
+            print(f"vftui: {path}: {one_line(line)}", file=sys.stderr)
+        for (
+            warning
+        ) in source.warnings:  # a remote source's are what the host said: shown, never obeyed
+            print(f"vftui: warning: {path}: {one_line(warning)}", file=sys.stderr)
 
 
 def run_compare(

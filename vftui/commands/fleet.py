@@ -164,13 +164,11 @@ def screen_command(host: str, remote: str, command: str, target: str, *flags: st
     return [*ssh(), "-t", host, remote_command(remote, command, *flags, "--", target)]
 
 
-def compare_command(
-    host: str, remote: str, screen: bool, flags: list[str], paths: list[str]
-) -> list[str]:
-    """``vftui compare FLAGS -- PATHS`` on ``host``, every source there: through ``ssh -t`` where its screen is
-    to draw in this terminal (``screen``), else plain, its table or JSON on this stdout."""
+def compare_command(host: str, remote: str, flags: list[str], paths: list[str]) -> list[str]:
+    """``vftui compare FLAGS -- PATHS`` on ``host``, every source there, through ``ssh -t``: its screen draws
+    in this terminal."""
     asked = remote_command(remote, "compare", *flags, "--", *paths)
-    return [*ssh(), *(["-t"] if screen else []), host, asked]
+    return [*ssh(), "-t", host, asked]
 
 
 def _words(text: str, what: str) -> list[str]:
