@@ -353,8 +353,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         help="a run folder or its .jsonl (or its id), an eval folder (NAME.eval), a dump, Atropos "
         "output, a vf-eval output folder or results.jsonl, a verifiers v1 eval or prime-rl run folder, "
         "or a folder of one run's shards (--shard), read as one run; HOST:PATH is one on another "
-        "machine, read by the vftui there through ssh: every source on one host, compare runs there "
-        "(its screen through ssh -t); else each remote one is brought here and compared with the rest",
+        "machine, read by the vftui there through ssh: every source on one host, the compare screen "
+        "runs there (through ssh -t); for a table or JSON, or sources on several hosts, each remote "
+        "one is brought here and compared with the rest",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     # what the fleet asks a host for a source of its: a wire form between vftuis, not for people (--json is)
