@@ -153,10 +153,18 @@ def test_runs_host_folder_lists_the_runs_under_that_folder_on_each_host(hosts, t
     ssh, _ = hosts
     home = Path.home() / f"vftui-folder-{tmp_path.name}"
     shutil.copytree(V1_RUN, home / "outputs" / "ref")
+    shutil.copytree(V1_RUN, home.joinpath("outputs", *["d"] * (MAX_DEPTH + 1), "run"))
     try:
         args = ["runs", "--host", "fleet-a,fleet-b", "--remote-vftui", remote_vftui()]
         done = run_cli([*args, "--json", f"~/{home.name}/outputs"], tmp_path, VFTUI_SSH=ssh)
         assert done.returncode == 0, done.stderr
+        assert sorted(
+            done.stderr.splitlines()
+        ) == [  # what each host noted reaches here (was dropped)
+            f"vftui: note: {name}: did not look in 1 folder(s) more than {MAX_DEPTH} levels below "
+            f"{home}/outputs"
+            for name in ("fleet-a", "fleet-b")
+        ]
         rows = [json.loads(line) for line in done.stdout.splitlines()]
         assert sorted((r["host"], r["kind"], r["groups_done"]) for r in rows) == [
             ("fleet-a", "verifiers v1", 3),

@@ -48,6 +48,7 @@ RUNS_SAID = "far more than vftui runs --json says of any machine's runs"
 SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES = 300.0, 512 * 1024**2, 10**6
 SOURCE_SAID = "more than compare brings of one source"
 STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
+NOTE = "vftui: note: "  # how vftui runs begins a line of what it noted
 HOST = re.compile(r"^(?:[A-Za-z0-9_.+-]+@)?[A-Za-z0-9_.-]+$")  # ssh's destination, never an option
 
 
@@ -58,6 +59,9 @@ class HostRuns:
     host: str
     runs: list[RunLine] = field(default_factory=list)
     problem: str = ""
+    notes: list[str] = field(
+        default_factory=list
+    )  # what its vftui noted (a walk's bounds), as it said
 
 
 class Answer(PipedLines):
@@ -197,8 +201,12 @@ class Bounds:
 def _ask(host: str, command: list[str]) -> HostRuns:
     """``command`` (ssh to ``host``) run within ``ASK_TIMEOUT_S``, its answer read up to ``MAX_ANSWER_BYTES``."""
     answer = Answer(host)
-    problem = _answered(command, answer, Bounds())
-    return HostRuns(host, problem=problem) if problem else answer.end()
+    problem, notes = _answered(command, answer, Bounds())
+    if problem:
+        return HostRuns(host, problem=problem)
+    runs = answer.end()
+    runs.notes = notes
+    return runs
 
 
 def fetch_source(host: str, remote: str, path: str) -> Source:
@@ -208,29 +216,29 @@ def fetch_source(host: str, remote: str, path: str) -> Source:
     command.append(remote_command(remote, "compare", "--export-source", "--", path))
     answer = SourceAnswer(host, path)
     bounded = Bounds(SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES, SOURCE_SAID)
-    if problem := _answered(command, answer, bounded):
+    if problem := _answered(command, answer, bounded)[0]:
         raise UserError(f"{host}: {problem}")
     return answer.end()
 
 
-def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> str:
+def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> tuple[str, list[str]]:
     """``command`` (ssh to a host) run, its answer fed to ``answer`` within ``bounded``; what went wrong (the
-    last line the host or ssh said, a limit passed), or ``""``."""
+    last line the host or ssh said, a limit passed), or ``""``, and the notes its vftui said on the way."""
     try:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as e:
-        return f"cannot run {command[0]}: {e.strerror}"
+        return f"cannot run {command[0]}: {e.strerror}", []
     with process:
         stderr, problem = _read(process, answer, bounded)
         process.kill()  # done with it: a host past the time or size limit is not waited for
+    said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     if problem:
-        return problem
+        return problem, []
     if process.returncode != 0:
-        said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-        return said[-1] if said else f"ssh ended with exit code {process.returncode}"
-    return ""
+        return said[-1] if said else f"ssh ended with exit code {process.returncode}", []
+    return "", [line.removeprefix(NOTE) for line in said if line.startswith(NOTE)]
 
 
 def _read(

@@ -83,10 +83,18 @@ def _fleet(names: list[str], remote: str, as_json: bool, folder: str | None = No
     for answer in answers:
         if answer.problem:
             say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
+        for note in [
+            *answer.notes,
+            *(f"{r.out_path}: {r.problem}" for r in answer.runs if r.problem),
+        ]:
+            say(f"vftui: note: {answer.host}: {note}", sys.stderr)  # ``say``: shown, never obeyed
     lines = sorted(
         (run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True
     )
-    _print(lines, as_json, hosted=True, kinds=folder is not None)
+    none = f"no runs found under {printable(folder)} there" if folder is not None else None
+    _print(
+        lines, as_json, hosted=True, kinds=folder is not None, **({"none": none} if none else {})
+    )
     return 1 if any(answer.problem for answer in answers) else 0
 
 
@@ -95,14 +103,14 @@ def _print(
     as_json: bool,
     hosted: bool = False,
     kinds: bool = False,
-    none: str = "no runs yet (vftui run starts one)",
+    none: str | None = None,  # what to say of no runs
 ) -> None:
     if as_json:
         for r in lines:
             print(json.dumps(r.as_dict()))
         return
     if not lines:
-        say(none, sys.stdout)
+        say(none or "no runs yet (vftui run starts one)", sys.stdout)
         return
     header = (*(("HOST",) if hosted else ()), *(("KIND",) if kinds else ()), *COLUMNS)
     rows = [
