@@ -86,7 +86,24 @@ def test_a_run_too_big_to_read_whole_is_listed_from_its_config_alone(tmp_path):
     )
 
 
-@pytest.mark.parametrize("what", ["missing", "file", "loop"])
+def test_a_run_just_begun_or_copied_at_once_says_what_its_files_tell_and_no_made_up_rate(tmp_path):
+    """An empty results.jsonl beside its metadata made the row 'damaged'; files copied together gave a rate
+    of 461,758 groups/s from their times (found by a hostile probe)."""
+    begun = tmp_path / "out" / "begun"
+    begun.mkdir(parents=True)
+    shutil.copy(VF_EVAL / "metadata.json", begun)
+    (begun / "results.jsonl").write_bytes(b"")
+    shutil.copytree(V1_RUN, tmp_path / "out" / "copied")
+    rows = {Path(r["path"]).name: r for r in listed(tmp_path, str(tmp_path / "out"))}
+    assert (rows["begun"]["state"], rows["begun"]["groups_done"], rows["begun"]["env"]) == (
+        "-",
+        0,
+        "alphabet_sort",
+    )
+    assert all(r["groups_per_s"] == 0.0 and r["duration_s"] == 0.0 for r in rows.values()), rows
+
+
+@pytest.mark.parametrize("what", ["missing", "file", "loop", "empty"])
 def test_a_folder_that_is_not_one_is_one_sentence_and_exit_2(tmp_path, what):
     target = tmp_path / "target"
     if what == "file":
@@ -94,9 +111,10 @@ def test_a_folder_that_is_not_one_is_one_sentence_and_exit_2(tmp_path, what):
     if what == "loop":
         target.symlink_to(tmp_path / "other")
         (tmp_path / "other").symlink_to(target)
-    done = run_cli(["runs", str(target)], tmp_path)
+    done = run_cli(["runs", "" if what == "empty" else str(target)], tmp_path)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
-    assert "Traceback" not in done.stderr and str(target) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert ("is empty" if what == "empty" else str(target)) in done.stderr, "names what was named"
     if what == "loop":
         assert "a link that leads nowhere, or loops" in done.stderr
 

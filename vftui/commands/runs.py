@@ -58,6 +58,8 @@ def run_runs(
 def _under(folder: str, as_json: bool) -> int:
     """The runs found under ``folder``, whatever wrote them, with their kind as a column."""
     root = Path(folder).expanduser()
+    if not folder.strip():  # Path("") is the folder it runs in, which no one named
+        raise UserError("vftui runs FOLDER: the folder named is empty; name the folder to look in")
     if not root.is_dir():
         what = (
             "is not a folder"

@@ -36,6 +36,7 @@ READ_WHOLE_BYTES = (
 OWN, V1, PRIME_RL, VF_EVAL = "vftui", "verifiers v1", "prime-rl", "vf-eval"  # as compare names them
 LEGACY_V1_CONFIG = Path("configs", "eval.json")  # verifiers.v1.cli.output.saved_config_path
 UNKNOWN = "-"
+MIN_TIMED_S = 1.0  # a run's files written closer together than this tell no duration nor rate
 
 
 @dataclass
@@ -174,8 +175,7 @@ def _v1(folder: Path) -> RunLine:
         started=_started(folder / v1_traces.RESOLVED_CONFIG, traces),
         last=_mtime(traces),
     )
-    if traces.stat().st_size <= READ_WHOLE_BYTES:
-        _read_whole(facts, results.load(traces))
+    _read_if_small(facts, traces)
     return _line(V1, folder, facts)
 
 
@@ -217,9 +217,17 @@ def _vf_eval(folder: Path) -> RunLine:
     )
     if duration is not None and duration > 0:
         facts.started = max(0.0, facts.last - duration / 1000)
-    if rows.stat().st_size <= READ_WHOLE_BYTES:
-        _read_whole(facts, results.load(rows))
+    _read_if_small(facts, rows)
     return _line(VF_EVAL, folder, facts)
+
+
+def _read_if_small(facts: _Facts, rollouts: Path) -> None:
+    """``rollouts`` read whole where small; an empty file (a run that just began) is none done yet."""
+    size = rollouts.stat().st_size
+    if size == 0:
+        facts.done = 0
+    elif size <= READ_WHOLE_BYTES:
+        _read_whole(facts, results.load(rollouts))
 
 
 def _read_whole(facts: _Facts, source: results.Source) -> None:
@@ -235,6 +243,7 @@ def _read_whole(facts: _Facts, source: results.Source) -> None:
 def _line(kind: str, path: Path, facts: _Facts) -> RunLine:
     whole = facts.done is not None and facts.total is not None and facts.done >= facts.total
     elapsed = max(0.0, facts.last - facts.started) if facts.started else 0.0
+    elapsed = elapsed if elapsed >= MIN_TIMED_S else 0.0  # files copied at once: no rate to tell
     return RunLine(
         "finished" if whole else UNKNOWN,
         facts.done,
