@@ -129,6 +129,9 @@ def test_a_hostile_answer_is_left_out_line_by_line_or_one_sentence(fleet_root): 
         done = run_cli(["compare", "--json", *sources], root, timeout=60, VFTUI_SSH=ssh)
         assert done.returncode in (0, 3) and "\x1b" not in done.stdout + done.stderr, done.stderr
         assert "vftui: warning: esc:b: w␛]0;PWNED␇␛[2J" in done.stderr.splitlines()
+    a_host_answering(root, "newer", b'{"source": {"form": 2}}\n')
+    done = run_cli(["compare", str(A), "newer:b"], root, timeout=60, VFTUI_SSH=ssh)
+    assert done.returncode == 2 and "its form 2 is not this vftui's (1)" in done.stderr, done.stderr
     for name, answer in {"banner": b"Welcome to gpu-9!\n", "empty": b""}.items():
         a_host_answering(root, name, answer)
         done = run_cli(["compare", str(A), f"{name}:b"], root, timeout=60, VFTUI_SSH=ssh)

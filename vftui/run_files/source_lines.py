@@ -122,7 +122,7 @@ def _source(head: Any, path: Path) -> Source:
         raise ValueError("the first line is no 'source' line")
     if head.get("form") != FORM:
         raise ValueError(
-            f"its form {bounds.refusal(head.get('form'))} is not this vftui's ({FORM}): "
+            f"its form {reprlib.repr(head.get('form'))} is not this vftui's ({FORM}): "
             "run the same vftui version on both machines"
         )
     setup = head.get("setup")
