@@ -11,7 +11,7 @@ but a spawned pool's first rollouts, which wait for its workers to load, are not
 each run, start-up included, is printed beside it.
 
     python bench/env_server.py [--groups 8] [--group-size 4] [--workers 4] [--block 1.5]
-    python bench/env_server.py --quick   # tiny sizes: that every part runs and prints (CI)
+    python bench/env_server.py --quick   # one group, one worker, no variant: that it runs (CI)
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes, to check it runs (CI)")
     args = parser.parse_args()
-    if args.quick:
-        args.groups, args.group_size, args.workers, args.block = 2, 2, 2, 0.5
+    if args.quick:  # one worker: a lone server, no broker; the blocking variant runs the same path
+        args.groups, args.group_size, args.workers, args.block = 1, 2, 1, 0.5
     print(described(), flush=True)
     with tempfile.TemporaryDirectory(prefix="vftui-bench-env-server-") as folder:
         tmp = Path(folder)
@@ -168,6 +168,8 @@ def main() -> None:
             }
         )
         compare("vftui_bench_sort", "alphabet-sort (single turn)", args, env, tmp)
+        if args.quick:
+            return
         compare(
             "vftui_bench_blocking",
             f"alphabet-sort with a metric that blocks its loop {args.block:g} s",

@@ -35,9 +35,8 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         }.items()
     },
     "env_server.py": [
-        r"## alphabet-sort \(single turn\): 2 groups x 2, 2 workers",
+        r"## alphabet-sort \(single turn\): 1 groups x 2, 1 workers(.*\n){2}in-process\s+[\d.]+\s+1.000",
         r"pool spawned for the run\s+[\d.]+\s+[\d.]+\s+[\d.]+",
-        r"## alphabet-sort with a metric that blocks its loop 0.5 s(.*\n){2}in-process\s+[\d.]+\s+1.000",
         r"warm pool at an address\s+[\d.]+\s+[\d.]+\s+[\d.]+\n*$",
     ],
     "first_frame.py": [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,9 +43,12 @@ SERVER = textwrap.dedent("""
 
 def env_for(tmp_path: Path, mark: str) -> dict[str, str]:
     """The CLI's environment with the shims importable (the spawned workers import the taskset by its id),
-    verifiers' harness held to the pinned registry, and ``mark`` to find every process the run started."""
+    verifiers' harness held to the pinned registry, ``mark`` to find every process the run started, and a
+    temporary folder of its own (short: a pool's sockets are in it), where its pool's folder is looked for
+    (another suite's pools share /tmp)."""
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
+    (scratch := Path("/tmp", f"vft-{mark[:12]}")).mkdir(exist_ok=True)
     for name, text in SHIMS.items():
         (site / f"{name}.py").write_text(text)
     return pinned(
@@ -53,6 +57,7 @@ def env_for(tmp_path: Path, mark: str) -> dict[str, str]:
             "HF_DATASETS_OFFLINE": "1",
             "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
             "VFTUI_TEST_MARK": mark,
+            "TMPDIR": str(scratch),
         }
     )
 
@@ -75,16 +80,14 @@ def marked(mark: str) -> list[int]:
     return found
 
 
-def pool_folders() -> set[Path]:
-    return set(Path("/tmp").glob("vf-pool-*"))
-
-
-def none_left(mark: str, folders_before: set[Path]) -> None:
+def none_left(mark: str) -> None:
     deadline = time.monotonic() + 20  # the harness processes' own sessions end after the pool
     while marked(mark) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert marked(mark) == [], "the run left processes running"
-    assert pool_folders() <= folders_before, "the run left a pool folder in /tmp"
+    scratch = Path("/tmp", f"vft-{mark[:12]}")
+    assert not list(scratch.glob("vf-pool-*")), "the run left a pool folder"
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def per_example(path: Path) -> dict[int, list]:
@@ -107,7 +110,7 @@ def per_example(path: Path) -> dict[int, list]:
 @pytest.mark.serial
 @pytest.mark.needs("uv")
 def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path):
-    mark, before = uuid.uuid4().hex, pool_folders()
+    mark = uuid.uuid4().hex
     env = env_for(tmp_path, mark)
     common = ["--env", SHIM, "--steps", "2", "--group-size", "2", "--seed", "0"]
     for out, extra in (("local", []), ("served", ["--env-server", "spawn"])):
@@ -120,7 +123,7 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
             timeout=400,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-    none_left(mark, before)
+    none_left(mark)
     served, local = per_example(tmp_path / "served.jsonl"), per_example(tmp_path / "local.jsonl")
     assert served == local and len(served) == 2
     names = {name for rollouts in served.values() for r in rollouts for name in r[1]}
@@ -134,7 +137,7 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
 def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
     """The run's temperature reaches the endpoint through the server's workers; a rollout the server fails (the
     endpoint answers 500) is a failed rollout, retried, then the run's failure, as in-process."""
-    mark, before = uuid.uuid4().hex, pool_folders()
+    mark = uuid.uuid4().hex
     env = env_for(tmp_path, mark)
     (tmp_path / "serve.py").write_text(SERVER)
     address = f"tcp://127.0.0.1:{free_port()}"
@@ -171,7 +174,7 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
         server.terminate()
         server.wait(timeout=60)
         sim.stop()
-    none_left(mark, before)
+    none_left(mark)
     assert temperatures == {0.3}
     groups = read_jsonl(tmp_path / "ok.jsonl")
     assert len(groups) == 2
@@ -202,7 +205,7 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
 )
 def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said):
     """A reward function that raises drops its group naming it; a setup that fails is a failed rollout."""
-    mark, before = uuid.uuid4().hex, pool_folders()
+    mark = uuid.uuid4().hex
     env = env_for(tmp_path, mark)
     (tmp_path / "site" / "v1_probe.py").write_text(PROBE)
     done = subprocess.run(
@@ -220,7 +223,7 @@ def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert said in done.stderr, done.stderr[-3000:]
     assert not read_jsonl(tmp_path / "groups.jsonl"), "a failure is not a score of 0"
-    none_left(mark, before)
+    none_left(mark)
 
 
 def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:
@@ -251,7 +254,7 @@ def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:
 def test_a_ctrl_c_ends_the_pool_after_what_it_asks_and_leaves_nothing(tmp_path, presses):
     """Once: the pool must not die with the terminal's Ctrl-C, so the groups in flight are finished and written;
     twice: they are cancelled. Either way vftui ends the pool itself, and nothing of it is left."""
-    mark, before, out = uuid.uuid4().hex, pool_folders(), tmp_path / "groups.jsonl"
+    mark, out = uuid.uuid4().hex, tmp_path / "groups.jsonl"
     run = collecting(tmp_path, mark, out)
     try:
         for _ in range(presses):
@@ -272,7 +275,7 @@ def test_a_ctrl_c_ends_the_pool_after_what_it_asks_and_leaves_nothing(tmp_path, 
             "the group in flight beside the first was finished and written"
         )
         assert "failed" not in stderr, stderr[-3000:]
-    none_left(mark, before)
+    none_left(mark)
 
 
 def test_rl_is_refused_in_one_sentence(tmp_path):

@@ -23,7 +23,9 @@ VENV = REPO / ".venv-verifiers04"
 VERIFIERS = "verifiers>=0.4,<0.5"
 TESTS = [
     "tests/test_v1.py",
-    "tests/test_env_server.py",
+    # its wire differs from 0.3's: a round trip each way (vftui's own handling is tested on 0.3 alone)
+    "tests/test_env_server.py::test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes",
+    "tests/test_env_server.py::test_an_address_reaches_a_server_started_elsewhere",
     "tests/test_e2e_sft.py",
     "tests/test_screens.py::test_snapshot_main_screen",
     "tests/test_screens.py::test_view_filter_shows_only_matching_groups_and_reports_bad_lines",
