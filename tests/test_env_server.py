@@ -28,6 +28,8 @@ from vftui.config import RunConfig
 from vftui.sim.server import BackgroundSimServer
 
 SHIM = "vftui_shim_sort"
+# pools are heavy: these tests run one after another, on a worker of their own beside the serial ones
+ONE_POOL_AT_A_TIME = pytest.mark.xdist_group("env-servers")
 SERVER = textwrap.dedent("""
     import sys
 
@@ -107,7 +109,7 @@ def per_example(path: Path) -> dict[int, list]:
     return out
 
 
-@pytest.mark.serial
+@ONE_POOL_AT_A_TIME
 @pytest.mark.needs("uv")
 def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path):
     mark = uuid.uuid4().hex
@@ -132,7 +134,7 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
     assert "EnvServerPool up" in log, "the pool's logs are in the run's log"
 
 
-@pytest.mark.serial
+@ONE_POOL_AT_A_TIME
 @pytest.mark.needs("uv")
 def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
     """The run's temperature reaches the endpoint through the server's workers; a rollout the server fails (the
@@ -186,7 +188,7 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
     assert "500" in failed.stderr and "Traceback" not in failed.stderr
 
 
-@pytest.mark.serial
+@ONE_POOL_AT_A_TIME
 @pytest.mark.needs("uv")
 @pytest.mark.parametrize(
     ("fail", "said"),
@@ -248,7 +250,7 @@ def collecting(tmp_path: Path, mark: str, out: Path) -> subprocess.Popen:
     return run
 
 
-@pytest.mark.serial
+@ONE_POOL_AT_A_TIME
 @pytest.mark.needs("uv")
 @pytest.mark.parametrize("presses", [1, 2], ids=["once", "twice"])
 def test_a_ctrl_c_ends_the_pool_after_what_it_asks_and_leaves_nothing(tmp_path, presses):

@@ -518,7 +518,7 @@ async def test_the_runs_filter_keeps_the_runs_that_match_and_says_what_it_cannot
         assert app.is_running and len(app.lines) == 1, "escape leaves the box, not the screen"
         await filter_by()
         await until(lambda: not isinstance(app.screen, PromptScreen), pilot=pilot)
-        assert len(app.lines) == 3, "an empty filter shows every run"
+        assert len(app.lines) == len(app.every) >= 2, "an empty filter shows every run it knows"
 
 
 async def test_a_run_deleted_while_the_screen_is_open_leaves_the_list_and_names_are_shown_not_obeyed(
