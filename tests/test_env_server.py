@@ -68,6 +68,13 @@ def vftui(*args: str) -> list[str]:
     return [sys.executable, "-m", "vftui", "run", "--no-ui", *args]
 
 
+def ran(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """``vftui run --no-ui ARGS`` to its end (a pool's start takes its time under load)."""
+    return subprocess.run(
+        vftui(*args), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400
+    )
+
+
 def marked(mark: str) -> list[int]:
     """The processes whose environment carries ``mark``: what a run (and what it started) left running."""
     found = []
@@ -116,14 +123,7 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
     env = env_for(tmp_path, mark)
     common = ["--env", SHIM, "--steps", "2", "--group-size", "2", "--seed", "0"]
     for out, extra in (("local", []), ("served", ["--env-server", "spawn"])):
-        done = subprocess.run(
-            vftui(*common, *extra, "--out", str(tmp_path / f"{out}.jsonl")),
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=400,
-        )
+        done = ran(tmp_path, env, *common, *extra, "--out", str(tmp_path / f"{out}.jsonl"))
         assert done.returncode == 0, done.stderr[-3000:]
     none_left(mark)
     served, local = per_example(tmp_path / "served.jsonl"), per_example(tmp_path / "local.jsonl")
@@ -153,16 +153,11 @@ def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
     sim = BackgroundSimServer(seed=0).start()
 
     def served(out: str, *extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            vftui(
-                *("--env", SHIM, "--steps", "2", "--group-size", "2", "--env-server", address),
-                *("--base-url", sim.base_url, "--out", str(tmp_path / out), *extra),
-            ),
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=400,
+        return ran(
+            tmp_path,
+            env,
+            *("--env", SHIM, "--steps", "2", "--group-size", "2", "--env-server", address),
+            *("--base-url", sim.base_url, "--out", str(tmp_path / out), *extra),
         )
 
     try:
@@ -210,17 +205,12 @@ def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said)
     mark = uuid.uuid4().hex
     env = env_for(tmp_path, mark)
     (tmp_path / "site" / "v1_probe.py").write_text(PROBE)
-    done = subprocess.run(
-        vftui(
-            *("--env", "v1_probe", "--env-args", json.dumps({"fail": fail}), "--steps", "2"),
-            *("--group-size", "2", "--retries", "1", "--env-server", "spawn"),
-            *("--out", str(tmp_path / "groups.jsonl")),
-        ),
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=400,
+    done = ran(
+        tmp_path,
+        env,
+        *("--env", "v1_probe", "--env-args", json.dumps({"fail": fail}), "--steps", "2"),
+        *("--group-size", "2", "--retries", "1", "--env-server", "spawn"),
+        *("--out", str(tmp_path / "groups.jsonl")),
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert said in done.stderr, done.stderr[-3000:]
@@ -281,14 +271,7 @@ def test_a_ctrl_c_ends_the_pool_after_what_it_asks_and_leaves_nothing(tmp_path, 
 
 
 def test_rl_is_refused_in_one_sentence(tmp_path):
-    done = subprocess.run(
-        vftui("--mode", "rl", "--env-server", "spawn"),
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = ran(tmp_path, cli_env(tmp_path), "--mode", "rl", "--env-server", "spawn")
     assert done.returncode == 2
     assert "token ids" in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
 
@@ -304,13 +287,8 @@ def test_rl_is_refused_in_one_sentence(tmp_path):
 )
 def test_a_bad_address_is_one_sentence(tmp_path, address, said):
     address = address or f"tcp://127.0.0.1:{free_port()}"
-    done = subprocess.run(
-        vftui("--env-server", address, "--steps", "1", "--group-size", "1"),
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    done = ran(
+        tmp_path, cli_env(tmp_path), "--env-server", address, "--steps", "1", "--group-size", "1"
     )
     assert done.returncode == 2, done.stderr[-3000:]
     assert said in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
@@ -319,13 +297,15 @@ def test_a_bad_address_is_one_sentence(tmp_path, address, said):
 
 @pytest.mark.skipif(not CLASSIC, reason="verifiers 0.4 refuses a classic environment before this")
 def test_a_classic_environment_is_refused_before_a_pool_starts(tmp_path):
-    done = subprocess.run(
-        vftui("--env", "vftui/alphabet-sort-classic", "--env-server", "spawn", "--steps", "1"),
-        env=cli_env(tmp_path),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
+    done = ran(
+        tmp_path,
+        cli_env(tmp_path),
+        "--env",
+        "vftui/alphabet-sort-classic",
+        "--env-server",
+        "spawn",
+        "--steps",
+        "1",
     )
     assert done.returncode == 2, done.stderr[-3000:]
     (said,) = said_lines(done.stderr)

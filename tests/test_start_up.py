@@ -36,8 +36,14 @@ def test_an_sft_run_prepared_on_a_built_in_imports_nothing_of_other_modes_or_ver
     tmp_path: Path, env: str
 ) -> None:
     out = tmp_path / "groups.jsonl"
+    done = in_a_fresh_interpreter(tmp_path, PREPARED, env, str(out), json.dumps(NOT_FOR_SFT))
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def in_a_fresh_interpreter(tmp_path: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    """``code`` run by a Python started afresh, as a run's process is: what it imports is what a start pays."""
     done = subprocess.run(
-        [sys.executable, "-c", PREPARED, env, str(out), json.dumps(NOT_FOR_SFT)],
+        [sys.executable, "-c", code, *args],
         cwd=REPO,
         env=cli_env(tmp_path),
         capture_output=True,
@@ -45,7 +51,7 @@ def test_an_sft_run_prepared_on_a_built_in_imports_nothing_of_other_modes_or_ver
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == []
+    return done
 
 
 def test_the_dashboard_starts_its_collector_before_it_imports_the_app() -> None:
@@ -93,15 +99,7 @@ def test_the_collector_pauses_while_the_libraries_load_and_runs_with_them_frozen
     collector is paused while they load and back, without them, for the run, or after a refusal."""
     seen = tmp_path / "seen.json"
     outs = [str(tmp_path / "a" / "groups.jsonl"), str(tmp_path / "b" / "groups.jsonl")]
-    done = subprocess.run(
-        [sys.executable, "-c", THROUGH_ITS_LIFE, *outs, str(seen)],
-        cwd=REPO,
-        env=cli_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    in_a_fresh_interpreter(tmp_path, THROUGH_ITS_LIFE, *outs, str(seen))
     found = json.loads(seen.read_text())
     assert found["enabled"] is True and found["enabled after a refusal"] is True
     assert found["frozen"] > 100_000, "the libraries' objects are out of the run's collections"

@@ -71,19 +71,14 @@ class Answer(PipedLines):
     def __init__(self, host: str) -> None:
         super().__init__()
         self.host, self.runs = host, list[RunLine]()
-        self.left_out, self.why = 0, ""  # lines left out, why the first was
 
     def end(self) -> HostRuns:
         self.close()
         if not self.left_out:
             return HostRuns(self.host, self.runs)
-        said = f"left out {self.left_out} of the {self.lines} lines it answered ({self.why})"
-        return HostRuns(self.host, self.runs, said)
+        return HostRuns(self.host, self.runs, self.left_out_said("it"))
 
     def _line(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        self.lines += 1
         try:
             value = bounds.load_json(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -98,10 +93,6 @@ class Answer(PipedLines):
             self.runs.append(RunLine.from_dict({**value, "host": self.host}))
         except ValueError as e:
             self._leave_out(str(e))
-
-    def _leave_out(self, why: str) -> None:
-        self.left_out += 1
-        self.why = self.why or f"line {self.lines}: {why}"
 
 
 def hosts(text: str) -> list[str]:

@@ -19,7 +19,6 @@ from vftui import bounds
 from vftui.errors import UserError
 from vftui.run_files.results import Item, Setup, Source
 from vftui.text.json_lines import PipedLines, finite_json
-from vftui.text.printable import one_line
 
 FORM = 1  # of these lines: a vftui that writes another is refused, never misread
 MAX_TEXT = (
@@ -69,7 +68,6 @@ class SourceAnswer(PipedLines):
         super().__init__()
         self.host, self.path = host, path
         self.source: Source | None = None
-        self.left_out, self.why = 0, ""
 
     def end(self) -> Source:
         """The source; a ``UserError`` when no ``source`` line came first."""
@@ -80,15 +78,10 @@ class SourceAnswer(PipedLines):
                 f"({self.why or 'nothing at all'})"
             )
         if self.left_out:
-            self.source.warnings.append(
-                f"left out {self.left_out} of the {self.lines} lines {self.host} answered ({self.why})"
-            )
+            self.source.warnings.append(self.left_out_said(self.host))
         return self.source
 
     def _line(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        self.lines += 1
         try:
             value = bounds.load_json(line)
             if not isinstance(value, dict) or len(value) != 1:
@@ -101,8 +94,7 @@ class SourceAnswer(PipedLines):
                     raise ValueError(f"item {_shown(item.key)} a second time")
                 self.source.items[item.key] = item
         except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
-            self.left_out += 1
-            self.why = self.why or one_line(f"line {self.lines}: {_said(e, line)}")
+            self._leave_out(_said(e, line))
 
 
 def _said(error: Exception, line: bytes) -> str:

@@ -9,14 +9,17 @@ import math
 from typing import Any
 
 from vftui.events import Event
+from vftui.text.printable import one_line
 
 
 class PipedLines:
-    """Lines read as a pipe hands them over, in chunks of any size: each whole line to ``_line`` as it
-    completes, the last (without its newline) at ``close``. ``lines`` counts those ``_line`` counts."""
+    """Lines read as a pipe hands them over, in chunks of any size: each whole line that is not blank to
+    ``_line`` as it completes (counted in ``lines``), the last (without its newline) at ``close``. A line
+    ``_line`` cannot take is left out with ``_leave_out``: counted, and the first one's reason kept."""
 
     def __init__(self) -> None:
         self.lines = 0
+        self.left_out, self.why = 0, ""  # lines left out, why the first was
         self._partial = bytearray()
 
     def feed(self, chunk: bytes) -> int:
@@ -24,15 +27,27 @@ class PipedLines:
         start = 0
         while (end := chunk.find(b"\n", start)) >= 0:
             self._partial += chunk[start:end]
-            self._line(bytes(self._partial))
+            self._take(bytes(self._partial))
             self._partial.clear()
             start = end + 1
         self._partial += chunk[start:]
         return self.lines
 
     def close(self) -> None:
-        self._line(bytes(self._partial))
+        self._take(bytes(self._partial))
         self._partial.clear()
+
+    def left_out_said(self, who: str) -> str:
+        return f"left out {self.left_out} of the {self.lines} lines {who} answered ({self.why})"
+
+    def _take(self, line: bytes) -> None:
+        if line.strip():
+            self.lines += 1
+            self._line(line)
+
+    def _leave_out(self, why: str) -> None:
+        self.left_out += 1
+        self.why = self.why or one_line(f"line {self.lines}: {why}")
 
     def _line(self, line: bytes) -> None:
         raise NotImplementedError

@@ -9,8 +9,9 @@ the implementations' business (``envs.classic``), not the modes'.
 
 from __future__ import annotations
 
+import asyncio
 import numbers
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -124,3 +125,16 @@ class Environment(Protocol):
     async def aclose(self) -> None:
         """Stop what the rollouts started (tool servers shared by them)."""
         ...
+
+
+async def at_most(
+    max_concurrent: int, size: int, one: Callable[[], Awaitable[Rollout]]
+) -> list[Rollout]:
+    """``size`` of ``one()`` at once, ``max_concurrent`` in flight: a group's rollouts, however they run."""
+    limit = asyncio.Semaphore(max_concurrent)
+
+    async def limited() -> Rollout:
+        async with limit:
+            return await one()
+
+    return list(await asyncio.gather(*(limited() for _ in range(size))))

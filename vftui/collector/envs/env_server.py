@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
-from vftui.collector.envs.base import Rollout, numeric
+from vftui.collector.envs.base import Rollout, at_most, numeric
 from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
 from vftui.collector.envs.messages import plain_messages
 from vftui.errors import UserError
@@ -187,13 +187,9 @@ class ServedEnvironment:
         sampling: dict[str, Any],
         max_concurrent: int,
     ) -> list[Rollout]:
-        limit = asyncio.Semaphore(max_concurrent)
-
-        async def one() -> Rollout:
-            async with limit:
-                return await self.rollout(item, client, model, sampling)
-
-        return list(await asyncio.gather(*(one() for _ in range(size))))
+        return await at_most(
+            max_concurrent, size, lambda: self.rollout(item, client, model, sampling)
+        )
 
     async def rollout(
         self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]

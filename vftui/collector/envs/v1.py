@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config, taskset_config_type
 
-from vftui.collector.envs.base import Rollout, numeric
+from vftui.collector.envs.base import Rollout, at_most, numeric
 from vftui.collector.envs.messages import plain_messages
 from vftui.collector.envs.v1_runner import (
     ChatCall,
@@ -193,13 +193,9 @@ class V1Environment:
         sampling: dict[str, Any],
         max_concurrent: int,
     ) -> list[Rollout]:
-        limit = asyncio.Semaphore(max_concurrent)
-
-        async def one() -> Rollout:
-            async with limit:
-                return await self.rollout(item, client, model, sampling)
-
-        return list(await asyncio.gather(*(one() for _ in range(size))))
+        return await at_most(
+            max_concurrent, size, lambda: self.rollout(item, client, model, sampling)
+        )
 
     async def rollout(
         self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
