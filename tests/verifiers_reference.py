@@ -17,7 +17,9 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-REGISTRY_DATE = "2026-11-25T00:00:00Z"
+from vftui.collector.envs.env_server import HARNESS_REGISTRY_DATE
+
+REGISTRY_DATE = HARNESS_REGISTRY_DATE  # the date --env-server holds verifiers' harness to, as here
 BIN = Path(sys.executable).parent
 
 

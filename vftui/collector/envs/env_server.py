@@ -44,6 +44,9 @@ START_WAIT_S = 120.0  # a spawned pool's broker imports verifiers before it list
 ANSWER_WAIT_S = 20.0  # a server at an address answers health at once, or it is not there
 STOP_GRACE_S = 30.0  # the broker stops its workers (10 s each at most) on SIGTERM
 SETUP_ALLOWANCE_S = 120.0  # a rollout's harness start and scoring, beside its model calls
+HARNESS_REGISTRY_DATE = (
+    "2026-11-25T00:00:00Z"  # verifiers' harness dependencies as vftui was tested with
+)
 FRAME = re.compile(r'^  File ".*", line \d+, in (\w+)$', re.MULTILINE)  # a traceback's frame
 
 
@@ -392,9 +395,25 @@ def serve_apart(log: str, shim: str | None, **serve_kwargs: Any) -> None:
     os.close(fd)
     if shim is not None:
         sys.path.insert(0, shim)
+    _harness_resolved_as_tested()
     from verifiers.v1.serve import serve_env
 
     serve_env(log_setup=_log_to_stderr, **serve_kwargs)
+
+
+def _harness_resolved_as_tested() -> None:
+    """verifiers' harness is a script whose dependencies (openai, mcp, ...) uv resolves afresh, unpinned: the
+    registry's newest set made the plain chat harness exit 1 inside openai's client (2026-12), every rollout
+    a failure. Unless the user holds uv to a date of their own, it resolves as the registry was on
+    ``HARNESS_REGISTRY_DATE`` (what vftui was tested with), in a uv cache of that date's own: uv keys a
+    script's environment by its dependencies as written, so one resolved otherwise would be reused."""
+    if "UV_EXCLUDE_NEWER" in os.environ:
+        return
+    cache = Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
+    os.environ["UV_EXCLUDE_NEWER"] = HARNESS_REGISTRY_DATE
+    os.environ["UV_CACHE_DIR"] = str(
+        cache.with_name(f"{cache.name}-registry-{HARNESS_REGISTRY_DATE[:10]}")
+    )
 
 
 def _log_to_stderr() -> None:
