@@ -17,7 +17,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from vftui.collector.envs.env_server import HARNESS_REGISTRY_DATE
+from vftui.collector.envs.env_server import HARNESS_REGISTRY_DATE, harness_pins
 
 REGISTRY_DATE = HARNESS_REGISTRY_DATE  # the date --env-server holds verifiers' harness to, as here
 BIN = Path(sys.executable).parent
@@ -27,11 +27,9 @@ def pinned(env: dict[str, str]) -> dict[str, str]:
     """``env`` with uv held to the registry as it was on ``REGISTRY_DATE``, in a cache of that date's own (uv
     keeps a script's environment resolved on another day, broken or not, whatever the date says now), using
     this machine's Pythons (no interpreter downloads) and this environment's uv first on ``PATH``."""
-    cache = Path(env.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
     return {
         **env,
-        "UV_EXCLUDE_NEWER": REGISTRY_DATE,
-        "UV_CACHE_DIR": str(cache.with_name(f"{cache.name}-registry-{REGISTRY_DATE[:10]}")),
+        **harness_pins(env),
         "UV_PYTHON_DOWNLOADS": "never",
         "PATH": os.pathsep.join([str(BIN), env.get("PATH", os.environ["PATH"])]),
     }

@@ -553,7 +553,7 @@ def _view(args: argparse.Namespace) -> int:
             f"--order={args.order}",
             *(["--follow"] if args.follow else []),
         ]
-        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "view", path, *flags))
+        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "view", [path], flags))
     quiet_libraries()
     from vftui.commands.view import run_viewer
 
@@ -586,7 +586,7 @@ def _attach(args: argparse.Namespace) -> int:
     if args.run is not None and (there := fleet.remote_run(args.run)) is not None:
         host, run = there
         themed = [f"--theme={args.theme}"] if args.theme else []
-        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "attach", run, *themed))
+        return _through_ssh(fleet.screen_command(host, args.remote_vftui, "attach", [run], themed))
     return run_attach(by_id(Path(args.run)) if args.run is not None else None, args.theme)
 
 
@@ -619,9 +619,7 @@ def _compare(args: argparse.Namespace) -> int:
     there = [fleet.remote_run(s) for s in args.sources]
     hosts = {t[0] for t in there if t is not None}
     screen = not (args.json or args.no_ui) and has_screen()
-    if (
-        screen and len(hosts) == 1 and None not in there
-    ):  # every source on one host: its screen here
+    if screen and len(hosts) == 1 and None not in there:  # all on one host: its screen, drawn here
         return _compared_there(args, hosts.pop(), [path for _, path in filter(None, there)])
     return run_compare(  # a table or JSON from another machine is read and checked here, as a source is
         load_sources(
@@ -646,7 +644,7 @@ def _compared_there(args: argparse.Namespace, host: str, paths: list[str]) -> in
         *([f"--fail-if-worse={args.fail_if_worse!r}"] if args.fail_if_worse is not None else []),
         *([f"--pass-threshold={args.pass_threshold!r}"] if args.pass_threshold is not None else []),
     ]
-    code = _through_ssh(fleet.compare_command(host, args.remote_vftui, flags, paths))
+    code = _through_ssh(fleet.screen_command(host, args.remote_vftui, "compare", paths, flags))
     if code == SSH_FAILED:
         raise UserError(f"{host}: ssh could not run vftui compare there (exit {SSH_FAILED})")
     if code == NOT_FOUND:

@@ -95,9 +95,8 @@ def note_unread(sources: list[Source]) -> None:
         path = one_line(str(source.path))
         for line in compared.unread(source):
             print(f"vftui: {path}: {one_line(line)}", file=sys.stderr)
-        for (
-            warning
-        ) in source.warnings:  # a remote source's are what the host said: shown, never obeyed
+        # a remote source's warnings are what its host said: shown, never obeyed
+        for warning in source.warnings:
             print(f"vftui: warning: {path}: {one_line(warning)}", file=sys.stderr)
 
 

@@ -29,7 +29,7 @@ from vftui.errors import UserError
 from vftui.run_files.listing import RunLine
 from vftui.run_files.results import Source
 from vftui.run_files.source_lines import SourceAnswer
-from vftui.text.json_lines import PipedLines
+from vftui.text.json_lines import PipedLines, shown
 from vftui.text.printable import printable
 
 SSH_COMMAND = "VFTUI_SSH"
@@ -59,9 +59,8 @@ class HostRuns:
     host: str
     runs: list[RunLine] = field(default_factory=list)
     problem: str = ""
-    notes: list[str] = field(
-        default_factory=list
-    )  # what its vftui noted (a walk's bounds), as it said
+    # what its vftui noted (a walk's bounds), as it said
+    notes: list[str] = field(default_factory=list)
 
 
 class Answer(PipedLines):
@@ -82,13 +81,11 @@ class Answer(PipedLines):
         try:
             value = bounds.load_json(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return self._leave_out(f"not JSON: {_shown(line.decode(errors='replace'))}")
+            return self._leave_out(f"not JSON: {shown(line)}")
         except ValueError as e:
             return self._leave_out(str(e))
         if not isinstance(value, dict):
-            return self._leave_out(
-                f"not a run (a JSON object): {_shown(line.decode(errors='replace'))}"
-            )
+            return self._leave_out(f"not a run (a JSON object): {shown(line)}")
         try:
             self.runs.append(RunLine.from_dict({**value, "host": self.host}))
         except ValueError as e:
@@ -153,17 +150,12 @@ def list_runs(names: list[str], remote: str, folder: str | None = None) -> list[
         return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
 
 
-def screen_command(host: str, remote: str, command: str, target: str, *flags: str) -> list[str]:
-    """``ssh -t`` to ``host``, there ``vftui COMMAND FLAGS -- TARGET`` (attach, view): its screen draws in
-    this terminal. ``--`` keeps a target that starts with ``-`` a target there, never an option."""
-    return [*ssh(), "-t", host, remote_command(remote, command, *flags, "--", target)]
-
-
-def compare_command(host: str, remote: str, flags: list[str], paths: list[str]) -> list[str]:
-    """``vftui compare FLAGS -- PATHS`` on ``host``, every source there, through ``ssh -t``: its screen draws
-    in this terminal."""
-    asked = remote_command(remote, "compare", *flags, "--", *paths)
-    return [*ssh(), "-t", host, asked]
+def screen_command(
+    host: str, remote: str, command: str, targets: list[str], flags: list[str]
+) -> list[str]:
+    """``ssh -t`` to ``host``, there ``vftui COMMAND FLAGS -- TARGETS`` (attach, view, compare): its screen
+    draws in this terminal. ``--`` keeps a target that starts with ``-`` a target there, never an option."""
+    return [*ssh(), "-t", host, remote_command(remote, command, *flags, "--", *targets)]
 
 
 def _words(text: str, what: str) -> list[str]:
@@ -173,10 +165,6 @@ def _words(text: str, what: str) -> list[str]:
         raise UserError(
             f"{what} is not a command a shell can read ({e}): {printable(text)}"
         ) from None
-
-
-def _shown(text: str) -> str:
-    return repr(text[:80])
 
 
 @dataclass(frozen=True)

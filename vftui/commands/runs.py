@@ -72,8 +72,7 @@ def _under(folder: str, as_json: bool) -> int:
             f"{printable(folder)}: {what}; vftui runs FOLDER lists the runs under a folder"
         )
     lines, notes = folder_runs.runs_under(root)
-    for note in [*notes, *(f"{r.out_path}: {r.problem}" for r in lines if r.problem)]:
-        say(f"vftui: note: {note}", sys.stderr)
+    _note(notes, lines)
     _print(lines, as_json, kinds=True, none=f"no runs found under {printable(folder)}")
     return 0
 
@@ -85,19 +84,20 @@ def _fleet(names: list[str], remote: str, as_json: bool, folder: str | None = No
     for answer in answers:
         if answer.problem:
             say(f"vftui: {answer.host}: {printable(answer.problem)}", sys.stderr)
-        for note in [
-            *answer.notes,
-            *(f"{r.out_path}: {r.problem}" for r in answer.runs if r.problem),
-        ]:
-            say(f"vftui: note: {answer.host}: {note}", sys.stderr)  # ``say``: shown, never obeyed
+        _note(answer.notes, answer.runs, f"{answer.host}: ")
     lines = sorted(
         (run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True
     )
     none = f"no runs found under {printable(folder)} there" if folder is not None else None
-    _print(
-        lines, as_json, hosted=True, kinds=folder is not None, **({"none": none} if none else {})
-    )
+    _print(lines, as_json, hosted=True, kinds=folder is not None, none=none)
     return 1 if any(answer.problem for answer in answers) else 0
+
+
+def _note(notes: list[str], lines: list[RunLine], where: str = "") -> None:
+    """On stderr, what a walk left out and each run its files could not describe (``say``: shown, never
+    obeyed, a host's included)."""
+    for note in [*notes, *(f"{r.out_path}: {r.problem}" for r in lines if r.problem)]:
+        say(f"vftui: note: {where}{note}", sys.stderr)
 
 
 def _print(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,7 +132,7 @@ def _is(entry: os.DirEntry[str], folder: bool) -> bool:
 
 def _regular(path: Path) -> bool:
     try:
-        return path.lstat().st_mode & 0o170000 == 0o100000
+        return stat.S_ISREG(path.lstat().st_mode)
     except OSError:
         return False
 

@@ -18,7 +18,7 @@ from typing import Any
 from vftui import bounds
 from vftui.errors import UserError
 from vftui.run_files.results import Item, Setup, Source
-from vftui.text.json_lines import PipedLines, finite_json
+from vftui.text.json_lines import PipedLines, finite_json, shown
 
 FORM = 1  # of these lines: a vftui that writes another is refused, never misread
 MAX_TEXT = (
@@ -91,7 +91,7 @@ class SourceAnswer(PipedLines):
             else:
                 item = _item(value.get("item"))
                 if item.key in self.source.items:
-                    raise ValueError(f"item {_shown(item.key)} a second time")
+                    raise ValueError(f"item {shown(item.key)} a second time")
                 self.source.items[item.key] = item
         except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
             self._leave_out(_said(e, line))
@@ -99,12 +99,8 @@ class SourceAnswer(PipedLines):
 
 def _said(error: Exception, line: bytes) -> str:
     if isinstance(error, json.JSONDecodeError | UnicodeDecodeError):
-        return f"not JSON: {_shown(line.decode(errors='replace'))}"
+        return f"not JSON: {shown(line)}"
     return str(error)
-
-
-def _shown(text: str) -> str:
-    return repr(text[:80])
 
 
 def _source(head: Any, path: Path) -> Source:
@@ -165,7 +161,7 @@ def _item(body: Any) -> Item:
     counts = (len(item.truncated), len(item.completion_chars), len(item.rollouts), len(item.tokens))
     if not rollouts or any(n != rollouts for n in counts):
         raise ValueError(
-            f"item {_shown(item.key)} has no reward, or not one of each figure a rollout"
+            f"item {shown(item.key)} has no reward, or not one of each figure a rollout"
         )
     return item
 

@@ -53,6 +53,11 @@ class PipedLines:
         raise NotImplementedError
 
 
+def shown(text: str | bytes) -> str:
+    """The start of a line, or a value from one, quoted, for a sentence on what it is not."""
+    return repr((text.decode(errors="replace") if isinstance(text, bytes) else text)[:80])
+
+
 def to_json_line(event: Event) -> str:
     """The event as one line of strict JSON; a NaN or infinite figure becomes null."""
     body = to_json_dict(event)

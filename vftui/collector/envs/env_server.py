@@ -24,15 +24,14 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
-from vftui.collector.envs.base import Rollout, at_most, numeric
+from vftui.collector.envs.base import Rollout, at_most
 from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
-from vftui.collector.envs.messages import plain_messages
 from vftui.errors import UserError
 
 if TYPE_CHECKING:
@@ -200,7 +199,8 @@ class ServedEnvironment:
         """One request to the server (``client``, the mode's, is not used: the server calls the endpoint); a
         cancelled one (a second stop) is cancelled on the server too, by verifiers' client."""
         from verifiers.v1.clients import EvalClientConfig
-        from verifiers.v1.types import SamplingConfig
+
+        from vftui.collector.envs.v1 import verifiers_sampling
 
         if self._client is None:
             self._client = self._client_type(self.address)
@@ -209,10 +209,7 @@ class ServedEnvironment:
                 base_url=self.endpoint.base_url, api_key_var=self.endpoint.api_key_var
             ),
             model,
-            SamplingConfig(
-                temperature=sampling["temperature"],
-                max_tokens=sampling.get("max_tokens", sampling.get("max_completion_tokens")),
-            ),
+            verifiers_sampling(sampling),
             item["task"].data.model_dump(mode="json"),
         )
         try:
@@ -239,9 +236,7 @@ def rollout_of(episode: Any, reward_functions: list[str]) -> Rollout:
     """A ``WireEpisode`` as the modes consume a rollout: an error before scoring fails the rollout (retried
     with its group), one while scoring is its reward function's failure (the group is dropped), as
     in-process."""
-    from verifiers.v1.dialects.chat import message_to_wire
-
-    from vftui.collector.envs.v1 import STAGES
+    from vftui.collector.envs.v1 import STAGES, trace_rollout
 
     if len(episode.traces) != 1:
         if not episode.traces and episode.errors:
@@ -257,29 +252,18 @@ def rollout_of(episode: Any, reward_functions: list[str]) -> Rollout:
         reward_failure = (_raised_in(errors[-1], reward_functions), _said(errors[-1]))
     elif errors:
         error = _said(errors[-1])
-    return Rollout(
-        messages=plain_messages([message_to_wire(m) for m in trace.messages]),
-        reward=0.0 if errors else trace.reward,
-        metrics={
-            **{name: r.score for name, r in trace.rewards.items() if r is not None},
-            **numeric(trace.metrics),
-        },
-        turns=trace.num_turns,
-        finish_reasons=[call.finish_reason for call in trace.calls],
-        tools=[
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description or "",
-                    "parameters": tool.parameters,
-                },
-            }
-            for tool in trace.tools
-        ],
-        error=error,
-        reward_failure=reward_failure,
-    )
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description or "",
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in trace.tools
+    ]
+    return trace_rollout(trace, tools, error, reward_failure)
 
 
 def _raised_in(error: Any, reward_functions: list[str]) -> str:
@@ -407,13 +391,17 @@ def _harness_resolved_as_tested() -> None:
     a failure. Unless the user holds uv to a date of their own, it resolves as the registry was on
     ``HARNESS_REGISTRY_DATE`` (what vftui was tested with), in a uv cache of that date's own: uv keys a
     script's environment by its dependencies as written, so one resolved otherwise would be reused."""
-    if "UV_EXCLUDE_NEWER" in os.environ:
-        return
-    cache = Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
-    os.environ["UV_EXCLUDE_NEWER"] = HARNESS_REGISTRY_DATE
-    os.environ["UV_CACHE_DIR"] = str(
-        cache.with_name(f"{cache.name}-registry-{HARNESS_REGISTRY_DATE[:10]}")
-    )
+    if "UV_EXCLUDE_NEWER" not in os.environ:
+        os.environ.update(harness_pins(os.environ))
+
+
+def harness_pins(env: Mapping[str, str]) -> dict[str, str]:
+    """uv's settings that hold a resolution to ``HARNESS_REGISTRY_DATE``, in a cache beside ``env``'s own."""
+    cache = Path(env.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
+    return {
+        "UV_EXCLUDE_NEWER": HARNESS_REGISTRY_DATE,
+        "UV_CACHE_DIR": str(cache.with_name(f"{cache.name}-registry-{HARNESS_REGISTRY_DATE[:10]}")),
+    }
 
 
 def _log_to_stderr() -> None:

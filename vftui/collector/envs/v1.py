@@ -206,7 +206,7 @@ class V1Environment:
                 item["task"],
                 model=model,
                 chat=_chat(client),
-                sampling=_sampling(sampling),
+                sampling=verifiers_sampling(sampling),
                 shared_tools=await self._shared(),
             )
         except Exception as e:  # noqa: BLE001 - the Env failed before any agent ran: a failed rollout
@@ -255,15 +255,13 @@ def _chat(client: Any) -> ChatCall:
     return chat
 
 
-def _sampling(sampling: dict[str, Any]) -> Any:
+def verifiers_sampling(sampling: dict[str, Any]) -> Any:
     """The mode's sampling arguments as verifiers' ``Sampling`` (its max_tokens is sent for either name)."""
     max_tokens = sampling.get("max_tokens", sampling.get("max_completion_tokens"))
     return vf.Sampling(temperature=sampling["temperature"], max_tokens=max_tokens)
 
 
 def _rollout(outcome: Outcome) -> Rollout:
-    trace = outcome.trace
-    scores = {name: reward.score for name, reward in trace.rewards.items() if reward is not None}
     error = reward_failure = None
     if outcome.failed_at == "scoring":
         reward_failure = (outcome.failing_hook or "scoring", outcome.error)
@@ -273,14 +271,27 @@ def _rollout(outcome: Outcome) -> Rollout:
             if outcome.failed_at == "model"
             else f"{STAGES[outcome.failed_at]}: {outcome.error}"
         )
-    reward = trace.reward if not outcome.failed_at else 0.0
+    return trace_rollout(outcome.trace, outcome.tools, error, reward_failure)
+
+
+def trace_rollout(
+    trace: Any,
+    tools: list[dict[str, Any]],
+    error: str | None = None,
+    reward_failure: tuple[str, str] | None = None,
+) -> Rollout:
+    """A v1 trace as the modes consume a rollout, run here or by an env server; a failed one scores 0."""
+    failed = error is not None or reward_failure is not None
     return Rollout(
         messages=plain_messages([message_to_wire(m) for m in trace.messages]),
-        reward=reward,  # the collector refuses one that is not a score
-        metrics={**scores, **numeric(trace.metrics)},
+        reward=0.0 if failed else trace.reward,  # the collector refuses one that is not a score
+        metrics={
+            **{name: r.score for name, r in trace.rewards.items() if r is not None},
+            **numeric(trace.metrics),
+        },
         turns=trace.num_turns,
         finish_reasons=[call.finish_reason for call in trace.calls],
-        tools=outcome.tools,
+        tools=tools,
         error=error,
         reward_failure=reward_failure,
     )
