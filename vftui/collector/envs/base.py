@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import numbers
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -127,14 +127,28 @@ class Environment(Protocol):
         ...
 
 
-async def at_most(
-    max_concurrent: int, size: int, one: Callable[[], Awaitable[Rollout]]
-) -> list[Rollout]:
-    """``size`` of ``one()`` at once, ``max_concurrent`` in flight: a group's rollouts, however they run."""
-    limit = asyncio.Semaphore(max_concurrent)
+class IndependentRollouts:
+    """``group`` for an environment whose rollouts of an item are independent: ``size`` of its ``rollout``
+    at once, ``max_concurrent`` in flight (v1 tasksets, run here or by an env server)."""
 
-    async def limited() -> Rollout:
-        async with limit:
-            return await one()
+    async def rollout(
+        self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
+    ) -> Rollout:
+        raise NotImplementedError
 
-    return list(await asyncio.gather(*(limited() for _ in range(size))))
+    async def group(
+        self,
+        item: dict[str, Any],
+        size: int,
+        client: Any,
+        model: str,
+        sampling: dict[str, Any],
+        max_concurrent: int,
+    ) -> list[Rollout]:
+        limit = asyncio.Semaphore(max_concurrent)
+
+        async def one() -> Rollout:
+            async with limit:
+                return await self.rollout(item, client, model, sampling)
+
+        return list(await asyncio.gather(*(one() for _ in range(size))))

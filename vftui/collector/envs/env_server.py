@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
-from vftui.collector.envs.base import Rollout, at_most
+from vftui.collector.envs.base import IndependentRollouts, Rollout
 from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
 from vftui.errors import UserError
 
@@ -149,7 +149,7 @@ def _server_config(environment: V1Environment, env_args: dict[str, Any], serve: 
 # -- the rollouts ---------------------------------------------------------------------------
 
 
-class ServedEnvironment:
+class ServedEnvironment(IndependentRollouts):
     """The local taskset's items, names and weights; its rollouts from the env server at ``address``."""
 
     def __init__(
@@ -179,19 +179,6 @@ class ServedEnvironment:
 
     def use_eval_split(self) -> str | None:
         return self.local.use_eval_split()
-
-    async def group(
-        self,
-        item: dict[str, Any],
-        size: int,
-        client: Any,
-        model: str,
-        sampling: dict[str, Any],
-        max_concurrent: int,
-    ) -> list[Rollout]:
-        return await at_most(
-            max_concurrent, size, lambda: self.rollout(item, client, model, sampling)
-        )
 
     async def rollout(
         self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.utils.loaders import load_environment, resolve_env_config, taskset_config_type
 
-from vftui.collector.envs.base import Rollout, at_most, numeric
+from vftui.collector.envs.base import IndependentRollouts, Rollout, numeric
 from vftui.collector.envs.messages import plain_messages
 from vftui.collector.envs.v1_runner import (
     ChatCall,
@@ -97,7 +97,7 @@ def env_config(taskset_id: str, env_args: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
-class V1Environment:
+class V1Environment(IndependentRollouts):
     def __init__(self, env_id: str, env: Any) -> None:
         self.env_id = env_id
         self.env = env
@@ -183,19 +183,6 @@ class V1Environment:
         return self._recent[index]
 
     # -- rollouts -------------------------------------------------------------------------
-
-    async def group(
-        self,
-        item: dict[str, Any],
-        size: int,
-        client: Any,
-        model: str,
-        sampling: dict[str, Any],
-        max_concurrent: int,
-    ) -> list[Rollout]:
-        return await at_most(
-            max_concurrent, size, lambda: self.rollout(item, client, model, sampling)
-        )
 
     async def rollout(
         self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
