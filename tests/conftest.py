@@ -8,6 +8,8 @@ import contextlib
 import gc
 import importlib.util
 import json
+import multiprocessing
+import multiprocessing.context
 import os
 import shlex
 import shutil
@@ -24,12 +26,14 @@ from typing import Any
 import httpx
 import pytest
 
+from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
-from vftui.events import RequestStats
+from vftui.events import Event, RequestStats
+from vftui.live.process import CollectorProcess
 from vftui.sim.server import BackgroundServer, BackgroundSimServer
 from vftui.sim.trainer import run_trainer
 
-from .forked_cli import ForkedProcess, ForkServer, forkable
+from .forked_cli import COLLECTOR_PRELOAD, ForkedProcess, ForkServer, forkable
 
 # A suite started in the background (``pytest &`` from a script) has SIGINT ignored, and each vftui it starts
 # would keep it so (as vftui keeps a nohup'd run's): the tests stand for runs started from a terminal. (A
@@ -85,6 +89,9 @@ def own_user_folders(tmp_path_factory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
             patch.setenv(name, str(root / name.lower()))
+        _worker_environment.update(
+            _environment()
+        )  # what collector_process's forkserver starts with
         yield root
 
 
@@ -191,6 +198,32 @@ def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen |
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+_collectors: multiprocessing.context.BaseContext | None = None
+_worker_environment: dict[str, str] = {}
+
+
+def _environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+
+def collector_process(
+    config: Any, emit: Callable[[Event], None], spawned: bool = False
+) -> CollectorProcess:
+    """A dashboard's collector process (unstarted), as the dashboard makes it but for how its interpreter starts:
+    forked from this worker's forkserver, which imported the collector once, where a dashboard spawns a fresh
+    one (4 CPU-s of imports a test). Spawned as the dashboard's is where the test changed the worker's
+    environment: the forkserver's children have the environment it started with. Tests of the process's own
+    start and death (tests/test_collector_process.py, tmux) start it as the dashboard does, and so does
+    ``spawned``: a test that needs the start to take a fresh interpreter's time."""
+    global _collectors
+    if spawned or _environment() != _worker_environment:
+        return CollectorProcess(config, emit, target=child_main)
+    if _collectors is None:
+        _collectors = multiprocessing.get_context("forkserver")
+        _collectors.set_forkserver_preload(list(COLLECTOR_PRELOAD))
+    return CollectorProcess(config, emit, target=child_main, context=_collectors)
 
 
 def wait_until(

@@ -34,10 +34,9 @@ from typing import IO, Any
 
 # what `vftui run` on the built-in environments imports, in the order the CLI imports it (vftui's own
 # quiet settings before the libraries they quiet); the classic built-ins only where verifiers has them
-PRELOAD = (
-    "vftui.cli",
+COLLECTOR_PRELOAD = (
     "vftui.collector.quiet",
-    "vftui.commands.headless",
+    "vftui.collector.child",
     "vftui.collector.run",
     "vftui.collector.eval.collection",  # each mode's own, imported when a run takes that mode
     "vftui.collector.rl.collection",
@@ -48,10 +47,17 @@ PRELOAD = (
     "vftui.sim.envs.alphabet_sort",
     "vftui.sim.envs.alphabet_tools",
 )
+"""What a collector imports to run on the built-in environments (the dashboard's child; tests/conftest.py
+forks those children from a server that imported it once)."""
 PRELOAD_WHERE_INSTALLED = (
     "vftui.sim.envs.alphabet_sort_classic",
     "vftui.sim.envs.alphabet_tools_classic",
 )
+PRELOAD = (
+    "vftui.cli",
+    "vftui.commands.headless",
+    *COLLECTOR_PRELOAD,
+)  # quiet's import sets nothing
 # the environment a forked command may differ in from the server's: read by vftui and the libraries when
 # called, not when imported (anything else gets a subprocess of its own)
 FORKABLE_ENV = ("VFTUI_", "WANDB_", "OPENAI_", "XDG_")

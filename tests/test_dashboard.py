@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import read_jsonl, screen_lines, sim_admin, until
-from vftui.collector.child import child_main
+from tests.conftest import collector_process, read_jsonl, screen_lines, sim_admin, until
 from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.live.process import CollectorProcess
@@ -24,7 +23,7 @@ def make_app(slow_sim, tmp_path):
     (its app's worker waits on it, and the test's event loop would wait on the worker)."""
     runs: list[CollectorProcess] = []
 
-    def make(**overrides) -> VftuiApp:
+    def make(spawned: bool = False, **overrides) -> VftuiApp:
         settings = {
             "base_url": slow_sim.base_url,
             "group_size": 4,
@@ -34,7 +33,7 @@ def make_app(slow_sim, tmp_path):
         }
         config = RunConfig(**{k: v for k, v in settings.items() if v is not None})
         inbox = Inbox()
-        run = CollectorProcess(config, inbox.put, target=child_main).start()
+        run = collector_process(config, inbox.put, spawned).start()
         runs.append(run)
         return VftuiApp(StartedRun(inbox, run), window=config.window)
 

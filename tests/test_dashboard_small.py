@@ -19,7 +19,9 @@ from vftui.ui.widgets.status_bar import render_status
 
 
 async def test_a_pause_while_the_run_starts_is_shown_at_once(make_app):  # noqa: F811
-    app = make_app()
+    app = make_app(
+        spawned=True
+    )  # a fresh interpreter's imports: the run is still starting at the key
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.model.state is RunState.STARTING
         await pilot.press("space")

@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import start_cli, until, wait_until
+from tests.conftest import collector_process, start_cli, until, wait_until
 from tests.test_collector_process import _toasts
-from vftui.collector.child import child_main
 from vftui.collector.controls import Controls
 from vftui.collector.gate import GroupGate
 from vftui.collector.run import prepare
@@ -19,7 +18,6 @@ from vftui.config import RunConfig
 from vftui.errors import RunEnded
 from vftui.events import RunState, RunStatus
 from vftui.live.client import AttachedRun, control
-from vftui.live.process import CollectorProcess
 from vftui.run_controls import RunControls
 from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
@@ -93,10 +91,8 @@ async def test_the_controls_of_a_finished_run_refuse_to_steer_it(sim, tmp_path):
 
 def test_a_finished_run_refuses_its_dashboards_pipe_and_its_socket_alike(sim, tmp_path):
     out = tmp_path / "g.jsonl"
-    run = CollectorProcess(
-        RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=out),
-        Inbox().put,
-        target=child_main,
+    run = collector_process(
+        RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=out), Inbox().put
     ).start()
     try:
         assert run.wait_summary().state is RunState.FINISHED
@@ -116,7 +112,7 @@ def test_a_finished_run_refuses_its_dashboards_pipe_and_its_socket_alike(sim, tm
 async def test_keys_on_a_finished_run_say_why_they_do_nothing_and_q_quits_at_once(sim, tmp_path):
     config = RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl")
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     app = VftuiApp(StartedRun(inbox, run), window=config.window)
     try:
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
@@ -139,7 +135,7 @@ async def test_keys_on_a_finished_run_say_why_they_do_nothing_and_q_quits_at_onc
 async def test_t_on_a_finished_run_says_why_and_opens_no_prompt(sim, tmp_path):
     config = RunConfig(base_url=sim.base_url, group_size=2, steps=2, out=tmp_path / "g.jsonl")
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     app = VftuiApp(StartedRun(inbox, run), window=config.window)
     try:
         async with app.run_test(size=(100, 30), notifications=True) as pilot:

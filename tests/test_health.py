@@ -13,6 +13,7 @@ from rich.console import Console
 
 from tests.conftest import (
     Trainer,
+    collector_process,
     json_events,
     run_cli,
     serve_app,
@@ -21,7 +22,6 @@ from tests.conftest import (
     until,
     wait_for_lines,
 )
-from vftui.collector.child import child_main
 from vftui.collector.health import HealthMonitor
 from vftui.collector.rl.server_watch import ServerWatch, parse_metrics
 from vftui.config import RunConfig
@@ -36,7 +36,6 @@ from vftui.events import (
 )
 from vftui.figures.signals import SIGNALS, parse_gates
 from vftui.group_format import MASKED
-from vftui.live.process import CollectorProcess
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
@@ -415,7 +414,7 @@ async def test_the_dashboard_counts_active_alerts_and_the_health_screen_says_why
         base_url=slow_sim.base_url, group_size=2, steps=2000, max_tokens=6, out=tmp_path / "g.jsonl"
     )
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     try:
         app = VftuiApp(StartedRun(inbox, run))
         async with app.run_test(size=(120, 40)) as pilot:
@@ -514,7 +513,7 @@ async def test_a_full_inference_server_raises_the_backlog_alert_in_the_dashboard
         out=tmp_path / "g.jsonl",
     )
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     try:
         app = VftuiApp(StartedRun(inbox, run))
         async with app.run_test(size=(120, 40)) as pilot:

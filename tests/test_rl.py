@@ -17,6 +17,7 @@ from transformers import AutoTokenizer
 
 from tests.conftest import (
     Trainer,
+    collector_process,
     free_port,
     json_events,
     read_jsonl,
@@ -29,11 +30,9 @@ from tests.conftest import (
     wait_until,
 )
 from tests.wandb_log import history
-from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
 from vftui.events import FileProgress, RunState
-from vftui.live.process import CollectorProcess
 from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
@@ -221,7 +220,7 @@ async def test_dashboard_shows_the_trajectory_api_in_rl_mode(sim, api, tmp_path)
         out=tmp_path / "groups.jsonl",
     )
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main)
+    run = collector_process(config, inbox.put)
     run.start()
     app = VftuiApp(StartedRun(inbox, run))
     try:
@@ -411,7 +410,7 @@ async def test_dashboard_draws_the_eval_curve_over_trainer_steps(tmp_path):
         out=tmp_path / "groups.jsonl",
     )
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     app = VftuiApp(StartedRun(inbox, run))
     try:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -19,15 +19,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Trainer, read_jsonl, run_cli, sim_admin, unavailable, until
+from tests.conftest import (
+    Trainer,
+    collector_process,
+    read_jsonl,
+    run_cli,
+    sim_admin,
+    unavailable,
+    until,
+)
 from tests.test_health import text_of
 from vftui.bounds import LARGE
-from vftui.collector.child import child_main
 from vftui.collector.rl import slurm
 from vftui.config import RunConfig, load_config
 from vftui.errors import UserError
 from vftui.events import RunState
-from vftui.live.process import CollectorProcess
 from vftui.sim.server import BackgroundSimServer
 from vftui.text.printable import printable
 from vftui.ui.app import VftuiApp
@@ -393,7 +399,7 @@ async def test_the_dashboard_lists_the_servers_with_their_nodes(
         out=tmp_path / "groups.jsonl",
     )
     inbox = Inbox()
-    run = CollectorProcess(config, inbox.put, target=child_main).start()
+    run = collector_process(config, inbox.put).start()
     try:
         app = VftuiApp(StartedRun(inbox, run))
         async with app.run_test(size=(120, 40)) as pilot:

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
 from typing import Any
 
 from vftui.errors import EXIT_INTERRUPTED
@@ -75,9 +76,17 @@ class CollectorProcess:
     ``close`` hangs up and reaps the child.
     """
 
-    def __init__(self, config: Any, emit: Callable[[Event], None], target: ChildMain) -> None:
-        """``target`` is what the child runs (``collector.child.child_main``; a bench passes a stand-in)."""
-        context = multiprocessing.get_context("spawn")
+    def __init__(
+        self,
+        config: Any,
+        emit: Callable[[Event], None],
+        target: ChildMain,
+        context: BaseContext | None = None,
+    ) -> None:
+        """``target`` is what the child runs (``collector.child.child_main``; a bench passes a stand-in);
+        ``context`` how it starts: spawned by default, a fresh interpreter (the dashboard's threads make a
+        fork unsafe); the tests' workers pass a forkserver that imported the collector once."""
+        context = context or multiprocessing.get_context("spawn")
         self._events, child_events = context.Pipe(duplex=False)
         self._commands, child_commands = context.Pipe()
         self._child_ends = (child_events, child_commands)
