@@ -199,7 +199,9 @@ def test_a_classic_environment_on_verifiers_04_says_what_runs_it(tmp_path):
 # -- runs ------------------------------------------------------------------------------------
 
 
-def probe_run(tmp_path, sim, args: dict, *extra: str, steps: int = 3):
+def probe_run(tmp_path, sim, args: dict, *extra: str, steps: int = 3, **env: str):
+    """The probe taskset run to its end; forked from the worker's imports unless ``env`` changes what they read
+    (HOME: where verifiers keeps its runtimes)."""
     return run_cli(
         [
             "run",
@@ -223,7 +225,7 @@ def probe_run(tmp_path, sim, args: dict, *extra: str, steps: int = 3):
         ],
         tmp_path,
         PYTHONPATH=os.environ["PYTHONPATH"],
-        HOME=str(tmp_path / "home"),
+        **env,
     )
 
 
@@ -234,7 +236,6 @@ def test_an_endless_taskset_runs_and_resumes_where_it_stopped(tmp_path, probe, s
         ["run", "--no-ui", "--resume", str(tmp_path / "groups.jsonl"), "--steps", "6"],
         tmp_path,
         PYTHONPATH=os.environ["PYTHONPATH"],
-        HOME=str(tmp_path / "home"),
     )
     assert resumed.returncode == 0, resumed.stderr
     groups = read_jsonl(tmp_path / "groups.jsonl")
@@ -266,7 +267,7 @@ def test_a_task_whose_setup_fails_is_a_failure_with_its_reason_not_a_zero(tmp_pa
 def test_a_task_that_needs_a_runtime_gets_a_local_one_and_leaves_nothing_behind(
     tmp_path, probe, sim
 ):
-    result = probe_run(tmp_path, sim, {"fail": "runtime"})
+    result = probe_run(tmp_path, sim, {"fail": "runtime"}, HOME=str(tmp_path / "home"))
     assert result.returncode == 0, result.stderr
     assert len(read_jsonl(tmp_path / "groups.jsonl")) == 3
     runtimes = tmp_path / "home" / ".cache" / "verifiers" / "runtimes" / "subprocess"
