@@ -30,6 +30,9 @@ from vftui.sim.server import BackgroundSimServer
 SHIM = "vftui_shim_sort"
 # pools are heavy: these tests run one after another, on a worker of their own beside the serial ones
 ONE_POOL_AT_A_TIME = pytest.mark.xdist_group("env-servers")
+# a run's failures need no pool: with one worker verifiers serves in the process it spawned (each worker is
+# a fresh interpreter importing verifiers); the pool's own tests keep the default two
+ONE_WORKER = ("--env-workers", "1")
 SERVER = textwrap.dedent("""
     import sys
 
@@ -39,7 +42,7 @@ SERVER = textwrap.dedent("""
     if __name__ == "__main__":  # its workers import this file again
         config = resolve_env_config({"taskset": {"id": "vftui_shim_sort"},
             "agent": {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}})
-        serve_env(config=config, address=sys.argv[1], max_workers=2, elastic=False)
+        serve_env(config=config, address=sys.argv[1], max_workers=1, elastic=False)
 """)
 
 
@@ -215,7 +218,7 @@ def test_a_failure_on_the_server_is_reported_as_in_process(tmp_path, fail, said)
         tmp_path,
         env,
         *("--env", "v1_probe", "--env-args", json.dumps({"fail": fail}), "--steps", "2"),
-        *("--group-size", "2", "--retries", "1", "--env-server", "spawn"),
+        *("--group-size", "2", "--retries", "1", "--env-server", "spawn", *ONE_WORKER),
         *("--out", str(tmp_path / "groups.jsonl")),
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
