@@ -123,7 +123,8 @@ def per_example(path: Path) -> dict[int, list]:
 @pytest.mark.needs("uv")
 def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path):
     """In a user's environment: uv not held to a date by the test, but by vftui itself (verifiers' harness,
-    resolved from the registry's newest, exited 1 in every rollout)."""
+    resolved from the registry's newest, exited 1 in every rollout). The run's temperature reaches the endpoint
+    through the pool's workers. Each run has an endpoint of its own, answering alike."""
     mark = uuid.uuid4().hex
     env = {
         name: value
@@ -131,9 +132,27 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
         if name not in ("UV_EXCLUDE_NEWER", "UV_CACHE_DIR")
     }
     common = ["--env", SHIM, "--steps", "2", "--group-size", "2", "--seed", "0"]
+    common += ["--temperature", "0.3"]
     for out, extra in (("local", []), ("served", ["--env-server", "spawn"])):
-        done = ran(tmp_path, env, *common, *extra, "--out", str(tmp_path / f"{out}.jsonl"))
+        sim = BackgroundSimServer(seed=0).start()
+        try:
+            done = ran(
+                tmp_path,
+                env,
+                *(
+                    *common,
+                    *extra,
+                    "--base-url",
+                    sim.base_url,
+                    "--out",
+                    str(tmp_path / f"{out}.jsonl"),
+                ),
+            )
+            temperatures = {r["temperature"] for r in sim_admin(sim, "/sim/requests")["requests"]}
+        finally:
+            sim.stop()
         assert done.returncode == 0, done.stderr[-3000:]
+        assert temperatures == {0.3}, out
     none_left(mark)
     served, local = per_example(tmp_path / "served.jsonl"), per_example(tmp_path / "local.jsonl")
     assert served == local and len(served) == 2
@@ -146,7 +165,7 @@ def test_a_spawned_pool_writes_the_groups_the_in_process_runner_writes(tmp_path)
 @ONE_POOL_AT_A_TIME
 @pytest.mark.needs("uv")
 def test_an_address_reaches_a_server_started_elsewhere(tmp_path):
-    """The run's temperature reaches the endpoint through the server's workers; a rollout the server fails (the
+    """The run's temperature reaches the endpoint through the server's worker; a rollout the server fails (the
     endpoint answers 500) is a failed rollout, retried, then the run's failure, as in-process."""
     mark = uuid.uuid4().hex
     env = env_for(tmp_path, mark)
