@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
+from filelock import FileLock
 
 from vftui.collector.child import child_main
 from vftui.collector.rl.api_process import ApiProcess
@@ -442,11 +443,23 @@ def tmux_session(command: str, width: int = 100, height: int = 30) -> Iterator[s
 
 
 @pytest.fixture(scope="session")
-def paired_evals(tmp_path_factory) -> dict[str, Path]:
+def paired_evals(tmp_path_factory, worker_id) -> dict[str, Path]:
     """Shard 0 of 24 examples at temperature 0 (always right) and at 2 (often wrong): the same 12 items;
-    and shard 1 at 2: none of them. Made once a worker, for compare's and report's tests (read only)."""
-    folder = tmp_path_factory.mktemp("evals")
-    made = {}
+    and shard 1 at 2: none of them. Made once a suite, by the first worker that asks, for compare's and
+    report's tests (read only)."""
+    if worker_id == "master":
+        return _paired_evals(tmp_path_factory.mktemp("evals"))
+    shared = tmp_path_factory.getbasetemp().parent  # this run's, above each worker's own
+    with FileLock(shared / "evals.lock"):
+        return _paired_evals(shared / "evals")
+
+
+def _paired_evals(folder: Path) -> dict[str, Path]:
+    """The three evals in ``folder``, made unless a worker made them already."""
+    made = {name: folder / f"{name}.jsonl" for name in ("cold", "hot", "other")}
+    if (folder / "made").exists():
+        return made
+    folder.mkdir(exist_ok=True)
     for name, temperature, shard in (
         ("cold", "0", "0/2"),
         ("hot", "2", "0/2"),
@@ -473,5 +486,5 @@ def paired_evals(tmp_path_factory) -> dict[str, Path]:
             folder,
         )
         assert result.returncode == 0, result.stderr
-        made[name] = out
+    (folder / "made").touch()
     return made

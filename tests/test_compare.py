@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from vftui.commands.compare import load_all
 from vftui.figures.comparison import measure, widest_pair
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import viewable
-from vftui.sim.server import TOKENIZER_DIR
+from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.compare_app import CompareApp
 from vftui.ui.inbox import Inbox
@@ -69,8 +70,22 @@ def vf_eval(tmp_path: Path, base_url: str) -> Path:
     return found.parent
 
 
-@pytest.fixture
-def both(sim, tmp_path) -> tuple[Path, Path]:
+@pytest.fixture(scope="module")
+def both(tmp_path_factory) -> Iterator[tuple[Path, Path]]:
+    """vftui's eval and vf-eval's of the same environment on one simulated endpoint, made once for the tests
+    that read them (``SHARED``: on one worker)."""
+    tmp_path = tmp_path_factory.mktemp("both")
+    sim = BackgroundSimServer(seed=0).start()
+    try:
+        yield _evals_by_both(tmp_path, sim.base_url)
+    finally:
+        sim.stop()
+
+
+SHARED = pytest.mark.xdist_group("compare-both")
+
+
+def _evals_by_both(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
     result = run_cli(
         [
             "run",
@@ -80,7 +95,7 @@ def both(sim, tmp_path) -> tuple[Path, Path]:
             "--env",
             ENV,
             "--base-url",
-            sim.base_url,
+            base_url,
             "--num-examples",
             "10",
             "--rollouts-per-example",
@@ -91,9 +106,10 @@ def both(sim, tmp_path) -> tuple[Path, Path]:
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    return tmp_path / "ours.eval", vf_eval(tmp_path, sim.base_url)
+    return tmp_path / "ours.eval", vf_eval(tmp_path, base_url)
 
 
+@SHARED
 def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(both, tmp_path):
     ours, theirs = both
     result = run_cli(["compare", str(ours), str(theirs), "--json"], tmp_path)
@@ -122,10 +138,11 @@ def test_compare_pairs_vftuis_eval_with_vf_evals_and_agrees_with_its_figures(bot
     )
 
 
+@SHARED
 def test_fail_if_worse_exits_3_and_other_environments_are_refused(both, tmp_path):
     ours, _ = both
     worse = tmp_path / "worse.jsonl"
-    groups = read_jsonl(tmp_path / "ours.jsonl")
+    groups = read_jsonl(ours.parent / "ours.jsonl")
     worse.write_text(
         "".join(json.dumps({**g, "scores": [0.0] * len(g["scores"])}) + "\n" for g in groups)
     )
@@ -153,6 +170,7 @@ def test_fail_if_worse_exits_3_and_other_environments_are_refused(both, tmp_path
         ), result.stderr
 
 
+@SHARED
 async def test_view_opens_vf_evals_folder_with_its_figures(both, tmp_path, monkeypatch):
     _, theirs = both
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -204,6 +222,7 @@ def test_eval_json_events_carry_the_report_live(sim, tmp_path):
     assert kinds.index("EvalReport") < kinds.index("RunSummary")
 
 
+@SHARED
 async def test_the_compare_view_lists_items_worst_first_and_shows_both_sides_rollouts(
     both, tmp_path
 ):

@@ -395,6 +395,7 @@ def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wan
     assert [row["eval/pass@1"] for row in logged] == pytest.approx(
         [r["figures"]["pass@1"]["mean"] for r in reports]
     )
+    assert [row["eval/trainer_step"] for row in logged] == steps, "each eval a row of its own"
     assert all(row["_step"] >= r["step"] for row, r in zip(logged, reports, strict=True))
 
 

@@ -107,8 +107,8 @@ class ServeDriver(Protocol):
 
     def trainer_step(self) -> int: ...
 
-    def wandb_step(self) -> int:
-        """The env's own step, where its wandb metrics are logged."""
+    def log_row(self, figures: dict[str, float]) -> None:
+        """``figures`` in a wandb row of their own, beside the env's next metrics."""
         ...
 
     def recorded_client(self) -> AbstractAsyncContextManager[tuple[Any, Any]]:

@@ -43,6 +43,7 @@ from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
 from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
+from vftui.collector.wandb_rows import OwnRows
 from vftui.errors import RunFailed
 from vftui.events import EndpointTrouble, Event, GroupCollected, GroupDropped, MetricsWindow
 from vftui.figures import stats
@@ -110,6 +111,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.process_mode = False  # atroposlib's process command sets it; see ``rollouts``
         self._sampling = sampling
         self._evaluate: Callable[[int], Awaitable[dict[str, float]]] | None = None
+        self._eval_rows = OwnRows()  # rl: each eval's figures, a wandb row of its own
         self._serving: asyncio.Task | None = (
             None  # rl: the task of ``serve``, which a group's failure ends
         )
@@ -489,6 +491,18 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self.hooks.emit(MetricsWindow(self.curr_step, window))
         wandb_metrics.update(self.hooks.health_metrics())
         await super().wandb_log(wandb_metrics)
+        if (row := self._eval_rows.take(self.curr_step)) is not None:
+            self._log_row(row, self.curr_step)
+
+    def log_row(self, figures: dict[str, float]) -> None:
+        """``figures`` in a wandb row of their own, with the env's next row (``wandb_rows``)."""
+        self._eval_rows.add(figures)
+
+    def _log_row(self, figures: dict[str, float], step: int) -> None:
+        import wandb
+
+        if wandb.run is not None:  # under the names given, not atroposlib's prefixed ones
+            wandb.log(figures, step=step)
 
     # -- the drivers the modes see (``modes``) ------------------------------------------
 
@@ -561,6 +575,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         except asyncio.CancelledError:
             if self._failure is None:
                 raise
+        finally:
+            for step, row in self._eval_rows.rest(self.curr_step):
+                self._log_row(row, step)
         if self._failure is not None:
             raise self._failure
 
@@ -572,9 +589,6 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
 
     def servers(self) -> Sequence[Any]:
         return self.server.servers
-
-    def wandb_step(self) -> int:
-        return self.curr_step
 
     def recorded_client(self) -> AbstractAsyncContextManager[tuple[Any, Any]]:
         return managed.recorded_client(self.server, self.tokenizer)

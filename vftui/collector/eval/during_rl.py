@@ -4,7 +4,7 @@ atroposlib's serve loop calls the env's ``evaluate`` when the trainer's step pas
 of ``steps_per_eval``; with ``eval_handling`` LIMIT_TRAIN it keeps ``eval_limit_ratio`` (half)
 of its training workers running meanwhile, so a trainer waiting on batches is never starved.
 Each eval runs the same examples (the eval split's first N) through the endpoint's OpenAI API,
-reports an ``EvalReport`` with the trainer's step, and logs ``eval/...`` to wandb at that step.
+reports an ``EvalReport`` with the trainer's step, and logs ``eval/...`` to wandb in a row of its own.
 """
 
 from __future__ import annotations
@@ -89,17 +89,14 @@ class EvalsDuringRl:
         return self._log(report)
 
     def _log(self, report: EvalReport) -> dict[str, float]:
-        """``eval/<figure>`` at the trainer's step, where the training metrics are."""
+        """``eval/<figure>`` and the trainer's step it was taken at, in a wandb row of its own with the
+        training metrics of the env's next step."""
         metrics = {
             f"eval/{name}": f["mean"]
             for name, f in {**report.figures, **report.functions}.items()
             if f["mean"] is not None
         }
-        if self.config.wandb:
-            import wandb
-
-            if wandb.run is not None:
-                wandb.log(metrics, step=max(report.step or 0, self._driver.wandb_step()))
+        self._driver.log_row({**metrics, "eval/trainer_step": report.step or 0})
         return metrics
 
 
