@@ -103,6 +103,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups (after it, none of these applied)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a long
     test starts first, on a worker of its own, so it does not end the suite alone; a classic test is skipped
