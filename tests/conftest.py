@@ -103,7 +103,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups (after it, none of these applied)
+# before xdist's own, which reads the groups as it collects: after it, none of these applied
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test not marked unit is e2e; serial tests share one xdist group, so they run one at a time; a long
     test starts first, on a worker of its own, so it does not end the suite alone; a classic test is skipped

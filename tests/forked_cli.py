@@ -59,8 +59,9 @@ PRELOAD = (
     *COLLECTOR_PRELOAD,
 )  # quiet's import sets nothing
 # the environment a forked command may differ in from the server's: read by vftui and the libraries when
-# called, not when imported (anything else gets a subprocess of its own)
-FORKABLE_ENV = ("VFTUI_", "WANDB_", "OPENAI_", "XDG_")
+# called, not when imported (anything else gets a subprocess of its own); proxies and netrc as a client is made
+FORKABLE_ENV = ("VFTUI_", "WANDB_", "OPENAI_", "XDG_", "NETRC")
+PROXIES = {f"{scheme}_proxy" for scheme in ("http", "https", "all", "no")}
 
 
 def forkable(env: dict[str, str], base: dict[str, str]) -> bool:
@@ -80,7 +81,9 @@ def forkable(env: dict[str, str], base: dict[str, str]) -> bool:
     return (
         paths_kept
         and not customized
-        and all(k.startswith(FORKABLE_ENV) or k == "PYTHONPATH" for k in changed)
+        and all(
+            k.startswith(FORKABLE_ENV) or k.lower() in PROXIES or k == "PYTHONPATH" for k in changed
+        )
     )
 
 

@@ -114,6 +114,15 @@ def test_only_environments_read_when_called_are_forked() -> None:
     assert not forkable({**with_path, "PYTHONPATH": "/envs"}, with_path)  # /repo dropped
     assert not forkable({"PATH": "/bin"}, base)  # HF_HUB_OFFLINE is read on import
     assert not forkable({**base, "HF_HUB_OFFLINE": "0"}, base)
+    proxied = {
+        "HTTP_PROXY": "http://p:1",
+        "no_proxy": "h",
+        "NETRC": "/n",
+    }  # read as a client is made
+    assert forkable({**base, **proxied}, base)
+    assert not forkable(
+        {**base, "HOME": "/elsewhere"}, base
+    )  # verifiers keeps its cache by it, on import
 
 
 @pytest.mark.unit
