@@ -211,17 +211,14 @@ def _environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
-def collector_process(
-    config: Any, emit: Callable[[Event], None], spawned: bool = False
-) -> CollectorProcess:
+def collector_process(config: Any, emit: Callable[[Event], None]) -> CollectorProcess:
     """A dashboard's collector process (unstarted), as the dashboard makes it but for how its interpreter starts:
     forked from this worker's forkserver, which imported the collector once, where a dashboard spawns a fresh
     one (4 CPU-s of imports a test). Spawned as the dashboard's is where the test changed the worker's
     environment: the forkserver's children have the environment it started with. Tests of the process's own
-    start and death (tests/test_collector_process.py, tmux) start it as the dashboard does, and so does
-    ``spawned``: a test that needs the start to take a fresh interpreter's time."""
+    start and death (tests/test_collector_process.py, tmux) start it as the dashboard does."""
     global _collectors
-    if spawned or _environment() != _worker_environment:
+    if _environment() != _worker_environment:
         return CollectorProcess(config, emit, target=child_main)
     if _collectors is None:
         _collectors = multiprocessing.get_context("forkserver")

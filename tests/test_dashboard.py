@@ -23,7 +23,7 @@ def make_app(slow_sim, tmp_path):
     (its app's worker waits on it, and the test's event loop would wait on the worker)."""
     runs: list[CollectorProcess] = []
 
-    def make(spawned: bool = False, **overrides) -> VftuiApp:
+    def make(**overrides) -> VftuiApp:
         settings = {
             "base_url": slow_sim.base_url,
             "group_size": 4,
@@ -33,7 +33,7 @@ def make_app(slow_sim, tmp_path):
         }
         config = RunConfig(**{k: v for k, v in settings.items() if v is not None})
         inbox = Inbox()
-        run = collector_process(config, inbox.put, spawned).start()
+        run = collector_process(config, inbox.put).start()
         runs.append(run)
         return VftuiApp(StartedRun(inbox, run), window=config.window)
 

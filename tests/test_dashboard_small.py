@@ -3,14 +3,19 @@ an attached run's mark."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
+import threading
+from collections.abc import Iterator
 
+import httpx
 import pytest
+from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import screen_lines, until
+from tests.conftest import screen_lines, serve_app, until
 from tests.test_dashboard import make_app, quit_app  # noqa: F401 - the fixture
 from vftui.events import EvalReport, Mode, RunStarted, RunState, RunStatus, TemperatureChanged
 from vftui.ui.model import DashboardModel
@@ -18,17 +23,34 @@ from vftui.ui.widgets.eval_panel import render_eval
 from vftui.ui.widgets.status_bar import render_status
 
 
-async def test_a_pause_while_the_run_starts_is_shown_at_once(make_app):  # noqa: F811
-    app = make_app(
-        spawned=True
-    )  # a fresh interpreter's imports: the run is still starting at the key
+@pytest.fixture
+def held_endpoint(slow_sim) -> Iterator[tuple[str, threading.Event]]:
+    """An endpoint whose model list (asked while the run is prepared) waits until the event is set, then is the
+    simulated endpoint's: the run is still starting for as long as the test needs."""
+    release = threading.Event()
+
+    async def models(request: web.Request) -> web.Response:
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 8)
+        return web.json_response(httpx.get(f"{slow_sim.base_url}/models", timeout=10).json())
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    with serve_app(app) as base_url:
+        yield base_url, release
+        release.set()
+
+
+async def test_a_pause_while_the_run_starts_is_shown_at_once(make_app, held_endpoint):  # noqa: F811
+    base_url, release = held_endpoint
+    app = make_app(base_url=base_url)
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.model.state is RunState.STARTING
         await pilot.press("space")
+        release.set()  # the pause was taken while the run started; now let it finish starting
         status = str(app.query_one("#status").render()).splitlines()[1]
         assert status.startswith("paused"), status
         said = [r.message for r in app.model.logs]
-        assert said[0].startswith("paused before the first group"), said
+        assert any(m.startswith("paused before the first group") for m in said), said
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
         await pilot.pause(1.0)
         assert app.model.groups_done == 0, "no group started"
