@@ -90,9 +90,8 @@ def own_user_folders(tmp_path_factory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME"):
             patch.setenv(name, str(root / name.lower()))
-        _worker_environment.update(
-            _environment()
-        )  # what collector_process's forkserver starts with
+        # what collector_process's forkserver starts with
+        _worker_environment.update(_environment())
         yield root
 
 

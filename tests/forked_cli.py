@@ -32,8 +32,8 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
-# what `vftui run` on the built-in environments imports, in the order the CLI imports it (vftui's own
-# quiet settings before the libraries they quiet); the classic built-ins only where verifiers has them
+# what a collector on the built-in environments imports (vftui's own quiet settings before the libraries they
+# quiet): the dashboard's child, which tests/conftest.py forks from a server that imported it once
 COLLECTOR_PRELOAD = (
     "vftui.collector.quiet",
     "vftui.collector.child",
@@ -47,17 +47,13 @@ COLLECTOR_PRELOAD = (
     "vftui.sim.envs.alphabet_sort",
     "vftui.sim.envs.alphabet_tools",
 )
-"""What a collector imports to run on the built-in environments (the dashboard's child; tests/conftest.py
-forks those children from a server that imported it once)."""
+# the classic built-ins, only where verifiers has them
 PRELOAD_WHERE_INSTALLED = (
     "vftui.sim.envs.alphabet_sort_classic",
     "vftui.sim.envs.alphabet_tools_classic",
 )
-PRELOAD = (
-    "vftui.cli",
-    "vftui.commands.headless",
-    *COLLECTOR_PRELOAD,
-)  # quiet's import sets nothing
+# what `vftui run` imports besides: its command line and the headless run (importing quiet first sets nothing)
+PRELOAD = ("vftui.cli", "vftui.commands.headless", *COLLECTOR_PRELOAD)
 # the environment a forked command may differ in from the server's: read by vftui and the libraries when
 # called, not when imported (anything else gets a subprocess of its own); proxies and netrc as a client is made
 FORKABLE_ENV = ("VFTUI_", "WANDB_", "OPENAI_", "XDG_", "NETRC")
