@@ -399,6 +399,35 @@ def test_rl_evaluates_every_s_trainer_steps_beside_training_and_logs_eval_to_wan
     assert all(row["_step"] >= r["step"] for row, r in zip(logged, reports, strict=True))
 
 
+def test_an_eval_in_flight_at_a_stop_is_finished_reported_and_logged(sim, tmp_path):
+    """atroposlib runs an eval as a task of its own, which outlived the serve loop: its report came
+    after wandb's last row, or never."""
+    out = tmp_path / "run" / "groups.jsonl"
+    args = [
+        *("run", "--mode", "rl", "--no-ui", "--json", "--wandb", "--out", str(out)),
+        *("--start-api", "--sim-trainer", "--api-url", f"http://127.0.0.1:{free_port()}"),
+        *("--base-url", sim.base_url, "--steps", "400", "--group-size", str(GROUP_SIZE)),
+        *("--eval-every", "2", "--num-examples", "40", "--rollouts-per-example", "2"),
+    ]
+    process = start_cli(args, tmp_path, WANDB_MODE="offline")
+    wait_until(
+        lambda: any("path" not in r for r in sim_admin(sim, "/sim/requests")["requests"]),
+        "an eval's first request (chat, not /generate)",
+        timeout=120,
+    )
+    sim_admin(
+        sim, "/sim/settings", {"latency_s": 0.5}
+    )  # what is left of the eval outlasts the stop
+    process.send_signal(signal.SIGINT)
+    code, err = finish(process)
+    assert code == 130, err
+    reports = [e for e in json_events(process.printed) if e["event"] == "EvalReport"]
+    assert reports and reports[-1]["items"] == 40, "the eval in flight at the stop was finished"
+    (run_file,) = (out.parent / "wandb").glob("offline-run-*/run-*.wandb")
+    logged = [row for row in history(run_file) if "eval/pass@1" in row]
+    assert [row["eval/trainer_step"] for row in logged] == [r["step"] for r in reports]
+
+
 async def test_dashboard_draws_the_eval_curve_over_trainer_steps(tmp_path):
     config = RunConfig(
         mode="rl",

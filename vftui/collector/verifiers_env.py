@@ -576,10 +576,24 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if self._failure is None:
                 raise
         finally:
+            await self._eval_in_flight()
             for step, row in self._eval_rows.rest(self.curr_step):
                 self._log_row(row, step)
         if self._failure is not None:
             raise self._failure
+
+    async def _eval_in_flight(self) -> None:
+        """An eval the serve loop started runs as a task of its own, which the loop's end leaves running:
+        its figures are measured, so the run waits for them like a group in flight (a second stop, or the
+        stop's grace running out, cancels it with the serve loop)."""
+        runner = self.eval_runner
+        if runner is None or runner.done():
+            return
+        logger.info("finishing the eval in flight")
+        try:
+            await runner
+        except Exception as e:  # the eval's endpoint failing is no reason to lose the run's end
+            logger.warning("the eval in flight at the run's end failed: %s", e)
 
     def _fail(self, failure: RunFailed) -> None:
         """A group's failure ends the serve loop (the first one says why)."""
