@@ -86,5 +86,9 @@ def test_quitting_an_eval_in_the_dashboard_prints_its_figures_its_files_and_how_
         screen = wait_for_screen(session, "EXIT=").replace("\n", "")
     assert "EXIT=130" in screen
     assert "items x 2 rollouts" in screen and "pass@1" in screen and "pass@2" in screen, screen
-    assert f"eval files: {out.with_suffix('.eval')}/ {EVAL_FILES}" in screen, screen
-    assert f"vftui run --resume {out}" in screen, screen
+    # a line as long as the terminal is wide wraps, and the space at its last column is not captured
+    unwrapped = "".join(screen.split())
+    assert "".join(f"eval files: {out.with_suffix('.eval')}/ {EVAL_FILES}".split()) in unwrapped, (
+        screen
+    )
+    assert "".join(f"vftui run --resume {out}".split()) in unwrapped, screen

@@ -205,6 +205,21 @@ async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_se
         assert "6 steps behind" in "\n".join(screen_lines(app))
 
 
+@pytest.mark.parametrize("action", ["health", "charts"])
+async def test_a_tick_between_a_screens_push_and_its_compose_draws_it_once_composed(action):
+    """The app hands the model to the screen in front on every tick; one that came before the screen had
+    composed its widgets raised NoMatches (seen under load)."""
+    app = viewer_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        getattr(app, f"action_{action}")()
+        app.tick()  # before the pushed screen has composed
+        await until(lambda: app.screen.is_mounted, pilot=pilot)
+        await pilot.pause(0.3)
+        title = "run health" if action == "health" else "over the whole run"
+        assert title in "\n".join(screen_lines(app))
+
+
 async def test_the_first_frame_has_the_footers_keys():
     """Textual's footer composed empty until the screen said its bindings changed, a refresh or two after the
     first frame: seconds on a busy machine."""

@@ -363,7 +363,7 @@ class VftuiApp(App[RunSummary | None]):
             self.refresh_preview(
                 force=self.model.state is not state_before
             )  # paused or ended: catch up at once
-        if isinstance(self.screen, ModelScreen):
+        if isinstance(self.screen, ModelScreen) and self.screen.is_mounted:
             self.screen.show(self.model)
 
     class DecoderLoaded(Message):
@@ -579,14 +579,10 @@ class VftuiApp(App[RunSummary | None]):
             ChartsScreen,  # plotext loads when first asked for, not before the first frame
         )
 
-        screen = ChartsScreen()
-        self.push_screen(screen)
-        self.call_after_refresh(screen.show, self.model)
+        self.push_screen(ChartsScreen(self.model))
 
     def action_health(self) -> None:
-        screen = HealthScreen()
-        self.push_screen(screen)
-        self.call_after_refresh(screen.show, self.model)
+        self.push_screen(HealthScreen(self.model))
 
     def action_toggle_ids(self) -> None:
         self.show_ids = not self.show_ids

@@ -32,8 +32,8 @@ HISTOGRAM_BINS = 20
 class ChartsScreen(ModelScreen):
     BINDINGS = [Binding("escape,g,q", "dismiss", "close")]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, model: DashboardModel) -> None:
+        super().__init__(model)
         self._drawn_at, self._drawn_version = 0.0, -1
 
     def compose(self):

@@ -104,7 +104,15 @@ def render_health(model: DashboardModel) -> Table | Text:
 
 
 class ModelScreen(ModalScreen[None]):
-    """A screen over the dashboard that the app hands the model on every tick."""
+    """A screen over the dashboard that the app hands the model on every tick once it is composed (a tick
+    between its push and its compose found none of its widgets)."""
+
+    def __init__(self, model: DashboardModel) -> None:
+        super().__init__()
+        self._model = model
+
+    def on_mount(self) -> None:
+        self.show(self._model)
 
     def show(self, model: DashboardModel) -> None:
         raise NotImplementedError
