@@ -417,7 +417,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=Path("report.html"),
         metavar="FILE",
-        help="the HTML file to write, replaced if it exists (default report.html)",
+        help="the HTML file to write (default report.html); one that exists is replaced only if it is an HTML page",
     )
     _pass_threshold(p)
     p.add_argument(

@@ -86,6 +86,18 @@ def _only_regular(fd: int, path: Path) -> int:
         raise
 
 
+def not_regular(path: Path) -> str | None:
+    """What is at ``path`` when something is there that no reader can take ("a FIFO", "a folder", "a link that
+    leads nowhere"); None for a regular file or nothing at all."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        if not os.path.lexists(path):
+            return None
+        return "a symbolic link loop" if e.errno == errno.ELOOP else "a link that leads nowhere"
+    return None if stat.S_ISREG(mode) else _kind(mode)
+
+
 def _kind(mode: int) -> str:
     kinds = (
         (stat.S_ISFIFO, "a FIFO"),

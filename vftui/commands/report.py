@@ -3,6 +3,7 @@ environment compared, as one HTML file that opens from disk and fetches nothing 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from vftui import safe_files
 from vftui.commands.compare import note_unread, readable
 from vftui.errors import UserError
 from vftui.figures.comparison import measure
-from vftui.report.page import Report, render
+from vftui.report.page import DOCTYPE, Report, render
 from vftui.run_files.results import load
 from vftui.text.printable import say
 
@@ -18,6 +19,7 @@ from vftui.text.printable import say
 def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollouts: int) -> int:
     """Read the sources (saying each on stderr: a big one takes a while), write the page, print its path."""
     out = safe_files.given_file(out, "-o")
+    _refuse_what_is_no_page(out)
     sources = []
     for path in paths:
         _progress(f"reading {path}")
@@ -34,6 +36,23 @@ def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollou
         raise UserError(f"cannot write {out}: {e.strerror or e}") from e
     say(f"vftui: report written to {out} ({len(data) / 2**20:.1f} MB)", sys.stdout)
     return 0
+
+
+def _refuse_what_is_no_page(out: Path) -> None:
+    """-o replaces a page, never a file that is none: one slip of the shell named the run's own groups or an
+    eval's metadata, and the report took their place."""
+    if not os.path.lexists(out):
+        return
+    try:
+        with safe_files.open_to_read(out) as f:
+            head = f.read(len(DOCTYPE) + 64)
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e.strerror or e}") from e
+    if not head.lstrip().lower().startswith(DOCTYPE.lower().encode()):
+        raise UserError(
+            f"-o {out} is a file that is no HTML page; vftui replaces only a page (remove it first, "
+            "or name another file)"
+        )
 
 
 def _progress(line: str) -> None:

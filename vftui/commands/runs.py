@@ -12,6 +12,7 @@ from vftui.defaults import SHARED_FLAGS
 from vftui.errors import UserError
 from vftui.run_files import folder_runs
 from vftui.run_files import prune as pruning
+from vftui.run_files.index import forget_missing
 from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
 from vftui.text.printable import printable, say
 from vftui.ui.terminal import has_screen
@@ -37,12 +38,14 @@ def run_runs(
     if not (as_json or prune or no_ui) and has_screen():
         return _runs_screen(theme)
     skipped: list[str] = []
+    gone = forget_missing() if prune else 0  # before the listing, which would note them
     lines = all_runs(skipped)
     if prune:
         pruned = [pruning.prune(r) for r in lines]
         forgotten, deleted = sum(p.forgotten for p in pruned), sum(p.deleted for p in pruned)
         say(
-            f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {deleted} empty runs deleted "
+            f"pruned: {forgotten} runs kept elsewhere forgotten (their files stay), {gone} no longer there "
+            f"forgotten, {deleted} empty runs deleted "
             f"(their own files, and a folder vftui made for one once empty); the runs under {paths.runs_dir()} "
             "that hold groups stay",
             sys.stderr,

@@ -33,6 +33,9 @@ LABEL_CHARS = 200  # of a message's role, name and the tool call it answers
 TABLE_ROWS = 20_000  # items in the per-item table at most
 POINTS = 400  # of a chart's line at most: consecutive groups are averaged beyond
 SEED = 0  # of the sample of items shown
+DOCTYPE = (
+    "<!DOCTYPE html>"  # how every page begins (``vftui report -o`` replaces only a file that does)
+)
 PROGRESS_EVERY = 500  # items rendered between two progress lines
 
 
@@ -83,7 +86,7 @@ def head(title: str, body_class: str = "") -> str:
     """The page up to its first heading: its policy, style and title."""
     body = f'<body class="{body_class}">' if body_class else "<body>"
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'{DOCTYPE}\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escaped(title)}</title><style>{STYLE}</style></head>{body}"

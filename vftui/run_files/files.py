@@ -80,9 +80,15 @@ class RunFiles:
         return tuple(self._beside(suffix) for suffix in _SIDE)
 
     @property
+    def real_jsonl(self) -> Path:
+        """The jsonl's path with its links followed: a link loop at it (a damaged run) is this path as it
+        stands, for the reader to refuse by name, where ``Path.resolve`` raised and took every listing down."""
+        return Path(os.path.realpath(self.jsonl))
+
+    @property
     def digest(self) -> str:
         """A hash of the jsonl's path: names its index entry, and a socket too long to sit beside it."""
-        return hashlib.sha256(os.fsencode(self.jsonl.resolve())).hexdigest()[:24]
+        return hashlib.sha256(os.fsencode(self.real_jsonl)).hexdigest()[:24]
 
     @property
     def socket(self) -> Path:

@@ -13,7 +13,6 @@ are at most ``READ_WHOLE_BYTES``, so listing a folder never reads a big run whol
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import stat
@@ -113,7 +112,9 @@ def _look(folder: Path, walk: Walk) -> list[Path]:
     if v1_traces.TRACES in files:
         walk.found.append((V1, folder))
         return []
-    own = [RunFiles.of_record(folder / name) for name in sorted(files)]
+    # any entry named as a run's record: one that is no file (a FIFO, a link, a folder) is listed as damaged,
+    # never passed over
+    own = [RunFiles.of_record(folder / name) for name in sorted(e.name for e in entries)]
     runs = [files for files in own if files is not None]
     walk.found += [(OWN, files.jsonl) for files in runs]
     theirs = {files.eval_dir.name for files in runs}  # an eval's results: listed as its run
@@ -144,7 +145,9 @@ def describe_found(kind: str, path: Path) -> RunLine:
     try:
         line = {V1: _v1, PRIME_RL: _prime_rl, VF_EVAL: _vf_eval}[kind](path)
     except (UserError, OSError, ValueError) as e:
-        said = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        said = str(e)
+        if isinstance(e, OSError) and e.strerror:  # the file's own name: the row is its folder
+            said = f"{Path(e.filename).name}: {e.strerror}" if e.filename else e.strerror
         return RunLine(DAMAGED, None, None, 0.0, path, _mtime(path), problem=said, kind=kind)
     return line
 
@@ -264,10 +267,13 @@ def _line(kind: str, path: Path, facts: _Facts) -> RunLine:
 
 def _json(path: Path) -> dict[str, Any]:
     """A small JSON object file (``bounds.read_json``: a regular file, at most a few MB); empty when absent."""
-    with contextlib.suppress(FileNotFoundError):
+    try:
         value = bounds.read_json(path)
-        return value if isinstance(value, dict) else {}
-    return {}
+    except FileNotFoundError:
+        return {}
+    except ValueError as e:  # named: the row is its folder
+        raise ValueError(f"{path.name}: {e}") from e
+    return value if isinstance(value, dict) else {}
 
 
 def _count(value: Any) -> int | None:

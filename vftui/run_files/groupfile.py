@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from vftui import bounds
+from vftui import bounds, safe_files
 from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
 from vftui.events import (
@@ -306,7 +306,7 @@ class GroupFile(Sequence[Row]):
     def _group(self, row: Row) -> GroupCollected:
         """The whole group behind ``row``, read from disk."""
         path = self._files[row.part]
-        with self._file_lock, path.open("rb") as f:
+        with self._file_lock, safe_files.open_to_read(path) as f:
             f.seek(row.offset)
             raw = next(store.group_lines(f), b"")
         parsed = store.parse_group_line(raw)
@@ -364,7 +364,7 @@ class GroupFile(Sequence[Row]):
         if self.sharded is not None:
             self._warn(self.sharded.missing(), emit)
         for place in reading.places:
-            with place.path.open("rb") as f:
+            with safe_files.open_to_read(place.path) as f:
                 status = os.fstat(f.fileno())
                 place.identity, place.total = (status.st_dev, status.st_ino), status.st_size
                 self._read_lines(f, place, reading, emit, announce, whole_lines)
@@ -410,7 +410,7 @@ class GroupFile(Sequence[Row]):
         changed = False
         for place in reading.places:
             try:
-                f = place.path.open("rb")
+                f = safe_files.open_to_read(place.path)
             except (
                 FileNotFoundError
             ):  # removed, perhaps to be replaced: a new file is read from its start

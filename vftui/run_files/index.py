@@ -51,7 +51,7 @@ def remember(files: RunFiles) -> None:
     with contextlib.suppress(OSError, store.WriteFailed):
         index_dir().mkdir(parents=True, exist_ok=True)
         store.write_json_atomic(
-            index_dir() / f"{files.digest}.json", {"out": str(files.jsonl.resolve())}
+            index_dir() / f"{files.digest}.json", {"out": str(files.real_jsonl)}
         )
 
 
@@ -60,6 +60,7 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
     entry, or one naming a path through a link or '..', is skipped, and its sentence added to ``skipped`` when
     given."""
     found: dict[Path, None] = {}
+    missing = 0
     for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
         try:
             record = records.read(entry, IndexEntry)
@@ -72,9 +73,8 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
         if record is None:
             continue  # removed meanwhile
         out = Path(record.out)
-        if not _exists(out):
-            with contextlib.suppress(OSError):
-                entry.unlink()  # its run was deleted
+        if not _exists(out):  # deleted, or its folder moved or not mounted now: kept until --prune
+            missing += 1
         elif _plain(out):
             found[out] = None
         elif skipped is not None:  # not written by ``remember``: no command acts on what it names
@@ -83,8 +83,28 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
                 "it was skipped (remove it to stop this note)"
             )
     for files in RunFiles.all_in(paths.runs_dir(), depth=2) if paths.runs_dir().is_dir() else []:
-        found[files.jsonl.resolve()] = None
+        found[files.real_jsonl] = None
+    if missing and skipped is not None:
+        skipped.append(
+            f"{missing} run(s) in the index are not where they were (deleted, or a folder moved or not "
+            "mounted): left out; `vftui runs --prune` forgets them"
+        )
     return list(found)
+
+
+def forget_missing() -> int:
+    """Take out of the index every run whose jsonl is not there (``--prune``); how many."""
+    forgotten = 0
+    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
+        try:
+            record = records.read(entry, IndexEntry)
+        except records.Damaged:
+            continue  # said by the listing; its own file to remove
+        if record is not None and not _exists(Path(record.out)):
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                forgotten += 1
+    return forgotten
 
 
 def _plain(path: Path) -> bool:

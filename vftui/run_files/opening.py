@@ -10,6 +10,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from vftui import paths, safe_files
 from vftui.bounds import LARGE
@@ -83,15 +84,17 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     files = RunFiles.to_resume(run)
     lock = RunLock(files).acquire("stop it before resuming it")
     try:
-        for path in (
-            files.jsonl,
-            files.drops,
-        ):  # a drop appended after a torn one would be lost with it
-            if cut := store.repair_tail(path):
-                logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
+        for path in (files.jsonl, files.drops):
+            if what := safe_files.not_regular(path):
+                raise UserError(f"--resume: {path} is {what}, not a run's file; remove it first")
         saved = read_checkpoint(files.checkpoint)
         written = groups_written(files.jsonl)
         dropped = read_drops(files)[0]
+        # only once all of it reads (a refused resume changes nothing); a drop appended after a torn one would
+        # be lost with it
+        for path in (files.jsonl, files.drops):
+            if cut := store.repair_tail(path):
+                logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
     except BaseException:
         lock.release()
         raise
@@ -150,34 +153,44 @@ def read_checkpoint(path: Path) -> Checkpoint:
 
 
 def groups_written(out: Path) -> list[GroupCollected]:
-    """Every group line; any other line but a torn last one (cut before), or a line that repeats an item (a run
-    writes each once: two files joined by hand), refuses the resume."""
+    """Every group line; any other line but a torn last one (``store.torn_tail``: cut once all of it reads), or
+    a line that repeats an item (a run writes each once: two files joined by hand), refuses the resume."""
     groups = []
     line_of: dict[int, int] = {}  # each item's line
+    unread: store.BadLine | None = None  # the torn last line, or refused once a line follows it
     for entry in store.read_groups(out):
+        if unread is not None:
+            _refuse_line(out, unread)
         if isinstance(entry, store.BadLine):
-            number, reason = entry.number, entry.reason
-        else:
-            number, raw = entry
-            try:
-                group = group_event(len(groups) + 1, raw)
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
-                reason = f"not a group vftui can read ({type(e).__name__}: {e})"
-            else:
-                if (first := line_of.setdefault(group.item, number)) == number:
-                    groups.append(group)
-                    continue
-                reason = f"a repeat of item {group.item} of line {first}"
-        raise UserError(
-            f"--resume: line {number} of {out} is {reason}; only a torn last line is cut, "
-            "so mend or remove that line first"
-        )
+            unread = entry
+            continue
+        number, raw = entry
+        try:
+            group = group_event(len(groups) + 1, raw)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            _refuse_line(
+                out, store.BadLine(number, f"not a group vftui can read ({type(e).__name__}: {e})")
+            )
+        if (first := line_of.setdefault(group.item, number)) != number:
+            _refuse_line(
+                out, store.BadLine(number, f"a repeat of item {group.item} of line {first}")
+            )
+        groups.append(group)
+    if unread is not None and not store.torn_tail(out):
+        _refuse_line(out, unread)
     return groups
+
+
+def _refuse_line(out: Path, line: store.BadLine) -> NoReturn:
+    raise UserError(
+        f"--resume: line {line.number} of {out} is {line.reason}; only a torn last line is cut, "
+        "so mend or remove that line first"
+    )
 
 
 def _tail_lines(path: Path, count: int) -> list[bytes]:
     """The last ``count`` group lines (every line was read as a group before)."""
-    with path.open("rb") as f:
+    with safe_files.open_to_read(path) as f:
         return list(
             collections.deque((line for line in store.group_lines(f) if line.strip()), maxlen=count)
         )

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import bounds, paths
+from vftui import bounds, paths, safe_files
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import META
@@ -132,7 +132,7 @@ class Reader:
         for step, path in self.stream.files():
             self.newest_step = max(self.newest_step, step)
             try:
-                with path.open("rb") as f:
+                with safe_files.open_to_read(path) as f:
                     f.seek(self._offsets.get(path, 0))
                     for raw in store.group_lines(f):
                         whole = raw.ended if isinstance(raw, LongLine) else raw.endswith(b"\n")

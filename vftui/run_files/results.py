@@ -13,13 +13,14 @@ import functools
 import hashlib
 import json
 import math
+import os
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import bounds, paths
+from vftui import bounds, paths, safe_files
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META, trained_tokens
 from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces
@@ -221,7 +222,10 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     if (described := RunFiles.of_record(path)) is not None:
         path = described.jsonl
     if not path.is_file():
-        raise UserError(f"no such file: {path}")
+        what = safe_files.not_regular(path)
+        raise UserError(
+            f"{path} is {what}, not a file vftui reads" if what else f"no such file: {path}"
+        )
     if _is_v1(path):
         return _v1_groups(path), path.parent  # titled by verifiers' run folder
     first = next(iter(store.JsonObjects(path)), None)
@@ -324,7 +328,9 @@ def _file_in(folder: Path) -> Path | ShardedRun:
     """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder; or the
     shards of one run the folder holds."""
     for name in (RESULTS, SAMPLES, v1_traces.TRACES):
-        if (folder / name).is_file():
+        if os.path.lexists(
+            folder / name
+        ):  # one that does not read is refused by name, never passed over
             return folder / name
     if (sharded := shard_folder.find(folder)) is not None:
         return sharded

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vftui import safe_files
 from vftui.errors import UserError
 from vftui.group_format import META
 from vftui.run_files import records, store
@@ -158,7 +159,7 @@ def _twice(first: ShardRun, second: ShardRun) -> str:
 def _items(path: Path) -> Iterator[int]:
     """The items of a run's group lines, read a line at a time (lines that are not groups are left out)."""
     try:
-        with path.open("rb") as f:
+        with safe_files.open_to_read(path) as f:
             for raw in store.group_lines(f):
                 group = store.parse_group_line(raw)
                 meta = group.get(META) if isinstance(group, dict) else None

@@ -60,29 +60,61 @@ def unique_path(path: Path) -> Path:
     return candidate
 
 
-def repair_tail(path: Path) -> int:
-    """Cut a trailing partial line; returns the number of bytes removed."""
-    if not path.exists():
-        return 0
-    with os.fdopen(safe_files.open_fd(path, os.O_RDWR), "rb+") as f:
+def torn_tail(path: Path) -> int:
+    """The bytes of a last line a write left cut short (no newline, no whole JSON object), 0 if none: a line
+    whose object is whole and only lacks its newline is a group, not damage (``repair_tail`` ends it)."""
+    with safe_files.open_to_read(path) as f:
         size = f.seek(0, os.SEEK_END)
         if size == 0:
             return 0
         f.seek(size - 1)
         if f.read(1) == b"\n":
             return 0
-        keep = size
-        while keep > 0:
-            step = min(65536, keep)
-            f.seek(keep - step)
-            chunk = f.read(step)
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                keep = keep - step + newline + 1
-                break
-            keep -= step
-        f.truncate(keep)
-        return size - keep
+        start = _last_line_start(f)
+        f.seek(start)
+        tail = f.read(MAX_GROUP_LINE_BYTES + 1)
+    return (
+        0 if not tail.strip() or _whole_object(tail) else size - start
+    )  # a blank one is no damage
+
+
+def repair_tail(path: Path) -> int:
+    """Before a resumed run appends: cut a torn last line (``torn_tail``), and end a whole one that lacks its
+    newline; returns the number of bytes cut."""
+    if not path.exists():
+        return 0
+    torn = torn_tail(path)
+    with os.fdopen(safe_files.open_regular(path, os.O_RDWR), "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if torn:
+            f.truncate(size - torn)
+        elif size:
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                f.seek(size)
+                f.write(b"\n")
+    return torn
+
+
+def _last_line_start(f: BinaryIO) -> int:
+    """Where the last line of ``f`` starts (after the last newline but one at the very end)."""
+    size = f.seek(0, os.SEEK_END)
+    keep = size - 1 if size else 0  # a newline that ends the file ends the last line
+    while keep > 0:
+        step = min(65536, keep)
+        f.seek(keep - step)
+        newline = f.read(step).rfind(b"\n")
+        if newline >= 0:
+            return keep - step + newline + 1
+        keep -= step
+    return 0
+
+
+def _whole_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return False
 
 
 class JsonlAppender:
@@ -168,7 +200,7 @@ class BadLine:
 
 def read_groups(path: Path) -> Iterator[tuple[int, dict[str, Any]] | BadLine]:
     """Each line's (number, group), or a ``BadLine`` saying why a line was skipped."""
-    with path.open("rb") as f:
+    with safe_files.open_to_read(path) as f:
         for number, raw in enumerate(group_lines(f), start=1):
             if isinstance(raw, LongLine) or raw.strip():
                 parsed = parse_group_line(raw)
@@ -231,7 +263,7 @@ class JsonObjects:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         try:
-            with self.path.open("rb") as f:
+            with safe_files.open_to_read(self.path) as f:
                 for line in group_lines(f):
                     row = json_row(line)
                     if isinstance(row, dict):

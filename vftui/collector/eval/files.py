@@ -31,7 +31,7 @@ ITEMS = "items.jsonl"
 
 
 def groups_of(groups_path: Path) -> Iterator[dict[str, Any]]:
-    with groups_path.open("rb") as f:
+    with safe_files.open_to_read(groups_path) as f:
         for line in f:
             try:
                 yield json.loads(line)

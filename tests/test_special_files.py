@@ -1,0 +1,223 @@
+"""A run's files replaced by what no reader can take (a FIFO, a link to a device, a link loop, a folder) or by
+damage: each command says which file in one sentence and exits 2, never hangs, never takes a run's other
+files or the listing's other runs down with it, and a refused command changes nothing on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import run_cli
+from vftui.run_files import store
+
+pytestmark = pytest.mark.timeout(
+    120
+)  # a reader that blocks on a FIFO fails here, not at the suite's end
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    """One finished sft run of 3 groups, copied by each test."""
+    folder = tmp_path_factory.mktemp("made")
+    done = run_cli(
+        [
+            "run",
+            "--no-ui",
+            "--steps",
+            "3",
+            "--group-size",
+            "2",
+            "--out",
+            str(folder / "a" / "groups.jsonl"),
+        ],
+        folder,
+    )
+    assert done.returncode == 0, done.stderr
+    return folder / "a"
+
+
+def copy_of(made: Path, tmp_path: Path, name: str = "run") -> Path:
+    return Path(shutil.copytree(made, tmp_path / name, symlinks=True)) / "groups.jsonl"
+
+
+def replaced(path: Path, by: str) -> None:
+    """``path`` replaced by a FIFO, a link to /dev/zero, a link to itself, or a folder."""
+    path.unlink()
+    if by == "fifo":
+        os.mkfifo(path)
+    elif by == "device":
+        path.symlink_to("/dev/zero")
+    elif by == "loop":
+        path.symlink_to(path.name)
+    else:
+        path.mkdir()
+
+
+def listed(done) -> list[dict]:
+    """``vftui runs --json``'s rows (a line a run), once it exited 0 without a traceback."""
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def one_sentence(done, *parts: str) -> str:
+    """The error line of a command that refused (exit 2, no traceback), holding ``parts``."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("vftui: error: ") and all(p in line for p in parts), line
+    return line
+
+
+@pytest.mark.parametrize(("by", "what"), [("fifo", "a FIFO"), ("device", "a device")])
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_groups_no_reader_can_take_are_refused_by_name_not_waited_on(
+    made, tmp_path, command, by, what
+):
+    """A FIFO blocked compare and report for ever; /dev/zero had them hunt for a newline that never comes."""
+    out = copy_of(made, tmp_path)
+    replaced(out, by)
+    args = ["compare", "--json", str(made), str(out.parent)] if command == "compare" else []
+    args = args or ["report", str(out.parent), "-o", str(tmp_path / "r.html")]
+    done = run_cli(args, tmp_path, timeout=60)
+    one_sentence(done, str(out), what)
+
+
+def test_a_link_loop_at_one_runs_groups_leaves_the_other_runs_listed(made, tmp_path):
+    """Resolving the loop raised, and ``vftui runs`` listed nothing of the folder."""
+    copy_of(made, tmp_path / "all", "good")
+    replaced(copy_of(made, tmp_path / "all", "bad"), "loop")
+    done = run_cli(["runs", "--json", str(tmp_path / "all")], tmp_path, timeout=60)
+    rows = {Path(r["path"]).parent.name: r for r in listed(done)}
+    assert rows["good"]["groups_done"] == 3 and "bad" in rows, rows
+
+
+@pytest.mark.parametrize("by", ["fifo", "device", "loop", "folder"])
+def test_a_runs_record_no_reader_can_take_lists_the_run_as_damaged(made, tmp_path, by):
+    """A FIFO, a link or a folder at ``groups.run.json`` hid the run: "no runs found"."""
+    out = copy_of(made, tmp_path)
+    replaced(out.with_suffix(".run.json"), by)
+    done = run_cli(["runs", "--json", str(out.parent)], tmp_path, timeout=60)
+    (line,) = listed(done)
+    assert line["state"] == "damaged" and "groups.run.json" in line["problem"], line
+
+
+@pytest.mark.parametrize("name", ["groups.jsonl", "groups.run.json", "groups.checkpoint.json"])
+def test_report_never_replaces_a_file_that_is_no_page(made, tmp_path, name):
+    """``-o`` naming the run's own groups replaced them with the page."""
+    out = copy_of(made, tmp_path)
+    target = out.parent / name
+    before = target.read_bytes()
+    done = run_cli(["report", str(out.parent), "-o", str(target)], tmp_path, timeout=60)
+    one_sentence(done, "is a file that is no HTML page")
+    assert target.read_bytes() == before
+    page = tmp_path / "r.html"
+    assert run_cli(["report", str(out.parent), "-o", str(page)], tmp_path).returncode == 0
+    again = run_cli(["report", str(out.parent), "-o", str(page)], tmp_path)
+    assert again.returncode == 0, "a page it wrote is replaced"
+
+
+@pytest.mark.parametrize(
+    ("name", "by"), [("groups.jsonl", "fifo"), ("groups.dropped.jsonl", "folder")]
+)
+def test_resume_refuses_a_file_no_reader_can_take_by_name(made, tmp_path, name, by):
+    out = copy_of(made, tmp_path)
+    (out.parent / name).touch()
+    replaced(out.parent / name, by)
+    done = run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path, timeout=60)
+    one_sentence(done, "--resume: ", str(out.parent / name))
+
+
+def test_a_refused_resume_changes_nothing(made, tmp_path):
+    """Random bytes were refused, but only after their "torn last line" had been cut."""
+    out = copy_of(made, tmp_path)
+    damaged = out.read_bytes() + b"\x89not json\n" + os.urandom(300).replace(b"\n", b" ")
+    out.write_bytes(damaged)
+    done = run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path, timeout=60)
+    one_sentence(done, "line 4 of")
+    assert out.read_bytes() == damaged
+
+
+def test_a_last_group_that_only_lacks_its_newline_is_kept_by_a_resume(made, tmp_path):
+    """A whole group without its newline (a file joined or edited by hand) was cut as if torn."""
+    out = copy_of(made, tmp_path)
+    out.write_bytes(out.read_bytes().rstrip(b"\n"))
+    done = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "4"], tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "cut a torn last line" not in done.stderr
+    lines = out.read_bytes().splitlines()
+    assert len(lines) == 4 and all(isinstance(json.loads(line), dict) for line in lines)
+
+
+def test_the_index_keeps_a_run_whose_folder_is_away_until_prune(made, tmp_path):
+    """A listing forgot a run for good when its folder was moved or not mounted for a moment."""
+    out = copy_of(made, tmp_path)
+    assert run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path).returncode == 0  # indexed
+    away = out.parent.rename(tmp_path / "away")
+    listed = run_cli(["runs", "--no-ui"], tmp_path)
+    assert (
+        listed.returncode == 0 and "1 run(s) in the index are not where they were" in listed.stderr
+    )
+    away.rename(out.parent)
+    assert str(out) in run_cli(["runs", "--json"], tmp_path).stdout, "listed again once back"
+    out.parent.rename(away)
+    pruned = run_cli(["runs", "--prune"], tmp_path)
+    assert "1 no longer there forgotten" in pruned.stderr, pruned.stderr
+    away.rename(out.parent)
+    assert str(out) not in run_cli(["runs", "--json"], tmp_path).stdout, "forgotten by --prune"
+
+
+LINE = st.builds(
+    lambda d: json.dumps(d).encode(),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    whole=st.lists(LINE, max_size=4),
+    tail=st.one_of(st.binary(max_size=40), LINE),
+)
+def test_repair_tail_cuts_only_a_torn_last_line_and_ends_a_whole_one(tmp_path_factory, whole, tail):
+    path = tmp_path_factory.mktemp("tail") / "groups.jsonl"
+    data = b"".join(line + b"\n" for line in whole) + tail
+    path.write_bytes(data)
+    torn = store.torn_tail(path)
+    cut = store.repair_tail(path)
+    after = path.read_bytes()
+    last = data.rsplit(b"\n", 1)[-1]
+    try:
+        whole_object = isinstance(json.loads(last), dict)
+    except (ValueError, RecursionError):
+        whole_object = False
+    if not last:
+        assert cut == torn == 0 and after == data
+    elif last.strip() and not whole_object:
+        assert cut == torn == len(last) and after == data[: len(data) - cut]
+    else:  # a group that only lacks its newline, or a blank line: ended, nothing cut
+        assert cut == torn == 0 and after == data + b"\n"
+
+
+@pytest.mark.parametrize(("by", "what"), [("fifo", "a FIFO"), ("damaged", "Expecting value")])
+def test_a_foreign_runs_note_names_the_file_not_only_its_folder(tmp_path, by, what):
+    """A vf-eval folder whose metadata.json did not read was noted as '<folder>: it is a FIFO'."""
+    out = tmp_path / "e" / "eval.jsonl"
+    made = run_cli(
+        ["run", "--mode", "eval", "--no-ui", "--num-examples", "2", "--out", str(out)], tmp_path
+    )
+    assert made.returncode == 0, made.stderr
+    results = Path(shutil.copytree(out.with_suffix(".eval"), tmp_path / "all" / "results"))
+    metadata = results / "metadata.json"
+    if by == "fifo":
+        replaced(metadata, "fifo")
+    else:
+        metadata.write_text("")
+    done = run_cli(["runs", "--json", str(tmp_path / "all")], tmp_path, timeout=60)
+    (line,) = listed(done)
+    assert line["state"] == "damaged" and line["problem"].startswith("metadata.json: "), line
+    assert what in line["problem"], line
