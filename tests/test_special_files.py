@@ -221,3 +221,15 @@ def test_a_foreign_runs_note_names_the_file_not_only_its_folder(tmp_path, by, wh
     (line,) = listed(done)
     assert line["state"] == "damaged" and line["problem"].startswith("metadata.json: "), line
     assert what in line["problem"], line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["compare", "", "x"], ["report", ""], ["view", ""], ["run", "--no-ui", "--resume", ""]],
+    ids=["compare", "report", "view", "resume"],
+)
+def test_an_empty_path_names_nothing(tmp_path, args):
+    """``Path("")`` is the current folder: compare, report, view and --resume searched it."""
+    done = run_cli(args, tmp_path, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().endswith("an empty path names nothing"), done.stderr

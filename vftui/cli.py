@@ -82,7 +82,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         )
     p.add_argument(
         "--config",
-        type=Path,
+        type=path_argument,
         metavar="FILE",
         help=f"TOML config file (default {paths.default_config_file()})",
     )
@@ -117,6 +117,18 @@ def _help(field) -> str:
     return f"{field.description} (default {default})"
 
 
+def named(text: str) -> str:
+    """A path (or HOST:PATH) on the command line: an empty one names nothing (``Path("")`` is the current
+    folder, which compare, report, view and --resume then searched)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names nothing")
+    return text
+
+
+def path_argument(text: str) -> Path:
+    return Path(named(text))
+
+
 def _argparse_kind(field, extra: dict) -> dict:
     """How argparse reads the flag: an action, or the field's type."""
     action = extra.pop("action", None)
@@ -130,7 +142,7 @@ def _argparse_kind(field, extra: dict) -> dict:
         if t is not type(None)
     ]
     kind = kinds[0] if kinds and kinds[0] in (int, float, Path) else str
-    return {"type": kind, **extra}
+    return {"type": path_argument if kind is Path else kind, **extra}
 
 
 def _watch_parser(sub: argparse._SubParsersAction) -> None:
@@ -222,6 +234,7 @@ def _view_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "file",
+        type=named,
         help="a groups .jsonl, a run or eval folder, vf-eval's results.jsonl or its "
         "folder (shown one group an example), a verifiers v1 eval or prime-rl run folder, or a "
         "folder of one run's shards (--shard runs beside each other, or a folder each), shown as "
@@ -348,6 +361,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "sources",
+        type=named,
         nargs="+",
         metavar="SOURCE",
         help="a run folder or its .jsonl (or its id), an eval folder (NAME.eval), a dump, Atropos "
@@ -404,7 +418,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "sources",
-        type=Path,
+        type=path_argument,
         nargs="+",
         metavar="SOURCE",
         help="what compare reads: a run folder or its .jsonl (or its id), an eval folder, a dump, "
@@ -414,7 +428,7 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-o",
         "--out",
-        type=Path,
+        type=path_argument,
         default=Path("report.html"),
         metavar="FILE",
         help="the HTML file to write (default report.html); one that exists is replaced only if it is an HTML page",
@@ -457,7 +471,7 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "targets",
-        type=Path,
+        type=path_argument,
         nargs="*",
         metavar="TARGET",
         help="a run folder or its .jsonl (or its id), any file or folder vftui view opens; two or "
