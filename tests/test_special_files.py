@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import run_cli
+from vftui import bounds
 from vftui.run_files import store
 
 pytestmark = pytest.mark.timeout(
@@ -233,3 +234,12 @@ def test_an_empty_path_names_nothing(tmp_path, args):
     done = run_cli(args, tmp_path, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.strip().endswith("an empty path names nothing"), done.stderr
+
+
+def test_an_integer_past_pythons_digit_limit_is_said_as_such():
+    """Python's own error told the user to call sys.set_int_max_str_digits()."""
+    with pytest.raises(ValueError, match=r"^it holds an integer of 5,000 digits$"):
+        bounds.load_json('{"n": ' + "9" * 5000 + "}")
+    assert bounds.load_json('{"n": -' + "9" * 400 + "}")["n"] == -int("9" * 400)
+    line = b'{"tokens": [], "scores": [' + b"1" * 5000 + b"]}\n"
+    assert store.parse_group_line(line) == "not a group (an integer of more than 4,300 digits)"

@@ -12,6 +12,7 @@ import json
 import math
 import numbers
 import reprlib
+import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,10 +95,18 @@ def too_long(line: LongLine, limit: int) -> str:
 def load_json(data: bytes | str) -> Any:
     """A JSON value nested at most ``MAX_NESTING`` deep; a ``ValueError`` says what is wrong."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_int=json_integer)
     except RecursionError:
         raise ValueError(f"it nests deeper than {MAX_NESTING} levels") from None
     return check_nesting(value)
+
+
+def json_integer(text: str) -> int:
+    """An integer of the JSON; one past Python's digit limit is said as such (its own error told the user to
+    call ``sys.set_int_max_str_digits()``)."""
+    if len(text) > sys.get_int_max_str_digits() > 0:
+        raise ValueError(f"it holds an integer of {len(text.lstrip('-')):,} digits")
+    return int(text)
 
 
 def read_json(path: Path) -> Any:

@@ -12,6 +12,7 @@ import collections
 import contextlib
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ def _refuse_constant(name: str) -> Any:
 
 STRICT_JSON = json.JSONDecoder(
     parse_constant=_refuse_constant
-)  # one for every line: building one costs
+)  # one for every line: building one costs (no parse_int: a call per token id would slow reading)
 
 
 def unique_path(path: Path) -> Path:
@@ -222,7 +223,9 @@ def parse_group_line(raw: bytes | LongLine) -> dict[str, Any] | str:
         return f"not JSON ({e.msg})"
     except UnicodeDecodeError:
         return "not UTF-8 text"
-    except ValueError as e:  # NaN, Infinity
+    except ValueError as e:  # NaN, Infinity; an integer past Python's digit limit
+        if "integer string conversion" in str(e):  # its own words say to raise the limit
+            return f"not a group (an integer of more than {sys.get_int_max_str_digits():,} digits)"
         return f"not strict JSON ({e})"
     except RecursionError:
         return "not a group (nested too deep to read)"
