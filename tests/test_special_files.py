@@ -243,3 +243,15 @@ def test_an_integer_past_pythons_digit_limit_is_said_as_such():
     assert bounds.load_json('{"n": -' + "9" * 400 + "}")["n"] == -int("9" * 400)
     line = b'{"tokens": [], "scores": [' + b"1" * 5000 + b"]}\n"
     assert store.parse_group_line(line) == "not a group (an integer of more than 4,300 digits)"
+
+
+def test_a_resumed_runs_time_counts_its_earlier_sessions(made, tmp_path):
+    """The checkpoint kept only the last session's seconds beside every session's groups: resuming a finished
+    run listed it at 6,000 groups/s."""
+    out = copy_of(made, tmp_path)
+    checkpoint = out.with_suffix(".checkpoint.json")
+    before = json.loads(checkpoint.read_text())["elapsed_s"]
+    assert before > 0
+    assert run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path).returncode == 0
+    saved = json.loads(checkpoint.read_text())
+    assert saved["groups_done"] == 3 and saved["elapsed_s"] >= before, saved

@@ -108,6 +108,9 @@ class Plan:
     tokenizer: str
     groups_before: int
     groups_total: int
+    elapsed_before: float = (
+        0.0  # a resumed run's seconds before this session: its rate is over all of them
+    )
 
     @property
     def simulated(self) -> bool:
@@ -234,7 +237,9 @@ class _Preparation:
         # eval: the examples done
         before = output.groups_before if end is None else output.ledger.done_within(end)
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
-        plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
+        plan = Plan(
+            cfg, output.files, base_urls, model, tokenizer, before, total, output.elapsed_before
+        )
         gate = GroupGate(total, before, self.bus.emit)
         controls = Controls(
             gate,
@@ -557,7 +562,7 @@ class PreparedRun:
                 env.curr_step,
                 {
                     "state": state.value,
-                    "elapsed_s": round(elapsed_s, 3),
+                    "elapsed_s": round(self.plan.elapsed_before + elapsed_s, 3),
                     "mean_reward": self.tally.metrics().get(stats.MEAN_REWARD),
                     "groups_done": self.gate.groups_done,
                     "groups_total": self.plan.groups_total,

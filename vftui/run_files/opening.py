@@ -48,6 +48,9 @@ class Output:
     )  # and the groups it dropped (its drop log)
     tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
     made: list[Path] = field(default_factory=list)  # the folders it made for --out, deepest first
+    elapsed_before: float = (
+        0.0  # a resumed run's seconds in its earlier sessions (its checkpoint's)
+    )
 
 
 def open_new(out: Path | None, env_id: str) -> Output:
@@ -106,7 +109,9 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
             counted(ledger.lost, "item"),
         )
     tail = _tail_lines(files.jsonl, window)
-    return Output(files, lock, len(written), ledger, written, dropped, tail)
+    return Output(
+        files, lock, len(written), ledger, written, dropped, tail, elapsed_before=saved.elapsed_s
+    )
 
 
 def handed_out(saved: Checkpoint, done: set[int], checkpoint: str, out: str) -> int:
