@@ -182,7 +182,7 @@ LINE = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(
     whole=st.lists(LINE, max_size=4),
-    tail=st.one_of(st.binary(max_size=40), LINE),
+    tail=st.one_of(st.binary(max_size=40), LINE, LINE.map(lambda line: line[: len(line) // 2])),
 )
 def test_repair_tail_cuts_only_a_torn_last_line_and_ends_a_whole_one(tmp_path_factory, whole, tail):
     path = tmp_path_factory.mktemp("tail") / "groups.jsonl"
@@ -198,9 +198,9 @@ def test_repair_tail_cuts_only_a_torn_last_line_and_ends_a_whole_one(tmp_path_fa
         whole_object = False
     if not last:
         assert cut == torn == 0 and after == data
-    elif last.strip() and not whole_object:
+    elif last.startswith(b"{") and not whole_object:  # a write cut short
         assert cut == torn == len(last) and after == data[: len(data) - cut]
-    else:  # a group that only lacks its newline, or a blank line: ended, nothing cut
+    else:  # a group that only lacks its newline, a blank line, or damage the reader refuses: nothing cut
         assert cut == torn == 0 and after == data + b"\n"
 
 
@@ -255,3 +255,45 @@ def test_a_resumed_runs_time_counts_its_earlier_sessions(made, tmp_path):
     assert run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path).returncode == 0
     saved = json.loads(checkpoint.read_text())
     assert saved["groups_done"] == 3 and saved["elapsed_s"] >= before, saved
+
+
+@pytest.mark.parametrize("junk", [b"\x89junk without a newline", b'{"item": 1}\n\x89junk\n{"item"'])
+def test_a_resume_refuses_a_drop_log_that_holds_no_drops_and_leaves_it(made, tmp_path, junk):
+    """A drop log of junk passed the checks, then was cut to nothing as a 'torn last line'."""
+    out = copy_of(made, tmp_path)
+    drops = out.with_suffix(".dropped.jsonl")
+    drops.write_bytes(junk)
+    done = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "4"], tmp_path, timeout=60)
+    one_sentence(done, f"of {drops} is not a dropped group")
+    assert drops.read_bytes() == junk
+
+
+def test_a_fifo_at_the_runs_log_is_passed_over_not_waited_on(tmp_path):
+    """Opening the log to append blocked on a FIFO with no reader: the run hung before its first group."""
+    out = tmp_path / "f" / "groups.jsonl"
+    out.parent.mkdir()
+    os.mkfifo(out.with_suffix(".collector.log"))
+    done = run_cli(["run", "--no-ui", "--steps", "2", "--out", str(out)], tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "groups.collector.log: it is a FIFO, not a regular file" in done.stderr
+    assert len(out.read_bytes().splitlines()) == 2
+
+
+def test_report_writes_over_an_empty_file_and_says_a_missing_folder_before_reading(made, tmp_path):
+    """An empty file (mktemp's) was refused as 'no page'; a missing folder was said only after the page was made."""
+    empty = tmp_path / "empty.html"
+    empty.touch()
+    assert run_cli(["report", str(made), "-o", str(empty)], tmp_path).returncode == 0
+    assert empty.read_text().startswith("<!DOCTYPE html>")
+    done = run_cli(["report", str(made), "-o", str(tmp_path / "nope" / "r.html")], tmp_path)
+    one_sentence(done, "there is no folder")
+    assert "reading" not in done.stderr, "refused before any source was read"
+
+
+@pytest.mark.parametrize("by", ["fifo", "folder"])
+def test_a_run_whose_groups_are_no_file_is_listed_as_damaged(made, tmp_path, by):
+    """A FIFO or a folder at the jsonl was listed as 'finished 3/3' from its checkpoint."""
+    out = copy_of(made, tmp_path)
+    replaced(out, by)
+    (line,) = listed(run_cli(["runs", "--json", str(out.parent)], tmp_path, timeout=60))
+    assert line["state"] == "damaged" and str(out) in line["problem"], line

@@ -39,7 +39,10 @@ def given_file(path: Path, flag: str) -> Path:
             f"{flag} {path} is a symbolic link; name the file itself (vftui never writes through "
             "a link)"
         )
-    return path.parent.resolve() / path.name
+    try:
+        return path.parent.resolve() / path.name
+    except RuntimeError:  # Python 3.11's word for a link loop on the way
+        raise UserError(f"{flag} {path}: its folder is a symbolic link loop") from None
 
 
 def open_fd(path: Path, flags: int, mode: int = 0o666) -> int:
@@ -69,6 +72,12 @@ def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
     except IsADirectoryError:
         raise OSError(
             errno.EISDIR, f"it is {_kind(stat.S_IFDIR)}, not a regular file", str(path)
+        ) from None
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # a FIFO opened to write, no reader at its other end
+            raise
+        raise OSError(
+            errno.EINVAL, f"it is {_kind(stat.S_IFIFO)}, not a regular file", str(path)
         ) from None
     return _only_regular(fd, path)
 
@@ -110,8 +119,9 @@ def _kind(mode: int) -> str:
 
 
 def open_append(path: Path, mode: int = 0o644) -> int:
-    """A file to append to, made if missing (a run's jsonl, log, drops)."""
-    return open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    """A file to append to, made if missing (a run's jsonl, log, drops); a FIFO planted at its name blocked the
+    run for ever, so only a regular file is taken (``open_regular``)."""
+    return open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
 
 
 def create_new(path: Path, mode: int = 0o666) -> int:

@@ -41,6 +41,8 @@ def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollou
 def _refuse_what_is_no_page(out: Path) -> None:
     """-o replaces a page, never a file that is none: one slip of the shell named the run's own groups or an
     eval's metadata, and the report took their place."""
+    if not out.parent.is_dir():  # said now, not after minutes of reading a big run
+        raise UserError(f"cannot write {out}: there is no folder {out.parent}")
     if not os.path.lexists(out):
         return
     try:
@@ -48,7 +50,10 @@ def _refuse_what_is_no_page(out: Path) -> None:
             head = f.read(len(DOCTYPE) + 64)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror or e}") from e
-    if not head.lstrip().lower().startswith(DOCTYPE.lower().encode()):
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()  # a byte-order mark, blank lines
+    if start and not start.startswith(
+        DOCTYPE.lower().encode()
+    ):  # an empty file (mktemp's) holds nothing
         raise UserError(
             f"-o {out} is a file that is no HTML page; vftui replaces only a page (remove it first, "
             "or name another file)"

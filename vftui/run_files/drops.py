@@ -15,6 +15,7 @@ from typing import Any
 from vftui import safe_files
 from vftui.bounds import HUGE, LongLine, read_lines, score
 from vftui.events import GroupDropped
+from vftui.run_files import store
 from vftui.run_files.files import RunFiles
 
 MAX_LINE_BYTES = (
@@ -64,6 +65,25 @@ def read_drops(files: RunFiles, offset: int = 0) -> tuple[list[GroupDropped], in
                 drops.append(drop)
             offset = f.tell()
     return drops, offset
+
+
+def damaged_line(files: RunFiles) -> tuple[int, str] | None:
+    """The first line of the drop log that is no drop (its number, what it is), a torn last one aside (``store.
+    torn_tail``, cut by the resume): a resume refuses it, where the view skips it. None when all of it reads."""
+    try:
+        f = safe_files.open_to_read(files.drops)
+    except FileNotFoundError:
+        return None
+    with f:
+        for number, raw in enumerate(read_lines(f, MAX_LINE_BYTES), start=1):
+            ended = raw.ended if isinstance(raw, LongLine) else raw.endswith(b"\n")
+            if not ended and store.torn_tail(files.drops):
+                break  # the last line, cut short: the resume cuts it
+            if isinstance(raw, LongLine):
+                return number, f"over {MAX_LINE_BYTES:,} bytes"
+            if raw.strip() and _parse(raw) is None:
+                return number, "not a dropped group"
+    return None
 
 
 def _parse(raw: bytes) -> GroupDropped | None:

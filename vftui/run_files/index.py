@@ -8,6 +8,7 @@ resume finds the same entry) in an index folder of the user's data folder.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from pathlib import Path
 
@@ -116,7 +117,8 @@ def _plain(path: Path) -> bool:
 
 
 def _exists(path: Path) -> bool:
+    """Whether anything is at ``path`` (a link that loops or leads nowhere is: its run is listed as damaged)."""
     try:
-        return path.exists()
+        return os.path.lexists(path)
     except OSError:  # a name too long for the file system names nothing there
         return False

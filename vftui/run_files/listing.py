@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vftui import paths
+from vftui import paths, safe_files
 from vftui.bounds import HUGE
 from vftui.errors import UserError
 from vftui.live.client import NotAnswering, ask_status
@@ -142,6 +142,8 @@ class RunLine:
 def describe(out: Path) -> RunLine:
     """How the run writing (or that wrote) ``out`` is doing; ``DAMAGED`` when its files do not say."""
     files = RunFiles(out)
+    if what := safe_files.not_regular(out):  # its groups cannot be read: said, not counted as whole
+        return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=f"{out} is {what}")
     try:
         run = records.run_record(files) or RunRecord(config=Settings())
         saved = records.read(files.checkpoint, Checkpoint) or Checkpoint()

@@ -17,7 +17,7 @@ from vftui.bounds import LARGE
 from vftui.errors import UserError
 from vftui.events import GroupCollected, GroupDropped
 from vftui.run_files import records, store
-from vftui.run_files.drops import read_drops
+from vftui.run_files.drops import damaged_line, read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import group_event
 from vftui.run_files.ledger import ItemLedger
@@ -93,6 +93,11 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
         saved = read_checkpoint(files.checkpoint)
         written = groups_written(files.jsonl)
         dropped = read_drops(files)[0]
+        if (damage := damaged_line(files)) is not None:
+            raise UserError(
+                f"--resume: line {damage[0]} of {files.drops} is {damage[1]}; only a torn last line is cut, so "
+                "mend or remove that line first"
+            )
         # only once all of it reads (a refused resume changes nothing); a drop appended after a torn one would
         # be lost with it
         for path in (files.jsonl, files.drops):

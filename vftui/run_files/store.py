@@ -62,8 +62,8 @@ def unique_path(path: Path) -> Path:
 
 
 def torn_tail(path: Path) -> int:
-    """The bytes of a last line a write left cut short (no newline, no whole JSON object), 0 if none: a line
-    whose object is whole and only lacks its newline is a group, not damage (``repair_tail`` ends it)."""
+    """The bytes of a last line a write left cut short (an object's start, no newline, no whole JSON object), 0
+    if none: a line whose object is whole and only lacks its newline is a group (``repair_tail`` ends it)."""
     with safe_files.open_to_read(path) as f:
         size = f.seek(0, os.SEEK_END)
         if size == 0:
@@ -74,9 +74,9 @@ def torn_tail(path: Path) -> int:
         start = _last_line_start(f)
         f.seek(start)
         tail = f.read(MAX_GROUP_LINE_BYTES + 1)
-    return (
-        0 if not tail.strip() or _whole_object(tail) else size - start
-    )  # a blank one is no damage
+    if not tail.strip() or _whole_object(tail) or not tail.startswith(b"{"):
+        return 0  # blank: no damage; whole: a group; no object's start: damage the reader refuses, not a tear
+    return size - start
 
 
 def repair_tail(path: Path) -> int:
