@@ -297,3 +297,14 @@ def test_a_run_whose_groups_are_no_file_is_listed_as_damaged(made, tmp_path, by)
     replaced(out, by)
     (line,) = listed(run_cli(["runs", "--json", str(out.parent)], tmp_path, timeout=60))
     assert line["state"] == "damaged" and str(out) in line["problem"], line
+
+
+def test_prune_forgets_every_index_entry_naming_a_run(made, tmp_path):
+    """An entry copied under another name kept its run listed after each --prune, counted as forgotten."""
+    out = copy_of(made, tmp_path)
+    assert run_cli(["run", "--no-ui", "--resume", str(out)], tmp_path).returncode == 0  # indexed
+    (entry,) = (tmp_path / "xdg-data").rglob("index/*.json")
+    shutil.copy(entry, entry.with_name("copy.json"))
+    pruned = run_cli(["runs", "--prune"], tmp_path)
+    assert "1 runs kept elsewhere forgotten" in pruned.stderr, pruned.stderr
+    assert str(out) not in run_cli(["runs", "--json"], tmp_path).stdout

@@ -39,12 +39,27 @@ def resolve_id(text: str) -> Path | None:
 
 
 def forget(files: RunFiles) -> bool:
-    """Take a run out of the index (its files stay); whether it was in it."""
-    try:
-        (index_dir() / f"{files.digest}.json").unlink()
-    except OSError:
-        return False
-    return True
+    """Take a run out of the index (its files stay); whether it was in it. Every entry naming it goes: one
+    copied by hand under another name kept it listed after each --prune."""
+    forgotten = False
+    for entry in _entries_naming(files.real_jsonl):
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            forgotten = True
+    return forgotten
+
+
+def _entries_naming(out: Path) -> list[Path]:
+    """The index entries that name ``out``: its own, and any copy of it."""
+    own = index_dir() / f"{RunFiles(out).digest}.json"
+    found = [own] if own.exists() else []
+    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
+        if entry != own:
+            with contextlib.suppress(records.Damaged):
+                record = records.read(entry, IndexEntry)
+                if record is not None and Path(record.out) == out:
+                    found.append(entry)
+    return found
 
 
 def remember(files: RunFiles) -> None:
