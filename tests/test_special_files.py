@@ -308,3 +308,12 @@ def test_prune_forgets_every_index_entry_naming_a_run(made, tmp_path):
     pruned = run_cli(["runs", "--prune"], tmp_path)
     assert "1 runs kept elsewhere forgotten" in pruned.stderr, pruned.stderr
     assert str(out) not in run_cli(["runs", "--json"], tmp_path).stdout
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_a_source_that_is_a_link_loop_is_said_as_one(tmp_path, command):
+    """compare and report said 'no such file or folder' of a link loop, where view says what it is."""
+    loop = tmp_path / "ll"
+    loop.symlink_to("ll")
+    args = [command, str(loop), *(["x"] if command == "compare" else [])]
+    one_sentence(run_cli(args, tmp_path, timeout=60), f"{loop} is a symbolic link loop")

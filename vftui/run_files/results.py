@@ -123,7 +123,8 @@ def load(path: Path) -> Source:
     """``path`` read as results, whatever saved it; a sentence when it cannot be."""
     path = path.expanduser()
     if not path.exists():
-        raise UserError(f"{path}: no such file or folder")
+        what = safe_files.not_regular(path)  # a link loop, a link to nothing: said as what it is
+        raise UserError(f"{path} is {what}" if what else f"{path}: no such file or folder")
     if (stream := prime_rl.stream_of(path)) is not None:
         return _from_v1(prime_rl.read(stream).run, "prime-rl")
     if path.is_dir():
