@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, start_cli, wait_until
 from vftui import bounds
-from vftui.run_files import store
+from vftui.run_files import opening, store
+from vftui.run_files.shards import WHOLE
 
 pytestmark = pytest.mark.timeout(
     120
@@ -264,7 +265,7 @@ def test_a_resume_refuses_a_drop_log_that_holds_no_drops_and_leaves_it(made, tmp
     drops = out.with_suffix(".dropped.jsonl")
     drops.write_bytes(junk)
     done = run_cli(["run", "--no-ui", "--resume", str(out), "--steps", "4"], tmp_path, timeout=60)
-    one_sentence(done, f"of {drops} is not a dropped group")
+    one_sentence(done, f"of {drops} is not a JSON object")
     assert drops.read_bytes() == junk
 
 
@@ -317,3 +318,38 @@ def test_a_source_that_is_a_link_loop_is_said_as_one(tmp_path, command):
     loop.symlink_to("ll")
     args = [command, str(loop), *(["x"] if command == "compare" else [])]
     one_sentence(run_cli(args, tmp_path, timeout=60), f"{loop} is a symbolic link loop")
+
+
+def test_a_whole_last_drop_that_only_lacks_its_newline_counts_on_resume(made, tmp_path):
+    """The drops were read before the repair ended that line: its item was collected again, and counted
+    twice after."""
+    out = copy_of(made, tmp_path)
+    drops = out.with_suffix(".dropped.jsonl")
+    drops.write_bytes(
+        b'{"item": 3, "reason": "identical scores", "scores": [1.0, 1.0], "turns": []}'
+    )
+    output = opening.open_resumed(out, 8, WHOLE)
+    try:
+        assert [drop.item for drop in output.dropped] == [3]
+        assert output.ledger.lost == 0 and output.ledger.next_item == 4, "item 3 is done"
+    finally:
+        output.lock.release()
+    assert drops.read_bytes().endswith(b"]}\n")
+
+
+def test_a_resumed_run_killed_mid_way_keeps_its_earlier_sessions_seconds(made, tmp_path):
+    """Only the run's end wrote its seconds; each group's checkpoint wrote none (0), so a resumed run killed
+    mid-way lost every earlier session's."""
+    out = copy_of(made, tmp_path)
+    checkpoint = out.with_suffix(".checkpoint.json")
+    before = json.loads(checkpoint.read_text())["elapsed_s"]
+    args = ["run", "--no-ui", "--resume", str(out), "--steps", "40", "--sim-latency", "0.2"]
+    process = start_cli(args, tmp_path)
+    try:
+        wait_until(
+            lambda: json.loads(checkpoint.read_text()).get("groups", 0) >= 5, "two groups more"
+        )
+    finally:
+        process.kill()
+        process.wait()
+    assert json.loads(checkpoint.read_text())["elapsed_s"] > before

@@ -104,8 +104,8 @@ def load_json(data: bytes | str) -> Any:
 def json_integer(text: str) -> int:
     """An integer of the JSON; one past Python's digit limit is said as such (its own error told the user to
     call ``sys.set_int_max_str_digits()``)."""
-    if len(text) > sys.get_int_max_str_digits() > 0:
-        raise ValueError(f"it holds an integer of {len(text.lstrip('-')):,} digits")
+    if len(digits := text.lstrip("-")) > sys.get_int_max_str_digits() > 0:
+        raise ValueError(f"it holds an integer of {len(digits):,} digits")
     return int(text)
 
 

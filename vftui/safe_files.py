@@ -74,10 +74,10 @@ def open_regular(path: Path, flags: int, mode: int = 0o666) -> int:
             errno.EISDIR, f"it is {_kind(stat.S_IFDIR)}, not a regular file", str(path)
         ) from None
     except OSError as e:
-        if e.errno != errno.ENXIO:  # a FIFO opened to write, no reader at its other end
+        if e.errno != errno.ENXIO:  # a FIFO opened to write with no reader, or a socket
             raise
         raise OSError(
-            errno.EINVAL, f"it is {_kind(stat.S_IFIFO)}, not a regular file", str(path)
+            errno.EINVAL, f"it is {not_regular(path)}, not a regular file", str(path)
         ) from None
     return _only_regular(fd, path)
 

@@ -393,6 +393,7 @@ class _Preparation:
             ledger=output.ledger,
             groups_before=output.groups_before,
             drops_are_done=self.collection.item_range is not None,
+            elapsed_before=plan.elapsed_before,
             shard=cfg.own_shard,
             max_retries=cfg.retries,
             on_tokens=self.collection.tokens_written,

@@ -89,6 +89,8 @@ class Hooks:
     """The run's health figures for each wandb log (``collector.health``)."""
     drops_are_done: bool = False
     """eval: a dropped group is its example's result (an error), done: its place is never taken by another item."""
+    elapsed_before: float = 0.0
+    """A resumed run's seconds in its earlier sessions: each checkpoint counts them with this one's."""
 
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
@@ -131,6 +133,7 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         )
         self.groups_written = self.hooks.groups_before
         self.ledger = self.hooks.ledger
+        self._started = time.monotonic()
         logger.info(
             "verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names
         )
@@ -217,6 +220,10 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             super().save_checkpoint(step, data)
             return
         data.update(step=step, groups=self.groups_written, saved_at=time.time())
+        # every session's seconds: a run killed after its resume keeps its earlier ones (the end says its own)
+        data.setdefault(
+            "elapsed_s", round(self.hooks.elapsed_before + time.monotonic() - self._started, 3)
+        )
         store.write_json_atomic(self.hooks.checkpoint_path, data)
 
     # -- collecting -------------------------------------------------------------------
@@ -576,9 +583,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if self._failure is None:
                 raise
         finally:
-            await self._eval_in_flight()
-            for step, row in self._eval_rows.rest(self.curr_step):
-                self._log_row(row, step)
+            try:
+                await self._eval_in_flight()
+            finally:  # a second stop cancelled it: the evals done before still get their rows
+                for step, row in self._eval_rows.rest(self.curr_step):
+                    self._log_row(row, step)
         if self._failure is not None:
             raise self._failure
 
@@ -592,6 +601,10 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         logger.info("finishing the eval in flight")
         try:
             await runner
+        except asyncio.CancelledError:  # a second stop: the eval goes with the serve loop
+            runner.cancel()
+            if self._failure is None:
+                raise  # else the group's failure is what ends the run, raised by serve
         except Exception as e:  # noqa: BLE001 - a failed eval is no reason to lose the run's end
             logger.warning("the eval in flight at the run's end failed: %s", e)
 

@@ -68,8 +68,9 @@ def read_drops(files: RunFiles, offset: int = 0) -> tuple[list[GroupDropped], in
 
 
 def damaged_line(files: RunFiles) -> tuple[int, str] | None:
-    """The first line of the drop log that is no drop (its number, what it is), a torn last one aside (``store.
-    torn_tail``, cut by the resume): a resume refuses it, where the view skips it. None when all of it reads."""
+    """The first line of the drop log that is no JSON object (its number, what it is), a torn last one aside
+    (``store.torn_tail``, cut by the resume): a resume refuses such damage, where the view skips it. None when
+    every line is one."""
     try:
         f = safe_files.open_to_read(files.drops)
     except FileNotFoundError:
@@ -81,8 +82,9 @@ def damaged_line(files: RunFiles) -> tuple[int, str] | None:
                 break  # the last line, cut short: the resume cuts it
             if isinstance(raw, LongLine):
                 return number, f"over {MAX_LINE_BYTES:,} bytes"
-            if raw.strip() and _parse(raw) is None:
-                return number, "not a dropped group"
+            # an object _parse skips (a score out of range, written as it came) is no damage
+            if raw.strip() and not store.is_json_object(raw):
+                return number, "not a JSON object"
     return None
 
 

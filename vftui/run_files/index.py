@@ -39,27 +39,12 @@ def resolve_id(text: str) -> Path | None:
 
 
 def forget(files: RunFiles) -> bool:
-    """Take a run out of the index (its files stay); whether it was in it. Every entry naming it goes: one
-    copied by hand under another name kept it listed after each --prune."""
-    forgotten = False
-    for entry in _entries_naming(files.real_jsonl):
-        with contextlib.suppress(OSError):
-            entry.unlink()
-            forgotten = True
-    return forgotten
-
-
-def _entries_naming(out: Path) -> list[Path]:
-    """The index entries that name ``out``: its own, and any copy of it."""
-    own = index_dir() / f"{RunFiles(out).digest}.json"
-    found = [own] if own.exists() else []
-    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
-        if entry != own:
-            with contextlib.suppress(records.Damaged):
-                record = records.read(entry, IndexEntry)
-                if record is not None and Path(record.out) == out:
-                    found.append(entry)
-    return found
+    """Take a run out of the index (its files stay); whether it was in it."""
+    try:
+        (index_dir() / f"{files.digest}.json").unlink()
+    except OSError:
+        return False
+    return True
 
 
 def remember(files: RunFiles) -> None:
@@ -109,17 +94,23 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
 
 
 def forget_missing() -> int:
-    """Take out of the index every run whose jsonl is not there (``--prune``); how many."""
+    """Take out of the index every run whose jsonl is not there (``--prune``), how many; and every copy of a
+    run's own entry under another name (made by hand: ``forget`` takes the own one, and the copy kept the run
+    listed after each prune)."""
     forgotten = 0
     for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
         try:
             record = records.read(entry, IndexEntry)
         except records.Damaged:
             continue  # said by the listing; its own file to remove
-        if record is not None and not _exists(Path(record.out)):
+        if record is None:
+            continue
+        missing = not _exists(out := Path(record.out))
+        own = index_dir() / f"{RunFiles(out).digest}.json"
+        if missing or (entry != own and own.exists()):
             with contextlib.suppress(OSError):
                 entry.unlink()
-                forgotten += 1
+                forgotten += missing
     return forgotten
 
 

@@ -92,7 +92,6 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
                 raise UserError(f"--resume: {path} is {what}, not a run's file; remove it first")
         saved = read_checkpoint(files.checkpoint)
         written = groups_written(files.jsonl)
-        dropped = read_drops(files)[0]
         if (damage := damaged_line(files)) is not None:
             raise UserError(
                 f"--resume: line {damage[0]} of {files.drops} is {damage[1]}; only a torn last line is cut, so "
@@ -103,6 +102,9 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
         for path in (files.jsonl, files.drops):
             if cut := store.repair_tail(path):
                 logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
+        dropped = read_drops(files)[
+            0
+        ]  # after: a whole last drop that only lacked its newline counts
     except BaseException:
         lock.release()
         raise

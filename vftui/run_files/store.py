@@ -74,7 +74,7 @@ def torn_tail(path: Path) -> int:
         start = _last_line_start(f)
         f.seek(start)
         tail = f.read(MAX_GROUP_LINE_BYTES + 1)
-    if not tail.strip() or _whole_object(tail) or not tail.startswith(b"{"):
+    if not tail.strip() or is_json_object(tail) or not tail.startswith(b"{"):
         return 0  # blank: no damage; whole: a group; no object's start: damage the reader refuses, not a tear
     return size - start
 
@@ -111,7 +111,7 @@ def _last_line_start(f: BinaryIO) -> int:
     return 0
 
 
-def _whole_object(raw: bytes) -> bool:
+def is_json_object(raw: bytes) -> bool:
     try:
         return isinstance(json.loads(raw), dict)
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
