@@ -108,9 +108,6 @@ class Plan:
     tokenizer: str
     groups_before: int
     groups_total: int
-    elapsed_before: float = (
-        0.0  # a resumed run's seconds before this session: its rate is over all of them
-    )
 
     @property
     def simulated(self) -> bool:
@@ -237,9 +234,7 @@ class _Preparation:
         # eval: the examples done
         before = output.groups_before if end is None else output.ledger.done_within(end)
         total = max(self.collection.groups_total(environment), before)  # a resume asking for fewer
-        plan = Plan(
-            cfg, output.files, base_urls, model, tokenizer, before, total, output.elapsed_before
-        )
+        plan = Plan(cfg, output.files, base_urls, model, tokenizer, before, total)
         gate = GroupGate(total, before, self.bus.emit)
         controls = Controls(
             gate,
@@ -393,7 +388,7 @@ class _Preparation:
             ledger=output.ledger,
             groups_before=output.groups_before,
             drops_are_done=self.collection.item_range is not None,
-            elapsed_before=plan.elapsed_before,
+            elapsed_before=output.elapsed_before,
             shard=cfg.own_shard,
             max_retries=cfg.retries,
             on_tokens=self.collection.tokens_written,
@@ -563,7 +558,7 @@ class PreparedRun:
                 env.curr_step,
                 {
                     "state": state.value,
-                    "elapsed_s": round(self.plan.elapsed_before + elapsed_s, 3),
+                    "elapsed_s": round(env.hooks.elapsed_before + elapsed_s, 3),  # all sessions
                     "mean_reward": self.tally.metrics().get(stats.MEAN_REWARD),
                     "groups_done": self.gate.groups_done,
                     "groups_total": self.plan.groups_total,

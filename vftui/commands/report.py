@@ -51,9 +51,8 @@ def _refuse_what_is_no_page(out: Path) -> None:
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror or e}") from e
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()  # a byte-order mark, blank lines
-    if start and not start.startswith(
-        DOCTYPE.lower().encode()
-    ):  # an empty file (mktemp's) holds nothing
+    # an empty file (mktemp's) holds nothing to lose
+    if start and not start.startswith(DOCTYPE.lower().encode()):
         raise UserError(
             f"-o {out} is a file that is no HTML page; vftui replaces only a page (remove it first, "
             "or name another file)"

@@ -33,9 +33,8 @@ LABEL_CHARS = 200  # of a message's role, name and the tool call it answers
 TABLE_ROWS = 20_000  # items in the per-item table at most
 POINTS = 400  # of a chart's line at most: consecutive groups are averaged beyond
 SEED = 0  # of the sample of items shown
-DOCTYPE = (
-    "<!DOCTYPE html>"  # how every page begins (``vftui report -o`` replaces only a file that does)
-)
+# how every page begins (``vftui report -o`` replaces only a file that does)
+DOCTYPE = "<!DOCTYPE html>"
 PROGRESS_EVERY = 500  # items rendered between two progress lines
 
 

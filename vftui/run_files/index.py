@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from vftui import paths
@@ -62,20 +63,14 @@ def known_runs(skipped: list[str] | None = None) -> list[Path]:
     given."""
     found: dict[Path, None] = {}
     missing = 0
-    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
-        try:
-            record = records.read(entry, IndexEntry)
-        except records.Damaged as e:
+    for entry, out in _entries():
+        if isinstance(out, records.Damaged):
             if skipped is not None:
                 skipped.append(
-                    f"the run index entry {e}; it was skipped (remove it to stop this note)"
+                    f"the run index entry {out}; it was skipped (remove it to stop this note)"
                 )
-            continue
-        if record is None:
-            continue  # removed meanwhile
-        out = Path(record.out)
-        if not _exists(out):  # deleted, or its folder moved or not mounted now: kept until --prune
-            missing += 1
+        elif not _exists(out):
+            missing += 1  # deleted, or its folder moved or not mounted now: kept until --prune
         elif _plain(out):
             found[out] = None
         elif skipped is not None:  # not written by ``remember``: no command acts on what it names
@@ -98,20 +93,28 @@ def forget_missing() -> int:
     run's own entry under another name (made by hand: ``forget`` takes the own one, and the copy kept the run
     listed after each prune)."""
     forgotten = 0
-    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
-        try:
-            record = records.read(entry, IndexEntry)
-        except records.Damaged:
+    for entry, out in _entries():
+        if isinstance(out, records.Damaged):
             continue  # said by the listing; its own file to remove
-        if record is None:
-            continue
-        missing = not _exists(out := Path(record.out))
+        missing = not _exists(out)
         own = index_dir() / f"{RunFiles(out).digest}.json"
         if missing or (entry != own and own.exists()):
             with contextlib.suppress(OSError):
                 entry.unlink()
                 forgotten += missing
     return forgotten
+
+
+def _entries() -> Iterator[tuple[Path, Path | records.Damaged]]:
+    """Each index entry with the jsonl it names, or why it does not read (one removed meanwhile is left out)."""
+    for entry in sorted(index_dir().glob("*.json")) if index_dir().is_dir() else []:
+        try:
+            record = records.read(entry, IndexEntry)
+        except records.Damaged as e:
+            yield entry, e
+            continue
+        if record is not None:
+            yield entry, Path(record.out)
 
 
 def _plain(path: Path) -> bool:

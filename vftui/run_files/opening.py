@@ -48,9 +48,8 @@ class Output:
     )  # and the groups it dropped (its drop log)
     tail: list[bytes] = field(default_factory=list)  # a resumed run's last lines, for its window
     made: list[Path] = field(default_factory=list)  # the folders it made for --out, deepest first
-    elapsed_before: float = (
-        0.0  # a resumed run's seconds in its earlier sessions (its checkpoint's)
-    )
+    # a resumed run's seconds in its earlier sessions (its checkpoint's)
+    elapsed_before: float = 0.0
 
 
 def open_new(out: Path | None, env_id: str) -> Output:
@@ -102,9 +101,8 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
         for path in (files.jsonl, files.drops):
             if cut := store.repair_tail(path):
                 logger.warning("cut a torn last line (%d bytes) from %s", cut, path)
-        dropped = read_drops(files)[
-            0
-        ]  # after: a whole last drop that only lacked its newline counts
+        # after the repair: a whole last drop that only lacked its newline counts
+        dropped = read_drops(files)[0]
     except BaseException:
         lock.release()
         raise

@@ -329,9 +329,8 @@ def _file_in(folder: Path) -> Path | ShardedRun:
     """The results file of a run folder, an eval folder, its ``atropos/`` or a vf-eval output folder; or the
     shards of one run the folder holds."""
     for name in (RESULTS, SAMPLES, v1_traces.TRACES):
-        if os.path.lexists(
-            folder / name
-        ):  # one that does not read is refused by name, never passed over
+        # one that does not read is refused by name, never passed over
+        if os.path.lexists(folder / name):
             return folder / name
     if (sharded := shard_folder.find(folder)) is not None:
         return sharded
