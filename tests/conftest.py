@@ -308,6 +308,18 @@ def slow_sim() -> Iterator[BackgroundSimServer]:
         server.stop()
 
 
+@pytest.fixture
+def paced_sim() -> Iterator[BackgroundSimServer]:
+    """The simulated endpoint taking 250 ms per request: a dashboard's run at 8 requests in flight makes a few
+    groups a second, enough to steer, where at full speed it ran out its steps before a slow test's last key
+    and its collector's CPU crowded the app under test (with the endpoint's, in the test's own process)."""
+    server = BackgroundSimServer(seed=0, latency_s=0.25).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @contextlib.contextmanager
 def serve_app(app) -> Iterator[str]:
     """An aiohttp app (an endpoint that misbehaves on purpose) on a loopback port; yields its /v1 URL."""

@@ -18,15 +18,16 @@ from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 
 @pytest.fixture
-def make_app(slow_sim, tmp_path):
+def make_app(paced_sim, tmp_path):
     """A dashboard over a real collector process; the process is closed even when a test fails
     (its app's worker waits on it, and the test's event loop would wait on the worker)."""
     runs: list[CollectorProcess] = []
 
     def make(**overrides) -> VftuiApp:
         settings = {
-            "base_url": slow_sim.base_url,
+            "base_url": paced_sim.base_url,
             "group_size": 4,
+            "concurrency": 8,
             "steps": 400,
             "out": tmp_path / "groups.jsonl",
             **overrides,
@@ -57,7 +58,7 @@ async def quit_app(pilot, app) -> None:
     await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
 
 
-async def test_pause_key_holds_the_count_and_resumes(make_app, slow_sim, tmp_path):
+async def test_pause_key_holds_the_count_and_resumes(make_app, paced_sim, tmp_path):
     app = make_app()
     async with app.run_test(size=(200, 30)) as pilot:  # wide: every traffic figure and the path
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
@@ -66,7 +67,7 @@ async def test_pause_key_holds_the_count_and_resumes(make_app, slow_sim, tmp_pat
         )
         status = str(app.query_one("#status").render())
         assert re.search(
-            r"in flight \d+/32 in \d+ groups? · [\d.]+ req/s · p50 [\d.]+ s p95 [\d.]+ s", status
+            r"in flight \d+/8 in \d+ groups? · [\d.]+ req/s · p50 [\d.]+ s p95 [\d.]+ s", status
         ), status
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
@@ -81,7 +82,7 @@ async def test_pause_key_holds_the_count_and_resumes(make_app, slow_sim, tmp_pat
         await quit_app(pilot, app)
 
 
-async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, slow_sim, tmp_path):
+async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, paced_sim, tmp_path):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
@@ -92,7 +93,7 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, slow_sim, 
         await pilot.press("minus", "minus")
         assert app.controls.temperature == pytest.approx(0.9)
         await quit_app(pilot, app)
-    requests = sim_admin(slow_sim, "/sim/requests")["requests"]
+    requests = sim_admin(paced_sim, "/sim/requests")["requests"]
     assert 1.1 in [r["temperature"] for r in requests]
     temps = [g["generation_params"]["temperature"] for g in read_jsonl(tmp_path / "groups.jsonl")]
     assert temps[0] == 1.0 and 1.1 in temps
@@ -100,7 +101,7 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, slow_sim, 
     assert set(temps[:first]) == {1.0} and temps[-1] == pytest.approx(0.9), temps
 
 
-async def test_dump_key_writes_exactly_the_window(make_app, slow_sim, tmp_path):
+async def test_dump_key_writes_exactly_the_window(make_app, paced_sim, tmp_path):
     app = make_app(window=4)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 6)
@@ -117,7 +118,7 @@ async def test_dump_key_writes_exactly_the_window(make_app, slow_sim, tmp_path):
     assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == read_jsonl(dump)
 
 
-async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim, tmp_path):
+async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, paced_sim, tmp_path):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 3)
@@ -141,7 +142,7 @@ async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, slow_sim,
 
 
 async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(
-    make_app, slow_sim, tmp_path
+    make_app, paced_sim, tmp_path
 ):
     """Ctrl-C, Ctrl-C: the second answers the question as y would, where it asked the same question again."""
     app = make_app()
@@ -159,7 +160,7 @@ async def test_ctrl_c_again_while_the_quit_question_is_up_stops_the_run(
     assert summary.groups_done == len(read_jsonl(tmp_path / "groups.jsonl"))
 
 
-async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path):
+async def test_token_preview_counts_equal_the_masks(make_app, paced_sim, tmp_path):
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
@@ -183,7 +184,7 @@ async def test_token_preview_counts_equal_the_masks(make_app, slow_sim, tmp_path
 
 async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app):
     app = make_app(
-        mode="eval", num_examples=60, rollouts_per_example=4, group_size=None, concurrency=4
+        mode="eval", num_examples=60, rollouts_per_example=4, group_size=None, concurrency=16
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await until(

@@ -85,7 +85,7 @@ def test_a_temperature_change_is_a_line_of_the_log_and_an_attached_run_is_marked
 
 async def test_the_eval_panels_tracks_take_the_width_it_has_at_160_columns(make_app):  # noqa: F811
     app = make_app(
-        mode="eval", num_examples=40, rollouts_per_example=2, group_size=None, concurrency=4
+        mode="eval", num_examples=40, rollouts_per_example=2, group_size=None, concurrency=16
     )
     async with app.run_test(size=(160, 40)) as pilot:
         await until(
