@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -43,6 +43,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
+Server = TypeVar("Server", bound=BackgroundServer)
 
 
 CLASSIC = (
@@ -288,46 +289,44 @@ def json_events(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
-@pytest.fixture
-def sim() -> Iterator[BackgroundSimServer]:
-    """The simulated endpoint on a free loopback port, in this process."""
-    server = BackgroundSimServer(seed=0).start()
+@contextlib.contextmanager
+def running(server: Server) -> Iterator[Server]:
+    """``server`` started on a free loopback port in this process, and stopped whatever happened."""
+    server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def sim() -> Iterator[BackgroundSimServer]:
+    """The simulated endpoint."""
+    with running(BackgroundSimServer(seed=0)) as server:
+        yield server
 
 
 @pytest.fixture
 def slow_sim() -> Iterator[BackgroundSimServer]:
     """The simulated endpoint taking 50 ms per request, so a run lasts long enough to steer."""
-    server = BackgroundSimServer(seed=0, latency_s=0.05).start()
-    try:
+    with running(BackgroundSimServer(seed=0, latency_s=0.05)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def paced_sim() -> Iterator[BackgroundSimServer]:
-    """The simulated endpoint taking 250 ms per request: a dashboard's run at 8 requests in flight makes a few
-    groups a second, enough to steer, where at full speed it ran out its steps before a slow test's last key
-    and its collector's CPU crowded the app under test (with the endpoint's, in the test's own process)."""
-    server = BackgroundSimServer(seed=0, latency_s=0.25).start()
-    try:
+    """The simulated endpoint taking 250 ms per request: a dashboard's run makes a few groups a second, enough
+    to steer, where at full speed it ran out its steps before a slow test's last key and its collector's CPU
+    crowded the app under test (with the endpoint's, in the test's own process)."""
+    with running(BackgroundSimServer(seed=0, latency_s=0.25)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @contextlib.contextmanager
 def serve_app(app) -> Iterator[str]:
     """An aiohttp app (an endpoint that misbehaves on purpose) on a loopback port; yields its /v1 URL."""
-    server = BackgroundServer(app).start()
-    try:
+    with running(BackgroundServer(app)) as server:
         yield server.base_url
-    finally:
-        server.stop()
 
 
 def sim_admin(server: BackgroundSimServer, path: str, body: dict | None = None) -> dict:

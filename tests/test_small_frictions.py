@@ -36,16 +36,19 @@ async def palette_pick(pilot, query: str, pick: str) -> list[str]:
     def titles() -> list[str]:
         return [options.get_option_at_index(i).hit.text for i in range(options.option_count)]
 
+    def highlighted() -> str | None:
+        return None if options.highlighted is None else titles()[options.highlighted]
+
     await until(lambda: pick in titles(), pilot=pilot)
     await pilot.pause(0.3)  # every provider answered
     listed = titles()
     # the highlight moved down to the entry itself: a list still sorting its late hits moves entries, and
     # a count of presses made from an earlier reading ran the wrong one (seen once)
     for _ in range(len(listed)):
-        if options.highlighted is not None and titles()[options.highlighted] == pick:
+        if highlighted() == pick:
             break
         await pilot.press("down")
-    assert titles()[options.highlighted] == pick, titles()
+    assert highlighted() == pick, titles()
     await pilot.press("enter")
     await until(lambda: not isinstance(app.screen, CommandPalette), pilot=pilot)
     return listed
