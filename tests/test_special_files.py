@@ -320,6 +320,14 @@ def test_a_source_that_is_a_link_loop_is_said_as_one(tmp_path, command):
     one_sentence(run_cli(args, tmp_path, timeout=60), f"{loop} is a symbolic link loop")
 
 
+@pytest.mark.parametrize("command", ["view", "compare", "report"])
+def test_a_source_that_is_not_there_is_said_alike_by_every_reader(tmp_path, command):
+    """view said 'no such file: X' where compare and report said 'X: no such file or folder'."""
+    nowhere = tmp_path / "nowhere.jsonl"
+    args = [command, str(nowhere), *(["x"] if command == "compare" else [])]
+    one_sentence(run_cli(args, tmp_path, timeout=60), f"{nowhere}: no such file or folder")
+
+
 def test_a_whole_last_drop_that_only_lacks_its_newline_counts_on_resume(made, tmp_path):
     """The drops were read before the repair ended that line: its item was collected again, and counted
     twice after."""
