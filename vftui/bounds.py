@@ -104,9 +104,15 @@ def load_json(data: bytes | str) -> Any:
 def json_integer(text: str) -> int:
     """An integer of the JSON; one past Python's digit limit is said as such (its own error told the user to
     call ``sys.set_int_max_str_digits()``)."""
-    if len(digits := text.lstrip("-")) > sys.get_int_max_str_digits() > 0:
-        raise ValueError(f"it holds an integer of {len(digits):,} digits")
+    if len(text.lstrip("-")) > sys.get_int_max_str_digits() > 0:
+        raise ValueError(f"it holds {over_digit_limit()}")
     return int(text)
+
+
+def over_digit_limit() -> str:
+    """What every reader of JSON calls an integer past Python's digit limit (read when said: a program may
+    change the limit)."""
+    return f"an integer of more than {sys.get_int_max_str_digits():,} digits"
 
 
 def read_json(path: Path) -> Any:

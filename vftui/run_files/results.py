@@ -225,7 +225,9 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     if not path.is_file():
         what = safe_files.not_regular(path)
         raise UserError(
-            f"{path} is {what}, not a file vftui reads" if what else f"{path}: no such file or folder"
+            f"{path} is {what}, not a file vftui reads"
+            if what
+            else f"{path}: no such file or folder"
         )
     if _is_v1(path):
         return _v1_groups(path), path.parent  # titled by verifiers' run folder

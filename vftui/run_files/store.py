@@ -12,7 +12,6 @@ import collections
 import contextlib
 import json
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from vftui import safe_files
-from vftui.bounds import LongLine, read_lines, too_long
+from vftui.bounds import LongLine, over_digit_limit, read_lines, too_long
 from vftui.errors import RunFailed, UserError
 
 # The longest group line read back: 16 rollouts of 128K tokens with their logprobs. A longer one is
@@ -225,7 +224,7 @@ def parse_group_line(raw: bytes | LongLine) -> dict[str, Any] | str:
         return "not UTF-8 text"
     except ValueError as e:  # NaN, Infinity; an integer past Python's digit limit
         if "integer string conversion" in str(e):  # its own words say to raise the limit
-            return f"not a group (an integer of more than {sys.get_int_max_str_digits():,} digits)"
+            return f"not a group ({over_digit_limit()})"
         return f"not strict JSON ({e})"
     except RecursionError:
         return "not a group (nested too deep to read)"
