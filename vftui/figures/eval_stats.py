@@ -4,9 +4,9 @@ An eval rolls each item k times. Items are the independent units (an item's roll
 its difficulty), so every interval is over item-level values: the mean reward is the mean
 of item means, with a Student t interval over them; pass@k is the mean over items of the
 unbiased estimator 1 - C(n-c, k)/C(n, k) (n rollouts, c of them passing), and it and the
-accuracy are proportions, with a Wilson score interval (``proportion``): a t interval
-collapses to ``± 0`` when every item passes or every one fails, Wilson's does not. Pure
-Python, no view or collector.
+accuracy are proportions, with a Wilson score interval over the items (``proportion``): a t
+interval collapses to ``± 0`` when every item passes or every one fails, Wilson's does not.
+No interval from a single item. Pure Python, no view or collector.
 """
 
 from __future__ import annotations
@@ -90,21 +90,21 @@ def wilson(p: float, trials: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def proportion(values: Sequence[float], trials: int) -> Estimate:
-    """The mean of per-item proportions in [0, 1] (``trials`` rollouts under them), Wilson's interval.
+def proportion(values: Sequence[float]) -> Estimate:
+    """The mean of per-item proportions in [0, 1], with Wilson's interval over the items; none from one.
 
-    Its trials are the effective count of independent 0/1 outcomes the items' spread is worth,
-    p(1 - p) / var(mean), between the items and the rollouts: with one rollout an item that is the
-    items, the textbook interval; with no spread between items (all pass, all fail) the rollouts.
+    The items are the trials: an item's rollouts share its difficulty, so they are not trials of their
+    own (counting them put 8 items that all passed at pass@4 >= 0.89, where over the items it is >= 0.68,
+    and such intervals held the true figure 71-90% of the time). An item's proportion varies no more than
+    a 0/1 outcome of the same mean does, so Wilson's interval over the items holds its 95%.
     """
     count = len(values)
     if count == 0:
         return Estimate(math.nan, None, None, 0)
     p = min(1.0, max(0.0, statistics.fmean(values)))
-    most = max(count, trials)
-    spread = statistics.variance(values) / count if count > 1 else 0.0
-    effective = most if spread <= 0 else min(most, max(count, p * (1 - p) / spread))
-    low, high = wilson(p, effective)
+    if count < 2:
+        return Estimate(p, None, None, count)
+    low, high = wilson(p, count)
     return Estimate(p, min(low, p), max(high, p), count)
 
 
@@ -161,7 +161,7 @@ def pass_at(items: Sequence[ItemResult], k: int, threshold: float) -> Estimate:
     """pass@k over items that have at least k rollouts."""
     counted = [i for i in items if len(i.rewards) >= k]
     values = [pass_at_k(len(i.rewards), i.passed(threshold), k) for i in counted]
-    return proportion(values, sum(len(i.rewards) for i in counted))
+    return proportion(values)
 
 
 def k_values(rollouts: int) -> list[int]:
@@ -204,8 +204,7 @@ class EvalTally:
         for k in k_values(self.rollouts):
             figures[f"pass@{k}"] = pass_at(items, k, self.threshold)
         figures["accuracy"] = proportion(
-            [sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items],
-            sum(len(i.rewards) for i in items),
+            [sum(r > 0 for r in i.rewards) / len(i.rewards) for i in items]
         )
         return figures
 
