@@ -153,7 +153,7 @@ def test_fail_if_worse_says_its_verdict_either_way(tmp_path, margin):
         and f"b/results.jsonl is not worse than {REPO / BOTH[0]}/results.jsonl by more than {margin} "
         in said
         and "beyond the 95% interval, by paired bootstrap over 12 items" in said
-        and "(B - A reward -0.188 [-0.479, +0.042])" in said
+        and "(B - A reward -0.188 [-0.479, +0.076])" in said
     ), said
 
 
@@ -168,6 +168,23 @@ def test_fail_if_worse_says_which_source_failed_with_its_figure(tmp_path):
     assert "0.1 failed: " in said and "is worse than" in said and "B - A reward -0.750" in said, (
         said
     )
+
+
+def test_fail_if_worse_refuses_to_judge_a_few_items_that_moved_alike(tmp_path):
+    """2 items that both dropped a little were 'worse beyond its interval' ([-0.050, -0.025]) and failed the
+    gate: a bootstrap cannot reach past the changes seen, and no test reaches 95% on so few."""
+    base = results(tmp_path / "a", {0: [1.0, 0.9], 1: [0.8, 0.7]})
+    worse = results(tmp_path / "b", {0: [0.95, 0.9], 1: [0.7, 0.7]})
+    result = run_cli(
+        ["compare", "--no-ui", "--fail-if-worse", "0.01", str(base), str(worse)], tmp_path
+    )
+    assert result.returncode == 2, result.stderr
+    assert (
+        "only 2 items in common, too few for a 95% interval of the change (it needs 6 or more)"
+        in result.stderr
+    ), result.stderr
+    shown = run_cli(["compare", "--no-ui", str(base), str(worse)], tmp_path).stdout
+    assert "B - A reward -0.037: no interval, 2 items in common" in shown, shown
 
 
 def test_hostile_sources_are_compared_and_their_text_shown_not_obeyed(tmp_path):
@@ -202,7 +219,7 @@ async def test_the_screen_shows_the_answer_first_then_how_the_sources_differ(siz
         await pilot.pause()
         lines = screen_lines(app)
         screen = "\n".join(lines)
-        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.479, +0.042]: no clear change")
+        (answer,) = at_rows(lines, "B - A reward -0.188 [-0.479, +0.076]: no clear change")
         assert answer == 1, screen
         assert at_rows(lines, "McNemar exact p = 0.25: 3 items pass -> fail, 0 fail -> pass") == [2]
         assert at_rows(lines, "--fail-if-worse 0.02: B passed (paired bootstrap)"), screen

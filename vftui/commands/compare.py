@@ -27,7 +27,7 @@ from vftui.figures.comparison import (
     moved,
     worse_beyond,
 )
-from vftui.figures.paired import RESAMPLES, SEED, Flips
+from vftui.figures.paired import PAIRED_MIN, RESAMPLES, SEED, Flips
 from vftui.run_files import source_lines
 from vftui.run_files.results import Source, load
 from vftui.text import compared, wording
@@ -139,18 +139,22 @@ def run_compare(
 
 
 def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
-    """The gate never passes a change it has no interval for (one item in common, or one in a source): a sentence."""
+    """The gate never passes a change it has no interval for (under ``PAIRED_MIN`` items in common, or one in
+    a source that shares none): a sentence."""
     for source, change in zip(sources[1:], changes, strict=True):
         if change.reward.high is None:
-            held = (
-                f"only {change.paired} item in common"
+            held, needed = (
+                (f"only {wording.counted(change.paired, 'item')} in common", PAIRED_MIN)
                 if change.paired
-                else f"no item in common and only {min(len(sources[0].items), len(source.items))} in one of them"
+                else (
+                    f"no item in common and only {min(len(sources[0].items), len(source.items))} in one of them",
+                    2,
+                )
             )
             raise UserError(
                 f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
                 f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
-                "(it needs 2 or more); compare more examples"
+                f"(it needs {needed} or more); compare more examples"
             )
 
 

@@ -3,7 +3,7 @@ first, paired by item where both have it (the per-item change, its mean and inte
 
 Pairing matters: items differ far more in difficulty than two checkpoints differ in skill, so the
 paired interval of a change is much narrower than the two sources' own intervals suggest. Paired, every
-change's interval is the items' bootstrap and pass/fail gets McNemar's test (``paired``); with no item
+change's interval is the items' (``paired.paired_change``) and pass/fail gets McNemar's test; with no item
 in common, Welch's t interval of the two sources' item values.
 """
 
@@ -22,7 +22,7 @@ from vftui.figures.eval_stats import (
     pass_at,
     pass_at_k,
 )
-from vftui.figures.paired import Flips, bootstrap, flips, in_order
+from vftui.figures.paired import Flips, flips, in_order, paired_change
 from vftui.run_files.results import Item, Source
 
 BINS = 10
@@ -141,7 +141,7 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
     pairs = [(first.items[k], later.items[k]) for k in common]
     ks = k_values(min(len(item.rewards) for pair in pairs for item in pair))
     functions = {
-        name: bootstrap(
+        name: paired_change(
             [
                 _mean(b.functions[name]) - _mean(a.functions[name])
                 for a, b in pairs
@@ -151,14 +151,14 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
         for name in names
     }
     passes = {
-        f"pass@{k}": bootstrap(
+        f"pass@{k}": paired_change(
             [_item_pass_at(b, k, threshold) - _item_pass_at(a, k, threshold) for a, b in pairs]
         )
         for k in ks
     }
     return Change(
         len(common),
-        bootstrap([b.mean - a.mean for a, b in pairs]),
+        paired_change([b.mean - a.mean for a, b in pairs]),
         functions,
         changes,
         passes,

@@ -73,11 +73,17 @@ def estimate(values: Sequence[float], bounds: tuple[float, float] | None = None)
     mean = statistics.fmean(values)
     if count < 2:
         return Estimate(mean, None, None, count)
-    half = t_quantile(0.5 + CONFIDENCE / 2, count - 1) * statistics.stdev(values) / math.sqrt(count)
+    half = t_half_width(values)
     low, high = mean - half, mean + half
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
     return Estimate(mean, low, high, count)
+
+
+def t_half_width(values: Sequence[float]) -> float:
+    """Half the width of the 95% Student t interval of the mean of two or more values."""
+    count = len(values)
+    return t_quantile(0.5 + CONFIDENCE / 2, count - 1) * statistics.stdev(values) / math.sqrt(count)
 
 
 def wilson(p: float, trials: float) -> tuple[float, float]:

@@ -9,6 +9,8 @@ items, drawn from ``SEED`` so the same inputs give the same interval; the items 
 order of their keys, so swapping the sources negates the interval exactly. Its percentiles are
 Hesterberg's expanded ones (the level whose normal quantile is sqrt(n/(n-1)) t(n-1)'s): the plain
 percentile interval is too narrow for the dozen items a quick eval has (it covers 95% only as n grows).
+Even expanded, it cannot reach past the largest change seen, so a change's interval is the wider of it
+and the paired t interval, and none under ``PAIRED_MIN`` items (``paired_change``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vftui.figures.eval_stats import CONFIDENCE, Estimate, t_quantile
+from vftui.figures.eval_stats import CONFIDENCE, Estimate, t_half_width, t_quantile
 
 if TYPE_CHECKING:
     from numpy import ndarray
@@ -27,6 +29,10 @@ if TYPE_CHECKING:
 RESAMPLES = 10_000  # the tails hold ~1% each: 2000 left them a few dozen resamples, and noisy
 SEED = 0
 GATHERED = 1 << 20  # item picks drawn at once: a resample's picks, many resamples, in ~8 MB
+PAIRED_MIN = 6
+"""Items in common a change's interval needs. Under it no test free of the changes' distribution reaches
+95% (the sign-flip test's smallest p is 2/2^n: 0.0625 at 5 items), and the bootstrap ruled out 0 for 2
+items that moved alike, by however little, half the time."""
 
 
 def in_order(key: str) -> tuple[int, int, str, str]:
@@ -80,13 +86,23 @@ def flips(pairs: dict[str, tuple[Sequence[float], Sequence[float]]], threshold: 
     return Flips(threshold, counts[True, True], counts[False, False], lost, gained)
 
 
-def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMPLES) -> Estimate:
-    """The mean of per-item ``values`` with its percentile bootstrap interval; none under two items."""
+def paired_change(values: Sequence[float]) -> Estimate:
+    """The mean of per-item changes with its 95% interval: none under ``PAIRED_MIN`` items, else the wider of
+    the expanded bootstrap and the paired t interval (the bootstrap's stays inside the changes seen, too
+    narrow for a few items that moved alike; t's assumes the changes normal, which the bootstrap does not)."""
+    count = len(values)
+    if count < PAIRED_MIN:
+        return Estimate(math.fsum(values) / count if count else math.nan, None, None, count)
+    mean, low, high = _resampled(values, SEED, RESAMPLES)
+    half = t_half_width(values)
+    return Estimate(mean, min(low, mean - half), max(high, mean + half), count)
+
+
+def _resampled(values: Sequence[float], seed: int, resamples: int) -> tuple[float, float, float]:
+    """The mean of two or more ``values`` and its expanded percentile interval."""
     import numpy as np  # only compare resamples: 10,000 resamples of thousands of items, in C
 
     count = len(values)
-    if count < 2:
-        return Estimate(math.fsum(values) / count if count else math.nan, None, None, count)
     data = np.asarray(values, dtype=float)
     mean = float(_means(data, np.arange(count)[None, :])[0])
     rng = np.random.default_rng(seed)
@@ -99,7 +115,7 @@ def bootstrap(values: Sequence[float], seed: int = SEED, resamples: int = RESAMP
     )
     means.sort()
     below = round(expanded_tail(count) * (resamples - 1))  # as many resamples cut off each side
-    return Estimate(mean, float(means[below]), float(means[resamples - 1 - below]), count)
+    return mean, float(means[below]), float(means[resamples - 1 - below])
 
 
 def expanded_tail(count: int) -> float:

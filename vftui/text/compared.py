@@ -61,7 +61,7 @@ def test_used(change: Change) -> str:
 
 def change_line(letter: str, change: Change) -> str:
     """The answer, what it means before how it was made (a narrow screen cuts the end):
-    ``B - A reward -0.188 [-0.479, +0.042]: no clear change (paired bootstrap over 12 items)``."""
+    ``B - A reward -0.188 [-0.479, +0.076]: no clear change (paired bootstrap over 12 items)``."""
     return f"{letter} - A reward {signed(change.reward)}: {meaning(change)} ({test_used(change)})"
 
 
