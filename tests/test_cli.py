@@ -48,6 +48,21 @@ def test_json_mode_keeps_stdout_pure_and_says_why_it_is_headless(tmp_path):
     assert "stdout is not a terminal; running headless" in result.stderr
 
 
+def test_groups_of_one_rollout_have_no_identical_score_rate_in_any_figure(tmp_path):
+    """Each group of one read as identical: the summary said 1.000 (6/6), compare said 0.0%."""
+    out = tmp_path / "g.jsonl"
+    run = run_cli(
+        ["run", "--no-ui", "--steps", "3", "--group-size", "1", "--out", str(out)], tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    assert "identical-score rate - (no group of two or more rollouts)" in run.stdout + run.stderr
+    progress = [line for line in run.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 3 and all(" identical -  " in line for line in progress), progress
+    shown = run_cli(["compare", "--json", str(out), str(out)], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert [s["identical"] for s in json.loads(shown.stdout)["sources"]] == [None, None]
+
+
 def test_python_dash_m_and_version(tmp_path):
     result = run_cli(["--version"], tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("vftui ")

@@ -189,6 +189,17 @@ def test_gates_trip_on_their_own_thresholds():
             parse_gates(bad)
 
 
+@pytest.mark.unit
+def test_groups_of_one_rollout_never_trip_the_identical_gate_nor_count_as_trainable():
+    """A group of one read as identical: an eval of one rollout an example tripped identical>0.8."""
+    health, _ = monitor(gates=parse_gates("identical>0.8"))
+    figures, _, tripped = feed(health, [group(i, scores=(1.0,)) for i in range(10)])
+    assert tripped is None and "identical" not in figures.signals
+    assert figures.reward_trainable is None, (
+        "one rollout gives a trainer no advantage to learn from"
+    )
+
+
 def api_status(step: int, queue: int, allowed: int = 2, lag: int | None = None) -> ApiStatus:
     return ApiStatus(
         "http://127.0.0.1:1",

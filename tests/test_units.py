@@ -64,6 +64,21 @@ def test_reference_metrics_formulas():
     assert metrics_of([]) == {}
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=4), max_size=30))
+def test_the_identical_score_rate_is_over_groups_of_two_or_more_rollouts(groups):
+    """A group of one rollout read as identical: a run of them said 100% here and compare said 0%."""
+    m = metrics_of([G(scores) for scores in groups])
+    compared = [scores for scores in groups if len(scores) > 1]
+    if not compared:
+        assert "metrics/identical_score_rate" not in m
+        return
+    alike = sum(len(set(scores)) == 1 for scores in compared)
+    assert m["metrics/identical_score_rate"] == alike / len(compared)
+    assert m["metrics/groups_with_identical_scores"] == alike
+    assert m["metrics/groups_total"] == len(groups)
+
+
 def test_unique_path_and_torn_tail(tmp_path):
     target = tmp_path / "g.jsonl"
     assert store.unique_path(target) == target

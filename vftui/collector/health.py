@@ -42,7 +42,7 @@ class Sample:
     """What the window keeps of one scored group."""
 
     mean: float
-    identical: bool
+    identical: bool | None  # None: one rollout, nothing to compare
     varied_kept: bool
     finish: tuple[str | None, ...]
     completion: tuple[int, ...]
@@ -141,13 +141,13 @@ class HealthMonitor:
         per_function = tuple(
             (name, stats.mean(values)) for name, values in group.metrics.items() if values
         )
-        identical = stats.is_identical(group.scores)
+        identical = stats.is_identical(group.scores) if len(group.scores) > 1 else None
         finish = tuple(group.finish_reasons) if drop is None else ()
         self._window.append(
             Sample(
                 mean,
                 identical,
-                drop is None and not identical,
+                drop is None and identical is False,
                 finish,
                 completion,
                 per_function,
@@ -189,7 +189,7 @@ class HealthMonitor:
             values["errors"] = failed
         if len(samples) < MIN_GROUPS:
             return values
-        values["identical"] = sum(s.identical for s in samples) / len(samples)
+        values.update(_identical_share(samples))
         finishes = [f for s in samples for f in s.finish]
         if finishes:
             values["truncated"] = finishes.count("length") / len(finishes)
@@ -341,3 +341,10 @@ def _jump(older: list[float], newer: list[float]) -> float:
         statistics.variance(older) / len(older) + statistics.variance(newer) / len(newer)
     )
     return abs(statistics.fmean(newer) - statistics.fmean(older)) / error if error > 0 else 0.0
+
+
+def _identical_share(samples: list[Sample]) -> dict[str, float]:
+    """``identical``: the share of the window's groups of two or more rollouts that scored alike; no figure
+    under ``MIN_GROUPS`` of them (groups of one rollout have nothing to compare)."""
+    compared = [s.identical for s in samples if s.identical is not None]
+    return {"identical": sum(compared) / len(compared)} if len(compared) >= MIN_GROUPS else {}

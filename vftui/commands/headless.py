@@ -153,10 +153,17 @@ class HeadlessView:
         width = len(str(self._total))
         line = (
             f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "
-            f"identical {'yes' if g.identical else 'no '}  turns {turns:.1f}  "
+            f"identical {_identical(g.scores)}  turns {turns:.1f}  "
             f"t={g.temperature:g}  {rate:.2f} groups/s"
         )
         return f"{line}  {wording.traffic(self._requests)}" if self._requests is not None else line
+
+
+def _identical(scores: list[float]) -> str:
+    """yes, no, or - for one rollout (nothing to compare), in the width of each."""
+    if len(scores) < 2:
+        return "-  "
+    return "yes" if stats.is_identical(scores) else "no "
 
 
 def _stop(controls: Controls) -> None:

@@ -23,6 +23,7 @@ from vftui.figures.eval_stats import (
     pass_at_k,
 )
 from vftui.figures.paired import Flips, flips, in_order, paired_change
+from vftui.figures.stats import is_identical
 from vftui.run_files.results import Item, Source
 
 BINS = 10
@@ -40,7 +41,9 @@ class Summary:
     pass1: Estimate
     functions: dict[str, Estimate]
     truncated: float  # share of rollouts cut at the length limit
-    identical: float  # share of items whose rollouts all scored the same (k > 1)
+    identical: (
+        float | None
+    )  # share of items of two or more rollouts that all scored the same; None: no such item
     completion_chars: float  # mean characters the model wrote in a rollout
 
 
@@ -105,7 +108,7 @@ def summarize(source: Source, threshold: float) -> Summary:
             for name in names
         },
         truncated=_share([t for item in items for t in item.truncated]),
-        identical=_share([len(set(item.rewards)) == 1 for item in multi]),
+        identical=_share([is_identical(item.rewards) for item in multi]) if multi else None,
         completion_chars=statistics.fmean([c for item in items for c in item.completion_chars])
         if rollouts
         else 0.0,

@@ -69,7 +69,9 @@ def quantile(ordered: list[float], q: float) -> float | None:
 
 
 def is_identical(scores: list[float]) -> bool:
-    return len(set(scores)) <= 1
+    """Two or more scores, all equal: a group of one rollout has nothing to compare, so it is never counted
+    identical, nor in the rate's groups (it read 100% on one screen and 0% on another)."""
+    return len(scores) > 1 and len(set(scores)) == 1
 
 
 @dataclass
@@ -110,6 +112,7 @@ class Accumulator:
     per_metric: dict[str, Moments] = field(default_factory=dict)
     turn_counts: Counter[int] = field(default_factory=Counter)
     groups_total: int = 0
+    groups_compared: int = 0  # of two or more rollouts: those the identical-score rate is over
     groups_identical: int = 0
 
     def add(self, group: GroupLike, sign: int = 1) -> None:
@@ -132,6 +135,7 @@ class Accumulator:
             self.turn_counts.subtract(group.turns)
             self.turn_counts = +self.turn_counts  # drop turn counts no group has any more
         self.groups_total += sign
+        self.groups_compared += sign * int(len(group.scores) > 1)
         self.groups_identical += sign * int(is_identical(group.scores))
 
     def remove(self, group: GroupLike) -> None:
@@ -154,9 +158,11 @@ class Accumulator:
             out["metrics/avg_num_turns"] = sum(t * n for t, n in self.turn_counts.items()) / turns
             out["metrics/max_num_turns"] = float(max(self.turn_counts))
         if self.groups_total:
-            out["metrics/groups_with_identical_scores"] = float(self.groups_identical)
             out["metrics/groups_total"] = float(self.groups_total)
-            out["metrics/identical_score_rate"] = self.groups_identical / self.groups_total
+        if self.groups_compared:
+            out["metrics/groups_with_identical_scores"] = float(self.groups_identical)
+            out["metrics/groups_compared"] = float(self.groups_compared)
+            out["metrics/identical_score_rate"] = self.groups_identical / self.groups_compared
         return out
 
 

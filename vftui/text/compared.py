@@ -170,7 +170,7 @@ def figure_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
         ("items", [str(len(s.source.items)) for s in summaries]),
         ("errors", [str(s.source.errors) for s in summaries]),
         ("truncated", [f"{s.truncated:.1%}" for s in summaries]),
-        ("identical", [f"{s.identical:.1%}" for s in summaries]),
+        ("identical", ["-" if s.identical is None else f"{s.identical:.1%}" for s in summaries]),
         ("completion", [f"{s.completion_chars:.0f} chars" for s in summaries]),
     ]
     names = sorted({n for s in summaries for n in s.functions})

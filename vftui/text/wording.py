@@ -180,6 +180,16 @@ def run_state(state: RunState, detail: str) -> str:
     return f"run {state.value}" + (f": {detail}" if detail else "")
 
 
+def _identical_rate(m: dict[str, float]) -> str:
+    """``0.250 (2/8 groups)``; ``-`` where no group had two rollouts to compare."""
+    if "metrics/identical_score_rate" not in m:
+        return "- (no group of two or more rollouts)"
+    return (
+        f"{m['metrics/identical_score_rate']:.3f} "
+        f"({int(m['metrics/groups_with_identical_scores'])}/{int(m['metrics/groups_compared'])} groups)"
+    )
+
+
 def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[str]:
     """What a run did, as printed at its end by both views: where its page and eval files are, and a stopped
     run's ``--resume`` command (``resume``: the view's own command, so it carries on as it ran)."""
@@ -215,8 +225,7 @@ def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[s
         lines.append(
             f"  mean reward {m.get('metrics/mean_reward', 0):.4f}{kept}, "
             f"reward std {m.get('metrics/reward_std', 0):.4f}, "
-            f"identical-score rate {m.get('metrics/identical_score_rate', 0):.3f} "
-            f"({int(m.get('metrics/groups_with_identical_scores', 0))}/{int(m.get('metrics/groups_total', 0))} groups)"
+            f"identical-score rate {_identical_rate(m)}"
         )
         lines.append(
             f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
@@ -229,6 +238,7 @@ def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[s
             "max_num_turns",
             "groups_with_identical_scores",
             "groups_total",
+            "groups_compared",
             "identical_score_rate",
         }
         per_fn = [

@@ -398,9 +398,10 @@ class DashboardModel:
     def run_metrics(self) -> dict[str, float]:
         return self._once_per_version("run", self.totals.metrics)
 
-    def identical_rates(self) -> tuple[float, float]:
-        window = self.window_metrics().get("metrics/identical_score_rate", 0.0)
-        run = self.run_metrics().get("metrics/identical_score_rate", 0.0)
+    def identical_rates(self) -> tuple[float | None, float | None]:
+        """The window's and the run's; None where no group had two rollouts to compare."""
+        window = self.window_metrics().get("metrics/identical_score_rate")
+        run = self.run_metrics().get("metrics/identical_score_rate")
         return window, run
 
     def turn_histogram(self) -> list[tuple[int, int]]:
