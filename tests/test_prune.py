@@ -128,6 +128,27 @@ def test_a_run_whose_jsonl_is_empty_but_that_recorded_dropped_groups_or_eval_row
     assert "1 empty runs deleted" in pruned.stderr
 
 
+def test_an_empty_file_an_index_entry_names_is_no_run_and_prune_deletes_nothing_beside_it(tmp_path):
+    """An index entry (anyone may write one) naming an empty data.jsonl in a folder named as vftui names its
+    own: --prune deleted the user's data.html and data.collector.log beside it, and the folder."""
+    folder = data_dir(tmp_path) / "runs" / "20240101-000000-mine"
+    folder.mkdir(parents=True)
+    (folder / "data.jsonl").touch()
+    (folder / "data.html").write_text("<html>my own page</html>")
+    (folder / "data.collector.log").write_text("my log\n")
+    (data_dir(tmp_path) / "index").mkdir(parents=True)
+    (data_dir(tmp_path) / "index" / "mine.json").write_text(
+        json.dumps({"out": str(folder / "data.jsonl")})
+    )
+    before = everything(folder)
+
+    pruned = run_cli(["runs", "--prune"], tmp_path)
+
+    assert pruned.returncode == 0 and "Traceback" not in pruned.stderr, pruned.stderr
+    assert everything(folder) == before, "no run of vftui's (no record): nothing of it goes"
+    assert (folder / "data.html").read_text() == "<html>my own page</html>"
+
+
 def test_a_run_listed_through_a_link_in_the_runs_folder_is_not_counted_as_forgotten(tmp_path):
     """A run folder linked into the runs folder is listed from there, not from the index: prune said '1 runs kept
     elsewhere forgotten', and the next vftui runs listed it all the same."""

@@ -41,6 +41,8 @@ def first_run(sim, out, tmp_path, *extra: str):
         (["--env-args", '{"max_turns": 1}'], 'collected with --env-args {"max_turns": 3}'),
         (["--mode", "eval"], "collected with --mode sft"),
         (["--tokenizer", "Qwen/Qwen2.5-0.5B-Instruct"], "collected with tokenizer"),
+        # it was dropped without a word, and the groups went on into the resumed run's file
+        (["--out", "elsewhere.jsonl"], "--out cannot move it to elsewhere.jsonl: drop --out"),
     ],
 )
 def test_a_setting_that_changes_what_a_line_means_is_refused_naming_it(sim, tmp_path, flags, says):
@@ -51,6 +53,7 @@ def test_a_setting_that_changes_what_a_line_means_is_refused_naming_it(sim, tmp_
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
     assert out.read_bytes() == before, "nothing appended"
+    assert not (tmp_path / "elsewhere.jsonl").exists()
 
 
 def test_a_resume_may_change_how_groups_are_collected_and_each_group_says_how(sim, tmp_path):

@@ -88,3 +88,65 @@ def test_a_new_run_over_an_existing_file_writes_beside_it_and_its_side_files_fol
     finally:
         output.lock.release()
     assert out.read_text() == "{}\n"
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under ``folder``: a file's bytes, else what it is (a link's target, a FIFO, a folder)."""
+    seen: dict[str, bytes | str] = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            seen[name] = f"link to {os.readlink(path)}"
+        elif path.is_file():
+            seen[name] = path.read_bytes()
+        else:
+            seen[name] = "fifo" if path.is_fifo() else "folder"
+    return seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sets(
+        st.sampled_from([*SIDE_SUFFIXES, ".eval", ".jsonl", "_1.jsonl", "_1.html"]), min_size=1
+    ),
+    st.sampled_from(["file", "folder", "link", "fifo"]),
+)
+def test_a_new_run_takes_a_name_where_nothing_is_and_leaves_what_was_there(
+    tmp_path_factory, taken, kind
+):
+    """Only the jsonl was looked at: a new run wrote over the user's notes.html, notes.run.json and
+    notes.checkpoint.json, deleted a notes.lock and notes.sock, filled an eval's notes.eval/ folder and
+    appended its drops to the run whose jsonl is notes.dropped.jsonl."""
+    folder = tmp_path_factory.mktemp("taken")
+    for suffix in taken:
+        path = folder / f"notes{suffix}"
+        if kind == "file":
+            path.write_bytes(b'{"scores": [1], "tokens": [[1]]}\n')
+        elif kind == "folder":
+            path.mkdir()
+            (path / "results.jsonl").write_text("mine\n")
+        elif kind == "link":
+            path.symlink_to(folder / "elsewhere")
+        else:
+            os.mkfifo(path)
+    before = _snapshot(folder)
+    try:
+        output = open_new(folder / "notes.jsonl", "env")
+    except UserError:  # --out itself a link, a folder, a FIFO: refused, as given
+        assert ".jsonl" in taken and kind != "file"
+        assert _snapshot(folder) == before
+        return
+    try:
+        files = output.files
+        assert files.taken_by == files.jsonl, "only its own new files are there"
+        assert all(
+            not os.path.lexists(p)
+            for p in files.side_files
+            if p not in (files.lock_path, files.drops)
+        )
+    finally:
+        output.lock.release()
+    after = _snapshot(folder)
+    assert {k: v for k, v in after.items() if k in before} == before, "nothing there was touched"
+    assert set(after) - set(before) == {files.jsonl.name, files.drops.name}
+    assert files.jsonl.read_bytes() == files.drops.read_bytes() == b""

@@ -190,10 +190,12 @@ class _Preparation:
 
     def _forget_output(self, output: Output) -> None:
         """A run refused before its first group leaves no empty file or folder of its making behind (its lock
-        file goes first, or the folder would not be empty)."""
+        file goes first, or the folder would not be empty), nor a record that lists it as a run."""
         jsonl = output.files.jsonl
         if self.config.resume is None and jsonl.exists() and jsonl.stat().st_size == 0:
-            jsonl.unlink()
+            for made in (jsonl, output.files.drops, output.files.run_json):
+                with contextlib.suppress(FileNotFoundError):
+                    made.unlink()  # every name was free when the run took it: these are its own
             output.lock.release()
             ours = (
                 [output.files.folder] if output.files.in_runs_dir else output.made

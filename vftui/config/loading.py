@@ -65,6 +65,13 @@ def load_config(
     environ = dict(os.environ) if environ is None else environ
     resumed = None
     if flags.get("resume") is not None:
+        if (
+            flags.get("out") is not None
+        ):  # it was dropped without a word, and the run went on in its own file
+            raise UserError(
+                f"--resume goes on writing the run's own files ({flags['resume']}); --out cannot move it "
+                f"to {flags['out']}: drop --out"
+            )
         resumed = saved_config(Path(flags["resume"]))
         resumed.pop("out", None)
         if flags.get("slurm") or flags.get("base_url") is not None:

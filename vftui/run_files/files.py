@@ -80,6 +80,15 @@ class RunFiles:
         return tuple(self._beside(suffix) for suffix in _SIDE)
 
     @property
+    def taken_by(self) -> Path | None:
+        """The first of the run's paths something is at (its jsonl, a side file, its eval folder), if any: a new
+        run takes a name only where nothing is, so it writes over no file of the user's or of another run's
+        (``b.dropped.jsonl`` is the drop log of ``b.jsonl`` and may be a run's jsonl itself)."""
+        return next(
+            (p for p in (self.jsonl, *self.side_files, self.eval_dir) if os.path.lexists(p)), None
+        )
+
+    @property
     def real_jsonl(self) -> Path:
         """The jsonl's path with its links followed: a link loop at it (a damaged run) is this path as it
         stands, for the reader to refuse by name, where ``Path.resolve`` raised and took every listing down."""

@@ -41,9 +41,7 @@ class RunLock:
             except BlockingIOError:
                 holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
-                raise UserError(
-                    f"{self.out_path} is being written by another vftui run (pid {holder}); {hint}"
-                ) from None
+                raise self._held(holder, hint) from None
             if _same_file(fd, self.path):
                 break
             os.close(fd)  # removed by its owner's release between our open and our lock
@@ -51,6 +49,27 @@ class RunLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
         return self
+
+    def refuse_if_held(self, hint: str) -> None:
+        """The sentence of ``acquire`` where a live run holds the lock, found without taking it or writing the
+        file; nothing where none does (no lock, a stale one, or something else at its name)."""
+        try:
+            fd = safe_files.open_regular(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go with the descriptor
+        except BlockingIOError:
+            raise self._held(
+                os.read(fd, 32).decode(errors="replace").strip() or "unknown", hint
+            ) from None
+        finally:
+            os.close(fd)
+
+    def _held(self, holder: str, hint: str) -> UserError:
+        return UserError(
+            f"{self.out_path} is being written by another vftui run (pid {holder}); {hint}"
+        )
 
     def release(self) -> None:
         if self._fd is None:

@@ -53,24 +53,41 @@ class Output:
 
 
 def open_new(out: Path | None, env_id: str) -> Output:
-    """``out`` (not a link), or a new run folder's ``groups.jsonl``; an existing file (or a link planted at
-    the name) gets a ``_1`` suffix, its side files following its name, unless its run is still writing it."""
+    """``out`` (not a link), or a new run folder's ``groups.jsonl``. Where anything is at the name or at one
+    of its side files' (``RunFiles.taken_by``: a finished run, a link, the user's own ``notes.html``), the
+    name takes a ``_1`` suffix, then ``_2``..., so a new run writes over nothing; unless a live run holds
+    the name: then its sentence."""
     asked = RunFiles.new(out, env_id)
     made = [p for p in (asked.folder, *asked.folder.parents) if not p.exists()]
     if not paths.writable_dir(asked.folder):
         raise UserError(f"cannot write to the output folder {asked.folder}")
-    files = asked
-    while True:
-        lock = RunLock(files).acquire("wait for it to end, or choose another --out")
-        try:
-            os.close(safe_files.create_new(files.jsonl, 0o644))
-            break
-        except FileExistsError:
-            lock.release()
-        files = RunFiles(store.unique_path(files.jsonl))
+    hint = "wait for it to end, or choose another --out"
+    first_taken = None
+    for files in map(RunFiles, store.numbered(asked.jsonl)):
+        if (taken := files.taken_by) is not None:
+            RunLock(files).refuse_if_held(hint)
+            first_taken = first_taken or taken
+            continue
+        lock = RunLock(files).acquire(hint)
+        if _made(files.jsonl):
+            if _made(
+                files.drops
+            ):  # now: made on the first drop, it could have become another run's jsonl
+                break
+            files.jsonl.unlink()
+        lock.release()  # something came to the name since it looked
     if files != asked:
-        logger.warning("%s exists; writing to %s instead", asked.jsonl, files.jsonl)
+        logger.warning("%s exists; writing to %s instead", first_taken, files.jsonl)
     return Output(files, lock, made=made)
+
+
+def _made(path: Path) -> bool:
+    """Whether ``path`` was made here, empty; False where something came to its name first."""
+    try:
+        os.close(safe_files.create_new(path, 0o644))
+    except FileExistsError:
+        return False
+    return True
 
 
 def open_resumed(run: Path, window: int, shard: Shard) -> Output:

@@ -136,13 +136,16 @@ def _delete_if_empty(run: RunFiles) -> Pruned:
 
 def _holds_nothing(run: RunFiles) -> bool:
     """Whether a run recorded nothing: its jsonl an empty file, no dropped group (an rl run at temperature 0 drops
-    every group, and its drops are all that view counts), and no rows in its eval folder."""
+    every group, and its drops are all that view counts), and no rows in its eval folder. Only a run vftui made,
+    with the record it writes as it starts: an empty file at a path an index entry names, beside the user's own
+    ``data.html``, is no run, and nothing of it goes."""
     try:
-        jsonl = run.jsonl.lstat()
+        jsonl, record = run.jsonl.lstat(), run.run_json.lstat()
     except OSError:
         return False
     return (
         stat.S_ISREG(jsonl.st_mode)
+        and stat.S_ISREG(record.st_mode)
         and not jsonl.st_size
         and not _size(run.drops)
         and not _rows(run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -53,11 +54,13 @@ STRICT_JSON = json.JSONDecoder(
 def unique_path(path: Path) -> Path:
     """``path`` if free, else ``stem_1``, ``stem_2``... (atroposlib's naming); a link, even a dangling one,
     takes its name."""
-    candidate, counter = path, 1
-    while os.path.lexists(candidate):
-        candidate = path.with_stem(f"{path.stem}_{counter}")
-        counter += 1
-    return candidate
+    return next(candidate for candidate in numbered(path) if not os.path.lexists(candidate))
+
+
+def numbered(path: Path) -> Iterator[Path]:
+    """``path``, then ``stem_1``, ``stem_2``...: the names a file takes in turn where the one before is taken."""
+    yield path
+    yield from (path.with_stem(f"{path.stem}_{n}") for n in itertools.count(1))
 
 
 def torn_tail(path: Path) -> int:
