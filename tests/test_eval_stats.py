@@ -269,3 +269,6 @@ def test_a_reward_interval_of_items_all_equal_says_so_and_bad_figures_read_as_no
     assert "± 0.000" not in figure(proportion([1.0] * 40).as_dict())
     assert figure({"mean": math.nan, "ci_low": None, "ci_high": None, "n": 3}) == "-"
     assert figure({"mean": 1.0, "ci_low": -math.inf, "ci_high": math.inf, "n": 3}) == "1.000"
+    # the farther end: half of [0, 0.793] read as 0.000 +- 0.397, i.e. pass@1 <= 0.4
+    assert figure({"mean": 0.0, "ci_low": 0.0, "ci_high": 0.793, "n": 2}) == "0.000 ± 0.793"
+    assert figure({"mean": 1.0, "ci_low": 0.676, "ci_high": 1.0, "n": 8}) == "1.000 ± 0.324"

@@ -122,7 +122,8 @@ def number(value: float, sign: str = "") -> str:
 
 
 def figure(value: Figure) -> str:
-    """``0.625 ± 0.084`` (its 95% interval's half width), or the mean alone while there is no interval;
+    """``0.625 ± 0.084`` (the farther end of its 95% interval: Wilson's is lopsided near 0 and 1, and half
+    its width put ``0.000 ± 0.397`` on [0, 0.793]), or the mean alone while there is no interval;
     ``± n/a`` where every item scored the same (a t interval of no spread says nothing)."""
     mean, low, high = value["mean"], value["ci_low"], value["ci_high"]
     if mean is None or not math.isfinite(mean):
@@ -131,7 +132,7 @@ def figure(value: Figure) -> str:
         return number(mean)
     if low == high:
         return f"{number(mean)} ± n/a"  # every item scored the same: a t interval says nothing
-    return f"{number(mean)} ± {number((high - low) / 2)}"
+    return f"{number(mean)} ± {number(max(mean - low, high - mean))}"
 
 
 def eval_report(report: EvalReport) -> list[str]:
