@@ -187,6 +187,18 @@ def test_fail_if_worse_refuses_to_judge_a_few_items_that_moved_alike(tmp_path):
     assert "B - A reward -0.037: no interval, 2 items in common" in shown, shown
 
 
+def test_an_example_with_a_reward_that_is_no_number_is_an_error_not_its_other_rollouts(tmp_path):
+    """The NaN row alone was dropped: the example scored over its other rollouts, higher where a judge gave NaN
+    to the bad answers, with 'errors 0' and the gate passed."""
+    base = results(tmp_path / "a", {n: [1.0, 0.0] for n in range(8)})
+    nan = results(tmp_path / "b", {n: [1.0, float("nan") if n < 2 else 0.0] for n in range(8)})
+    shown = run_cli(["compare", "--json", str(base), str(nan)], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    a, b = json.loads(shown.stdout)["sources"]
+    assert (b["items"], b["errors"], b["skipped_lines"]) == (6, 2, 2), b
+    assert b["reward"]["mean"] == a["reward"]["mean"] == 0.5, "the examples left are scored as in A"
+
+
 def test_hostile_sources_are_compared_and_their_text_shown_not_obeyed(tmp_path):
     escape = "\x1b]0;PWNED\x07\x1b[2J"
     a = results(

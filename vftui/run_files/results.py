@@ -157,7 +157,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         return source, tally.indices
     if "reward" in first and "example_id" in first:
         metadata = _metadata(_eval_folder(path))
-        items, skipped = _from_vf_rows(rows)
+        items, skipped, failed = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
         return Source(
             path,
@@ -166,7 +166,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             items,
             lines.skipped + skipped,
             metadata.pass_threshold,
-            errors=len(metadata.errors) if isinstance(metadata.errors, list) else 0,
+            errors=failed + (len(metadata.errors) if isinstance(metadata.errors, list) else 0),
             setup=_eval_setup(metadata),
         ), []
     raise UserError(
@@ -447,15 +447,19 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
     return item
 
 
-def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
-    """The rows by example, and how many rows were not results (no example id, or a reward that is not a
-    finite number: a missing reward is not a zero)."""
+def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int, int]:
+    """The rows by example, how many rows were not results (no example id, or a reward that is not a finite
+    number: a missing reward is not a zero), and how many examples had such a reward: errors, in no figure,
+    as an eval counts an example that failed to score (dropping the row alone scored the example over its
+    other rollouts, higher where a judge gave NaN to its bad answers)."""
     items: dict[str, Item] = {}
-    skipped = 0
+    skipped, failed = 0, set()
     for row in rows:
         reward = bounds.score(row.get("reward"))
         if reward is None or row.get("example_id") is None:
             skipped += 1
+            if row.get("example_id") is not None:
+                failed.add(str(row["example_id"]))
             continue
         key = str(row["example_id"])
         item = items.setdefault(key, Item(key))
@@ -468,7 +472,7 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int]:
         for name, value in _metrics(row).items():
             if (number := bounds.score(value)) is not None:
                 item.functions.setdefault(name, []).append(number)
-    return items, skipped
+    return {key: item for key, item in items.items() if key not in failed}, skipped, len(failed)
 
 
 def _from_v1(run: v1_traces.V1Eval, kind: str = "verifiers v1") -> Source:
