@@ -21,6 +21,7 @@ from vftui.config.rl import takes_slurm_shard
 from vftui.config.run_config import FLAG_OF_FIELD, URL_SETTINGS, RunConfig
 from vftui.errors import UserError
 from vftui.events import Mode
+from vftui.run_files.files import RunFiles
 from vftui.run_files.records import saved_config
 from vftui.run_files.shards import from_slurm
 from vftui.text.redact import has_hidden_password
@@ -65,13 +66,7 @@ def load_config(
     environ = dict(os.environ) if environ is None else environ
     resumed = None
     if flags.get("resume") is not None:
-        if (
-            flags.get("out") is not None
-        ):  # it was dropped without a word, and the run went on in its own file
-            raise UserError(
-                f"--resume goes on writing the run's own files ({flags['resume']}); --out cannot move it "
-                f"to {flags['out']}: drop --out"
-            )
+        _check_out_is_the_resumed_run(Path(flags["resume"]), flags.get("out"))
         resumed = saved_config(Path(flags["resume"]))
         resumed.pop("out", None)
         if flags.get("slurm") or flags.get("base_url") is not None:
@@ -92,6 +87,19 @@ def load_config(
         return RunConfig.model_validate(merged)
     except ValidationError as e:
         raise UserError(_explain(e, sources)) from e
+
+
+def _check_out_is_the_resumed_run(resume: Path, out: str | Path | None) -> None:
+    """--out beside --resume names the run itself, or is refused: another path was dropped without a word,
+    and the groups went on into the resumed run's file."""
+    if out is None:
+        return
+    jsonl = RunFiles.find(resume).jsonl
+    if os.path.realpath(Path(out).expanduser()) != os.path.realpath(jsonl):
+        raise UserError(
+            f"--resume goes on writing the run's own files ({jsonl}); --out cannot move it to {out}: "
+            "drop --out"
+        )
 
 
 def _mode_of(merged: dict[str, Any]) -> Mode | None:
