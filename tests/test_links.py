@@ -135,7 +135,6 @@ def test_links_planted_at_the_side_files_are_replaced_never_written_through(tmp_
     temporaries = [".checkpoint.json.tmp", ".run.json.tmp", ".html.tmp"]
     for suffix in temporaries:
         Path(f"{folder / 'groups'}{suffix}").symlink_to(victim)
-    out.with_suffix(".checkpoint.json").symlink_to(victim)
     result = run_cli(
         ["run", "--no-ui", "--steps", "3", "--group-size", "2", "--out", str(out)], tmp_path
     )
@@ -144,14 +143,31 @@ def test_links_planted_at_the_side_files_are_replaced_never_written_through(tmp_
     for name in ("groups.checkpoint.json", "groups.run.json", "groups.html"):
         assert not (folder / name).is_symlink() and (folder / name).stat().st_size > 0, name
     assert json.loads((folder / "groups.checkpoint.json").read_text())["groups"] == 3
+    # a link at a side file itself: a new run takes the next name and leaves the link as it was
+    out.with_suffix(".checkpoint.json").unlink()
+    out.with_suffix(".checkpoint.json").symlink_to(victim)
+    out.unlink()
+    result = run_cli(["run", "--no-ui", "--steps", "1", "--out", str(out)], tmp_path)
+    assert result.returncode == 0 and "groups_1.jsonl instead" in result.stderr, result.stderr
+    assert out.with_suffix(".checkpoint.json").is_symlink() and not out.exists()
+    untouched(victim)
+
+
+def finished_run(tmp_path: Path, out: Path) -> list[str]:
+    """A run of one group at ``out``, and the command that resumes it for one more: a new run never takes a
+    name where something is at its lock, so the lock's refusals are a resume's."""
+    done = run_cli(
+        ["run", "--no-ui", "--steps", "1", "--group-size", "2", "--out", str(out)], tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    return ["run", "--no-ui", "--steps", "2", "--resume", str(out)]
 
 
 def test_a_link_at_the_lock_is_refused_with_one_sentence(tmp_path, victim):
     folder = run_dir(tmp_path)
+    resume = finished_run(tmp_path, folder / "groups.jsonl")
     (folder / "groups.lock").symlink_to(victim)
-    result = run_cli(
-        ["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path
-    )
+    result = run_cli(resume, tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert f"cannot lock {folder / 'groups.lock'}: it is a symbolic link" in result.stderr, (
         result.stderr
@@ -167,18 +183,19 @@ def test_a_fifo_or_folder_at_the_lock_is_refused_with_one_sentence(tmp_path, kin
         tmp_path / "xdg-data" / "vftui" / "runs" / "20260101-000000-x"
     )  # where --prune deletes an empty run
     folder.mkdir(parents=True)
+    out = folder / "groups.jsonl"
+    resume = finished_run(tmp_path, out)
     lock = folder / "groups.lock"
     os.mkfifo(lock) if kind == "a FIFO" else lock.mkdir()
     said = (
         f"cannot lock {lock}: it is {kind}, not a regular file; remove it, or choose another --out"
     )
-    result = run_cli(
-        ["run", "--no-ui", "--steps", "1", "--out", str(folder / "groups.jsonl")], tmp_path
-    )
+    result = run_cli(resume, tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert said in result.stderr.strip().splitlines()[-1], result.stderr
-    (folder / "groups.jsonl").touch()  # a run that collected nothing, for --prune
-    (folder / "groups.run.json").write_text(json.dumps({"config": {"env": "x", "steps": 1}}))
+    out.write_bytes(b"")  # a run that collected nothing, for --prune
+    for emptied in ("groups.dropped.jsonl", "groups.checkpoint.json"):
+        (folder / emptied).unlink(missing_ok=True)
     pruned = run_cli(["runs", "--prune", "--json"], tmp_path)
     assert pruned.returncode == 0 and f"vftui: note: {said}" in pruned.stderr, pruned.stderr
     assert (folder / "groups.jsonl").exists(), "prune leaves a run it cannot lock"

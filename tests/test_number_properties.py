@@ -105,14 +105,13 @@ def test_pass_at_k_over_items_and_its_interval_are_the_brute_force_ones(items, k
         return
     mean = math.fsum(values) / len(values)
     assert estimate_.mean == pytest.approx(mean, abs=1e-12)
-    # Wilson's interval over the effective count of 0/1 trials the items' spread is worth (between the
-    # items and their rollouts), found here by bisection on its defining inequality, not its closed form
-    rollouts = sum(len(rewards) for rewards in items if len(rewards) >= k)
-    most = max(len(values), rollouts)
-    spread = statistics.variance(values) / len(values) if len(values) > 1 else 0.0
+    if len(values) < 2:
+        assert estimate_.low is None and estimate_.high is None, "no interval from one item"
+        return
+    # Wilson's interval with the items as its trials (not their rollouts), found here by bisection on its
+    # defining inequality, not its closed form
     p = min(1.0, max(0.0, mean))
-    trials = most if spread <= 0 else min(most, max(len(values), p * (1 - p) / spread))
-    low, high = brute_wilson(p, trials)
+    low, high = brute_wilson(p, len(values))
     assert estimate_.low == pytest.approx(min(low, p), abs=1e-6)
     assert estimate_.high == pytest.approx(max(high, p), abs=1e-6)
     assert estimate_.low < estimate_.high, "never a point, even when every item passes or fails"
@@ -206,7 +205,8 @@ def results_file(folder: Path, rows: list[dict[str, Any]]) -> Path:
     return folder / "results.jsonl"
 
 
-def readable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def results_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows that are results: an example id and a reward that is a number."""
     return [
         row
         for row in rows
@@ -214,6 +214,20 @@ def readable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         and row["reward"] is not MISSING
         and score(row["reward"]) is not None
     ]
+
+
+def failed(rows: list[dict[str, Any]]) -> set[str]:
+    """The examples with a row whose reward is no number: errors, none of their rows in a figure."""
+    return {
+        str(row["example_id"])
+        for row in rows
+        if row["example_id"] not in (None, MISSING)
+        and (row["reward"] is MISSING or score(row["reward"]) is None)
+    }
+
+
+def readable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [row for row in results_rows(rows) if str(row["example_id"]) not in failed(rows)]
 
 
 @SOME
@@ -231,9 +245,10 @@ def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_
     assert readable(a) and readable(b), "a side with nothing readable is refused, never passed"
     for source, rows in zip(sources, (a, b), strict=True):
         assert sum(len(item.rewards) for item in source.items.values()) == len(readable(rows))
-        assert source.skipped == len(rows) - len(readable(rows)), (
+        assert source.skipped == len(rows) - len(results_rows(rows)), (
             "each row is a result or counted as skipped"
         )
+        assert source.errors == len(failed(rows)), "an example with a reward that is no number"
     first, later = sources
     change = compare(first, later)
     common = first.items.keys() & later.items.keys()

@@ -22,6 +22,7 @@ from vftui.errors import UserError
 _RUN, _CHECKPOINT, _LOCK, _LOG = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
 _SOCKET, _EVAL, _DROPS, _HTML = ".sock", ".eval", ".dropped.jsonl", ".html"
 _SIDE = (_RUN, _CHECKPOINT, _LOCK, _LOG, _SOCKET, _DROPS, _HTML)
+_APPENDED = (_LOG,)  # only ever added to (a link or FIFO there passed over): what was there stays
 _ATROPOS = "atropos"
 _MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 _SLUG_CHARACTERS = "A-Za-z0-9_.-"
@@ -81,12 +82,11 @@ class RunFiles:
 
     @property
     def taken_by(self) -> Path | None:
-        """The first of the run's paths something is at (its jsonl, a side file, its eval folder), if any: a new
-        run takes a name only where nothing is, so it writes over no file of the user's or of another run's
-        (``b.dropped.jsonl`` is the drop log of ``b.jsonl`` and may be a run's jsonl itself)."""
-        return next(
-            (p for p in (self.jsonl, *self.side_files, self.eval_dir) if os.path.lexists(p)), None
-        )
+        """The first of the run's paths something is at (its jsonl, a side file it writes or removes, its eval
+        folder), if any: a new run takes a name only where nothing is, so it writes over no file of the user's
+        or of another run's (``b.dropped.jsonl`` is the drop log of ``b.jsonl`` and may be a run's jsonl)."""
+        replaced = (self._beside(s) for s in _SIDE if s not in _APPENDED)
+        return next((p for p in (self.jsonl, *replaced, self.eval_dir) if os.path.lexists(p)), None)
 
     @property
     def real_jsonl(self) -> Path:
