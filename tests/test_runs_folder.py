@@ -100,7 +100,23 @@ def test_a_run_just_begun_or_copied_at_once_says_what_its_files_tell_and_no_made
         0,
         "alphabet_sort",
     )
+    assert rows["begun"]["mean_reward"] is None, "metadata's reward, of no row here, is not shown"
     assert all(r["groups_per_s"] == 0.0 and r["duration_s"] == 0.0 for r in rows.values()), rows
+
+
+def test_a_folders_mean_reward_is_the_mean_of_its_examples_as_compare_gives_it(tmp_path):
+    """It was the mean over rollouts: an example with fewer rows weighed less, and the same results read
+    1.085 here and 1.066 in compare."""
+    folder = tmp_path / "out" / "uneven"
+    folder.mkdir(parents=True)
+    shutil.copy(VF_EVAL / "metadata.json", folder)
+    rows = [(0, 1.0), (1, 0.0), (1, 0.0), (1, 0.0)]  # example 0 once, example 1 three times
+    (folder / "results.jsonl").write_text(
+        "".join(json.dumps({"example_id": n, "reward": r}) + "\n" for n, r in rows)
+    )
+    (row,) = listed(tmp_path, str(tmp_path / "out"))
+    compared = json.loads(run_cli(["compare", "--json", str(folder), str(folder)], tmp_path).stdout)
+    assert row["mean_reward"] == compared["sources"][0]["reward"]["mean"] == 0.5
 
 
 @pytest.mark.parametrize("what", ["missing", "file", "loop", "empty"])

@@ -226,20 +226,22 @@ def _vf_eval(folder: Path) -> RunLine:
 
 
 def _read_if_small(facts: _Facts, rollouts: Path) -> None:
-    """``rollouts`` read whole where small; an empty file (a run that just began) is none done yet."""
+    """``rollouts`` read whole where small; an empty file (a run that just began) is none done yet, and no
+    reward (its metadata's was not measured on these rows)."""
     size = rollouts.stat().st_size
     if size == 0:
-        facts.done = 0
+        facts.done, facts.mean = 0, None
     elif size <= READ_WHOLE_BYTES:
         _read_whole(facts, results.load(rollouts))
 
 
 def _read_whole(facts: _Facts, source: results.Source) -> None:
-    """The items scored (a task whose rollouts all failed is none) and the mean reward over rollouts, from a
-    source read whole; its env and model where the small files did not say."""
-    rewards = [r for item in source.items.values() for r in item.rewards]
+    """The items scored (a task whose rollouts all failed is none) and the mean reward, from a source read
+    whole: the mean of its items' means, as compare and the eval itself give it (over rollouts, an item with
+    fewer rows weighed less); none where no item is. Its env and model where the small files did not say."""
+    means = [math.fsum(item.rewards) / len(item.rewards) for item in source.items.values()]
     facts.done = len(source.items)
-    facts.mean = math.fsum(rewards) / len(rewards) if rewards else facts.mean
+    facts.mean = math.fsum(means) / len(means) if means else None
     facts.env = facts.env or source.env_id
     facts.model = facts.model or source.setup.model or ""
 
