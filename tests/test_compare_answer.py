@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from tests.conftest import REPO, run_cli, screen_lines
 from vftui.commands.compare import load_all
+from vftui.events import EvalReport
 from vftui.figures.comparison import ItemChange, measure, moved, widest_pair
-from vftui.run_files.results import Setup
+from vftui.run_files.groupfile import GroupFile
+from vftui.run_files.results import Setup, viewable
 from vftui.ui.compare_app import CompareApp
 from vftui.ui.screens.help import HelpScreen
 
@@ -197,6 +199,10 @@ def test_an_example_with_a_reward_that_is_no_number_is_an_error_not_its_other_ro
     a, b = json.loads(shown.stdout)["sources"]
     assert (b["items"], b["errors"], b["skipped_lines"]) == (6, 2, 2), b
     assert b["reward"]["mean"] == a["reward"]["mean"] == 0.5, "the examples left are scored as in A"
+    events: list = []  # and the view says the same of the same file
+    GroupFile(viewable(nan)).read(events.append, "")
+    (final,) = [e for e in events if isinstance(e, EvalReport) and e.final]
+    assert (final.items, final.errors, final.figures["reward"]["mean"]) == (6, 2, 0.5)
 
 
 def test_hostile_sources_are_compared_and_their_text_shown_not_obeyed(tmp_path):

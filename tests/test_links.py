@@ -187,9 +187,7 @@ def test_a_fifo_or_folder_at_the_lock_is_refused_with_one_sentence(tmp_path, kin
     resume = finished_run(tmp_path, out)
     lock = folder / "groups.lock"
     os.mkfifo(lock) if kind == "a FIFO" else lock.mkdir()
-    said = (
-        f"cannot lock {lock}: it is {kind}, not a regular file; remove it, or choose another --out"
-    )
+    said = f"cannot lock {lock}: it is {kind}, not a regular file; remove it first"
     result = run_cli(resume, tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert said in result.stderr.strip().splitlines()[-1], result.stderr

@@ -148,3 +148,20 @@ def test_a_new_run_takes_a_name_where_nothing_is_and_leaves_what_was_there(
     assert {k: v for k, v in after.items() if k in before} == before, "nothing there was touched"
     assert set(after) - set(before) == {files.jsonl.name, files.drops.name}
     assert files.jsonl.read_bytes() == files.drops.read_bytes() == b""
+
+
+def test_a_live_run_at_a_later_name_is_passed_over_not_a_refusal(tmp_path):
+    """Only the name asked for refuses for its live run: one at groups_1 refused a new run asking for groups
+    (the old code took groups_2)."""
+    (tmp_path / "groups.jsonl").write_text("{}\n")
+    live = open_new(tmp_path / "groups_1.jsonl", "env")
+    try:
+        later = open_new(tmp_path / "groups.jsonl", "env")
+        later.lock.release()
+        assert later.files == RunFiles(tmp_path / "groups_2.jsonl")
+        with pytest.raises(
+            UserError, match=r"groups_1.jsonl is being written by another vftui run"
+        ):
+            open_new(tmp_path / "groups_1.jsonl", "env")
+    finally:
+        live.lock.release()

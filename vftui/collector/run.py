@@ -247,13 +247,11 @@ class _Preparation:
             stop_grace_s=cfg.score_timeout,
         )
         sampling = Sampling(endpoint, environment, cfg.group_size, cfg.max_tokens)
-        # one rollout a group always scores identically: nothing to warn about
-        identical = cfg.identical_alert if cfg.group_size > 1 else math.inf
         health = HealthMonitor(
             cfg.window,
             cfg.max_tokens * (environment.max_turns or 1),
             environment.reward_weights,
-            thresholds={"identical": identical},
+            thresholds={"identical": cfg.identical_alert},
             gates=parse_gates(cfg.fail_on),
             stall_timeout=cfg.stall_timeout,
         )

@@ -22,7 +22,9 @@ from vftui.errors import UserError
 _RUN, _CHECKPOINT, _LOCK, _LOG = ".run.json", ".checkpoint.json", ".lock", ".collector.log"
 _SOCKET, _EVAL, _DROPS, _HTML = ".sock", ".eval", ".dropped.jsonl", ".html"
 _SIDE = (_RUN, _CHECKPOINT, _LOCK, _LOG, _SOCKET, _DROPS, _HTML)
-_APPENDED = (_LOG,)  # only ever added to (a link or FIFO there passed over): what was there stays
+_APPENDED = (
+    _LOG,
+)  # only ever appended to, a link or FIFO there passed over: no reason to take another name
 _ATROPOS = "atropos"
 _MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 _SLUG_CHARACTERS = "A-Za-z0-9_.-"

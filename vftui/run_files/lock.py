@@ -33,9 +33,7 @@ class RunLock:
             try:  # a link, a FIFO, a folder there: one sentence
                 fd = safe_files.open_regular(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as e:
-                raise UserError(
-                    f"cannot lock {self.path}: {e.strerror}; remove it, or choose another --out"
-                ) from None
+                raise UserError(f"cannot lock {self.path}: {e.strerror}; remove it first") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -51,8 +49,8 @@ class RunLock:
         return self
 
     def refuse_if_held(self, hint: str) -> None:
-        """The sentence of ``acquire`` where a live run holds the lock, found without taking it or writing the
-        file; nothing where none does (no lock, a stale one, or something else at its name)."""
+        """The sentence of ``acquire`` where a live run holds the lock, found without writing the file (a shared
+        lock, let go at once); nothing where none does (no lock, a stale one, or something else at its name)."""
         try:
             fd = safe_files.open_regular(self.path, os.O_RDONLY)
         except OSError:

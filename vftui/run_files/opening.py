@@ -62,11 +62,10 @@ def open_new(out: Path | None, env_id: str) -> Output:
     if not paths.writable_dir(asked.folder):
         raise UserError(f"cannot write to the output folder {asked.folder}")
     hint = "wait for it to end, or choose another --out"
-    first_taken = None
     for files in map(RunFiles, store.numbered(asked.jsonl)):
-        if (taken := files.taken_by) is not None:
-            RunLock(files).refuse_if_held(hint)
-            first_taken = first_taken or taken
+        if files.taken_by is not None:
+            if files == asked:  # the name asked for: its own live run is refused, not moved aside
+                RunLock(files).refuse_if_held(hint)
             continue
         lock = RunLock(files).acquire(hint)
         if _made(files.jsonl):
@@ -77,7 +76,9 @@ def open_new(out: Path | None, env_id: str) -> Output:
             files.jsonl.unlink()
         lock.release()  # something came to the name since it looked
     if files != asked:
-        logger.warning("%s exists; writing to %s instead", first_taken, files.jsonl)
+        logger.warning(
+            "%s exists; writing to %s instead", asked.taken_by or asked.jsonl, files.jsonl
+        )
     return Output(files, lock, made=made)
 
 

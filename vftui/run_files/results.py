@@ -34,7 +34,7 @@ RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = (
     "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
 )
-GROUPS_FORM = "3"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
+GROUPS_FORM = "4"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
 
 
 @dataclass
@@ -241,8 +241,18 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     converted = _cached_view(path)
     if not converted.exists():
         converted.parent.mkdir(parents=True, exist_ok=True)
-        lines = (json.dumps(group) + "\n" for group in vf_eval_groups(path))
-        store.write_text_atomic(converted, "".join(lines))
+        groups, failed = list(vf_eval_groups(path)), _failed_examples(store.JsonObjects(path))
+        store.write_text_atomic(  # the view counts them as an eval's errors, as compare does
+            RunFiles(converted).drops,
+            "".join(
+                json.dumps(
+                    {"item": len(groups) + n, "reason": f"example {key}: {NO_NUMBER}", "scores": []}
+                )
+                + "\n"
+                for n, key in enumerate(sorted(failed))
+            ),
+        )
+        store.write_text_atomic(converted, "".join(json.dumps(group) + "\n" for group in groups))
     return converted, _eval_folder(path)
 
 
@@ -289,12 +299,15 @@ def _is_v1(path: Path) -> bool:
 
 
 def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
-    """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none)."""
+    """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none); an example with a row
+    whose reward is no number is none (an error, as ``_from_vf_rows`` counts it)."""
     metadata = _metadata(_eval_folder(path))
     sampling = metadata.sampling_args
+    rows_read = list(store.JsonObjects(path))
+    failed = _failed_examples(rows_read)
     by_example: dict[str, list[dict[str, Any]]] = {}
-    for row in store.JsonObjects(path):
-        if row.get("example_id") is not None and bounds.score(row.get("reward")) is not None:
+    for row in rows_read:
+        if row.get("example_id") is not None and str(row["example_id"]) not in failed:
             by_example.setdefault(str(row["example_id"]), []).append(row)
     for n, rows in enumerate(by_example.values()):
         messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
@@ -447,19 +460,29 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
     return item
 
 
+NO_NUMBER = "a reward that is no number"
+
+
+def _failed_examples(rows: Iterable[dict[str, Any]]) -> set[str]:
+    """The examples with a row whose reward is no finite number: errors, none of their rows in a figure."""
+    return {
+        str(row["example_id"])
+        for row in rows
+        if row.get("example_id") is not None and bounds.score(row.get("reward")) is None
+    }
+
+
 def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int, int]:
     """The rows by example, how many rows were not results (no example id, or a reward that is not a finite
     number: a missing reward is not a zero), and how many examples had such a reward: errors, in no figure,
     as an eval counts an example that failed to score (dropping the row alone scored the example over its
     other rollouts, higher where a judge gave NaN to its bad answers)."""
     items: dict[str, Item] = {}
-    skipped, failed = 0, set()
+    skipped, failed = 0, _failed_examples(rows)
     for row in rows:
         reward = bounds.score(row.get("reward"))
         if reward is None or row.get("example_id") is None:
             skipped += 1
-            if row.get("example_id") is not None:
-                failed.add(str(row["example_id"]))
             continue
         key = str(row["example_id"])
         item = items.setdefault(key, Item(key))

@@ -187,7 +187,8 @@ def _identical_rate(m: dict[str, float]) -> str:
         return "- (no group of two or more rollouts)"
     return (
         f"{m['metrics/identical_score_rate']:.3f} "
-        f"({int(m['metrics/groups_with_identical_scores'])}/{int(m['metrics/groups_compared'])} groups)"
+        f"({int(m['metrics/groups_with_identical_scores'])}/"
+        f"{int(m.get('metrics/groups_compared', m.get('metrics/groups_total', 0)))} groups)"
     )
 
 
