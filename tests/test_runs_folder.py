@@ -223,3 +223,21 @@ def test_the_folder_reaches_each_host_as_one_word_after_dashes(fleet_root):  # n
     assert (root / "plain/asked").read_text() == f"runs --json -- {root}/plain/out puts\n", (
         "~/ is the home there, the rest one word"
     )
+
+
+def test_an_eval_whose_examples_failed_to_score_says_so_beside_its_reward(tmp_path):
+    """An eval where 5 of 10 examples failed to score was listed as 'finished 10/10  1.000': its reward is over
+    the other 5 alone. Its own runs and a folder's results both carry the count."""
+    own = ended_run(tmp_path / "own", "vftui/alphabet-sort", "eval", 10, 10, 1.0, 1_700_000_400)
+    (own.parent / "groups.eval").mkdir()
+    failed = [{"item": n, "error": "flaky judge"} for n in range(5)]
+    (own.parent / "groups.eval" / "metadata.json").write_text(json.dumps({"errors": failed}))
+    folder = tmp_path / "out" / "vf"
+    shutil.copytree(VF_EVAL, folder)
+    with (folder / "results.jsonl").open("a") as f:
+        f.write(json.dumps({"example_id": 0, "reward": None}) + "\n")  # example 0: no number
+    for where in (own.parent, tmp_path / "out"):
+        (row,) = listed(tmp_path, str(where))
+        assert row["errors"] == (5 if where == own.parent else 1), row
+        table = run_cli(["runs", str(where)], tmp_path).stdout
+        assert f"({row['errors']} errors)" in table, table

@@ -164,6 +164,7 @@ class _Facts:
     mean: float | None = None
     started: float = 0.0
     last: float = 0.0  # when its rollouts were last written
+    errors: int = 0  # its examples (tasks) that failed to score, in none of its figures
 
 
 def _v1(folder: Path) -> RunLine:
@@ -218,6 +219,7 @@ def _vf_eval(folder: Path) -> RunLine:
         mean=bounds.score(found.get("avg_reward")),
         started=_started(rows, metadata),
         last=max(_mtime(rows), _mtime(metadata)),
+        errors=len(found["errors"]) if isinstance(found.get("errors"), list) else 0,
     )
     if duration is not None and duration > 0:
         facts.started = max(0.0, facts.last - duration / 1000)
@@ -242,6 +244,7 @@ def _read_whole(facts: _Facts, source: results.Source) -> None:
     means = [math.fsum(item.rewards) / len(item.rewards) for item in source.items.values()]
     facts.done = len(source.items)
     facts.mean = math.fsum(means) / len(means) if means else None
+    facts.errors = source.errors
     facts.env = facts.env or source.env_id
     facts.model = facts.model or source.setup.model or ""
 
@@ -264,6 +267,7 @@ def _line(kind: str, path: Path, facts: _Facts) -> RunLine:
         mean_reward=facts.mean,
         given_id=UNKNOWN,
         kind=kind,
+        errors=facts.errors,
     )
 
 

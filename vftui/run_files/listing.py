@@ -26,6 +26,7 @@ from vftui.run_files import lock, records
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import known_runs, run_id
 from vftui.run_files.records import Checkpoint, RunRecord, Settings
+from vftui.run_files.results import METADATA
 from vftui.text.printable import printable
 from vftui.text.wording import clock, ended_as, groups_rate
 
@@ -58,6 +59,9 @@ class RunLine:
     given_id: str = ""
     kind: str = (
         "vftui"  # what wrote it: vftui, or (``vftui runs FOLDER``) verifiers v1, prime-rl, vf-eval
+    )
+    errors: int = (
+        0  # an eval's examples that failed to score: in none of its figures, its reward included
     )
 
     @property
@@ -99,6 +103,7 @@ class RunLine:
             HUGE,
         )
         pid = _figure(d, "pid", None, "a process id", 1, 2**31 - 1, whole=True)
+        errors = _figure(d, "errors", 0, count, 0, HUGE, whole=True)
         return cls(
             text["state"],
             None if done is None else int(done),
@@ -116,6 +121,7 @@ class RunLine:
             text["host"],
             text["id"],
             text["kind"],
+            int(errors or 0),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -132,6 +138,7 @@ class RunLine:
             "groups_total": self.groups_total,
             "groups_per_s": self.groups_per_s,
             "mean_reward": self.mean_reward,
+            "errors": self.errors,
             "path": str(self.out_path),
             "pid": self.pid,
             **({"problem": self.problem} if self.problem else {}),
@@ -190,8 +197,20 @@ def describe(out: Path) -> RunLine:
         pid,
         duration_s=elapsed,
         mean_reward=saved.mean_reward,
+        errors=eval_errors(files.eval_dir) if config.mode == "eval" else 0,
         **about,
     )
+
+
+def eval_errors(folder: Path) -> int:
+    """How many examples the eval in ``folder`` lists as failed to score (its ``metadata.json``, as vftui
+    writes it); 0 where it lists none or cannot be read (the row says what else it knows)."""
+    try:
+        found = records.read(folder / METADATA, records.EvalMetadata)
+    except records.Damaged:
+        return 0
+    errors = found.errors if found is not None else None
+    return len(errors) if isinstance(errors, list) else 0
 
 
 def all_runs(skipped: list[str] | None = None) -> list[RunLine]:
@@ -301,7 +320,8 @@ def cells(r: RunLine) -> tuple[str, ...]:
         r.env.rsplit("/", 1)[-1] or "-",
         r.mode or "-",
         r.model or "-",
-        "/".join("-" if n is None else str(n) for n in (r.groups_done, r.groups_total)),
+        "/".join("-" if n is None else str(n) for n in (r.groups_done, r.groups_total))
+        + (f" ({r.errors} errors)" if r.errors else ""),  # 10/10 of which 5 in no figure
         rate,
         reward,
         str(r.out_path),
