@@ -130,6 +130,16 @@ def test_filters(text, kept):
     assert [g.index for g in groups if check(g)] == kept
 
 
+def test_a_group_of_one_rollout_is_neither_identical_nor_varied_nor_in_the_sparkline():
+    """It counted as identical (and then, once not, as varied): one score has nothing to compare."""
+    alone = group(1, [1.0])
+    assert not parse_filter("identical")(alone) and not parse_filter("varied")(alone)
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply([started(), alone, group(2, [1.0, 1.0])])
+    assert list(model.identical_history) == [1.0]
+    assert model.identical_rates() == (1.0, 1.0)
+
+
 def test_a_filter_that_cannot_be_read_says_how_to_write_one():
     with pytest.raises(ValueError, match="cannot read 'reward<'; terms: identical"):
         parse_filter("varied reward<")

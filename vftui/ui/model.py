@@ -50,8 +50,8 @@ def parse_filter(text: str) -> Callable[[ev.GroupCollected], bool]:
     for term in text.split():
         if term == "identical":
             checks.append(lambda g: g.identical)
-        elif term in ("varied", "!identical"):
-            checks.append(lambda g: not g.identical)
+        elif term in ("varied", "!identical"):  # scores that differ: a group of one has none to
+            checks.append(lambda g: len(g.scores) > 1 and not g.identical)
         elif match := FILTER_TERM.match(term):
             field_name, op, number = match.group(1), match.group(2), float(match.group(3))
             value = {
@@ -230,7 +230,8 @@ class DashboardModel:
         self.series.add_group(group)
         self._scored(group)
         self.reward_history.append(stats.mean(group.scores))
-        self.identical_history.append(1.0 if group.identical else 0.0)
+        if len(group.scores) > 1:  # the panel's sparkline: a group of one is in no rate
+            self.identical_history.append(1.0 if group.identical else 0.0)
         self.groups_done = max(self.groups_done, group.index)
         tokens = sum(len(t) for t in group.tokens)
         self.tokens_total += tokens
