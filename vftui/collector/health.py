@@ -141,7 +141,7 @@ class HealthMonitor:
         per_function = tuple(
             (name, stats.mean(values)) for name, values in group.metrics.items() if values
         )
-        identical = stats.is_identical(group.scores) if len(group.scores) > 1 else None
+        identical = stats.alike(group.scores)
         finish = tuple(group.finish_reasons) if drop is None else ()
         self._window.append(
             Sample(

@@ -36,9 +36,8 @@ def run_detached(run_args: list[str], config: RunConfig) -> int:
         files = RunFiles.new(config.out, config.env)
         if config.out is None:
             args += ["--out", str(files.jsonl)]
-        elif (
-            taken := files.taken_by
-        ) is not None:  # the run would take another name than the one watched
+        # taken, the run would move to another name than the one watched here
+        elif (taken := files.taken_by) is not None:
             raise UserError(
                 f"--out {files.jsonl}: {taken} exists; a background run needs a new path "
                 f"(or --resume {shlex.quote(str(files.jsonl))})"

@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # the run is imported after the first line (lifecycle): its l
     from vftui.collector.controls import Controls
     from vftui.collector.run import PreparedRun
 
+SAID_ALIKE = {True: "yes", False: "no ", None: "-  "}
+"""A progress line's ``identical``, in one width: ``-`` for one rollout, which has nothing to compare."""
+
 
 def _worth_saying(record: ev.LogRecord) -> bool:
     """Without --verbose: our own warnings (a repaired file, a rate limit) and errors not from verifiers."""
@@ -153,17 +156,10 @@ class HeadlessView:
         width = len(str(self._total))
         line = (
             f"[{g.index:>{width}}/{self._total}] reward {mean:.3f} ± {std:.3f}  "
-            f"identical {_identical(g.scores)}  turns {turns:.1f}  "
+            f"identical {SAID_ALIKE[stats.alike(g.scores)]}  turns {turns:.1f}  "
             f"t={g.temperature:g}  {rate:.2f} groups/s"
         )
         return f"{line}  {wording.traffic(self._requests)}" if self._requests is not None else line
-
-
-def _identical(scores: list[float]) -> str:
-    """yes, no, or - for one rollout (nothing to compare), in the width of each."""
-    if len(scores) < 2:
-        return "-  "
-    return "yes" if stats.is_identical(scores) else "no "
 
 
 def _stop(controls: Controls) -> None:

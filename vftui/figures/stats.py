@@ -68,10 +68,14 @@ def quantile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
 
 
+def alike(scores: list[float]) -> bool | None:
+    """Whether a group's scores are all equal; None for one rollout, which has nothing to compare: it is in
+    no identical-score rate, neither identical nor varied (it read 100% on one screen and 0% on another)."""
+    return len(set(scores)) == 1 if len(scores) > 1 else None
+
+
 def is_identical(scores: list[float]) -> bool:
-    """Two or more scores, all equal: a group of one rollout has nothing to compare, so it is never counted
-    identical, nor in the rate's groups (it read 100% on one screen and 0% on another)."""
-    return len(scores) > 1 and len(set(scores)) == 1
+    return alike(scores) is True
 
 
 @dataclass
@@ -135,7 +139,7 @@ class Accumulator:
             self.turn_counts.subtract(group.turns)
             self.turn_counts = +self.turn_counts  # drop turn counts no group has any more
         self.groups_total += sign
-        self.groups_compared += sign * int(len(group.scores) > 1)
+        self.groups_compared += sign * int(alike(group.scores) is not None)
         self.groups_identical += sign * int(is_identical(group.scores))
 
     def remove(self, group: GroupLike) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.run_files import prime_rl, results, v1_traces
+from vftui.run_files import prime_rl, records, results, v1_traces
 from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import DAMAGED, MAX_ASKED_AT_ONCE, RunLine, describe
 from vftui.run_files.v1_traces import as_dict, as_list, as_text
@@ -219,7 +219,7 @@ def _vf_eval(folder: Path) -> RunLine:
         mean=bounds.score(found.get("avg_reward")),
         started=_started(rows, metadata),
         last=max(_mtime(rows), _mtime(metadata)),
-        errors=len(found["errors"]) if isinstance(found.get("errors"), list) else 0,
+        errors=records.errors_listed(found.get("errors")),
     )
     if duration is not None and duration > 0:
         facts.started = max(0.0, facts.last - duration / 1000)

@@ -209,8 +209,7 @@ def eval_errors(folder: Path) -> int:
         found = records.read(folder / METADATA, records.EvalMetadata)
     except records.Damaged:
         return 0
-    errors = found.errors if found is not None else None
-    return len(errors) if isinstance(errors, list) else 0
+    return found.errors_listed if found is not None else 0
 
 
 def all_runs(skipped: list[str] | None = None) -> list[RunLine]:

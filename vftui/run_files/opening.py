@@ -68,10 +68,9 @@ def open_new(out: Path | None, env_id: str) -> Output:
                 RunLock(files).refuse_if_held(hint)
             continue
         lock = RunLock(files).acquire(hint)
+        # the drop log too, now: made on the first drop, it could have become another run's jsonl
         if _made(files.jsonl):
-            if _made(
-                files.drops
-            ):  # now: made on the first drop, it could have become another run's jsonl
+            if _made(files.drops):
                 break
             files.jsonl.unlink()
         lock.release()  # something came to the name since it looked

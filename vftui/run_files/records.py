@@ -114,6 +114,16 @@ class EvalMetadata(BaseModel):
     )
     errors: Any = None  # ours: a list of the examples that failed to score (in no figure); another tool's may differ
 
+    @property
+    def errors_listed(self) -> int:
+        return errors_listed(self.errors)
+
+
+def errors_listed(errors: Any) -> int:
+    """How many examples an eval's ``metadata.json`` lists as failed to score; 0 where ``errors`` is another
+    tool's form."""
+    return len(errors) if isinstance(errors, list) else 0
+
 
 Record = TypeVar("Record", bound=BaseModel)
 

@@ -15,7 +15,7 @@ import json
 import math
 import os
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,7 +166,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
             items,
             lines.skipped + skipped,
             metadata.pass_threshold,
-            errors=failed + (len(metadata.errors) if isinstance(metadata.errors, list) else 0),
+            errors=failed + metadata.errors_listed,
             setup=_eval_setup(metadata),
         ), []
     raise UserError(
@@ -241,7 +241,7 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     converted = _cached_view(path)
     if not converted.exists():
         converted.parent.mkdir(parents=True, exist_ok=True)
-        groups, failed = list(vf_eval_groups(path)), _failed_examples(store.JsonObjects(path))
+        groups, failed = vf_eval_groups(path)
         store.write_text_atomic(  # the view counts them as an eval's errors, as compare does
             RunFiles(converted).drops,
             "".join(
@@ -249,7 +249,7 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
                     {"item": len(groups) + n, "reason": f"example {key}: {NO_NUMBER}", "scores": []}
                 )
                 + "\n"
-                for n, key in enumerate(sorted(failed))
+                for n, key in enumerate(failed)
             ),
         )
         store.write_text_atomic(converted, "".join(json.dumps(group) + "\n" for group in groups))
@@ -298,46 +298,49 @@ def _is_v1(path: Path) -> bool:
     return first is not None and "traces" in first and "task" in first
 
 
-def vf_eval_groups(path: Path) -> Iterator[dict[str, Any]]:
-    """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none); an example with a row
-    whose reward is no number is none (an error, as ``_from_vf_rows`` counts it)."""
+def vf_eval_groups(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none), and the examples left
+    out, in order: one with a row whose reward is no number is an error (as ``_from_vf_rows`` counts it)."""
     metadata = _metadata(_eval_folder(path))
-    sampling = metadata.sampling_args
     rows_read = list(store.JsonObjects(path))
     failed = _failed_examples(rows_read)
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in rows_read:
         if row.get("example_id") is not None and str(row["example_id"]) not in failed:
             by_example.setdefault(str(row["example_id"]), []).append(row)
-    for n, rows in enumerate(by_example.values()):
-        messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
-        names = [k for k, v in _metrics(rows[0]).items() if bounds.score(v) is not None]
-        yield {
-            "scores": [bounds.score(r["reward"]) for r in rows],
-            "tokens": [[] for _ in rows],
-            "masks": [[] for _ in rows],
-            "messages": messages,
-            "generation_params": {"temperature": sampling["temperature"]}
-            if bounds.score(sampling.get("temperature")) is not None
-            else {},  # vf-eval leaves it out for the default
-            META: {
-                "item": n,
-                "example_id": rows[0]["example_id"],
-                "env": metadata.env_id or "?",
-                "mode": "eval",
-                "model": metadata.model,
-                "simulated": metadata.base_url == "simulated",
-                "metrics": {
-                    name: [
-                        v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None
-                    ]
-                    for name in names
-                },  # a value that is no number is left out, never a 0
-                "finish_reasons": [
-                    "length" if r.get("is_truncated") else r.get("stop_condition") for r in rows
-                ],
-            },
-        }
+    groups = [_vf_eval_group(n, rows, metadata) for n, rows in enumerate(by_example.values())]
+    return groups, sorted(failed)
+
+
+def _vf_eval_group(n: int, rows: list[dict[str, Any]], metadata: EvalMetadata) -> dict[str, Any]:
+    """One example's rows as the ``n``-th group."""
+    sampling = metadata.sampling_args
+    messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
+    names = [k for k, v in _metrics(rows[0]).items() if bounds.score(v) is not None]
+    return {
+        "scores": [bounds.score(r["reward"]) for r in rows],
+        "tokens": [[] for _ in rows],
+        "masks": [[] for _ in rows],
+        "messages": messages,
+        "generation_params": {"temperature": sampling["temperature"]}
+        if bounds.score(sampling.get("temperature")) is not None
+        else {},  # vf-eval leaves it out for the default
+        META: {
+            "item": n,
+            "example_id": rows[0]["example_id"],
+            "env": metadata.env_id or "?",
+            "mode": "eval",
+            "model": metadata.model,
+            "simulated": metadata.base_url == "simulated",
+            "metrics": {
+                name: [v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None]
+                for name in names
+            },  # a value that is no number is left out, never a 0
+            "finish_reasons": [
+                "length" if r.get("is_truncated") else r.get("stop_condition") for r in rows
+            ],
+        },
+    }
 
 
 def _file_in(folder: Path) -> Path | ShardedRun:

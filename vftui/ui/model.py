@@ -51,7 +51,7 @@ def parse_filter(text: str) -> Callable[[ev.GroupCollected], bool]:
         if term == "identical":
             checks.append(lambda g: g.identical)
         elif term in ("varied", "!identical"):  # scores that differ: a group of one has none to
-            checks.append(lambda g: len(g.scores) > 1 and not g.identical)
+            checks.append(lambda g: stats.alike(g.scores) is False)
         elif match := FILTER_TERM.match(term):
             field_name, op, number = match.group(1), match.group(2), float(match.group(3))
             value = {
@@ -230,8 +230,10 @@ class DashboardModel:
         self.series.add_group(group)
         self._scored(group)
         self.reward_history.append(stats.mean(group.scores))
-        if len(group.scores) > 1:  # the panel's sparkline: a group of one is in no rate
-            self.identical_history.append(1.0 if group.identical else 0.0)
+        if (
+            alike := stats.alike(group.scores)
+        ) is not None:  # the sparkline: one rollout is in no rate
+            self.identical_history.append(float(alike))
         self.groups_done = max(self.groups_done, group.index)
         tokens = sum(len(t) for t in group.tokens)
         self.tokens_total += tokens
