@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_ENV = "vftui/alphabet-sort"
-DEFAULT_HUB_TOKENIZER = "Qwen/Qwen2.5-1.5B-Instruct"
 DEFAULT_API_URL = "http://localhost:8000"
 PASS_THRESHOLD = 0.5  # vf-eval's: a rollout passes at reward >= 0.5, so pass@k figures carry over
 

@@ -7,7 +7,7 @@ import os
 import socket
 import ssl
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 import httpx
@@ -61,6 +61,9 @@ def api_key_for(
 @dataclass(frozen=True)
 class Probe:
     models: list[str]
+    # each model's ``root`` where the server reports one: what vLLM and SGLang loaded (a Hub name or a path)
+    # under the name they serve it as
+    roots: dict[str, str] = field(default_factory=dict)
 
 
 def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
@@ -98,8 +101,10 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
         )
     try:
         data = load_json(body).get("data") or []
+        listed = [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
         return Probe(
-            models=[m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+            models=[m["id"] for m in listed],
+            roots={m["id"]: m["root"] for m in listed if isinstance(m.get("root"), str)},
         )
     except (ValueError, AttributeError, TypeError) as e:
         raise UserError(

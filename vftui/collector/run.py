@@ -36,12 +36,12 @@ from vftui.collector.gate import GroupGate
 from vftui.collector.health import HealthMonitor
 from vftui.collector.modes import Collection, Endpoint, ModeContext, Sampling
 from vftui.collector.quiet import quiet_libraries
+from vftui.collector.served_tokenizer import served_tokenizer
 from vftui.collector.sft.collection import SftCollection
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
-from vftui.defaults import DEFAULT_HUB_TOKENIZER
 from vftui.errors import RunEnded, RunFailed, UserError
 from vftui.events import (
     EvalReport,
@@ -299,9 +299,13 @@ class _Preparation:
         first = base_urls[0]
         self.bus.key = endpoint.api_key_for(first, cfg.api_key_env, private=cfg.slurm)
         self._step(f"asking {first} for its models")
-        model = endpoint.choose_model(cfg.model, endpoint.probe(first, self.bus.key), first)
-        default = str(SIM_TOKENIZER) if model == SIM_MODEL else DEFAULT_HUB_TOKENIZER
-        return base_urls, model, cfg.tokenizer or default
+        probed = endpoint.probe(first, self.bus.key)
+        model = endpoint.choose_model(cfg.model, probed, first)
+        if cfg.tokenizer:
+            return base_urls, model, cfg.tokenizer
+        if model == SIM_MODEL:
+            return base_urls, model, str(SIM_TOKENIZER)
+        return base_urls, model, served_tokenizer(model, probed.roots.get(model), first)
 
     def _served(self, environment: Environment, base_url: str, files: RunFiles) -> Environment:
         """The environment with its rollouts run by verifiers' env servers (--env-server): a pool spawned for

@@ -11,7 +11,7 @@ from pydantic.fields import FieldInfo
 
 from vftui import paths
 from vftui.bounds import HUGE, LARGE, check_nesting, load_json
-from vftui.defaults import DEFAULT_ENV, DEFAULT_HUB_TOKENIZER, SHARED_FLAGS
+from vftui.defaults import DEFAULT_ENV, SHARED_FLAGS
 from vftui.events import Mode
 from vftui.figures.signals import EVAL_FIGURES, SIGNALS, read_gates
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE
@@ -94,7 +94,8 @@ class SharedSettings(BaseModel):
     tokenizer: str | None = setting(
         None,
         "Hugging Face tokenizer name or folder, or a model's .gguf file, for tokens/masks; default the "
-        f"shipped one for the simulation, {DEFAULT_HUB_TOKENIZER} otherwise",
+        "shipped one for the simulation, otherwise the served model's own (the path or Hub name the "
+        "endpoint reports for it, or the model's id), refused where it names none",
     )
     group_size: int = setting(8, "rollouts per group", ge=1, le=LARGE)
     steps: int = setting(1000, "groups to collect", ge=1, le=HUGE)
