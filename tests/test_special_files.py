@@ -361,3 +361,65 @@ def test_a_resumed_run_killed_mid_way_keeps_its_earlier_sessions_seconds(made, t
         process.kill()
         process.wait()
     assert json.loads(checkpoint.read_text())["elapsed_s"] > before
+
+
+V1_RUN = next((Path(__file__).parent / "data" / "v1_eval").iterdir())
+
+
+def foreign_run(tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    """A verifiers v1 eval folder, or a prime-rl run holding the same episodes as one step's rollouts, and where
+    its config is (``configs/resolved/eval.json``, ``configs/orchestrator.json``)."""
+    run = tmp_path / kind
+    if kind == "v1":
+        shutil.copytree(V1_RUN, run)
+        return run, run / "configs" / "resolved" / "eval.json"
+    stream = run / "rollouts" / "step_0" / "train" / "all" / "traces.jsonl"
+    stream.parent.mkdir(parents=True)
+    shutil.copy(V1_RUN / "traces.jsonl", stream)
+    config = run / "configs" / "orchestrator.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"train": {"source": [{"name": "tools", "group_size": 2}]}}))
+    return run, config
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("by", "what"),
+    [
+        ("fifo", "it is a FIFO"),
+        ("device", "it is a device"),
+        ("folder", "it is a folder"),
+        ("damaged", "Expecting"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["v1", "prime-rl"])
+@pytest.mark.parametrize("command", ["compare", "report", "view"])
+def test_a_foreign_runs_config_no_reader_can_take_is_one_sentence_not_waited_on(
+    tmp_path, command, kind, by, what
+):
+    """verifiers' resolved config and prime-rl's orchestrator config were read whole with ``read_bytes()``: a
+    FIFO there hung compare, report and view for ever, a link to /dev/zero grew to GBs until a MemoryError."""
+    run, config = foreign_run(tmp_path, kind)
+    if by == "damaged":
+        config.write_text("{")
+    else:
+        replaced(config, by)
+    args = {
+        "compare": ["compare", str(run), str(run)],
+        "report": ["report", str(run), "-o", str(tmp_path / "page.html")],
+        "view": ["view", str(run)],
+    }[command]
+    done = run_cli(args, tmp_path, timeout=30, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    one_sentence(done, str(config), what)
+
+
+@pytest.mark.parametrize("kind", ["v1", "prime-rl"])
+def test_a_foreign_runs_config_that_is_not_there_or_no_object_is_passed_over(tmp_path, kind):
+    """Only a config that cannot be read is refused: one that is absent or another form still compares."""
+    run, config = foreign_run(tmp_path, kind)
+    for content in (None, "[1, 2]"):
+        config.unlink(missing_ok=True)
+        if content is not None:
+            config.write_text(content)
+        done = run_cli(["compare", "--json", str(run), str(run)], tmp_path, timeout=30)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -188,11 +188,8 @@ class Reader:
 
 def _group_sizes(run: Path) -> dict[str, int]:
     """Each train source's ``group_size`` by its name (``name``, else its taskset's id); ``""``: the one
-    source's, where the run has only one."""
-    try:
-        config = json.loads((run / ORCHESTRATOR_CONFIG).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return {}
+    source's, where the run has only one; a config that cannot be read (a FIFO, a device, damage) is a sentence."""
+    config = v1_traces.side_file(run / ORCHESTRATOR_CONFIG)
     sources = as_list(as_dict(as_dict(config).get("train")).get("source"))
     sizes: dict[str, int] = {}
     for source in map(as_dict, sources):

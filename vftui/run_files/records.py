@@ -131,19 +131,39 @@ Record = TypeVar("Record", bound=BaseModel)
 def read(path: Path, model: type[Record]) -> Record | None:
     """The file at ``path`` as ``model``; None when there is no such file."""
     try:
-        data = bounds.read_json(path)
+        data = _json(path)
     except FileNotFoundError:
         return None
-    except OSError as e:
-        raise Damaged(path, f"cannot be read: {e.strerror}") from e
-    except ValueError as e:
-        raise Damaged(path, str(e)) from e
     if not isinstance(data, dict):
         raise Damaged(path, "it is not a JSON object")
     try:
         return model.model_validate(data)
     except ValidationError as e:
         raise Damaged(path, explain(e)) from e
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """Another tool's side file (verifiers' resolved config, prime-rl's orchestrator config) read as vftui's own
+    are: a regular file of a bounded size, never waited on (a FIFO there hung compare, a link to /dev/zero filled
+    memory); empty when absent or no JSON object (a form vftui does not know), else ``Damaged``."""
+    try:
+        data = _json(path)
+    except FileNotFoundError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _json(path: Path) -> Any:
+    """Every side file's one reader (``bounds.read_json``); ``FileNotFoundError`` when absent, else ``Damaged``
+    saying why it cannot be read: not a regular file, too big, not JSON, nested too deep."""
+    try:
+        return bounds.read_json(path)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise Damaged(path, f"cannot be read: {e.strerror}") from e
+    except ValueError as e:
+        raise Damaged(path, str(e)) from e
 
 
 def explain(error: ValidationError) -> str:

@@ -14,7 +14,6 @@ or a file whose episodes lack the keys every version has, is refused in one sent
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 from vftui import bounds
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META
-from vftui.run_files import store
+from vftui.run_files import records, store
 
 TRACES = "traces.jsonl"  # verifiers.v1.utils.trace_store.TRACES_FILE
 RESOLVED_CONFIG = Path("configs", "resolved", "eval.json")  # verifiers.v1.cli.output.write_config
@@ -284,12 +283,17 @@ def _why(record: dict[str, Any]) -> str:
 
 
 def _config(folder: Path) -> dict[str, Any]:
-    """The run's resolved config beside its traces, if one reads as an object."""
+    """The run's resolved config beside its traces, if one reads as an object; one that cannot be read (a FIFO,
+    a device, damage) is a sentence, as an eval's damaged metadata.json is."""
+    return side_file(folder / RESOLVED_CONFIG)
+
+
+def side_file(path: Path) -> dict[str, Any]:
+    """A config beside a run's rollouts (``records.read_object``); a sentence naming it where it cannot be read."""
     try:
-        loaded = json.loads((folder / RESOLVED_CONFIG).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+        return records.read_object(path)
+    except records.Damaged as e:
+        raise UserError(str(e)) from e
 
 
 def _ints(value: Any) -> list[int]:
