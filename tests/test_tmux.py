@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shlex
 import shutil
@@ -15,12 +16,16 @@ from tests.conftest import (
     REPO,
     ended_run,
     read_jsonl,
+    run_cli,
     tmux,
     tmux_cli_command,
     tmux_session,
     wait_for_screen,
     wait_until,
 )
+from vftui.errors import UserError
+from vftui.live.client import control
+from vftui.run_files.files import RunFiles
 from vftui.sim.server import BackgroundSimServer
 
 pytestmark = pytest.mark.needs("tmux")
@@ -247,3 +252,31 @@ def test_q_closes_the_view_at_once_while_its_tokenizer_still_loads(tmp_path):
         tmux("send-keys", "-t", session, "q")
         screen = wait_for_screen(session, "EXIT=", timeout=60)
     assert "EXIT=0" in screen and "Traceback" not in screen, screen
+
+
+def test_the_runs_screen_ends_with_its_terminal_after_attaching(tmp_path, slow_sim):
+    """runs, Enter (attach), the terminal dies: the runs command was re-parented to init and spun at 40-60%
+    CPU on the dead terminal for as long as nobody killed it. It ends; the run it attached to goes on."""
+    out = tmp_path / "groups.jsonl"
+    detached = ["run", "--detach", "--steps", "100000", "--group-size", "2", "--out", str(out)]
+    started = run_cli([*detached, "--base-url", slow_sim.base_url], tmp_path)
+    assert started.returncode == 0, started.stderr
+    try:
+        with tmux_session("exec " + tmux_cli_command(tmp_path, "runs")) as session:
+            runs = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+            wait_for_screen(session, "running")
+            tmux("send-keys", "-t", session, "Enter")
+            wait_for_screen(session, "ATTACHED")
+            tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP, and the pty with it
+            wait_until(
+                lambda: not Path(f"/proc/{runs}").exists(), "vftui runs outlived its terminal", 30
+            )
+        listed = [
+            json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()
+        ]
+        assert [r["state"] for r in listed if r["path"] == str(out)] == ["running"], (
+            "the run goes on"
+        )
+    finally:
+        with contextlib.suppress(UserError):
+            control(RunFiles(out).socket, lambda controls: controls.stop())

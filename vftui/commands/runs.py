@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from vftui.run_files import prune as pruning
 from vftui.run_files.index import forget_missing
 from vftui.run_files.listing import COLUMNS, RunLine, all_runs, cells
 from vftui.text.printable import printable, say
-from vftui.ui.terminal import has_screen
+from vftui.ui.terminal import has_screen, hung_up
 
 
 def run_runs(
@@ -155,6 +156,8 @@ def _runs_screen(theme: str | None) -> int:
             notice = ""
         except UserError as e:  # the run ended or went since the list was drawn: said on the list
             notice = str(e)
+        if hung_up():  # the dashboard ended with its terminal: a list drawn now would spin on it
+            return 128 + signal.SIGHUP
 
 
 def _open(how: str, path: Path, theme: str | None) -> None:

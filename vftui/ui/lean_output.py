@@ -12,10 +12,11 @@ looks the same; the bytes are fewer.
 from __future__ import annotations
 
 import re
-import termios
 from dataclasses import dataclass
 
 from textual.drivers.linux_driver import LinuxDriver
+
+from vftui.ui.terminal import answers
 
 CSI = re.compile(r"\x1b\[([0-9;:?<=>]*)([@-~])")
 RESET = "\x1b[0m"
@@ -140,18 +141,10 @@ class LeanLinuxDriver(LinuxDriver):
         sent while the terminal is still there (``kill -HUP``) changes nothing here: the app
         stops as on SIGTERM and leaves the terminal as it found it.
         """
-        if self._terminal_answers():
+        if answers(self.fileno):
             return
         self._hung_up = True
         self.exit_event.set()
-
-    def _terminal_answers(self) -> bool:
-        """A hung-up terminal answers every call with EIO."""
-        try:
-            termios.tcgetattr(self.fileno)
-        except (termios.error, OSError):
-            return False
-        return True
 
     def write(self, data: str) -> None:
         if not self._hung_up:

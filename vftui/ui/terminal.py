@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import termios
 
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"  # what textual-serve sets TEXTUAL_DRIVER to
 
@@ -16,6 +17,21 @@ def in_browser() -> bool:
 
 def has_screen() -> bool:
     return in_browser() or (sys.stdout.isatty() and sys.stdin.isatty())
+
+
+def answers(fd: int) -> bool:
+    """Whether the terminal on ``fd`` is still there: one that hung up (a dropped SSH session, a killed
+    tmux) answers every call with EIO, though ``isatty`` still says yes."""
+    try:
+        termios.tcgetattr(fd)
+    except (termios.error, OSError, ValueError):
+        return False
+    return True
+
+
+def hung_up() -> bool:
+    """The terminal this command's screens are drawn on went away (a browser tab's pipes are none)."""
+    return not in_browser() and not answers(sys.stdin.fileno())
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
