@@ -13,6 +13,8 @@ from vftui.events import RunState
 from vftui.live.process import CollectorProcess
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
+from vftui.ui.screens.confirm import ConfirmScreen
+from vftui.ui.screens.prompt import PromptScreen
 from vftui.ui.sources import StartedRun
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
@@ -274,3 +276,33 @@ async def test_at_80x24_the_log_has_rows_and_a_panel_says_what_does_not_fit(make
         rows, _ = panel.figures
         assert len(rows) == 2 and rows[-1][0] == "… 2 more (g charts them)", rows
         await quit_app(pilot, app)
+
+
+async def test_a_quit_question_the_run_outlived_closes_and_its_keys_reach_no_screen_below(make_app):
+    """q, the run finishes under the question, then / and q: / opened the filter under the dialog and q
+    raised ScreenStackError, "the dashboard closed before the run ended" (it had ended)."""
+    app = make_app(steps=6)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
+        await pilot.press("q")
+        await until(pilot=pilot, predicate=lambda: isinstance(app.screen, ConfirmScreen))
+        await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
+        await until(pilot=pilot, predicate=lambda: not isinstance(app.screen, ConfirmScreen))
+        assert len(app.screen_stack) == 1, "the question closed, nothing left over it"
+        assert "the run ended" in "\n".join(n.message for n in app._notifications)
+        await pilot.press("slash")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("escape", "q")
+    assert app.return_value is not None and app.return_value.state is RunState.FINISHED
+
+
+async def test_keys_under_a_quit_question_go_to_the_question_alone(make_app):
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
+        await pilot.press("q")
+        await until(pilot=pilot, predicate=lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("slash", "g", "h", "question_mark")
+        assert app.screen_stack[1:] == [app._quit_question], "no screen opened under or over it"
+        await pilot.press("y", "q")  # q before the answered question has gone: no second dismissal
+        await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)

@@ -615,11 +615,9 @@ class VftuiApp(App[RunSummary | None]):
         if self._quitting:
             self.stop_and_exit()  # a second quit cancels the groups in flight
             return
-        if (
-            self.screen is self._quit_question
-        ):  # asked again: this dashboard's own run stops, as y would say
+        if self._quit_question is not None:  # asked again: its own run stops, as y would say
             if not self.source.leaves_run:
-                self.screen.dismiss("stop")
+                self._quit_question.action_answer("stop")
             return
 
         def answer(choice: str | None) -> None:
@@ -669,6 +667,9 @@ class VftuiApp(App[RunSummary | None]):
         else:
             self.result = worker.result
         self.tick()
+        if self._quit_question is not None and not self._quitting:  # its question is gone
+            self._quit_question.action_answer(None)
+            self.notify("the run ended while you were asked: q closes the dashboard")
         interrupted = worker.error is None and worker.result is None and not self.source.leaves_run
         if (
             self._quitting or interrupted

@@ -20,12 +20,19 @@ YES_OR_NO: tuple[Answer, ...] = (("y,enter", "yes", True), ("n", "no", False))
 class ConfirmScreen(ModalScreen[Any]):
     """Dismissed with the value of the answer whose key was pressed; escape gives None."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "cancel")]
+    BINDINGS = [Binding("escape", "answer(None)", "cancel")]
 
     def __init__(self, question: str, answers: tuple[Answer, ...] = YES_OR_NO) -> None:
         super().__init__()
         self._question = question
         self._answers = answers
+        self.answered = False
+
+    def action_answer(self, value: Any) -> None:
+        """Dismissed once: a second key before it has gone (q after y) would pop the screen below it."""
+        if not self.answered:
+            self.answered = True
+            self.dismiss(value)
 
     def compose(self):
         hint = Text("   ").join(
@@ -40,5 +47,5 @@ class ConfirmScreen(ModalScreen[Any]):
         for keys, _, value in self._answers:
             if event.key in keys.split(","):
                 event.stop()
-                self.dismiss(value)
+                self.action_answer(value)
                 return
