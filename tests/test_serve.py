@@ -171,6 +171,14 @@ def test_bad_serve_settings_are_one_sentence_each(tmp_path):
         assert taken.returncode == 2 and "--port another" in taken.stderr, taken.stderr
 
 
+def test_a_host_name_is_served_and_printed_as_one_literal_address(tmp_path):
+    """--host localhost printed http://localhost:P/, which Chromium tries at [::1]:P first: any local user
+    listening there could show a sign-in page of their own and take the token."""
+    with served(tmp_path, str(VIEWED), "--host", "localhost") as it:
+        assert it.url.startswith("http://127.0.0.1:")  # served() checks the line printed says so
+        assert httpx.get(f"{it.url}/login", timeout=10).status_code == 200
+
+
 def test_ctrl_c_ends_serve_and_the_sessions_it_started(tmp_path):
     with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:
         it.process.send_signal(signal.SIGINT)

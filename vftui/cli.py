@@ -480,7 +480,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="the address to listen on (default 127.0.0.1: this machine only; ssh -L reaches it)",
+        help="the address to listen on (default 127.0.0.1: this machine only; ssh -L reaches it); a "
+        "name is served and printed as one address it resolves to (IPv4 first)",
     )
     p.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000)")
     p.add_argument(

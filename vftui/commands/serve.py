@@ -7,7 +7,9 @@ file or a folder, ``view``; several, ``compare``. A run the runs screen opens ge
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import ipaddress
 import os
 import shlex
 import socket
@@ -30,6 +32,7 @@ def run_serve(
     host = host.strip("[]")
     if not host:
         raise UserError("--host is empty: give an address of this machine (default 127.0.0.1)")
+    host = _literal(host)
     if not (is_loopback(host) or allow_remote):
         raise UserError(
             f"--host {host} serves the dashboard beyond this machine: say so with --allow-remote "
@@ -93,6 +96,20 @@ def _running(target: Path) -> bool:
     except UserError:  # a file or folder, not a run: viewed
         return False
     return line.answering
+
+
+def _literal(host: str) -> str:
+    """One address, bound and printed: a name such as localhost resolves to several, and a browser given
+    the name tries [::1] first, where any local user may listen and show a sign-in page of their own."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(host))
+    try:
+        found = [info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
+    except (socket.gaierror, UnicodeError) as e:
+        raise UserError(
+            f"cannot serve on {host}: the name does not resolve (is --host this machine's?)"
+        ) from e
+    return next((address for address in found if ":" not in address), found[0])
 
 
 def _free(host: str, port: int) -> None:
