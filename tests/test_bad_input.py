@@ -265,7 +265,66 @@ def test_endpoint_that_is_not_an_openai_api(capsys, tmp_path):
     app = web.Application()
     app.router.add_get("/v1/models", not_json)
     with serve_app(app) as base_url:
-        fails_with(["--base-url", base_url], capsys, "did not answer like an OpenAI-compatible API")
+        fails_with(
+            ["--base-url", base_url],
+            capsys,
+            f"the endpoint at {base_url} answered with a web page (HTTP 200 for /models), not an "
+            "OpenAI-compatible API",
+        )
+
+
+@pytest.mark.parametrize("answer", ["models", "key refused"])
+def test_a_base_url_without_v1_of_an_api_at_v1_says_to_add_it(capsys, answer):
+    """A vLLM at http://host:8001 (no /v1): 'name the model with --model (... offers: none listed)', and with
+    --model the run went on to fail on every request."""
+    from aiohttp import web
+
+    async def models(request):
+        if answer == "key refused":
+            return web.json_response({"error": "bad key"}, status=401)
+        return web.json_response({"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+    async def not_found(request):
+        return web.json_response({"detail": "Not Found"}, status=404)
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/models", not_found)
+    with serve_app(app) as v1_url:
+        base_url = v1_url.removesuffix("/v1")
+        for model in ([], ["--model", "m"]):
+            fails_with(
+                ["--base-url", base_url, *model],
+                capsys,
+                f"no OpenAI-compatible API answers at {base_url}, but one answers at {v1_url}: add "
+                "/v1 to --base-url",
+            )
+
+
+def test_a_plain_web_server_is_said_to_be_one(capsys):
+    """A web server that is no OpenAI API (python -m http.server: a 404 page for GET, 501 for POST) was taken
+    for one with no models listed; with --model the run failed later as 'InternalServerError: <!DOCTYPE
+    HTML>...'."""
+    from aiohttp import web
+
+    page = "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head></html>\n"
+
+    async def error_page(request):
+        status = 404 if request.method == "GET" else 501
+        return web.Response(text=page, status=status, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", error_page)
+    with serve_app(app) as v1_url:
+        for base_url in (v1_url, v1_url.removesuffix("/v1")):
+            for model in ([], ["--model", "m"]):
+                line = fails_with(
+                    ["--base-url", base_url, *model],
+                    capsys,
+                    f"the endpoint at {base_url} answered with a web page (HTTP 404 for /models), not "
+                    "an OpenAI-compatible API: give --base-url the model server's address",
+                )
+                assert "add /v1" not in line
 
 
 def test_unwritable_output_folder(tmp_path, capsys):

@@ -68,32 +68,26 @@ class Probe:
 
 def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
     """GET /models: unreachable, rejected or not-an-API endpoints are UserErrors; the list is read up to
-    ``MAX_MODEL_LIST_BYTES`` as decoded, asked for unencoded."""
+    ``MAX_MODEL_LIST_BYTES`` as decoded, asked for unencoded. An answer that is no model list is looked at
+    again: an API one level down (``/v1``, left out of the URL) or a web page is said as such."""
     url = f"{base_url}/models"
-    headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
-    try:
-        # redirects followed, as the OpenAI client follows them
-        with httpx.stream(
-            "GET", url, headers=headers, timeout=timeout, follow_redirects=True
-        ) as response:
-            if response.status_code in (401, 403):
-                raise UserError(
-                    f"the endpoint at {base_url} rejected the API key (HTTP {response.status_code})"
-                )
-            if response.status_code >= 400:
-                return Probe(models=[])
-            body = _capped(response, time.monotonic() + timeout)
-    except httpx.ConnectError as e:
-        raise UserError(f"cannot reach the endpoint at {base_url}: {_unreachable(e)}") from e
-    except httpx.TimeoutException as e:
-        raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
-    except httpx.HTTPError as e:
-        raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
-    except ImportError as e:  # httpx's SOCKS proxies need its extra
-        raise UserError(
-            f"the environment names a SOCKS proxy for {base_url} (ALL_PROXY or HTTPS_PROXY); vftui's "
-            "requests go through HTTP proxies only (NO_PROXY can leave this host out)"
-        ) from e
+    status, body, web_page = _get(url, base_url, api_key, timeout)
+    if status in (401, 403):
+        raise UserError(f"the endpoint at {base_url} rejected the API key (HTTP {status})")
+    if status >= 400 or _model_list(body) is None:
+        if not _ends_in_v1(base_url) and _api_answers(f"{base_url}/v1", api_key, timeout):
+            raise UserError(
+                f"no OpenAI-compatible API answers at {base_url}, but one answers at {base_url}/v1: "
+                "add /v1 to --base-url"
+            )
+        if web_page and status < 500:  # a proxy's page of its own trouble (502, 503) is not this
+            raise UserError(
+                f"the endpoint at {base_url} answered with a web page (HTTP {status} for /models), "
+                "not an OpenAI-compatible API: give --base-url the model server's address (vLLM's, "
+                "SGLang's, ...), like http://127.0.0.1:8000/v1"
+            )
+    if status >= 400:
+        return Probe(models=[])
     if body is None:
         raise UserError(
             f"{url} did not answer like an OpenAI-compatible API (a model list over "
@@ -110,6 +104,62 @@ def probe(base_url: str, api_key: str, timeout: float = 10.0) -> Probe:
         raise UserError(
             f"{url} did not answer like an OpenAI-compatible API (no JSON model list)"
         ) from e
+
+
+def _get(url: str, base_url: str, api_key: str, timeout: float) -> tuple[int, bytes | None, bool]:
+    """GET ``url``: its status, its body (None past ``MAX_MODEL_LIST_BYTES``) and whether it is a web page
+    (HTML); an endpoint that cannot be reached, or does not answer in time, is a UserError."""
+    headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
+    try:
+        # redirects followed, as the OpenAI client follows them
+        with httpx.stream(
+            "GET", url, headers=headers, timeout=timeout, follow_redirects=True
+        ) as response:
+            body = _capped(response, time.monotonic() + timeout)
+            kind = response.headers.get("content-type", "").lower()
+    except httpx.ConnectError as e:
+        raise UserError(f"cannot reach the endpoint at {base_url}: {_unreachable(e)}") from e
+    except httpx.TimeoutException as e:
+        raise UserError(f"the endpoint at {base_url} did not answer within {timeout:.0f} s") from e
+    except httpx.HTTPError as e:
+        raise UserError(f"cannot talk to the endpoint at {base_url}: {type(e).__name__}") from e
+    except ImportError as e:  # httpx's SOCKS proxies need its extra
+        raise UserError(
+            f"the environment names a SOCKS proxy for {base_url} (ALL_PROXY or HTTPS_PROXY); vftui's "
+            "requests go through HTTP proxies only (NO_PROXY can leave this host out)"
+        ) from e
+    return response.status_code, body, _is_web_page(kind, body)
+
+
+def _is_web_page(content_type: str, body: bytes | None) -> bool:
+    """HTML, by its type or by how it begins (a server that calls its page text/plain)."""
+    start = (body or b"")[:512].lstrip().lower()
+    return "html" in content_type or start.startswith((b"<!doctype html", b"<html"))
+
+
+def _model_list(body: bytes | None) -> list | None:
+    """The ``data`` list of an OpenAI model list, or None where ``body`` is no such thing."""
+    if body is None:
+        return None
+    try:
+        value = load_json(body)
+    except ValueError:  # not JSON, not UTF-8 (a UnicodeDecodeError is one)
+        return None
+    data = value.get("data") if isinstance(value, dict) else None
+    return data if isinstance(data, list) else None
+
+
+def _ends_in_v1(base_url: str) -> bool:
+    return urlparse(base_url).path.rstrip("/").endswith("/v1")
+
+
+def _api_answers(base_url: str, api_key: str, timeout: float) -> bool:
+    """Whether an OpenAI-compatible API answers at ``base_url``: its model list, or its refusal of the key."""
+    try:
+        status, body, _ = _get(f"{base_url}/models", base_url, api_key, timeout)
+    except UserError:
+        return False
+    return status in (401, 403) or (status < 400 and _model_list(body) is not None)
 
 
 def _capped(response: httpx.Response, deadline: float) -> bytes | None:
