@@ -94,6 +94,12 @@ async def test_plus_key_reaches_the_endpoint_and_the_groups(make_app, paced_sim,
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= changed_at + 3)
         await pilot.press("minus", "minus")
         assert app.controls.temperature == pytest.approx(0.9)
+
+        def said() -> list[str]:  # each change a line of the log (the keys' own display hid them)
+            return [r.message for r in app.model.logs if r.message.startswith("temperature")]
+
+        await until(pilot=pilot, predicate=lambda: len(said()) == 3)
+        assert [line.split()[2] for line in said()] == ["1.1", "1", "0.9"], said()
         await quit_app(pilot, app)
     requests = sim_admin(paced_sim, "/sim/requests")["requests"]
     assert 1.1 in [r["temperature"] for r in requests]

@@ -91,6 +91,8 @@ class DashboardModel:
     state: ev.RunState = ev.RunState.STARTING
     detail: str = ""
     temperature: float | None = None
+    # the last temperature the log said: the dashboard shows a key's change before the run's word on it
+    temperature_said: float | None = None
     groups_done: int = 0
     groups_total: int = 0
     summary: ev.RunSummary | None = None
@@ -154,6 +156,7 @@ class DashboardModel:
                 self._apply_group(event)
             case ev.RunStarted():
                 self.run_started, self.temperature = event, event.temperature
+                self.temperature_said = event.temperature
                 self.groups_total, self.groups_done = event.groups_total, event.groups_done
                 already = (
                     max(0.0, self.clock() - event.started_at) if event.started_at else 0.0
@@ -174,9 +177,9 @@ class DashboardModel:
                 if event.state is not ev.RunState.STARTING:
                     self.pause_asked = False
             case ev.TemperatureChanged():
-                if event.temperature != self.temperature:
+                if event.temperature != self.temperature_said:
                     self.note("INFO", wording.temperature_changed(event.temperature))
-                self.temperature = event.temperature
+                self.temperature = self.temperature_said = event.temperature
             case ev.EndpointTrouble():
                 if event.service == ev.TRAJECTORY_API:
                     self.trajectory_trouble = event
