@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import time
 import uuid
@@ -302,6 +303,45 @@ def test_rl_is_refused_in_one_sentence(tmp_path):
     done = ran(tmp_path, cli_env(tmp_path), "--mode", "rl", "--env-server", "spawn")
     assert done.returncode == 2
     assert "token ids" in said_lines(done.stderr)[0] and len(said_lines(done.stderr)) == 1
+
+
+def test_a_spawned_pool_without_uv_is_refused_before_it_starts(tmp_path):
+    """verifiers' harness runs as a uv script: without uv every rollout failed, some 50 s of retries, and the
+    run blamed the endpoint."""
+    python = python_without_uv(tmp_path / "venv")
+    env = cli_env(tmp_path, PATH=str(python.parent), HOME=str(tmp_path))
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(python), "-m", "vftui", "run", "--no-ui", "--env-server", "spawn", "--steps", "1"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert said_lines(done.stderr) == [
+        "vftui: error: --env-server spawn needs the uv tool (verifiers' harnesses run as uv scripts), "
+        "which is not on PATH: install it with pip install uv (or see docs.astral.sh/uv), or run "
+        "without --env-server"
+    ]
+    assert "pool" not in done.stderr and time.monotonic() - started < 120, (
+        "refused before it started"
+    )
+
+
+def python_without_uv(folder: Path) -> Path:
+    """This Python with its packages, in a folder of its own with nothing else in it (no uv beside it): a
+    virtual environment of the same packages where this is one."""
+    (folder / "bin").mkdir(parents=True)
+    python = folder / "bin" / "python"
+    python.symlink_to(sys.executable)
+    if sys.prefix != sys.base_prefix:
+        shutil.copy(Path(sys.prefix) / "pyvenv.cfg", folder)
+        site = Path(sysconfig.get_paths()["purelib"])
+        (folder / site.relative_to(sys.prefix)).parent.mkdir(parents=True)
+        (folder / site.relative_to(sys.prefix)).symlink_to(site)
+    return python
 
 
 @pytest.mark.parametrize(

@@ -93,8 +93,10 @@ def served(
             "environment: run it without --env-server"
         )
     if where == SPAWN:
+        uv_folder = uv_for_the_pool()
         step(f"starting verifiers' env-server pool ({workers} workers)")
-        pool = SpawnedPool.start(_server_config(environment, env_args, serve), workers, log)
+        config_data = _server_config(environment, env_args, serve)
+        pool = SpawnedPool.start(config_data, workers, log, uv_folder)
         closing.callback(pool.stop)
         address, wait_s = pool.address, START_WAIT_S
         unanswered = f"the env-server pool spawned for the run did not answer in {wait_s:g} s (its log: {log})"
@@ -126,6 +128,22 @@ async def _answers(client_type: type, address: str, wait_s: float) -> bool:
         return False
     finally:
         await client.close()
+
+
+def uv_for_the_pool() -> str | None:
+    """verifiers' harnesses (its plain chat one too) run as uv scripts, so a pool without uv fails every
+    rollout: uv is looked for where the pool's shell finds it (PATH, ``~/.local/bin``), then beside this
+    Python (a virtual environment's, not activated: where ``pip install uv`` put it), that folder returned
+    to be put on the pool's PATH; without it, one sentence before anything starts."""
+    if shutil.which("uv") or shutil.which("uv", path=str(Path.home() / ".local" / "bin")):
+        return None
+    beside = os.path.dirname(sys.executable)
+    if beside and shutil.which("uv", path=beside):
+        return beside
+    raise UserError(
+        "--env-server spawn needs the uv tool (verifiers' harnesses run as uv scripts), which is not "
+        "on PATH: install it with pip install uv (or see docs.astral.sh/uv), or run without --env-server"
+    )
 
 
 def _minor() -> str:
@@ -279,7 +297,9 @@ class SpawnedPool:
     address: str = ""
 
     @classmethod
-    def start(cls, config_data: dict, workers: int, log: Path) -> SpawnedPool:
+    def start(
+        cls, config_data: dict, workers: int, log: Path, uv_folder: str | None = None
+    ) -> SpawnedPool:
         context = multiprocessing.get_context("spawn")
         addresses = context.Queue()
         lifeline, child_end = context.Pipe()
@@ -289,6 +309,7 @@ class SpawnedPool:
             kwargs={
                 "log": str(log),
                 "shim": str(shim) if shim else None,
+                "uv_folder": uv_folder,
                 "max_workers": workers,
                 "elastic": False,
                 "address": LOOPBACK_ANY_PORT,
@@ -355,9 +376,11 @@ def _importable_shim(taskset_id: str) -> Path | None:
     return folder
 
 
-def serve_apart(log: str, shim: str | None, **serve_kwargs: Any) -> None:
+def serve_apart(
+    log: str, shim: str | None, uv_folder: str | None = None, **serve_kwargs: Any
+) -> None:
     """The pool's process (its workers inherit all of this): SIGINT and SIGHUP ignored, its output and logs
-    into the run's log, the taskset importable by its id; then verifiers' ``serve_env``."""
+    into the run's log, the taskset importable by its id, uv on PATH; then verifiers' ``serve_env``."""
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     fd = safe_files.open_append(Path(log))
@@ -366,6 +389,8 @@ def serve_apart(log: str, shim: str | None, **serve_kwargs: Any) -> None:
     os.close(fd)
     if shim is not None:
         sys.path.insert(0, shim)
+    if uv_folder is not None:
+        os.environ["PATH"] = os.pathsep.join(filter(None, [uv_folder, os.environ.get("PATH")]))
     _harness_resolved_as_tested()
     from verifiers.v1.serve import serve_env
 
