@@ -56,6 +56,11 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         r"RSS before [\d.]+ MB",
     ],
     "view_big_file.py": [r"vftui view of 2,000 groups", r"End to the last group on screen: \d+ ms"],
+    "paired_stats.py": [
+        r"## McNemar's exact p.*\n.*\n\s+2,000\s+[\d.]+\s+[\d.]+\s+\d+x\s+[\d.]+",
+        r"\s+10,000\s+levels\s+[\d.]+\s+[\d.]+\s+[\d.]+x",
+        r"\s+10,000\s+skewed\s+[\d.]+\s+[\d.]+\s+[\d.]+x",
+    ],
 }
 
 
