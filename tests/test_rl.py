@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import signal
+import socket
 import subprocess
 
 import httpx
@@ -30,8 +31,10 @@ from tests.conftest import (
     wait_until,
 )
 from tests.wandb_log import history
+from vftui.collector.rl import api_process
 from vftui.collector.rl.api_process import ApiProcess
 from vftui.config import RunConfig
+from vftui.errors import UserError
 from vftui.events import FileProgress, RunState
 from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
@@ -263,6 +266,27 @@ def test_rl_on_the_embedded_default_starts_api_and_sim_trainer(tmp_path):
     code, err = finish(start_cli(args, tmp_path))
     assert code == 0, err
     assert "SIMULATION" in err and len(read_jsonl(out)) == 2
+
+
+def test_start_api_on_a_port_in_use_says_so(tmp_path, monkeypatch):
+    """It said 'the trajectory API could not start on port N: INFO: Application shutdown complete.', uvicorn's
+    last line; the port is looked at first, and a port taken after that is said as such too."""
+    with socket.socket() as taken:  # listening, never answering: no trajectory API to use
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = (
+            f"port {port} is in use (another trajectory API?): free it, or give --api-url "
+            "another port"
+        )
+        args = ["run", "--mode", "rl", "--no-ui", "--start-api", "--steps", "1"]
+        done = run_cli([*args, "--api-url", f"http://127.0.0.1:{port}"], tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == f"vftui: error: {busy}"
+        monkeypatch.setattr(api_process, "_in_use", lambda port: False)
+        with pytest.raises(UserError) as refused:
+            ApiProcess(f"http://127.0.0.1:{port}").start()
+        assert str(refused.value) == busy
 
 
 def test_rl_balances_several_inference_servers(sim, api, tmp_path):

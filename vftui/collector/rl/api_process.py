@@ -6,6 +6,8 @@ stops it when the run ends (``vftui watch`` reads a running one from outside).
 
 from __future__ import annotations
 
+import errno
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +23,24 @@ def is_up(api_url: str, timeout: float = 2.0) -> bool:
         return httpx.get(f"{api_url}/status", timeout=timeout).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _in_use(port: int) -> bool:
+    """Whether something listens on ``port`` of 127.0.0.1, where run-api is to bind (as uvicorn binds: a closed
+    connection's TIME_WAIT is no use)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+    return False
+
+
+def _busy(port: int) -> str:
+    return (
+        f"port {port} is in use (another trajectory API?): free it, or give --api-url another port"
+    )
 
 
 class ApiProcess:
@@ -39,6 +59,8 @@ class ApiProcess:
                 f"--start-api needs a loopback --api-url with a port, like http://127.0.0.1:8000 "
                 f"(got {self.api_url})"
             )
+        if _in_use(parsed.port):
+            raise UserError(_busy(parsed.port))
         self._process = subprocess.Popen(
             [
                 sys.executable,
@@ -56,11 +78,10 @@ class ApiProcess:
         deadline = time.monotonic() + wait_s
         while not is_up(self.api_url, timeout=0.5):
             if self._process.poll() is not None:
-                detail = (
-                    (self._process.stderr.read() or "").strip().splitlines()[-1:]
-                    if self._process.stderr
-                    else []
-                )
+                said = (self._process.stderr.read() or "") if self._process.stderr else ""
+                if "address already in use" in said.lower():  # taken since it was looked at
+                    raise UserError(_busy(parsed.port))
+                detail = said.strip().splitlines()[-1:]
                 raise UserError(
                     f"the trajectory API could not start on port {parsed.port}: {' '.join(detail)}"
                 )
