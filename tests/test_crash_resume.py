@@ -145,6 +145,9 @@ def test_a_run_that_failed_on_endpoint_errors_resumes_without_a_gap(tmp_path, sl
     sim_admin(slow_sim, "/sim/faults", {"status": 500, "count": -1})
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "the endpoint failed 2 times in a row" in stderr, stderr
+    assert f"vftui run --no-ui --resume {out}   collects the " in stderr, (
+        "a failed run says how to go on"
+    )
     failed_at = read_jsonl(out)
     assert len(failed_at) < 30
     sim_admin(slow_sim, "/sim/faults", {"count": 0})

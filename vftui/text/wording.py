@@ -252,10 +252,12 @@ def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[s
             lines.append("  " + ", ".join(per_fn))
     lines.append(f"  output: {s.out_path}")
     lines += where_to_look(s.out_path)
-    if s.state is RunState.FINISHED and s.groups_done < s.groups_total and not s.gate:
-        left = s.groups_total - s.groups_done
+    left = s.groups_total - s.groups_done
+    if left > 0 and (s.state is RunState.FAILED or (s.state is RunState.FINISHED and not s.gate)):
+        once = ", once the reason above is dealt with" if s.state is RunState.FAILED else ""
         lines.append(
-            f"  {resume} --resume {shlex.quote(s.out_path)}   collects the {counted(left, 'group')} left"
+            f"  {resume} --resume {shlex.quote(s.out_path)}   collects the {counted(left, 'group')} "
+            f"left{once}"
         )
     if simulated:
         lines.append(f"  ({SIMULATION_NOTE})")
