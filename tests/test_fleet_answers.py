@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -186,6 +187,38 @@ def test_remote_vftui_under_the_remote_home_works_as_the_help_shows_it(fleet_roo
     assert (root / "venv/asked").read_text() == "attach -- abc 123\n", (
         "the run's name reaches the remote vftui as one, after -- (never read as a flag)"
     )
+
+
+def test_a_host_where_vftui_cannot_be_run_is_one_line_naming_remote_vftui(tmp_path):
+    """The host's shell said 'vftui: command not found', then 'no runs yet (vftui run starts one)' was listed
+    as if the host had answered."""
+    system = "/usr/bin:/bin"  # the host's PATH: its bin/ and these, never this machine's vftui
+    assert shutil.which("vftui", path=system) is None
+    ssh = tmp_path / "ssh"
+    executable(ssh, FAKE_SSH.format(root=tmp_path).replace(':$PATH"', f':{system}"'))
+    (tmp_path / "gpu-1" / "bin").mkdir(parents=True)
+    (tmp_path / "gpu-1" / "vftui").write_text("not a program")
+    fix = "name it with --remote-vftui /path/to/vftui"
+    cases = {
+        (): f"vftui is not on the PATH there (exit 127); {fix}",
+        ("--remote-vftui", "~/venv/bin/vftui"): (
+            f"~/venv/bin/vftui is not there (exit 127: command not found); {fix}"
+        ),
+        (
+            "--remote-vftui",
+            "~/vftui",
+        ): f"~/vftui cannot be run there (exit 126: not executable); {fix}",
+    }
+    for args, said in cases.items():
+        for listed in ([], ["--json"]):
+            done = run_cli(
+                ["runs", "--host", "gpu-1", *args, *listed],
+                tmp_path,
+                timeout=60,
+                VFTUI_SSH=str(ssh),
+            )
+            assert (done.returncode, done.stdout) == (1, ""), done
+            assert done.stderr.splitlines() == [f"vftui: gpu-1: {said}"]
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,10 @@ RUNS_SAID = "far more than vftui runs --json says of any machine's runs"
 # source read there takes its time, as one read here would.
 SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES = 300.0, 512 * 1024**2, 10**6
 SOURCE_SAID = "more than compare brings of one source"
+NOT_FOUND, NOT_RUNNABLE = (
+    127,
+    126,
+)  # a shell's exit code for a command it cannot find, or cannot run
 STDERR_KEPT = 4096  # the end of a host's stderr, whose last line says why it failed
 NOTE = "vftui: note: "  # how vftui runs begins a line of what it noted
 HOST = re.compile(r"^(?:[A-Za-z0-9_.+-]+@)?[A-Za-z0-9_.-]+$")  # ssh's destination, never an option
@@ -147,7 +151,7 @@ def list_runs(names: list[str], remote: str, folder: str | None = None) -> list[
         remote, "runs", "--json", *(["--", folder] if folder is not None else [])
     )
     with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool:
-        return list(pool.map(lambda host: _ask(host, [*command, host, asked]), names))
+        return list(pool.map(lambda host: _ask(host, [*command, host, asked], remote), names))
 
 
 def screen_command(
@@ -177,10 +181,11 @@ class Bounds:
     said: str = RUNS_SAID
 
 
-def _ask(host: str, command: list[str]) -> HostRuns:
-    """``command`` (ssh to ``host``) run within ``ASK_TIMEOUT_S``, its answer read up to ``MAX_ANSWER_BYTES``."""
+def _ask(host: str, command: list[str], remote: str = REMOTE_VFTUI) -> HostRuns:
+    """``command`` (ssh to ``host``, there ``remote``) run within ``ASK_TIMEOUT_S``, its answer read up to
+    ``MAX_ANSWER_BYTES``."""
     answer = Answer(host)
-    problem, notes = _answered(command, answer, Bounds())
+    problem, notes = _answered(command, answer, Bounds(), remote)
     if problem:
         return HostRuns(host, problem=problem)
     runs = answer.end()
@@ -195,14 +200,17 @@ def fetch_source(host: str, remote: str, path: str) -> Source:
     command.append(remote_command(remote, "compare", "--export-source", "--", path))
     answer = SourceAnswer(host, path)
     bounded = Bounds(SOURCE_TIMEOUT_S, MAX_SOURCE_BYTES, MAX_SOURCE_LINES, SOURCE_SAID)
-    if problem := _answered(command, answer, bounded)[0]:
+    if problem := _answered(command, answer, bounded, remote)[0]:
         raise UserError(f"{host}: {problem}")
     return answer.end()
 
 
-def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> tuple[str, list[str]]:
-    """``command`` (ssh to a host) run, its answer fed to ``answer`` within ``bounded``; what went wrong (the
-    last line the host or ssh said, a limit passed), or ``""``, and the notes its vftui said on the way."""
+def _answered(
+    command: list[str], answer: PipedLines, bounded: Bounds, remote: str = REMOTE_VFTUI
+) -> tuple[str, list[str]]:
+    """``command`` (ssh to a host, there ``remote``) run, its answer fed to ``answer`` within ``bounded``; what
+    went wrong (``remote`` not there, the last line the host or ssh said, a limit passed), or ``""``, and the
+    notes its vftui said on the way."""
     try:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -215,9 +223,21 @@ def _answered(command: list[str], answer: PipedLines, bounded: Bounds) -> tuple[
     said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     if problem:
         return problem, []
+    if process.returncode in (NOT_FOUND, NOT_RUNNABLE):  # the host's shell, not ssh (255) nor vftui
+        return _not_run(process.returncode, remote), []
     if process.returncode != 0:
         return said[-1] if said else f"ssh ended with exit code {process.returncode}", []
     return "", [line.removeprefix(NOTE) for line in said if line.startswith(NOTE)]
+
+
+def _not_run(code: int, remote: str) -> str:
+    """Why the host's shell could not run ``remote`` (its exit code ``code``), and the flag that names it."""
+    name = "name it with --remote-vftui /path/to/vftui"
+    if code == NOT_RUNNABLE:
+        return f"{remote} cannot be run there (exit {code}: not executable); {name}"
+    if remote == REMOTE_VFTUI:
+        return f"vftui is not on the PATH there (exit {code}); {name}"
+    return f"{remote} is not there (exit {code}: command not found); {name}"
 
 
 def _read(

@@ -93,7 +93,8 @@ def _fleet(names: list[str], remote: str, as_json: bool, folder: str | None = No
         (run for answer in answers for run in answer.runs), key=lambda r: r.created, reverse=True
     )
     none = f"no runs found under {printable(folder)} there" if folder is not None else None
-    _print(lines, as_json, hosted=True, kinds=folder is not None, none=none)
+    if lines or not all(answer.problem for answer in answers):  # no host answered: nothing to list
+        _print(lines, as_json, hosted=True, kinds=folder is not None, none=none)
     return 1 if any(answer.problem for answer in answers) else 0
 
 
