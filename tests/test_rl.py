@@ -268,6 +268,21 @@ def test_rl_on_the_embedded_default_starts_api_and_sim_trainer(tmp_path):
     assert "SIMULATION" in err and len(read_jsonl(out)) == 2
 
 
+def test_an_rl_run_no_trainer_joins_says_how_to_start_one_and_stall_timeout_ends_it(
+    sim, api, tmp_path
+):
+    """With a real server and no trainer it waited for ever, saying only 'waiting for a trainer to register'."""
+    out = tmp_path / "groups.jsonl"
+    args = [*rl_args(sim, api.api_url, out), "--stall-timeout", "3"]
+    code, err = finish(start_cli(args, tmp_path), timeout=120)
+    assert code == 4 and "Traceback" not in err, err
+    assert (
+        f"waiting for a trainer to register at {api.api_url}: start yours, or vftui sim-trainer "
+        f"--api-url {api.api_url} to try the plumbing (--stall-timeout bounds the wait)"
+    ) in err
+    assert "--stall-timeout 3: no trainer registered with the trajectory API for" in err, err
+
+
 def test_start_api_on_a_port_in_use_says_so(tmp_path, monkeypatch):
     """It said 'the trajectory API could not start on port N: INFO: Application shutdown complete.', uvicorn's
     last line; the port is looked at first, and a port taken after that is said as such too."""

@@ -159,6 +159,9 @@ class RunStatus:
 
 
 TRAJECTORY_API = "trajectory API"
+WAITING_FOR_TRAINER = (
+    "waiting for a trainer to register"  # a starting rl run's detail until one has
+)
 """``EndpointTrouble.service`` of the Atropos trajectory API (rl mode)."""
 
 

@@ -72,6 +72,9 @@ class HealthMonitor:
         self.gates = dict(gates or {})
         self._stall_timeout = stall_timeout
         self._running_since: float | None = None
+        self._trainer_wait_since: float | None = (
+            None  # rl: since the run began to wait for a trainer
+        )
         self._last_group = self._clock()
         self._best_mean = -math.inf
         self._requests: collections.deque[tuple[float, int, int]] = collections.deque()
@@ -106,7 +109,13 @@ class HealthMonitor:
                     retries = sum(s.retries for s in self._servers.values())
                     attempts = sum(s.requests for s in self._servers.values()) + retries
                     self._requests.append((self._clock(), attempts, retries))
+                case ev.RunStatus(state=ev.RunState.STARTING, detail=detail) if detail.startswith(
+                    ev.WAITING_FOR_TRAINER
+                ):
+                    self._trainer_wait_since = self._trainer_wait_since or self._clock()
+                    self._running_since = None  # no group while no trainer wants one is no stall
                 case ev.RunStatus(state=ev.RunState.RUNNING):
+                    self._trainer_wait_since = None
                     if self._running_since is None:
                         self._running_since = self._last_group = (
                             self._clock()
@@ -168,10 +177,14 @@ class HealthMonitor:
             tripped = self._tripped(values)
         return health, changes, tripped
 
-    def _signals(self, samples: list[Sample], now: float) -> dict[str, float]:
+    def _of_the_moment(self, now: float) -> dict[str, float]:
+        """The signals a clock or the servers give: waits, the API's lag, backlogs, errors (the window's
+        own need enough groups)."""
         values: dict[str, float] = {}
         if self._running_since is not None:
             values["stall"] = now - self._last_group
+        if self._trainer_wait_since is not None:
+            values["trainer_wait"] = now - self._trainer_wait_since
         api = self._api
         if api is not None:
             if api.lag is not None:
@@ -187,6 +200,10 @@ class HealthMonitor:
         failed = self._failed_per_request(now)
         if failed is not None:
             values["errors"] = failed
+        return values
+
+    def _signals(self, samples: list[Sample], now: float) -> dict[str, float]:
+        values = self._of_the_moment(now)
         if len(samples) < MIN_GROUPS:
             return values
         values.update(_identical_share(samples))
@@ -304,6 +321,14 @@ class HealthMonitor:
             if value is not None and value > threshold:
                 return Tripped(name, value, threshold)
         stall, trainer_stall = values.get("stall", 0.0), values.get("trainer_stall", 0.0)
+        trainer_wait = values.get("trainer_wait", 0.0)
+        if self._stall_timeout is not None and trainer_wait > self._stall_timeout:
+            return Tripped(
+                STALL_TIMEOUT,
+                trainer_wait,
+                self._stall_timeout,
+                "trainer registered with the trajectory API",
+            )
         if self._stall_timeout is not None and max(stall, trainer_stall) > self._stall_timeout:
             if trainer_stall > stall:
                 return Tripped(

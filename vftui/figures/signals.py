@@ -80,6 +80,12 @@ SIGNALS: dict[str, Signal] = {
         "seconds without a trainer step while groups wait in the queue (rl)",
         "the trainer took no step for {value:.0f} s with groups waiting (> {threshold:g} s)",
     ),
+    "trainer_wait": Signal(
+        60.0,
+        "seconds the run has waited for a trainer to register with the trajectory API (rl)",
+        "no trainer has registered with the trajectory API for {value:.0f} s (> {threshold:g} s): "
+        "start yours (vftui sim-trainer stands in for one)",
+    ),
     "backlog": Signal(
         1.0,
         "requests waiting per running request at the busiest inference server (rl, from /metrics)",

@@ -22,7 +22,7 @@ from atroposlib.envs.base import BaseEnv
 from tenacity import stop_after_attempt
 
 from vftui.errors import RunFailed
-from vftui.events import TRAJECTORY_API, ApiStatus, RunState, RunStatus
+from vftui.events import TRAJECTORY_API, WAITING_FOR_TRAINER, ApiStatus, RunState, RunStatus
 from vftui.group_format import META
 
 logger = logging.getLogger(__name__)
@@ -118,9 +118,14 @@ class TrajectoryApiLink:
         registered = data.get("status") == "success"
         if not registered and not self._said_waiting:
             self._said_waiting = True
+            url = self.config.rollout_server_url
             self.hooks.emit(
                 RunStatus(
-                    RunState.STARTING, self.groups_written, 0, "waiting for a trainer to register"
+                    RunState.STARTING,
+                    self.groups_written,
+                    0,
+                    f"{WAITING_FOR_TRAINER} at {url}: start yours, or vftui sim-trainer --api-url "
+                    f"{url} to try the plumbing (--stall-timeout bounds the wait)",
                 )
             )
         elif registered and self._said_waiting:
