@@ -258,8 +258,8 @@ def test_compare_pairs_what_both_hold_its_figures_are_finite_and_its_gate_never_
         assert c.after == pytest.approx(statistics.fmean(later.items[c.key].rewards))
     report = as_dict([summarize(s, 0.5) for s in sources], [change], margin, [])
     assert finite_figures(report)
-    if worse_beyond(change, margin):
-        assert change.reward.high is not None and change.reward.high < -margin
+    if worse_beyond(change, margin):  # what B did not score counts against it (issue 42.18)
+        assert change.judged.reward.high is not None and change.judged.reward.high < -margin
 
 
 TOKENS = [

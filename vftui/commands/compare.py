@@ -3,8 +3,8 @@ environment, side by side.
 
 Each later source is set against the first (A). Printed as a table, or as one JSON object
 (``--json``); with ``--fail-if-worse D`` it exits 3 when a later source's reward is below A's
-by more than D beyond the 95% interval of the change (the paired bootstrap where items pair, else
-Welch's t), for CI.
+by more than D beyond the 95% interval of the change (the paired bootstrap where items pair: the same
+id and prompt; else Welch's t), each of A's items it did not score counted as a failure, for CI.
 """
 
 from __future__ import annotations
@@ -133,29 +133,33 @@ def run_compare(
         letters = compared.letters(len(sources))
         for letter, source, change in zip(letters[1:], sources[1:], changes, strict=True):
             said = compared.verdict(str(source.path), str(sources[0].path), change, fail_if_worse)
-            figure = compared.signed(change.reward)
+            figure = compared.signed(change.judged.reward)
             say(f"vftui: {said} ({letter} - A reward {figure})", sys.stderr)
     return EXIT_GATE if worse else 0
 
 
 def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
-    """The gate never passes a change it has no interval for (under ``PAIRED_MIN`` items in common, or one in
+    """The gate never passes a change it has no interval for (under ``PAIRED_MIN`` items judged, or one in
     a source that shares none): a sentence."""
     for source, change in zip(sources[1:], changes, strict=True):
-        if change.reward.high is None:
-            held, needed = (
-                (f"only {wording.counted(change.paired, 'item')} in common", PAIRED_MIN)
-                if change.paired
-                else (
-                    f"no item in common and only {min(len(sources[0].items), len(source.items))} in one of them",
-                    2,
-                )
-            )
+        if change.judged.reward.high is None:
+            held, needed = _too_few(sources[0], source, change)
             raise UserError(
                 f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
                 f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
                 f"(it needs {needed} or more); compare more examples"
             )
+
+
+def _too_few(first: Source, later: Source, change: Change) -> tuple[str, int]:
+    """What the gate had too few of, and how many it needs: items paired (and those of A it counted as
+    failures), else the items of the smaller source."""
+    missed = change.judged.unscored
+    if change.paired:
+        counting = f" and {missed:,} it did not score" if missed else ""
+        return f"only {wording.counted(change.paired, 'item')} in common{counting}", PAIRED_MIN
+    shared = "no item in common" if change.pairing.shared == 0 else "unpaired"
+    return f"{shared} and only {min(len(first.items), len(later.items) + missed)} in one of them", 2
 
 
 def as_dict(
@@ -178,16 +182,39 @@ def as_dict(
                 "reward": c.reward.as_dict(),
                 "pass_at_k": {n: e.as_dict() for n, e in c.passes.items()},
                 "mcnemar": _mcnemar_dict(c.flips),
+                "pairing": _pairing_dict(letter, c),
+                "gate": {
+                    "reward": c.judged.reward.as_dict(),
+                    "unscored": c.judged.unscored,
+                    "unscored_reward": c.judged.floor,
+                },
                 "functions": {n: e.as_dict() for n, e in c.functions.items()},
                 "items": [
                     {"key": i.key, "before": i.before, "after": i.after, "change": i.change}
                     for i in c.items
                 ],
             }
-            for s, c in zip(summaries[1:], changes, strict=True)
+            for letter, s, c in zip(
+                compared.letters(len(summaries))[1:], summaries[1:], changes, strict=True
+            )
         ],
         "fail_if_worse": margin,
         "worse": [str(p) for p in worse],
+    }
+
+
+def _pairing_dict(letter: str, change: Change) -> dict[str, Any]:
+    """How the items lined up: those paired by id and prompt, by id alone, those of one id and two prompts,
+    those in one source only, and why the change is unpaired (null where it is paired)."""
+    p = change.pairing
+    return {
+        "same_prompt": p.by_prompt,
+        "by_id_alone": p.by_id,
+        "different_prompt": p.different,
+        "only_in_first": p.only_first,
+        "only_in_source": p.only_later,
+        "unpaired": p.unpaired,
+        "said": compared.unpaired(letter, change),
     }
 
 
@@ -267,6 +294,9 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
             lines.append(f"    {compared.mcnemar(flips)} ({compared.unflipped(flips)})")
             lines.append(f"    pass -> fail: {compared.flipped(flips.lost)}")
             lines.append(f"    fail -> pass: {compared.flipped(flips.gained)}")
+        lines.append(f"    {compared.pairing(letter, change)}")
+        lines += [f"    {said}" for said in (compared.unpaired(letter, change),) if said]
+        lines += [f"    {said}" for said in (compared.unscored(letter, change),) if said]
         if functions := compared.function_changes(change):
             lines.append(f"    by function: {functions}")
         lines += _moved(change)

@@ -1,10 +1,16 @@
 """Runs side by side: each source's figures with 95% intervals, and each later source against the
-first, paired by item where both have it (the per-item change, its mean and interval).
+first, paired by item where both have it with the same prompt (the per-item change, its mean and
+interval).
 
 Pairing matters: items differ far more in difficulty than two checkpoints differ in skill, so the
 paired interval of a change is much narrower than the two sources' own intervals suggest. Paired, every
 change's interval is the items' (``paired.paired_change``) and pass/fail gets McNemar's test; with no item
-in common, Welch's t interval of the two sources' item values.
+in common, Welch's t interval of the two sources' item values. The same key with another prompt (a
+run of the train split against an eval of the eval split) is no pair; where most keys in common are
+such, or they leave fewer pairs than an interval needs, the sources are compared unpaired.
+
+``--fail-if-worse`` judges the later source over the first's items: each it did not score (an error,
+or an item it does not hold) counts as a failure (``Judged``), never passed over.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ from vftui.figures.eval_stats import (
     pass_at,
     pass_at_k,
 )
-from vftui.figures.paired import Flips, flips, in_order, paired_change
+from vftui.figures.paired import PAIRED_MIN, Flips, flips, in_order, paired_change
 from vftui.figures.stats import is_identical
-from vftui.run_files.results import Item, Source
+from vftui.run_files.results import MIXED, Item, Source
 
 BINS = 10
 PAIRED, UNPAIRED = "paired bootstrap", "Welch's t"  # how a change's intervals are made
+# why a change is unpaired: no key in common; most keys in common hold other prompts; too few pairs left
+NONE_SHARED, PROMPTS_DIFFER, TOO_FEW = "no item in common", "prompts differ", "too few pairs"
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,40 @@ class ItemChange:
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """How two sources' items lined up by key: a pair is one key with one prompt in both (or with a prompt
+    one source does not record: matched by id alone); one key with two prompts is two examples, no pair."""
+
+    by_prompt: int  # keys in both with the same prompt
+    by_id: int  # keys in both where a source records no prompt
+    different: int  # keys in both with different prompts: not pairs
+    only_first: int  # keys the first source holds and the later does not
+    only_later: int
+    unpaired: str | None  # why the change is unpaired (``NONE_SHARED``, ...); None: it is paired
+
+    @property
+    def pairs(self) -> int:
+        return self.by_prompt + self.by_id
+
+    @property
+    def shared(self) -> int:
+        """Keys in both sources, whatever their prompts."""
+        return self.pairs + self.different
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The change ``--fail-if-worse`` judges: the reward's, with each first-source item the later source did
+    not score counted as a failure at ``floor`` (paired: the first's items it does not hold, its errors
+    among them; unpaired: its errors). ``reward`` is the change's own where it missed none."""
+
+    reward: Estimate
+    unscored: int  # the items counted as failures
+    floor: float  # the reward each counts at: 0, or the lowest either source holds if that is lower
+    errors: int  # the examples the later source failed to score, whichever items they are
+
+
+@dataclass(frozen=True)
 class Change:
     """A later source against the first: the change of each figure, paired over ``paired`` common items."""
 
@@ -68,6 +110,8 @@ class Change:
     items: list[ItemChange]  # the common items, worst change first
     passes: dict[str, Estimate]  # pass@k's change, for each k every compared item has rollouts for
     flips: Flips | None  # paired: the items that passed, failed and flipped at the threshold
+    pairing: Pairing
+    judged: Judged
 
     @property
     def test(self) -> str:
@@ -115,9 +159,48 @@ def summarize(source: Source, threshold: float) -> Summary:
     )
 
 
+def same_prompt(a: Item, b: Item) -> bool | None:
+    """Whether two items hold the same prompt; None where one's source records none (matched by id alone)."""
+    if a.prompt is None or b.prompt is None:
+        return None
+    return a.prompt == b.prompt != MIXED
+
+
+def pair(first: Source, later: Source) -> tuple[list[str], Pairing]:
+    """The keys that pair, in order (none when the change is unpaired), and how the items lined up."""
+    keys, by_id, different = [], 0, 0
+    for key, item in first.items.items():
+        if (other := later.items.get(key)) is None:
+            continue
+        same = same_prompt(item, other)
+        if same is False:
+            different += 1
+            continue
+        keys.append(key)
+        by_id += same is None
+    only_first = sum(key not in later.items for key in first.items)
+    only_later = sum(key not in first.items for key in later.items)
+    why = _unpaired(len(keys), different)
+    pairing = Pairing(len(keys) - by_id, by_id, different, only_first, only_later, why)
+    return ([] if why else sorted(keys, key=in_order)), pairing
+
+
+def _unpaired(pairs: int, different: int) -> str | None:
+    """Why items that share keys cannot be paired: none do; most shared keys hold other prompts (another
+    split's examples); or, prompts differing, fewer pairs are left than a paired interval needs."""
+    if not pairs:
+        return PROMPTS_DIFFER if different else NONE_SHARED
+    if different > pairs:
+        return PROMPTS_DIFFER
+    if different and pairs < PAIRED_MIN:
+        return TOO_FEW
+    return None
+
+
 def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> Change:
-    """``later`` against ``first``: paired by item when they share items, else as independent samples."""
-    common = sorted((key for key in first.items if key in later.items), key=in_order)
+    """``later`` against ``first``: paired by item where they share items of the same prompt, else as
+    independent samples."""
+    common, pairing = pair(first, later)
     changes = sorted(
         (ItemChange(key, first.items[key].mean, later.items[key].mean) for key in common),
         key=lambda c: (c.change, c.key),
@@ -126,11 +209,13 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
         {n for item in first.items.values() for n in item.functions}
         & {n for item in later.items.values() for n in item.functions}
     )
+    floor = _floor(first, later)
     if not common:
         ks = k_values(min(len(i.rewards) for s in (first, later) for i in s.items.values()))
+        reward = difference(_item_means(first), _item_means(later))
         return Change(
             0,
-            difference(_item_means(first), _item_means(later)),
+            reward,
             {name: difference(_means(first, name), _means(later, name)) for name in names},
             [],
             {
@@ -140,6 +225,8 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
                 for k in ks
             },
             None,
+            pairing,
+            _judged_unpaired(first, later, reward, floor),
         )
     pairs = [(first.items[k], later.items[k]) for k in common]
     ks = k_values(min(len(item.rewards) for pair in pairs for item in pair))
@@ -159,15 +246,43 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
         )
         for k in ks
     }
+    moved_by = [b.mean - a.mean for a, b in pairs]
+    reward = paired_change(moved_by)
     return Change(
         len(common),
-        paired_change([b.mean - a.mean for a, b in pairs]),
+        reward,
         functions,
         changes,
         passes,
         flips(
             {k: (a.rewards, b.rewards) for k, (a, b) in zip(common, pairs, strict=True)}, threshold
         ),
+        pairing,
+        _judged_paired(first, later, moved_by, reward, floor),
+    )
+
+
+def _judged_paired(
+    first: Source, later: Source, moved_by: list[float], reward: Estimate, floor: float
+) -> Judged:
+    """The paired change with each of the first's items the later does not hold (its errors among them)
+    as a pair that fell to ``floor``: a source that scored 6 of 30 is judged over 30, not 6."""
+    missed = [floor - item.mean for key, item in first.items.items() if key not in later.items]
+    judged = paired_change(moved_by + missed) if missed else reward
+    return Judged(judged, len(missed), floor, later.errors)
+
+
+def _judged_unpaired(first: Source, later: Source, reward: Estimate, floor: float) -> Judged:
+    """Welch's change with each of the later source's errors as one more item at ``floor``: other examples
+    than the first's, so only its errors say what it did not score."""
+    if not later.errors:
+        return Judged(reward, 0, floor, 0)
+    failed = [floor] * later.errors
+    return Judged(
+        difference(_item_means(first), _item_means(later) + failed),
+        later.errors,
+        floor,
+        later.errors,
     )
 
 
@@ -210,8 +325,16 @@ def widest_pair(first: list[float], later: list[float]) -> tuple[int, int]:
 
 
 def worse_beyond(change: Change, margin: float) -> bool:
-    """True when the later source is worse than the first by more than ``margin``, beyond the interval."""
-    return change.reward.high is not None and change.reward.high < -margin
+    """True when the later source is worse than the first by more than ``margin``, beyond the interval of
+    the change the gate judges (the items it did not score counted as failures)."""
+    high = change.judged.reward.high
+    return high is not None and high < -margin
+
+
+def _floor(first: Source, later: Source) -> float:
+    """The reward an item the later source did not score counts at: a failure, 0 on the usual scale, lower
+    where either source holds a lower reward (a failure is never better than a scored answer)."""
+    return min(0.0, *(min(i.rewards) for s in (first, later) for i in s.items.values()))
 
 
 def _share(flags: list[bool]) -> float:

@@ -182,7 +182,7 @@ def _table(rows: list[tuple[str, list[str]]], letters: list[str]) -> str:
 
 def _paired(report: Report, shown: set[str]) -> str:
     """Each later source against A, as ``compare`` prints it: the change and what it means, pass@k, McNemar's
-    test and the items that flipped, each function, the items that moved most."""
+    test and the items that flipped, how the items paired, each function, the items that moved most."""
     parts = ["<h2>Paired result</h2>"]
     for letter, change in zip(report.letters[1:], report.changes, strict=True):
         lines = [compared.change_line(letter, change), compared.pass_changes(change)]
@@ -192,6 +192,10 @@ def _paired(report: Report, shown: set[str]) -> str:
                 f"pass -> fail: {compared.flipped(flips.lost)}",
                 f"fail -> pass: {compared.flipped(flips.gained)}",
             ]
+        lines.append(compared.pairing(letter, change))
+        lines += filter(
+            None, (compared.unpaired(letter, change), compared.unscored(letter, change))
+        )
         if functions := compared.function_changes(change):
             lines.append(f"by function: {functions}")
         parts.append(f'<h3><span class="{letter}">{letter}</span> against A</h3>')

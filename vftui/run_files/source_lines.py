@@ -56,6 +56,7 @@ def export(source: Source) -> Iterator[str]:
             "completion_chars": list(item.completion_chars),
             "rollouts": finite_json(item.rollouts),  # a foreign file's message may hold a NaN
             "tokens": [list(t) if t is not None else None for t in item.tokens],
+            "prompt": item.prompt,
         }
         yield json.dumps({"item": body}, allow_nan=False)
 
@@ -156,6 +157,8 @@ def _item(body: Any) -> Item:
             body, "rollouts", lambda r: isinstance(r, list) and all(isinstance(m, dict) for m in r)
         ),
         [tuple(t) if t is not None else None for t in tokens],
+        # a vftui before prompts were kept sends none: its items pair by id alone
+        _text(body, "prompt", none=True),
     )
     rollouts = len(item.rewards)
     counts = (len(item.truncated), len(item.completion_chars), len(item.rollouts), len(item.tokens))

@@ -8,9 +8,17 @@ printable on its way to a terminal.
 
 from __future__ import annotations
 
-from vftui.figures.comparison import Change, Summary, worse_beyond
+from vftui.figures.comparison import (
+    NONE_SHARED,
+    PROMPTS_DIFFER,
+    TOO_FEW,
+    UNPAIRED,
+    Change,
+    Summary,
+    worse_beyond,
+)
 from vftui.figures.eval_stats import Estimate
-from vftui.figures.paired import Flips
+from vftui.figures.paired import PAIRED_MIN, Flips
 from vftui.run_files.results import Setup, Source
 from vftui.text import wording
 
@@ -42,6 +50,8 @@ def meaning(change: Change) -> str:
     """What the change says at 95%: worse, better, or no clear change; or that it has no interval."""
     e = change.reward
     if e.low is None or e.high is None:
+        if not change.paired and change.pairing.unpaired != NONE_SHARED:
+            return "no interval, unpaired"
         held = wording.counted(change.paired, "item") if change.paired else "no item"
         return f"no interval, {held} in common"
     if e.high < 0:
@@ -52,17 +62,92 @@ def meaning(change: Change) -> str:
 
 
 def test_used(change: Change) -> str:
-    """How the change's intervals were made: ``paired bootstrap over 12 items``, or
-    ``Welch's t, no item in common``."""
+    """How the change's intervals were made: ``paired bootstrap over 12 items`` (``... matched by id alone``
+    where a source records no prompt), ``Welch's t, no item in common``, or ``Welch's t, unpaired: 100 of
+    100 ids in common hold different prompts``."""
+    p = change.pairing
     if change.paired:
-        return f"{change.test} over {wording.counted(change.paired, 'item')}"
-    return f"{change.test}, no item in common"
+        alone = (
+            ""
+            if not p.by_id
+            else " matched by id alone"
+            if p.by_id == change.paired
+            else f", {p.by_id:,} matched by id alone"
+        )
+        return f"{change.test} over {wording.counted(change.paired, 'item')}{alone}"
+    if p.unpaired in (None, NONE_SHARED):
+        return f"{change.test}, no item in common"
+    shared = wording.counted(p.shared, "id")
+    return f"{change.test}, unpaired: {p.different:,} of {shared} in common hold different prompts"
 
 
 def change_line(letter: str, change: Change) -> str:
     """The answer, what it means before how it was made (a narrow screen cuts the end):
     ``B - A reward -0.188 [-0.479, +0.076]: no clear change (paired bootstrap over 12 items)``."""
     return f"{letter} - A reward {signed(change.reward)}: {meaning(change)} ({test_used(change)})"
+
+
+def pairing(letter: str, change: Change) -> str:
+    """How the items lined up by id and prompt: ``items: 12 paired by id and prompt; 3 with the same id but a
+    different prompt (no pair); 5 only in A, 0 only in B``."""
+    p = change.pairing
+    same, alone = (
+        ("paired by id and prompt", "paired by id alone")
+        if change.paired
+        else ("with the same id and prompt", "with the same id")
+    )
+    parts = [
+        f"{p.by_prompt:,} {same}" if p.by_prompt else "",
+        f"{p.by_id:,} {alone} (a source records no prompt)" if p.by_id else "",
+        f"{p.different:,} with the same id but a different prompt (no pair)" if p.different else "",
+        f"{p.only_first:,} only in A, {p.only_later:,} only in {letter}"
+        if p.only_first or p.only_later
+        else "",
+    ]
+    return "items: " + "; ".join(filter(None, parts))
+
+
+def unpaired(letter: str, change: Change) -> str | None:
+    """The sentence saying why items that share ids were compared unpaired; None where they were not."""
+    p = change.pairing
+    differ = (
+        f"{p.different:,} of the {wording.counted(p.shared, 'id')} A and {letter} share hold "
+        "different prompts"
+    )
+    if p.unpaired == PROMPTS_DIFFER:
+        return (
+            f"compared unpaired ({UNPAIRED}): {differ}, so they are other examples, not the same "
+            "ones scored again"
+        )
+    if p.unpaired == TOO_FEW:
+        return (
+            f"compared unpaired ({UNPAIRED}): {differ}, and the {wording.counted(p.pairs, 'pair')} "
+            f"left are too few for a paired interval (it needs {PAIRED_MIN})"
+        )
+    return None
+
+
+def unscored(letter: str, change: Change) -> str | None:
+    """What ``--fail-if-worse`` counts against the later source: the items it did not score, as failures;
+    None where it scored every one."""
+    j = change.judged
+    if not j.unscored:
+        return None
+    p = change.pairing
+    why = (
+        f"{letter} lists {wording.counted(j.errors, 'example')} that failed to score"
+        if j.errors
+        else "items it does not hold"
+    )
+    missed = (
+        f"{letter} holds no score for {j.unscored:,} of A's {p.shared + p.only_first:,} items ({why})"
+        if change.paired
+        else f"{letter} failed to score {wording.counted(j.unscored, 'example')} (errors)"
+    )
+    return (
+        f"{missed}: --fail-if-worse counts each as a failure at reward {j.floor:g}, "
+        f"{letter} - A reward {signed(j.reward)}"
+    )
 
 
 def pass_changes(change: Change) -> str:
@@ -104,23 +189,36 @@ def passed(change: Change, margin: float) -> str:
 def verdict(later: str, first: str, change: Change, margin: float) -> str:
     """``--fail-if-worse``'s verdict on one later source, passed or failed."""
     worse = worse_beyond(change, margin)
+    missed = change.judged.unscored
+    counting = (
+        f", counting the {wording.counted(missed, 'item')} it did not score as failures at reward "
+        f"{change.judged.floor:g}"
+        if missed
+        else ""
+    )
     return (
         f"--fail-if-worse {margin:g} {passed(change, margin)}: {later} is {'' if worse else 'not '}"
         f"worse than {first} by more than {margin:g} beyond the 95% interval, by "
-        f"{test_used(change)}"
+        f"{test_used(change)}{counting}"
     )
 
 
 def verdicts(letters: list[str], changes: list[Change], margin: float) -> str:
     """Every later source's verdict in one line: ``--fail-if-worse 0.02: B passed, C failed (...)``."""
     each = ", ".join(
-        f"{letter} {passed(c, margin)} ({c.test})"
+        f"{letter} {passed(c, margin)} ({c.test}{_failures(c)})"
         for letter, c in zip(letters, changes, strict=True)
     )
     return (
         f"--fail-if-worse {margin:g}: {each} (fails: worse than A by more than {margin:g} beyond the "
         "95% interval)"
     )
+
+
+def _failures(change: Change) -> str:
+    """``, 24 unscored as failures`` where the gate counted items the later source did not score."""
+    missed = change.judged.unscored
+    return f", {missed:,} unscored as failures" if missed else ""
 
 
 def cut(text: str, width: int = LONGEST, tail: bool = False) -> str:
