@@ -26,6 +26,7 @@ from vftui.collector.health import HealthMonitor
 from vftui.collector.rl.server_watch import ServerWatch, parse_metrics
 from vftui.config import RunConfig
 from vftui.events import (
+    WAITING_FOR_TRAINER,
     ApiStatus,
     GroupCollected,
     GroupDropped,
@@ -617,3 +618,13 @@ def test_trend_alerts_wait_for_a_window_worth_comparing():
     assert "jump" not in figures.signals and not changes, "16 groups in: too early to call a trend"
     figures, changes, _ = feed(health, [group(i, scores=(0.9, 1.0)) for i in range(16, 32)])
     assert "jump" in figures.signals
+
+
+def test_waiting_for_a_trainer_alerts_after_a_minute_saying_how_to_start_one():
+    health, clock = monitor()
+    health.observe(RunStatus(RunState.STARTING, 0, 4, f"{WAITING_FOR_TRAINER} at http://api"))
+    clock.now += 61
+    figures, alerts, tripped = health.check()
+    assert tripped is None and [a.name for a in alerts if a.active] == ["trainer_wait"]
+    assert "vftui sim-trainer --api-url URL" in alerts[0].reason
+    assert "stall" not in figures.signals, "no group while no trainer wants one is no stall"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import re
 import time
 
@@ -27,6 +28,7 @@ from vftui.group_format import MASKED
 from vftui.live.server import Replay
 from vftui.sim import TOKENIZER_DIR
 from vftui.text import wording
+from vftui.text.drop_lines import DropLines
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import SORTS, DashboardModel, parse_filter
@@ -310,3 +312,46 @@ def test_the_pieces_of_any_text_cover_each_token_once_and_read_as_the_whole(deco
     pieces = decoder.pieces(tokens)
     assert sum(size for size, _ in pieces) == len(tokens)
     assert "".join(piece for _, piece in pieces) == decoder.text(tokens)
+
+
+def test_a_burst_of_groups_left_out_is_one_line_after_the_first():
+    """rl leaves out every group of identical scores: a line each flooded the log."""
+    now = [0.0]
+    model = DashboardModel(clock=lambda: 0.0, monotonic=lambda: now[0])
+    model.apply([started()])
+    drops = [GroupDropped(i, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1]) for i in range(8)]
+    model.apply(drops[:1])
+    model.apply(drops[1:])
+    said = [r.message for r in model.logs if "left out" in r.message]
+    assert said == [f"group of item 0 left out: {stats.TOO_EASY}"]
+    now[0] = 10.0
+    assert model.apply([])  # the line owed is a change
+    said = [r.message for r in model.logs if "left out" in r.message]
+    assert said[1] == f"7 more groups left out (items 1, 2, 3, 4, 5, …): 7 {stats.TOO_EASY}"
+    assert model.dropped == {stats.TOO_EASY: 8}, "every drop still counts"
+
+
+@given(gaps=st.lists(st.floats(0, 30), max_size=60))
+def test_every_drop_is_said_once_and_drop_lines_come_no_closer_than_every_s(gaps):
+    lines, now, told, said_at = DropLines(), 0.0, 0, []
+    for item, gap in enumerate(gaps):
+        now += gap
+        for line in filter(
+            None, [lines.due(now), lines.add(GroupDropped(item, "r", [1.0], {}, [1]), now)]
+        ):
+            told += int(line.split()[0]) if "more" in line else 1
+            said_at.append(now)
+    last = lines.flush()
+    told += int(last.split()[0]) if last else 0
+    assert told == len(gaps)
+    assert all(b - a >= lines.every_s for a, b in itertools.pairwise(said_at))
+
+
+def test_identical_rates_count_the_groups_left_out_too():
+    """The rl rates chart drew 0% identical (rl leaves every such group out) beside health's 26%."""
+    model = DashboardModel(clock=lambda: 0.0)
+    model.apply(
+        [started(), group(1, [1.0, 0.0]), GroupDropped(7, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1])]
+    )
+    assert list(model.series.identical) == [0.0, 1.0] == list(model.identical_history)
+    assert model.identical_rates() == (0.5, 0.5)

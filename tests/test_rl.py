@@ -276,10 +276,8 @@ def test_an_rl_run_no_trainer_joins_says_how_to_start_one_and_stall_timeout_ends
     args = [*rl_args(sim, api.api_url, out), "--stall-timeout", "3"]
     code, err = finish(start_cli(args, tmp_path), timeout=120)
     assert code == 4 and "Traceback" not in err, err
-    assert (
-        f"waiting for a trainer to register at {api.api_url}: start yours, or vftui sim-trainer "
-        f"--api-url {api.api_url} to try the plumbing (--stall-timeout bounds the wait)"
-    ) in err
+    said = f"waiting for a trainer to register at {api.api_url} (--stall-timeout bounds the wait)"
+    assert said in err
     assert "--stall-timeout 3: no trainer registered with the trajectory API for" in err, err
 
 

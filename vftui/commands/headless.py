@@ -24,6 +24,7 @@ from vftui.config import RunConfig
 from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
 from vftui.figures import stats
 from vftui.text import wording
+from vftui.text.drop_lines import DropLines
 from vftui.text.json_lines import to_json_line
 from vftui.text.printable import say
 
@@ -61,6 +62,7 @@ class HeadlessView:
         self._throughput = stats.Throughput()
         self._simulated = simulated
         self._requests: ev.RequestStats | None = None
+        self._drops = DropLines()
         self.on_reader_gone: Callable[[], None] = lambda: None
         self.reader_gone = False
 
@@ -71,6 +73,8 @@ class HeadlessView:
                 self.out.flush()
             except BrokenPipeError:
                 self._reader_gone()
+        if owed := self._drops.due(time.monotonic()):
+            self.say(owed)
         line = self.line_for(event)
         if line:
             self.say(line)
@@ -101,7 +105,7 @@ class HeadlessView:
             case ev.EndpointTrouble():
                 return wording.trouble(event)
             case ev.GroupDropped():
-                return wording.dropped(event)
+                return self._drops.add(event, time.monotonic())
             case ev.RunStatus(state=ev.RunState.STARTING, detail=detail) if detail:
                 return wording.run_state(event.state, detail)
             case ev.RunStatus(
@@ -119,7 +123,9 @@ class HeadlessView:
             case ev.EvalReport(final=True):
                 return wording.eval_report(event)
             case ev.RunSummary():
-                return wording.summary(event, self._simulated, resume="vftui run --no-ui")
+                owed = self._drops.flush()
+                summary = wording.summary(event, self._simulated, resume="vftui run --no-ui")
+                return [owed, *summary] if owed else summary
             case ev.RunStatus() | ev.LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
             case (

@@ -26,7 +26,7 @@ class Series:
     mean: array = field(default_factory=_floats)
     std: array = field(default_factory=_floats)
     length: array = field(default_factory=_floats)  # mean completion tokens of the group's rollouts
-    identical: array = field(default_factory=_floats)
+    identical: array = field(default_factory=_floats)  # per scored group of two or more rollouts
     truncated: array = field(
         default_factory=_floats
     )  # share of the group's rollouts cut at the cap
@@ -40,7 +40,6 @@ class Series:
         self.std.append(stats.population_std(group.scores))
         lengths = list(map(trained_tokens, group.masks))
         self.length.append(statistics.fmean(lengths) if lengths else 0.0)
-        self.identical.append(1.0 if group.identical else 0.0)
         reasons = group.finish_reasons or []
         self.truncated.append(
             sum(r == "length" for r in reasons) / len(reasons) if reasons else 0.0
@@ -48,6 +47,12 @@ class Series:
         for name, values in group.metrics.items():
             if values:
                 self.functions.setdefault(name, _floats()).append(statistics.fmean(values))
+
+    def add_scored(self, scores: list[float]) -> None:
+        """A scored group, kept or left out: rl leaves identical groups out, and a rate over the kept ones
+        alone read 0% beside the health screen's 26%. One rollout is in no rate."""
+        if (alike := stats.alike(scores)) is not None:
+            self.identical.append(float(alike))
 
     def add_api(self, status: ApiStatus) -> None:
         if status.reachable:

@@ -84,7 +84,7 @@ SIGNALS: dict[str, Signal] = {
         60.0,
         "seconds the run has waited for a trainer to register with the trajectory API (rl)",
         "no trainer has registered with the trajectory API for {value:.0f} s (> {threshold:g} s): "
-        "start yours (vftui sim-trainer stands in for one)",
+        "start yours, or vftui sim-trainer --api-url URL to try the plumbing",
     ),
     "backlog": Signal(
         1.0,

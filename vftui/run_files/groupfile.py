@@ -48,9 +48,10 @@ from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
 from vftui.figures.series import Series
 from vftui.group_format import META
-from vftui.run_files import records, store
+from vftui.run_files import listing, records, store
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
+from vftui.run_files.listing import RunLine
 from vftui.run_files.records import RunRecord, Settings
 from vftui.run_files.shard_folder import ShardedRun, ShardRun, foreign, gaps
 
@@ -99,6 +100,18 @@ def group_event(index: int, group: dict[str, Any]) -> GroupCollected:
         elapsed_s=_number(meta.get("elapsed_s", 0.0)),
         logprobs=group.get("inference_logprobs"),
     )
+
+
+def _state(run: RunLine | None) -> RunState:
+    """What a viewed file's run is: finished once it has ended (or for a file no vftui run wrote);
+    a run still live (paused, running) is what it says it is, never finished; one that does not
+    answer, running."""
+    if run is None or not run.running:
+        return RunState.FINISHED
+    try:
+        return RunState(run.state)
+    except ValueError:
+        return RunState.RUNNING
 
 
 def _numbers(values: Any) -> list[float]:
@@ -188,10 +201,11 @@ class _Pass:
     def total(self) -> int:
         return sum(place.total for place in self.places)
 
-    def add_drops(self, place: _Place) -> None:
+    def add_drops(self, place: _Place, series: Series) -> None:
         """The groups the run dropped since the last look: they count in its figures as they did live."""
         found, place.drops_offset = read_drops(RunFiles(place.path), place.drops_offset)
         for drop in found:
+            self._scored(drop.scores, series)
             self.totals.add(drop)
             self.dropped[drop.reason] += 1
             if (
@@ -199,13 +213,19 @@ class _Pass:
             ):  # an eval's dropped example is its error, as the eval counted it
                 self.tally.fail(drop.item, drop.reason)
 
+    def _scored(self, scores: list[float], series: Series) -> None:
+        """A group kept or left out, in the identical-score rates as the live dashboard has it."""
+        series.add_scored(scores)
+        if (alike := stats.alike(scores)) is not None:
+            self.identical.append(float(alike))
+
     def add(self, group: GroupCollected, series: Series) -> None:
         series.add_group(group)
         if self.tally is not None:
             self.tally.add(group.item, group.scores, group.metrics)
         self.totals.add(group)
         self.rewards.append(stats.mean(group.scores))
-        self.identical.append(1.0 if group.identical else 0.0)
+        self._scored(group.scores, series)
         self.seen = stats.widen(self.seen, group.scores)
         self.span = (
             min(self.span[0], group.started_at),
@@ -341,9 +361,12 @@ class GroupFile(Sequence[Row]):
             emit(RunStatus(RunState.RUNNING, self._count, self._count, FOLLOWING))
             while not follow_until.wait(FOLLOW_EVERY_S):
                 reading = self._look(reading, emit, announce)
+        own = self._run_now()
         elapsed = reading.span[1] - reading.span[0] if self._count else time.time() - started
+        if own is not None and own.duration_s > 0:  # the seconds it ran, as vftui runs says them
+            elapsed = own.duration_s
         summary = RunSummary(
-            RunState.FINISHED,
+            _state(own),
             self._count,
             self._count,
             str(self.path),
@@ -368,7 +391,7 @@ class GroupFile(Sequence[Row]):
                 status = os.fstat(f.fileno())
                 place.identity, place.total = (status.st_dev, status.st_ino), status.st_size
                 self._read_lines(f, place, reading, emit, announce, whole_lines)
-            reading.add_drops(place)
+            reading.add_drops(place, self.series)
         if (
             self.sharded is not None and not whole_lines
         ):  # a followed run's shards are still being written
@@ -430,7 +453,7 @@ class GroupFile(Sequence[Row]):
                 before, place.total = place.offset, status.st_size
                 self._read_lines(f, place, reading, emit, announce, whole_lines=True)
             drops_before = place.drops_offset
-            reading.add_drops(place)
+            reading.add_drops(place, self.series)
             changed = changed or place.offset != before or place.drops_offset != drops_before
         if changed:
             self._progress(reading, emit, done=True)
@@ -542,6 +565,17 @@ class GroupFile(Sequence[Row]):
         self.max_item = max(self.max_item, group.item)
         self.group_size = max(self.group_size, len(group.scores))
         self._count += 1
+
+    def _run_now(self) -> RunLine | None:
+        """The run that wrote the file as ``vftui runs`` describes it now (live or ended, how long it
+        ran); None for a file no vftui run wrote its settings or checkpoint beside, a copy, a folder
+        of shards."""
+        if self.sharded is not None or self.path != self._files[0]:
+            return None
+        files = RunFiles(self._files[0])
+        if self._record is None and not files.checkpoint.exists():
+            return None
+        return listing.describe(self._files[0])
 
     def _run_record(self, emit: Callable[[Event], None]) -> RunRecord | None:
         """The settings saved beside the file (the first shard's), if any; damaged ones are named, and the groups

@@ -20,6 +20,7 @@ from vftui import events as ev
 from vftui.figures import stats
 from vftui.figures.series import Series
 from vftui.text import wording
+from vftui.text.drop_lines import DropLines
 from vftui.text.printable import printable, with_texts
 
 HISTORY = 240
@@ -119,6 +120,7 @@ class DashboardModel:
     logs: collections.deque = field(init=False)
     tokens_total: int = 0
     logs_total: int = 0
+    drop_lines: DropLines = field(default_factory=DropLines)  # groups left out, a line for many
     version: int = 0
     rows: Sequence | None = (
         None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
@@ -145,9 +147,12 @@ class DashboardModel:
         """Fold a batch; True if anything visible changed."""
         for event in events:
             self._apply(with_texts(event, printable))  # nothing from outside drives the terminal
-        if events:
+        owed = self.drop_lines.due(self.monotonic())
+        if owed:
+            self.note("WARNING", owed)
+        if events or owed:
             self.version += 1
-        return bool(events)
+        return bool(events or owed)
 
     def _apply(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
         """Fold one event; every kind of event is named here."""
@@ -208,7 +213,8 @@ class DashboardModel:
             case ev.GroupDropped():
                 self.dropped[event.reason] += 1
                 self._scored(event)
-                self.note("WARNING", wording.dropped(event))
+                if line := self.drop_lines.add(event, self.monotonic()):
+                    self.note("WARNING", line)
             case ev.GroupsDumped():
                 self.note("INFO", wording.dumped(event))
             case ev.LogRecord():
@@ -233,10 +239,6 @@ class DashboardModel:
         self.series.add_group(group)
         self._scored(group)
         self.reward_history.append(stats.mean(group.scores))
-        if (
-            alike := stats.alike(group.scores)
-        ) is not None:  # the sparkline: one rollout is in no rate
-            self.identical_history.append(float(alike))
         self.groups_done = max(self.groups_done, group.index)
         tokens = sum(len(t) for t in group.tokens)
         self.tokens_total += tokens
@@ -271,6 +273,9 @@ class DashboardModel:
         self.scored.append(group)
         self.in_window.add(group)
         self.totals.add(group)
+        self.series.add_scored(group.scores)
+        if (alike := stats.alike(group.scores)) is not None:  # one rollout is in no rate
+            self.identical_history.append(float(alike))
 
     def _apply_api(self, status: ev.ApiStatus) -> None:
         """A poll of the trajectory API; what changed goes to the log."""

@@ -124,8 +124,8 @@ class TrajectoryApiLink:
                     RunState.STARTING,
                     self.groups_written,
                     0,
-                    f"{WAITING_FOR_TRAINER} at {url}: start yours, or vftui sim-trainer --api-url "
-                    f"{url} to try the plumbing (--stall-timeout bounds the wait)",
+                    # the trainer_wait alert says how to start one, if none comes within a minute
+                    f"{WAITING_FOR_TRAINER} at {url} (--stall-timeout bounds the wait)",
                 )
             )
         elif registered and self._said_waiting:
