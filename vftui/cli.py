@@ -381,8 +381,10 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="D",
         help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
-        "of the change: the items' paired bootstrap (or t, where wider), or Welch's t where none pair (a "
-        "gate for CI; refused under 6 items in common); its verdict, and the test, on stderr, passed or failed",
+        "of the change: the items' paired bootstrap (or t, where wider) over items of the same id and "
+        "prompt, or Welch's t where they do not pair (a gate for CI; refused under 6 items in common); "
+        "each of A's items the source failed to score or lacks counts as a failure; its verdict, and the "
+        "test, on stderr, passed or failed",
     )
     _pass_threshold(p)
 
