@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import signal
 import subprocess
@@ -65,7 +66,8 @@ def test_groups_of_one_rollout_have_no_identical_score_rate_in_any_figure(tmp_pa
 
 def test_python_dash_m_and_version(tmp_path):
     result = run_cli(["--version"], tmp_path)
-    assert result.returncode == 0 and result.stdout.startswith("vftui ")
+    installed = importlib.metadata.version("vftui")
+    assert result.returncode == 0 and result.stdout == f"vftui {installed}\n", result.stdout
 
 
 def test_sim_server_on_its_own_speaks_openai(tmp_path):
