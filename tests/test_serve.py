@@ -5,6 +5,7 @@ bind beyond loopback without saying so."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -147,6 +148,43 @@ def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path
         with tab(it, client) as pid:
             assert b"sk-test123" not in Path(f"/proc/{pid}/environ").read_bytes()
     assert "Traceback" not in it.err and session not in it.err, it.err
+
+
+def _raw_get(url: str, path: str, cookie: str = "") -> tuple[int, str]:
+    """GET ``path`` as written (no client normalises ``%2e`` or ``..`` away)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", path, headers={"Cookie": cookie} if cookie else {})
+        answer = connection.getresponse()
+        return answer.status, answer.read().decode("utf-8", "replace")
+    finally:
+        connection.close()
+
+
+def test_the_static_folder_lists_nothing_and_serves_only_its_files(tmp_path):
+    with served(tmp_path, str(VIEWED)) as it:
+        client = signed_in(it.url, it.token)
+        cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+        for who in ("", cookie):  # anonymous, then signed in
+            for path in (
+                "/static/js",
+                "/static/css",
+                "/static/%2e",
+                "/static/js/",
+                "/static/",
+                "/static",
+                "/static/%2e%2e/server.py",
+                "/static/..%2fserver.py",
+                "/static/js/../../server.py",
+            ):
+                status, body = _raw_get(it.url, path, who)
+                assert status in (403, 404), (path, bool(who), status)
+                assert "Index of" not in body and "textual.js" not in body, (path, body[:200])
+            status, body = _raw_get(it.url, "/static/js/textual.js", who)
+            assert status == 200 and len(body) > 1000, "the page's own script still loads"
+        assert client.get("/static/css/xterm.css").status_code == 200
+    assert "Traceback" not in it.err, it.err
 
 
 def test_bad_serve_settings_are_one_sentence_each(tmp_path):

@@ -112,8 +112,8 @@ class VftuiServer(Server):
     async def _checked(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self._names is not None and _host_name(request) not in self._names:
             raise web.HTTPForbidden(text="vftui serve answers its own host name only")
-        if request.path.startswith("/static/") and request.path.endswith("/"):
-            raise web.HTTPNotFound()  # textual-serve lists its folders
+        if _static(request) and not self._a_static_file(request.match_info["filename"]):
+            raise web.HTTPNotFound()  # textual-serve lists its folders, to anyone
         if request.path.startswith("/ws") and request.headers.get("Origin") != self._origin(
             request
         ):
@@ -123,6 +123,14 @@ class VftuiServer(Server):
                 raise web.HTTPSeeOther("/login")
             raise web.HTTPUnauthorized(text="sign in at /login with the token vftui serve printed")
         return await handler(request)
+
+    def _a_static_file(self, filename: str) -> bool:
+        """A file under the static folder: no folder (``/static/js``, ``/static/%2e``), nothing above it."""
+        root = Path(self.statics_path).resolve()
+        if Path(filename).is_absolute():
+            return False
+        path = (root / filename).resolve()
+        return path.is_relative_to(root) and path.is_file()
 
     def _origin(self, request: web.Request) -> str:
         return f"{request.scheme}://{request.host}"
@@ -267,6 +275,11 @@ class OneLine(logging.Formatter):
 def _same(given: str, secret: str) -> bool:
     """In constant time; any text (a stray non-ASCII character is no match, not an error)."""
     return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode())
+
+
+def _static(request: web.Request) -> bool:
+    """A request for textual-serve's static folder (``/static`` itself included)."""
+    return isinstance(request.match_info.route.resource, web.StaticResource)
 
 
 def _host_name(request: web.Request) -> str | None:
