@@ -598,3 +598,18 @@ def test_true_or_false_is_no_number_in_a_config_file_or_theme(tmp_path, capsys):
     )  # a non-empty string is true
     with pytest.raises(UserError, match="dark must be true or false"):
         load_theme(tmp_path / "theme.toml")
+
+
+@pytest.mark.unit
+def test_a_mistyped_flag_is_named_with_the_flag_meant(capsys):
+    with pytest.raises(SystemExit) as ended:
+        main(["run", "--temprature", "0.5", "--stpes=3", "--bogus"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert ended.value.code == 2
+    assert last == (
+        "vftui: error: unrecognized arguments: --temprature 0.5 --stpes=3 --bogus "
+        "(did you mean --temperature, --steps?)"
+    )
+    with pytest.raises(SystemExit):
+        main(["compare", "a", "--fail-if-wrose", "0.1"])
+    assert "(did you mean --fail-if-worse?)" in capsys.readouterr().err

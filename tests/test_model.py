@@ -18,6 +18,7 @@ from vftui.events import (
     EndpointTrouble,
     GroupCollected,
     GroupDropped,
+    LogRecord,
     RunStarted,
     RunState,
     RunStatus,
@@ -355,3 +356,12 @@ def test_identical_rates_count_the_groups_left_out_too():
     )
     assert list(model.series.identical) == [0.0, 1.0] == list(model.identical_history)
     assert model.identical_rates() == (0.5, 0.5)
+
+
+def test_the_headless_view_says_vftuis_own_warnings_as_sentences():
+    """It printed '[warning] vftui.collector.run: --stall-timeout 3: ...': a module's name is no news."""
+    view = HeadlessView(json_events=False, err=io.StringIO())
+    ours = LogRecord("WARNING", "vftui.collector.run", "--stall-timeout 3: no group for 3 s", 0.0)
+    theirs = LogRecord("ERROR", "atroposlib.envs.base", "it broke", 0.0)
+    assert view.line_for(ours) == "warning: --stall-timeout 3: no group for 3 s"
+    assert view.line_for(theirs) == "[error] atroposlib.envs.base: it broke"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import shlex
@@ -739,6 +740,30 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(sig, handler)
 
 
+def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parse_args``, naming the flag meant where one is mistyped (Python 3.11's argparse does not)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        flags = _flags_of(parser, args.command)
+        meant = [
+            close[0]
+            for given in unknown
+            if given.startswith("--")
+            and (close := difflib.get_close_matches(given.split("=")[0], flags, n=1, cutoff=0.8))
+        ]
+        hint = f" (did you mean {', '.join(meant)}?)" if meant else ""
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
+
+
+def _flags_of(parser: argparse.ArgumentParser, command: str | None) -> list[str]:
+    """The long flags ``command`` takes (the top level's with no command)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            parser = action.choices[command]
+    return [flag for flag in parser._option_string_actions if flag.startswith("--")]
+
+
 def _command(argv: list[str]) -> int:
     if in_browser():
         end_with_parent()
@@ -749,7 +774,7 @@ def _command(argv: list[str]) -> int:
         )
         return 2
     parser = build_parser(with_run_flags=bool(argv) and argv[0] == "run")
-    args = parser.parse_args(argv)
+    args = _parsed(parser, argv)
     args.run_args = argv[1:]  # --detach starts the run again, in the background, with them
     if args.command is None:
         parser.print_help()

@@ -43,6 +43,13 @@ def _worth_saying(record: ev.LogRecord) -> bool:
     return record.level in ("ERROR", "CRITICAL") and not record.logger.startswith("verifiers")
 
 
+def _logged(record: ev.LogRecord) -> str:
+    """vftui's own words as a sentence (``warning: ...``); a library's with the logger that said them."""
+    if record.logger.startswith("vftui"):
+        return f"{record.level.lower()}: {record.message}"
+    return f"[{record.level.lower()}] {record.logger}: {record.message}"
+
+
 class HeadlessView:
     """Turns events into lines a person (stderr) or a program (stdout, --json) reads."""
 
@@ -119,7 +126,7 @@ class HeadlessView:
             case ev.Alert():
                 return wording.alert(event)
             case ev.LogRecord() if self.verbose or _worth_saying(event):
-                return f"[{event.level.lower()}] {event.logger}: {event.message}"
+                return _logged(event)
             case ev.EvalReport(final=True):
                 return wording.eval_report(event)
             case ev.RunSummary():
