@@ -182,6 +182,10 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
         tmp_path,
     )
     assert result.returncode == 0, result.stderr
+    held = re.search(
+        r"gates held: reward>5 \(reward ([\d.]+)\), pass@1<-1 \(pass@1 ([\d.]+)\)", result.stderr
+    )
+    assert held, "a gate that held is said, with its value (it printed nothing)"
     for args, said in (
         (["--fail-on", "pass@1<0.5"], "is a gate over an eval's figures: use it with --mode eval"),
         (["--num-examples", "3"], "--num-examples is for --mode eval"),

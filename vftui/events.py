@@ -378,6 +378,7 @@ class RunSummary:
     error: str = ""
     dropped: dict[str, int] = field(default_factory=dict)  # scored groups not sent, by reason
     gate: str = ""  # the --fail-on gate (or stall-timeout) that stopped the run, if one did
+    gates_held: str = ""  # a finished run's --fail-on gates, each with its last value
 
 
 Event = (

@@ -57,7 +57,14 @@ from vftui.events import (
 )
 from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
-from vftui.figures.signals import STALL_TIMEOUT, Gate, Tripped, eval_gates, parse_gates
+from vftui.figures.signals import (
+    STALL_TIMEOUT,
+    Gate,
+    Tripped,
+    eval_gates,
+    parse_gates,
+    read_gates,
+)
 from vftui.live.server import RunServer
 from vftui.run_files import index, records, store
 from vftui.run_files.drops import DropLog
@@ -406,9 +413,22 @@ class _Preparation:
                 health.wandb_metrics(outcome.health) if outcome.health is not None else {}
             ),
         )
-        env = VerifiersEnv(
-            env_config, servers, sampling=sampling, rollouts=self.collection.rollouts, hooks=hooks
-        )
+        try:
+            env = VerifiersEnv(
+                env_config,
+                servers,
+                sampling=sampling,
+                rollouts=self.collection.rollouts,
+                hooks=hooks,
+            )
+        except ImportError as e:  # atroposlib's OpenAI client reads the proxies as it is made
+            if "socks" not in str(e).lower():
+                raise
+            raise UserError(
+                "the environment names a SOCKS proxy (ALL_PROXY or HTTPS_PROXY), which atroposlib's "
+                "client cannot load without httpx's socks extra: unset it for vftui or pip install "
+                "'httpx[socks]'"
+            ) from e
         # in every mode groups go to our crash-safe appender instead of an unflushed jsonlines writer
         env.config.data_path_to_save_groups = str(plan.files.jsonl)
         env.jsonl_writer = store.JsonlAppender(plan.files.jsonl, on_line=self.window.add)
@@ -596,6 +616,9 @@ class PreparedRun:
             gate=outcome.tripped.name
             if outcome.tripped is not None and state is RunState.FINISHED
             else "",
+            gates_held=gates_held(self.config.fail_on, outcome.health, outcome.eval_report)
+            if state is RunState.FINISHED and outcome.tripped is None
+            else "",
         )
         self.bus.emit(summary)
         return summary
@@ -666,6 +689,23 @@ def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped |
         if math.isfinite(value) and gate.passed(value):
             return Tripped(gate.name, value, gate.threshold, op=gate.op)
     return None
+
+
+def gates_held(fail_on: str | None, health: Health | None, report: EvalReport | None) -> str:
+    """Each ``--fail-on`` gate a finished run passed, with its last value (a passing gate printed
+    nothing, so a typo in one read like a pass)."""
+    held = []
+    for gate in read_gates(fail_on):
+        figure = (
+            report.figures.get(gate.name, {}).get("mean")
+            if gate.is_eval and report is not None
+            else None
+            if gate.is_eval or health is None
+            else health.signals.get(gate.name)
+        )
+        value = "no value" if figure is None else f"{gate.name} {figure:.4g}"
+        held.append(f"{gate.name}{gate.op}{gate.threshold:g} ({value})")
+    return ", ".join(held)
 
 
 def _recording_drops(drops: DropLog) -> Subscriber:

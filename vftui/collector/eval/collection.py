@@ -64,6 +64,18 @@ class EvalCollection(InFlight):
                 f"environment '{environment.env_id}' has no end; evaluate it with --num-examples N"
             )
         examples = min(n for n in (self.config.num_examples, size) if n is not None)
+        if (
+            size is not None
+            and self.config.num_examples is not None
+            and size < self.config.num_examples
+        ):
+            logger.warning(
+                "--num-examples %d: %s holds %d examples, so the eval covers those %d",
+                self.config.num_examples,
+                environment.env_id,
+                size,
+                size,
+            )
         shard = self.config.own_shard  # --num-examples counts over all the shards
         self._examples = share_of(shard, examples, "examples")
         held = max(
