@@ -475,26 +475,27 @@ def test_runs_lists_ids_env_mode_model_reward_and_every_command_takes_an_id(tmp_
     assert elsewhere.exists(), "forgotten, not deleted"
 
 
-def test_runs_kept_elsewhere_are_listed_after_the_runs_folders_and_a_closed_pipe_ends_quietly(
+def test_runs_kept_elsewhere_are_listed_by_their_start_too_and_a_closed_pipe_ends_quietly(
     tmp_path, monkeypatch
 ):
-    """A bench's ``--out`` run, newer than the user's own, comes after them in ``runs``, its screen and
-    ``--json``; ``runs --json | head`` of hundreds of runs ends as a pipe writer should."""
+    """A bench's ``--out`` run, started between the user's own, is listed between them in ``runs`` and
+    ``--json`` (newest first, wherever kept); ``runs --json | head`` of hundreds of runs ends as a pipe
+    writer should."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # as the CLI's (cli_env)
     home = tmp_path / "xdg-data" / "vftui" / "runs"
     own = [
         ended_run(home / f"r{i}", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + i)
         for i in range(3)
     ]
-    bench = ended_run(tmp_path / "bench" / "b", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 2e9)
+    bench = ended_run(tmp_path / "bench" / "b", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + 1.5)
     remember(RunFiles(bench))
     listed = [
         json.loads(line)["path"]
         for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()
     ]
-    assert listed == [str(p.resolve()) for p in [*own[::-1], bench]]
+    assert listed == [str(p.resolve()) for p in [own[2], bench, own[1], own[0]]]
     table = run_cli(["runs", "--no-ui"], tmp_path).stdout.splitlines()
-    assert table[-1].endswith(str(bench.resolve())), table
+    assert table[2].endswith(str(bench.resolve())), table
     for i in range(300):
         ended_run(home / f"many{i}", "vftui/alphabet-sort", "sft", 2, 2, 0.5, 1e9 + 10 + i)
     process = start_cli(["runs", "--json"], tmp_path)

@@ -52,7 +52,7 @@ class RunLine:
     env: str = ""
     mode: str = ""
     model: str = ""
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # the seconds it ran, over all its sessions (``seconds_run``)
     mean_reward: float | None = None
     problem: str = ""
     host: str = ""  # another machine's run (``vftui runs --host``): its id as that machine gave it
@@ -169,13 +169,13 @@ def describe(out: Path) -> RunLine:
             out,
             created,
             info.pid,
-            duration_s=max(0.0, time.time() - created) if created else 0.0,
+            duration_s=seconds_run(files, saved, created, live=True),
             mean_reward=info.mean_reward,
             **about,
         )
     done, elapsed = (
         saved.groups if saved.groups_done is None else saved.groups_done,
-        saved.elapsed_s,
+        seconds_run(files, saved, created, live=False),
     )
     total = (
         saved.groups_total or total
@@ -186,7 +186,7 @@ def describe(out: Path) -> RunLine:
         info, NotAnswering
     ):  # alive: its figures as last saved, its pid as its lock names it
         state, rate, pid = NOT_ANSWERING, 0.0, lock.holder(files)
-        elapsed = max(0.0, time.time() - created) if created else 0.0
+        elapsed = seconds_run(files, saved, created, live=True)
     return RunLine(
         state,
         done,
@@ -202,6 +202,33 @@ def describe(out: Path) -> RunLine:
     )
 
 
+def seconds_run(files: RunFiles, saved: Checkpoint, created: float, live: bool) -> float:
+    """How long a run has run: the one definition of a run's duration, ``vftui runs``' TIME and the
+    viewer's clock alike.
+
+    The seconds the run actually ran, over all its sessions: its checkpoint's ``elapsed_s`` (each
+    session adds its own seconds to the earlier sessions', so the time between a stop and its
+    ``--resume`` counts in none), and, while it runs (``live``), the seconds since that checkpoint
+    was saved, or since this session took the run's lock if it has saved none yet. Never the wall
+    time from its first group to its last: a run resumed a day later did not run for a day. With no
+    checkpoint and no lock: the seconds since it was ``created`` while it runs, else 0 (not known)."""
+    if not live:
+        return saved.elapsed_s
+    now = time.time()
+    since = max(saved.saved_at or 0.0, _session_start(files) or created)
+    if not since:
+        return saved.elapsed_s
+    return saved.elapsed_s + max(0.0, now - since)
+
+
+def _session_start(files: RunFiles) -> float | None:
+    """When the process now running the run took its lock (its file is written then, never again)."""
+    try:
+        return files.lock_path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def eval_errors(folder: Path) -> int:
     """How many examples the eval in ``folder`` lists as failed to score (its ``metadata.json``, as vftui
     writes it); 0 where it lists none or cannot be read (the row says what else it knows)."""
@@ -213,14 +240,13 @@ def eval_errors(folder: Path) -> int:
 
 
 def all_runs(skipped: list[str] | None = None) -> list[RunLine]:
-    """The runs in the runs folder newest first, then those kept elsewhere (``--out``: a bench's, a
-    test's, another tool's) newest first, so they never push the user's own off the first screen; asked
-    all at once. A damaged index entry's sentence goes to ``skipped`` when given."""
+    """Every run known, newest first by the time it started, wherever its files are (the runs
+    folder or ``--out`` elsewhere); asked all at once. A damaged index entry's sentence goes to
+    ``skipped`` when given."""
     runs = known_runs(skipped)
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_ASKED_AT_ONCE, len(runs)))) as pool:
         lines = list(pool.map(describe, runs))
-    home = paths.runs_dir().resolve()
-    return sorted(lines, key=lambda r: (kept_elsewhere(r, home), -r.created))
+    return sorted(lines, key=lambda r: -r.created)
 
 
 def kept_elsewhere(line: RunLine, home: Path | None = None) -> bool:

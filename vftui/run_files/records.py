@@ -81,7 +81,9 @@ class Checkpoint(BaseModel):
         None  # at its end, the groups it counts done (an eval's errors too) of its total
     )
     groups_total: Count | None = None
+    # the seconds the run ran, every session's: the gap before a resume in none (listing.seconds_run)
     elapsed_s: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
+    saved_at: Annotated[float, Field(ge=0, le=bounds.HUGE)] | None = None  # when, by the wall clock
     state: RunState | None = None
     mean_reward: Number | None = None
 

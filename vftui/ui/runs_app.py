@@ -52,6 +52,8 @@ SORTS = {
 PATH = COLUMNS.index("PATH")
 DROPPED_FIRST = ("MODEL", "STARTED", "MODE", "TIME", "ENV")  # when the terminal is narrow
 MAX_PATH_TAIL = 60  # cells of a path's run folder and file worth dropping columns for
+MIN_FOLDER = 6  # cells of a run folder's name worth keeping, its middle cut, rather than its file's
+FOLDER_TIME = len("20260115-102233")  # how a run folder vftui makes begins: its start
 SCROLLBAR = 2  # cells: the table's, once its rows are more than it shows
 FILTER_TERM = re.compile(r"(reward|groups)(<=|>=|<|>|=)(-?[0-9.]+)$")
 FILTER_HELP = (
@@ -105,6 +107,48 @@ def fit(rows: list[tuple[str, ...]], width: int, scrollbar: bool = False) -> tup
         if room >= want:
             break
     return [*shown, PATH], max(len("PATH"), min(natural[PATH], room))
+
+
+def at_home(path: str) -> str:
+    """``~/x`` for a path in the user's home folder."""
+    home = str(Path.home())
+    if home not in ("", os.sep) and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+def short_path(path: str, width: int) -> str:
+    """A run's path in ``width`` cells, keeping what tells it from the others: its run folder and
+    file name (the folders in front are often every run's). In less room than the whole path: its
+    start, then its folder and file (``/tmp/…/my-run/groups.jsonl``); then these alone
+    (``…/my-run/groups.jsonl``); then with the folder's middle cut, its start the longer, which is a
+    run folder's time (``…/20260115-102233…sort/groups.jsonl``); then the folder alone
+    (``…/20260115-1022…/…``); else its end."""
+    if len(path) <= width:
+        return path
+    parts = path.split(os.sep)
+    if len(parts) < 3 or not all(parts[-2:]):
+        return shorten_left(path, width)
+    folder, name = parts[-2:]
+    firsts = 1 if parts[0] else 2  # "~" (or a relative path's first folder), else "/tmp"
+    kept = f"…{os.sep}{folder}{os.sep}{name}"
+    headed = f"{os.sep.join(parts[:firsts])}{os.sep}{kept}"
+    if len(parts) - 2 > firsts and len(headed) <= width:
+        return headed
+    if len(kept) <= width:
+        return kept
+    # the folder's middle cut; where that leaves less than its time, the file's name goes instead,
+    # if the folder has more to tell (a run folder vftui made: its files are all groups.jsonl)
+    cuts = [(name, FOLDER_TIME), *([("…", MIN_FOLDER)] if len(folder) > len(name) else [])]
+    for end, least in cuts:
+        room = width - len(f"…{os.sep}…{os.sep}{end}")  # the folder's own characters
+        if room >= len(folder):
+            return f"…{os.sep}{folder}{os.sep}{end}"
+        if room >= least:
+            last = max(0, min(room // 4, room - FOLDER_TIME))  # its end, once its time is shown
+            cut = folder[: room - last] + "…" + folder[len(folder) - last :][:last]
+            return f"…{os.sep}{cut}{os.sep}{end}"
+    return shorten_left(path, width)
 
 
 class RunsApp(App[tuple[str, Path] | None]):
@@ -202,12 +246,12 @@ class RunsApp(App[tuple[str, Path] | None]):
         table = self.query_one(DataTable)
         selected = self.selected
         keep = run_filter(self.filter_text)
-        # the runs folder's first, then those kept elsewhere (as ``all_runs``), each part in the chosen order
-        self.lines = sorted(
-            (r for r in self.every if keep(r)),
-            key=lambda r: (kept_elsewhere(r), SORTS[self.sort](r)),
-        )
-        rows = [tuple(one_line(cell) for cell in cells(line)) for line in self.lines]
+        # every run in the chosen order wherever its files are; ties newest first (as ``all_runs``)
+        self.lines = sorted((r for r in self.every if keep(r)), key=SORTS[self.sort])
+        rows = [
+            (*cells[:PATH], at_home(cells[PATH]))
+            for cells in (tuple(one_line(cell) for cell in cells(line)) for line in self.lines)
+        ]
         layout = fit(rows, self.size.width, scrollbar=len(rows) > self.size.height - 3)
         if layout != self._layout:
             self._layout = layout
@@ -217,7 +261,7 @@ class RunsApp(App[tuple[str, Path] | None]):
             table.clear()
         shown, path_width = layout
         for line, row in zip(self.lines, rows, strict=True):
-            cut = [*row[:PATH], shorten_left(row[PATH], path_width)]
+            cut = [*row[:PATH], short_path(row[PATH], path_width)]
             table.add_row(*(cut[i] for i in shown), key=str(line.out_path))
         if selected is not None:
             self._move_to(selected)
@@ -235,7 +279,7 @@ class RunsApp(App[tuple[str, Path] | None]):
         counted = f"{len(every)} runs, {running} running"
         if self.filter_text:
             counted = f"{len(self.lines)} of {len(every)} runs match '{one_line(self.filter_text)}'"
-        aside = f" · {elsewhere} kept elsewhere (--out), listed last" if elsewhere else ""
+        aside = f" · {elsewhere} kept elsewhere (--out)" if elsewhere else ""
         self.query_one("#runs-header", Static).update(
             f"{counted} · sorted by {self.sort}{aside}", layout=False
         )
