@@ -88,6 +88,7 @@ class EvalLog(Protocol):
         samples: list[dict[str, Any]],
         model: str,
         span: tuple[float, float],
+        temperature: float | None = None,
     ) -> None: ...
 
 

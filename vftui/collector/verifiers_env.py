@@ -559,8 +559,10 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         samples: list[dict[str, Any]],
         model: str,
         span: tuple[float, float],
+        temperature: float | None = None,
     ) -> None:
-        """atroposlib's own eval files in ``folder`` (its ``evaluate_log`` writes with open())."""
+        """atroposlib's own eval files in ``folder`` (its ``evaluate_log`` writes with open()); ``temperature``
+        the eval's where it is not the run's (an rl run's evals)."""
         self.config.data_dir_to_save_evals = str(folder)
         await self.evaluate_log(
             metrics,
@@ -568,7 +570,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             model_name=model,
             start_time=span[0],
             end_time=span[1],
-            generation_parameters={"temperature": self.temperature},
+            generation_parameters={
+                "temperature": self.temperature if temperature is None else temperature
+            },
             samples=samples,
             verbose=False,
         )

@@ -26,6 +26,7 @@ _APPENDED = (
     _LOG,
 )  # only ever appended to, a link or FIFO there passed over: no reason to take another name
 _ATROPOS = "atropos"
+_STEP_EVAL = "step_{:06d}"  # an rl run's eval at a trainer step (--eval-every), in its eval folder
 _MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107
 _SLUG_CHARACTERS = "A-Za-z0-9_.-"
 _RUN_DIR_NAME = re.compile(rf"\d{{8}}-\d{{6}}-[{_SLUG_CHARACTERS}]+")
@@ -71,7 +72,13 @@ class RunFiles:
     @property
     def eval_atropos(self) -> Path:
         """atroposlib's own eval files, in the eval folder."""
-        return self.eval_dir / _ATROPOS
+        return atropos_in(self.eval_dir)
+
+    def eval_at_step(self, step: int) -> Path:
+        """An rl run's eval at trainer step ``step`` (``--eval-every``), an eval folder of its own in the run's:
+        ``NAME.eval/step_000040/``; a resumed run whose trainer counts from 0 again takes ``step_000040_1``...
+        (``store.numbered``), never an earlier eval's."""
+        return self.eval_dir / _STEP_EVAL.format(step)
 
     @property
     def folder(self) -> Path:
@@ -189,6 +196,11 @@ class RunFiles:
         """The runs described in ``folder`` (depth 1), or in its folders (depth 2), by their records' names."""
         pattern = f"{'*/' * (depth - 1)}*{_RUN}"
         return [files for p in sorted(folder.glob(pattern)) if (files := cls.of_record(p))]
+
+
+def atropos_in(eval_folder: Path) -> Path:
+    """atroposlib's own eval files (``evaluate_log``'s) in an eval's folder."""
+    return eval_folder / _ATROPOS
 
 
 def _private_folder() -> Path:

@@ -117,7 +117,9 @@ def _look(folder: Path, walk: Walk) -> list[Path]:
     own = [RunFiles.of_record(folder / name) for name in sorted(e.name for e in entries)]
     runs = [files for files in own if files is not None]
     walk.found += [(OWN, files.jsonl) for files in runs]
-    theirs = {files.eval_dir.name for files in runs}  # an eval's results: listed as its run
+    # an eval's results: listed as its run; an rl run's evals (``--eval-every``: a folder each in its eval folder)
+    # are found in it, each listed as an eval
+    theirs = {files.eval_dir.name for files in runs if _regular(files.eval_dir / results.RESULTS)}
     return [folder / name for name in sorted(folders - theirs) if not name.startswith(".")]
 
 

@@ -410,6 +410,14 @@ def _file_in(folder: Path) -> Path | ShardedRun:
         return runs[0].jsonl
     if len(runs) > 1:
         raise UserError(f"{folder} holds {len(runs)} runs; name one's .jsonl file")
+    evals = _evals_in(folder)  # an rl run's evals (``--eval-every``), a folder each
+    if len(evals) == 1:
+        return folder / evals[0] / RESULTS
+    if evals:
+        raise UserError(
+            f"{folder} holds {len(evals)} evals ({evals[0]} ... {evals[-1]}): name one, or give them in "
+            f"order to report or compare (e.g. {folder}/{evals[0]} {folder}/{evals[-1]})"
+        )
     if (
         traces := v1_traces.traces_in(folder)
     ) is not None:  # a verifiers run's <uuid>/ folder in it
@@ -417,6 +425,16 @@ def _file_in(folder: Path) -> Path | ShardedRun:
     raise UserError(
         f"{folder} holds no run, eval, vf-eval results or verifiers traces; name a .jsonl file"
     )
+
+
+def _evals_in(folder: Path) -> list[str]:
+    """The folders in ``folder`` that hold an eval's results (an rl run's evals), by name."""
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    return [name for name in names if os.path.lexists(folder / name / RESULTS)]
 
 
 def _key(meta: dict[str, Any], fallback: Any) -> str:

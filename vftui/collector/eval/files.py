@@ -1,7 +1,8 @@
 """An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``; and v1's
 ``traces.jsonl`` + ``configs/resolved/eval.json``, ``v1_output``), as
 atroposlib's ``evaluate_log`` does, and per example (``items.jsonl``: its rewards, mean, min, max,
-spread, hardest first), in the folder beside the run's jsonl (``RunFiles.eval_dir``).
+spread, hardest first), in the folder beside the run's jsonl (``RunFiles.eval_dir``); an rl run's evals
+(``--eval-every``) each in a folder of its own in it (``RunFiles.eval_at_step``), from their rollouts.
 
 Both are made from the run's own jsonl, so a resumed eval's files cover all of it; each file is
 replaced in one rename, so a crash leaves the old one or the new one.
@@ -23,7 +24,7 @@ from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.group_format import META
 from vftui.run_files import store
-from vftui.run_files.files import RunFiles
+from vftui.run_files.files import RunFiles, atropos_in
 from vftui.run_files.results import METADATA, RESULTS
 from vftui.text.json_lines import finite_json
 
@@ -80,6 +81,22 @@ async def write(
     that failed to score (item: why), ``run`` what it was asked."""
     folder = safe_files.own_folder(run_files.eval_dir)
     groups = list(groups_of(run_files.jsonl))
+    await write_groups(log, report, errors, run, model, span, groups, folder)
+
+
+async def write_groups(
+    log: EvalLog,
+    report: EvalReport,
+    errors: dict[int, str],
+    run: dict[str, Any],
+    model: str,
+    span: tuple[float, float],
+    groups: list[dict[str, Any]],
+    folder: Path,
+    temperature: float | None = None,
+) -> None:
+    """Every file of the eval of ``groups`` (in the groups form) in ``folder``: an eval run's ``eval_dir``, or one
+    of an rl run's evals (``during_rl``, its ``temperature`` the eval's, not the run's)."""
     rows = [
         row for group in groups for row in _rows(group)
     ]  # verifiers' results.jsonl, a rollout each
@@ -101,7 +118,7 @@ async def write(
         folder,
         f"vftui {_version('vftui')}",
     )
-    await write_atropos(log, report, rows, model, span, run_files.eval_atropos)
+    await write_atropos(log, report, rows, model, span, atropos_in(folder), temperature)
 
 
 def per_item(by_item: dict[Any, list[float]], threshold: float) -> list[dict[str, Any]]:
@@ -176,6 +193,7 @@ async def write_atropos(
     model: str,
     span: tuple[float, float],
     folder: Path,
+    temperature: float | None = None,
 ) -> None:
     """atroposlib's own eval files (``metrics.json``, ``samples.jsonl``) in ``folder``, through its
     ``evaluate_log``."""
@@ -201,7 +219,9 @@ async def write_atropos(
         | {"score": row["reward"]}
         for row in rows
     ]
-    await log.log_eval(safe_files.own_folder(folder), finite_json(metrics), samples, model, span)
+    await log.log_eval(
+        safe_files.own_folder(folder), finite_json(metrics), samples, model, span, temperature
+    )
 
 
 def _mean(values: list[float]) -> float | None:

@@ -6,8 +6,9 @@ config in ``EvalConfig``'s shape, found by its ``saved_config_path``).
 Plain JSON, no verifiers import: the eval may have run a classic environment. What vftui's groups do not
 hold is left out, never made up: one reward, ``reward`` (the rubric's weighted total: vftui keeps no
 weights), beside each function's value in ``metrics``; the token counts as the usage of the rollout's
-last model call (its prompt and the tokens the model wrote, as the trainer's masks count them), no token
-ids on the nodes; the group's start and duration as each rollout's agent span.
+last model call (its prompt and the tokens the model wrote, as the trainer's masks count them; none where
+the groups keep no tokens, as an rl run's evals), no token ids on the nodes; the group's start and
+duration as each rollout's agent span.
 """
 
 from __future__ import annotations
@@ -62,12 +63,15 @@ def episodes(group: dict[str, Any], env: str, model: str, version: str) -> Itera
             calls[-1]["finish_reason"] = (
                 "length" if reasons[r] == "length" else calls[-1]["finish_reason"]
             )
-            tokens, masks = group["tokens"][r], group["masks"][r]
-            written = trained_tokens(masks)
-            calls[-1]["usage"] = {
-                "prompt_tokens": len(tokens) - written,
-                "completion_tokens": written,
-            }
+            tokens = (
+                group.get("tokens") or []
+            )  # none in an rl run's evals (the OpenAI API's messages)
+            if r < len(tokens) and tokens[r]:
+                written = trained_tokens(group["masks"][r])
+                calls[-1]["usage"] = {
+                    "prompt_tokens": len(tokens[r]) - written,
+                    "completion_tokens": written,
+                }
         trace = {
             "version": max(TRACE_VERSIONS),
             "id": uuid.uuid4().hex,

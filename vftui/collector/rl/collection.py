@@ -108,7 +108,10 @@ class RlCollection(Collection):
         return RlRollouts(sampling, driver, max_concurrent=max_concurrent)
 
     async def collect(self, context: ModeContext, driver: Driver) -> None:
-        """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure (raised)."""
+        """atroposlib's serve loop, until the groups are sent, a stop, or a group's failure (raised); each eval's
+        files beside the run's."""
+        if self._evals is not None:
+            self._evals.write_to(context.files, driver)
         self._task = asyncio.ensure_future(driver.serve())
         finished = asyncio.ensure_future(context.gate.wait_finished())
         servers = asyncio.ensure_future(watch_servers(driver.servers(), self._emit))
