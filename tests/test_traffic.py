@@ -218,10 +218,15 @@ async def test_transport_backs_off_even_when_asked_for_no_wait_and_returns_an_ex
         server.stop()
 
 
+ELSEWHERE = (
+    "endpoint.invalid"  # a host that is not loopback, which only the recording proxy reaches
+)
+
+
 class RecordingProxy:
     """An HTTP proxy on loopback for plain http, in a thread of its own: each connection piped to the address
-    its first request names, the request lines it carried kept (the simulated endpoint takes absolute-form
-    targets)."""
+    its first request names (``ELSEWHERE`` is 127.0.0.1 to it alone), the request lines it carried kept (the
+    simulated endpoint takes absolute-form targets)."""
 
     def __init__(self) -> None:
         self.lines: list[bytes] = []
@@ -260,7 +265,8 @@ class RecordingProxy:
         first = await reader.readline()
         self.lines.append(first.rstrip())
         target = httpx.URL(first.split()[1].decode())
-        up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        host = "127.0.0.1" if target.host == ELSEWHERE else target.host
+        up_reader, up_writer = await asyncio.open_connection(host, target.port)
         self._writers += [writer, up_writer]
         up_writer.write(first)
         await asyncio.gather(
@@ -270,11 +276,17 @@ class RecordingProxy:
         )
 
 
+def elsewhere(base_url: str) -> str:
+    """The endpoint at ``base_url`` as a host that is not loopback: reached through ``RecordingProxy`` only."""
+    return base_url.replace("127.0.0.1", ELSEWHERE)
+
+
 PROXIED = {  # how the environment names the proxy -> whether the requests go through it
     "HTTP_PROXY": True,
     "HTTP_PROXY with credentials": True,
     "NO_PROXY naming the host": False,
     "NO_PROXY naming the host and port": False,
+    "HTTP_PROXY, the endpoint on loopback": False,
 }
 
 
@@ -282,42 +294,65 @@ PROXIED = {  # how the environment names the proxy -> whether the requests go th
 def test_requests_go_through_the_environments_http_proxy_unless_no_proxy_names_the_host(
     tmp_path, sim, named
 ):
-    """Read once a host (aiohttp read them in a thread for every request), as httpx reads them."""
+    """Read once a host (aiohttp read them in a thread for every request), as httpx reads them; loopback is
+    reached directly, whatever the environment says."""
     proxy = RecordingProxy()
     port = httpx.URL(sim.base_url).port
+    base_url = sim.base_url if "loopback" in named else elsewhere(sim.base_url)
     try:
         env = {
             "HTTP_PROXY": {
                 "HTTP_PROXY with credentials": proxy.url.replace("//", "//ann:p%C3%A4ss@"),
             }.get(named, proxy.url),
             "NO_PROXY": {
-                "NO_PROXY naming the host": "127.0.0.1",
-                "NO_PROXY naming the host and port": f"example.com,127.0.0.1:{port}",
+                "NO_PROXY naming the host": ELSEWHERE,
+                "NO_PROXY naming the host and port": f"example.com,{ELSEWHERE}:{port}",
             }.get(named, ""),
+            "OPENAI_API_KEY": "sk-test",  # asked for beyond loopback
         }
-        args = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--base-url", sim.base_url]
+        args = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--base-url", base_url]
         done = run_cli([*args, "--out", str(tmp_path / "groups.jsonl")], tmp_path, **env)
     finally:
         proxy.stop()
-    assert done.returncode == 0, done.stderr
     asked = [line for line in proxy.lines if b"/chat/completions" in line]
+    if "NO_PROXY" in named:  # asked directly: only the proxy knows that name
+        assert done.returncode == 2 and "does not resolve" in done.stderr, done.stderr
+        assert proxy.lines == []
+        return
+    assert done.returncode == 0, done.stderr
     if not PROXIED[named]:
         assert proxy.lines == []
     else:
-        assert len(asked) == 4 and all(line.startswith(b"POST http://127.0.0.1:") for line in asked)
+        probed = f"GET {elsewhere(sim.base_url)}/models ".encode()
+        assert any(line.startswith(probed) for line in proxy.lines), proxy.lines
+        assert len(asked) == 4, proxy.lines
+        assert all(line.startswith(f"POST http://{ELSEWHERE}:".encode()) for line in asked)
     if "credentials" in named:
         sent = base64.b64encode("ann:päss".encode()).decode()
         assert proxy.headers.count(f"Proxy-Authorization: Basic {sent}".encode()) >= 4
         assert "päss" not in done.stderr and "p%C3%A4ss" not in done.stderr
 
 
+def test_the_embedded_simulation_is_reached_directly_whatever_proxy_the_environment_names(tmp_path):
+    """HTTP_PROXY without NO_PROXY sent the embedded endpoint's loopback requests to the proxy: the README's
+    first command failed."""
+    closed = "http://127.0.0.1:9"
+    env = {"HTTP_PROXY": closed, "HTTPS_PROXY": closed, "ALL_PROXY": closed, "NO_PROXY": ""}
+    args = ["run", "--no-ui", "--steps", "2", "--group-size", "2"]
+    done = run_cli([*args, "--out", str(tmp_path / "groups.jsonl")], tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    assert len(read_jsonl(tmp_path / "groups.jsonl")) == 2
+    assert "endpoint error" not in done.stderr, done.stderr
+
+
 def test_a_proxy_that_goes_away_mid_run_is_named_in_the_endpoint_errors(tmp_path, slow_sim):
     """They said "cannot connect to <the endpoint>", which answered all along."""
     proxy = RecordingProxy()
     args = ["run", "--no-ui", "--steps", "1000", "--group-size", "2"]
-    args += ["--base-url", slow_sim.base_url]
+    args += ["--base-url", elsewhere(slow_sim.base_url)]
     out = tmp_path / "groups.jsonl"
-    process = start_cli([*args, "--out", str(out)], tmp_path, HTTP_PROXY=proxy.url)
+    env = {"HTTP_PROXY": proxy.url, "OPENAI_API_KEY": "sk-test"}
+    process = start_cli([*args, "--out", str(out)], tmp_path, **env)
     try:
         wait_for_lines(out, 2, process)
         proxy.stop()
@@ -329,12 +364,18 @@ def test_a_proxy_that_goes_away_mid_run_is_named_in_the_endpoint_errors(tmp_path
         process.communicate(timeout=60)
 
 
-def test_a_socks_proxy_in_the_environment_is_one_sentence(tmp_path, sim):
-    """A desktop's all_proxy=socks://...: httpx raised ImportError (a traceback) without its socks extra."""
-    args = ["run", "--no-ui", "--steps", "2", "--base-url", sim.base_url]
-    done = run_cli(args, tmp_path, ALL_PROXY="socks5://127.0.0.1:1")
+@pytest.mark.parametrize("where", ["elsewhere", "loopback", "embedded"])
+def test_a_socks_proxy_in_the_environment_is_one_sentence(tmp_path, sim, where):
+    """A desktop's all_proxy=socks://...: httpx raised ImportError (a traceback) without its socks extra,
+    in the probe and as atroposlib made its OpenAI client (the embedded endpoint is not probed)."""
+    args = ["run", "--no-ui", "--steps", "2"]
+    if where != "embedded":
+        args += ["--base-url", elsewhere(sim.base_url) if where == "elsewhere" else sim.base_url]
+    done = run_cli(args, tmp_path, ALL_PROXY="socks5://127.0.0.1:1", OPENAI_API_KEY="sk-test")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert "HTTP proxies only (NO_PROXY can leave this host out)" in done.stderr
+    assert "names a SOCKS proxy" in done.stderr, done.stderr
+    if where == "elsewhere":
+        assert "HTTP proxies only (NO_PROXY can leave this host out)" in done.stderr
 
 
 def test_a_netrc_entry_for_the_endpoint_breaks_no_request(tmp_path, sim):

@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from transformers import AutoTokenizer
 from tests.conftest import RATE_LIMITED_TRAFFIC
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
+from vftui.collector.sft.traffic import Proxy, env_proxy
 from vftui.collector.tokens import ChatTemplateTokenizer, Turn, rl_tokens, sft_tokens
 from vftui.config import load_config
 from vftui.errors import UserError
@@ -28,6 +30,7 @@ from vftui.events import (
     RunSummary,
 )
 from vftui.figures import stats
+from vftui.loopback import unproxied
 from vftui.run_files import store
 from vftui.sim import policy, task
 from vftui.sim.server import TOKENIZER_DIR
@@ -277,6 +280,29 @@ def test_loopback_detection_and_error_lines():
         {"error": {"error_chain_repr": "ModelError() -> APIConnectionError('x')"}}
     ) == ("APIConnectionError('x')")
     assert rollout_error({"error": None}) is None
+
+
+def test_loopback_is_asked_without_the_environments_proxies(monkeypatch):
+    """127.0.0.0/8, ::1 and localhost never through HTTP_PROXY (the embedded endpoint's run failed); other hosts
+    as the environment says."""
+    closed = "http://127.0.0.1:9"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, closed)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    for url in (
+        "http://127.0.0.1:8000/v1",
+        "http://127.0.1.1/v1",
+        "http://[::1]:9/",
+        "http://LOCALHOST",
+    ):
+        assert unproxied(url)["trust_env"] is False and env_proxy(httpx.URL(url)) is None, url
+    mixed = ("http://127.0.1.1:8000/v1", "https://api.example.com/v1")
+    with httpx.Client(**unproxied(*mixed)) as client:
+        for url in (*mixed, "http://localhost:1/", "http://[::1]:1/"):
+            proxied = client._transport_for_url(httpx.URL(url)) is not client._transport
+            assert proxied == ("example" in url), url
+    assert env_proxy(httpx.URL("https://api.example.com/v1")) == Proxy(closed, {})
 
 
 def test_shipped_tokenizer_is_small_and_loads_anywhere():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import ssl
@@ -14,20 +13,11 @@ import httpx
 
 from vftui.bounds import load_json
 from vftui.errors import UserError
+from vftui.loopback import is_loopback, unproxied
 
 MAX_MODEL_LIST_BYTES = (
     4 * 1024**2
 )  # /models: a few ids and their details; past this it is not a model list
-
-
-def is_loopback(base_url: str) -> bool:
-    host = urlparse(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_url(base_url: str) -> str:
@@ -111,10 +101,11 @@ def _get(url: str, base_url: str, api_key: str, timeout: float) -> tuple[int, by
     (HTML); an endpoint that cannot be reached, or does not answer in time, is a UserError."""
     headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"}
     try:
-        # redirects followed, as the OpenAI client follows them
-        with httpx.stream(
-            "GET", url, headers=headers, timeout=timeout, follow_redirects=True
-        ) as response:
+        # redirects followed, as the OpenAI client follows them; loopback never through a proxy
+        with (
+            httpx.Client(**unproxied(url), timeout=timeout, follow_redirects=True) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
             body = _capped(response, time.monotonic() + timeout)
             kind = response.headers.get("content-type", "").lower()
     except httpx.ConnectError as e:

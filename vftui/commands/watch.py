@@ -20,6 +20,7 @@ import httpx
 from vftui.events import ApiStatus, EnvShare
 from vftui.live.client import ask_status
 from vftui.live.server import RunInfo
+from vftui.loopback import unproxied
 from vftui.run_files import index
 from vftui.run_files.files import RunFiles
 from vftui.text import wording
@@ -73,7 +74,7 @@ def watch(
     api_url: str, emit: Callable[[ApiStatus], None], stop: threading.Event, every_s: float = 2.0
 ) -> None:
     """Poll until ``stop`` is set, emitting each snapshot (``vftui watch``)."""
-    with httpx.Client(timeout=max(1.0, every_s)) as client:
+    with httpx.Client(timeout=max(1.0, every_s), **unproxied(api_url)) as client:
         while not stop.is_set():
             emit(poll(client, api_url))
             stop.wait(every_s)

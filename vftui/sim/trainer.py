@@ -14,6 +14,7 @@ import httpx
 
 from vftui.figures import stats
 from vftui.group_format import trained_tokens
+from vftui.loopback import unproxied
 
 REGISTRATION = {
     "wandb_group": "vftui-sim-trainer",
@@ -49,7 +50,7 @@ def run_trainer(
 ) -> int:
     """Register, then pull batches until ``batches`` were pulled (forever when None)."""
     api_url = api_url.rstrip("/")
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, **unproxied(api_url)) as client:
         register(client, api_url, batch_size, say)
         pulled = 0
         while batches is None or pulled < batches:

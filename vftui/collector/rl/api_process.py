@@ -16,11 +16,13 @@ from urllib.parse import urlparse
 import httpx
 
 from vftui.errors import UserError
+from vftui.loopback import unproxied
 
 
 def is_up(api_url: str, timeout: float = 2.0) -> bool:
     try:
-        return httpx.get(f"{api_url}/status", timeout=timeout).status_code == 200
+        with httpx.Client(**unproxied(api_url), timeout=timeout) as client:
+            return client.get(f"{api_url}/status").status_code == 200
     except httpx.HTTPError:
         return False
 

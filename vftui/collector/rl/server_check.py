@@ -21,6 +21,7 @@ import httpx
 
 from vftui.bounds import load_json
 from vftui.errors import UserError
+from vftui.loopback import unproxied
 from vftui.text.printable import printable
 
 TIMEOUT_S = 10.0
@@ -48,7 +49,11 @@ def check_servers(
     limits = httpx.Limits(max_connections=at_once)
     with (
         httpx.Client(
-            timeout=TIMEOUT_S, headers=headers, follow_redirects=True, limits=limits
+            timeout=TIMEOUT_S,
+            headers=headers,
+            follow_redirects=True,
+            limits=limits,
+            **unproxied(*base_urls),  # loopback never through a proxy
         ) as client,
         ThreadPoolExecutor(max_workers=at_once) as pool,
     ):

@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vftui.events import ServerStatus
 from vftui.figures import stats
+from vftui.loopback import unproxied
 
 # vLLM (both engine versions) and SGLang name the same gauges differently
 GAUGES = {
@@ -36,7 +37,8 @@ EVERY_S = 2.0
 async def watch_servers(servers: list[Any], emit: Callable[[ServerStatus], None]) -> None:
     """Every few seconds, each server's status, until cancelled."""
     watches = [ServerWatch(server) for server in servers]
-    async with httpx.AsyncClient(timeout=METRICS_TIMEOUT_S) as client:
+    settings = unproxied(*(watch.url for watch in watches))  # loopback never through a proxy
+    async with httpx.AsyncClient(timeout=METRICS_TIMEOUT_S, **settings) as client:
         while True:
             await asyncio.sleep(EVERY_S)
             for watch in watches:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from vftui.collector.envs.base import Rollout
 from vftui.collector.modes import Sampling
 from vftui.collector.tokens import ChatTemplateTokenizer, Tokenized, sft_tokens
+from vftui.loopback import unproxied
 
 
 class SftRollouts:
@@ -31,13 +32,16 @@ class SftRollouts:
     def _client_for(self) -> AsyncOpenAI:
         if self._client is None:
             endpoint = self._sampling.endpoint
+            http_client = self._http_client
+            if http_client is None:  # the OpenAI client's own, but loopback never through a proxy
+                http_client = DefaultAsyncHttpxClient(**unproxied(endpoint.base_urls[0]))
             # retries are ours (so each one is reported), as are time limits (the transport's)
             self._client = AsyncOpenAI(
                 base_url=endpoint.base_urls[0],
                 api_key=endpoint.api_key or "EMPTY",
                 timeout=endpoint.timeout,
                 max_retries=0,
-                http_client=self._http_client,
+                http_client=http_client,
             )
         return self._client
 

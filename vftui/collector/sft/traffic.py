@@ -38,6 +38,7 @@ from vftui.collector.backoff import backoff_seconds
 from vftui.collector.sft.answers import Asked
 from vftui.events import RequestStats
 from vftui.figures import stats
+from vftui.loopback import is_loopback_host
 
 RATE_LIMITED = frozenset({429})
 SLOW_DOWN = frozenset({503})  # retried here only when the server says when (Retry-After)
@@ -240,7 +241,10 @@ HTTP_PROXIES = (
 def env_proxy(url: httpx.URL) -> Proxy | None:
     """The HTTP proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, less
     the hosts in ``NO_PROXY``, with or without the port), as the endpoint's other client, httpx, reads them;
-    its credentials as a header (UTF-8). One that is not a URL is one sentence, each request."""
+    its credentials as a header (UTF-8). One that is not a URL is one sentence, each request. A loopback host
+    has none: it is reached directly."""
+    if is_loopback_host(url.host):
+        return None
     where = url.host if ":" in url.host or url.port is None else f"{url.host}:{url.port}"
     if urllib.request.proxy_bypass(where):
         return None
