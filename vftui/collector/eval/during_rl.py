@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 from vftui import safe_files
 from vftui.collector.envs.base import Environment, Rollout, metrics_of, unscorable
@@ -31,6 +31,7 @@ from vftui.config import RunConfig
 from vftui.events import EvalReport, Event
 from vftui.figures.eval_stats import EvalTally
 from vftui.group_format import META
+from vftui.loopback import unproxied
 from vftui.run_files import store
 from vftui.run_files.files import RunFiles
 
@@ -79,6 +80,8 @@ class EvalsDuringRl:
                 api_key=endpoint.api_key or "EMPTY",
                 timeout=endpoint.timeout,
                 max_retries=cfg.retries,
+                # loopback never through a proxy
+                http_client=DefaultAsyncHttpxClient(**unproxied(endpoint.base_urls[0])),
             )
         sampling = {
             "temperature": cfg.eval_temperature,
