@@ -166,14 +166,16 @@ def as_dict(
     summaries: list[Summary], changes: list[Change], margin: float | None, worse: list[Path]
 ) -> dict[str, Any]:
     low, high, counts = histograms(summaries)
+    letters = compared.letters(len(summaries))  # A to Z, then AA, AB, ...
     return {
         "sources": [
-            {**_summary_dict(s), "histogram": bins}
-            for s, bins in zip(summaries, counts, strict=True)
+            {"label": letter, **_summary_dict(s), "histogram": bins}
+            for letter, s, bins in zip(letters, summaries, counts, strict=True)
         ],
         "histogram_range": [low, high],
         "changes": [
             {
+                "label": letter,
                 "against": str(summaries[0].source.path),
                 "source": str(s.source.path),
                 "paired": c.paired,
@@ -194,9 +196,7 @@ def as_dict(
                     for i in c.items
                 ],
             }
-            for letter, s, c in zip(
-                compared.letters(len(summaries))[1:], summaries[1:], changes, strict=True
-            )
+            for letter, s, c in zip(letters[1:], summaries[1:], changes, strict=True)
         ],
         "fail_if_worse": margin,
         "worse": [str(p) for p in worse],
@@ -258,9 +258,10 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
     """The sources, how they were made and their figures side by side, the histograms, each change and the
     items that dropped and gained most."""
     letters = compared.letters(len(summaries))
+    pad = len(letters[-1])  # AA and on past 26 sources
     lines = [compared.title(summaries)]
     lines += [
-        f"  {letter}  {s.source.path} ({s.source.kind})"
+        f"  {letter:<{pad}}  {s.source.path} ({s.source.kind})"
         for letter, s in zip(letters, summaries, strict=True)
     ]
     setup = compared.setup_rows(summaries)
@@ -284,7 +285,8 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
     low, high, counts = histograms(summaries)
     lines.append(f"  reward histogram, {BINS} bins over [{low:g}, {high:g}] (rollouts):")
     lines += [
-        f"    {letter}  {compared.bars(bins)}" for letter, bins in zip(letters, counts, strict=True)
+        f"    {letter:<{pad}}  {compared.bars(bins)}"
+        for letter, bins in zip(letters, counts, strict=True)
     ]
     for letter, change in zip(letters[1:], changes, strict=True):
         lines.append("  " + compared.change_line(letter, change))

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import string
 
-from vftui.report.svg import colour
+from vftui.report.svg import COLOURS, hue
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:72em;padding:0 1em;color:#222}
@@ -29,8 +28,8 @@ details{margin:.2em 0 .2em 1em}summary{cursor:pointer}
 .source>details{margin-left:0}
 body.run{display:flex;flex-direction:column}body.run>#summary{order:-1}
 body.run>h1,body.run>.made,body.run>.unfinished{order:-2}body.run:has(#summary) .unfinished{display:none}
-""" + "".join(  # each source's letter in its charts' colour
-    f".{letter}{{color:{colour(n)}}}" for n, letter in enumerate(string.ascii_uppercase)
+""" + "".join(  # each source's label in its charts' colour, the colours cycling (``hue``)
+    f".{hue(n)}{{color:{colour}}}" for n, colour in enumerate(COLOURS)
 )
 
 SCRIPT = """

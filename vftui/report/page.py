@@ -137,6 +137,12 @@ def _priority(report: Report, keys: list[str]) -> list[str]:
     return [*first, *rest]
 
 
+def _hue(letter: str) -> str:
+    """The class that writes a source's label in its charts' colour (none for a run's page, which has no
+    label)."""
+    return svg.hue(compared.position(letter)) if letter else ""
+
+
 def _chosen(report: Report) -> str:
     return (
         "those that flipped pass/fail or moved most, then others at random"
@@ -147,7 +153,7 @@ def _chosen(report: Report) -> str:
 
 def _sources(report: Report) -> str:
     rows = "".join(
-        f'<tr><td class="{letter}">{letter}</td><td>{escaped(s.source.path)}</td>'
+        f'<tr><td class="{_hue(letter)}">{letter}</td><td>{escaped(s.source.path)}</td>'
         f'<td>{escaped(s.source.kind)}</td><td class="n">{len(s.source.items):,}</td>'
         f'<td class="n">{sum(len(i.rewards) for i in s.source.items.values()):,}</td></tr>'
         for letter, s in zip(report.letters, report.summaries, strict=True)
@@ -170,7 +176,7 @@ def _sources(report: Report) -> str:
 
 
 def _table(rows: list[tuple[str, list[str]]], letters: list[str]) -> str:
-    head = "".join(f'<th class="{x}">{x}</th>' for x in letters)
+    head = "".join(f'<th class="{_hue(x)}">{x}</th>' for x in letters)
     body = "".join(
         f"<tr><th>{escaped(label)}</th>"
         + "".join(f"<td>{escaped(v)}</td>" for v in values)
@@ -198,7 +204,7 @@ def _paired(report: Report, shown: set[str]) -> str:
         )
         if functions := compared.function_changes(change):
             lines.append(f"by function: {functions}")
-        parts.append(f'<h3><span class="{letter}">{letter}</span> against A</h3>')
+        parts.append(f'<h3><span class="{_hue(letter)}">{letter}</span> against A</h3>')
         parts += [f"<p>{escaped(line)}</p>" for line in lines]
         drops, gains = moved(change.items, compared.SHOWN_EACH)
         if drops or gains:
@@ -233,7 +239,7 @@ def _charts(report: Report) -> str:
         lines.append(thinned(values, POINTS))
     over = "groups" if any(s.group_means for s in report.sources) else "items"
     low, high, counts = histograms(report.summaries)
-    legend = " ".join(f'<span class="{x}">■ {x}</span>' for x in report.letters)
+    legend = " ".join(f'<span class="{_hue(x)}">■ {x}</span>' for x in report.letters)
     return (
         f"<h2>Charts</h2><p>{legend}</p>"
         f"<h3>Mean reward over {over}</h3>"
@@ -343,7 +349,7 @@ def _item_section(report: Report, key: str) -> str:
         parts.append('<div class="sources">')
     for letter, item in zip(report.letters, items, strict=True):
         if len(items) > 1:
-            parts.append(f'<div class="source"><div class="{letter}">{letter}</div>')
+            parts.append(f'<div class="source"><div class="{_hue(letter)}">{letter}</div>')
         for r in range(len(item.rewards) if item is not None else 0):
             parts.append(rollout(item, r, letter))
         if len(items) > 1:
@@ -354,7 +360,7 @@ def _item_section(report: Report, key: str) -> str:
 
 def _trajectory_text(letters: list[str], items: list[Item | None]) -> str:
     return " → ".join(
-        f'<span class="{letter}">{letter}</span> '
+        f'<span class="{_hue(letter)}">{letter}</span> '
         + (wording.number(item.mean) if item is not None else "-")
         for letter, item in zip(letters, items, strict=True)
     )
@@ -379,7 +385,7 @@ def rollout(item: Item, r: int, letter: str) -> str:
     )
     messages = "".join(_message(m, tokens is not None) for m in item.rollouts[r])
     return (
-        f'<details><summary><span class="{letter}">{letter}</span> rollout {r + 1}: '
+        f'<details><summary><span class="{_hue(letter)}">{letter}</span> rollout {r + 1}: '
         f"{escaped(', '.join(said))}</summary>"
         + (f"<table>{functions}</table>" if functions else "")
         + (messages or "<p>No messages were saved.</p>")

@@ -17,6 +17,11 @@ def colour(n: int) -> str:
     return COLOURS[n % len(COLOURS)]
 
 
+def hue(n: int) -> str:
+    """The page's class for the ``n``-th source's colour (``colour``): its label is written in it."""
+    return f"hue{n % len(COLOURS)}"
+
+
 def _frame(
     title: str, low: float, high: float, x_first: str, x_last: str, x_label: str
 ) -> list[str]:

@@ -30,7 +30,27 @@ FLIPS_SHOWN = 20  # keys of the items that flipped each way in a line (--json li
 
 
 def letters(count: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(count)]
+    """Each source's label: A to Z, then AA, AB, ... AZ, BA, ... as a spreadsheet's columns (the 27th was
+    ``[``, the character after Z)."""
+    return [label(n) for n in range(count)]
+
+
+def label(n: int) -> str:
+    """The ``n``-th source's label, from 0: A, ..., Z, AA, AB, ..."""
+    text = ""
+    n += 1
+    while n:
+        n, digit = divmod(n - 1, 26)
+        text = chr(ord("A") + digit) + text
+    return text
+
+
+def position(letter: str) -> int:
+    """The source a label stands for, from 0 (``label``'s inverse)."""
+    n = 0
+    for char in letter:
+        n = n * 26 + ord(char) - ord("A") + 1
+    return n - 1
 
 
 def title(summaries: list[Summary]) -> str:
