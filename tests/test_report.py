@@ -9,6 +9,7 @@ runs anything but the page's one script); tests/test_report_browser.py opens it 
 from __future__ import annotations
 
 import json
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,6 +22,8 @@ from tests.conftest import read_jsonl, run_cli
 from vftui.group_format import MASKED
 from vftui.report.assets import SCRIPT
 from vftui.report.html_text import escaped
+from vftui.run_files.files import RunFiles
+from vftui.run_files.lock import RunLock
 from vftui.text.printable import printable
 
 VOID = {"meta", "input", "br", "img", "hr", "link", "wbr", "source", "area", "col", "embed"}
@@ -302,6 +305,36 @@ def test_a_link_at_the_output_is_refused_and_its_target_untouched(tmp_path):
     result = run_cli(["report", str(source), "-o", str(tmp_path / "r.html")], tmp_path)
     assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stderr
     assert victim.read_text() == "mine"
+
+
+@pytest.mark.e2e
+def test_a_live_run_s_own_page_or_file_is_refused_as_the_output(tmp_path):
+    """A running run writes NAME.html beside its jsonl: ``-o NAME.html`` replaced it without a word. Its lock
+    held as a live run holds it; let go, the (ended) run's page is a page like any."""
+    source = tmp_path / "g.jsonl"
+    groups_file(source, 1, 1, "ok")
+    run = RunFiles(tmp_path / "live.jsonl")
+    run.jsonl.write_text("")
+    own = "<!DOCTYPE html><title>the run's own page</title>\n"
+    run.html.write_text(own)
+    held = RunLock(run).acquire("no")
+    try:
+        for out, what in ((run.html, "the page"), (run.jsonl, "a file")):
+            result = run_cli(["report", str(source), "-o", str(out)], tmp_path)
+            assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+            said = result.stderr.strip().splitlines()[-1]
+            assert f"-o {out} is {what} of the live run {run.jsonl} (pid {os.getpid()})" in said
+            assert "name another file, like -o " in said, said
+        assert run.html.read_text() == own and run.jsonl.read_text() == ""
+        beside = run_cli(
+            ["report", str(source), "-o", str(tmp_path / "live-report.html")], tmp_path
+        )
+        assert beside.returncode == 0, beside.stderr
+    finally:
+        held.release()
+    ended = run_cli(["report", str(source), "-o", str(run.html)], tmp_path)
+    assert ended.returncode == 0, ended.stderr
+    assert run.html.read_text() != own
 
 
 @pytest.mark.e2e

@@ -12,6 +12,8 @@ from vftui.commands.compare import note_unread, readable
 from vftui.errors import UserError
 from vftui.figures.comparison import measure
 from vftui.report.page import DOCTYPE, Report, render
+from vftui.run_files.files import RunFiles
+from vftui.run_files.lock import RunLock
 from vftui.run_files.results import load
 from vftui.text.printable import say
 
@@ -19,6 +21,7 @@ from vftui.text.printable import say
 def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollouts: int) -> int:
     """Read the sources (saying each on stderr: a big one takes a while), write the page, print its path."""
     out = safe_files.given_file(out, "-o")
+    _refuse_a_live_runs_file(out)
     _refuse_what_is_no_page(out)
     sources = []
     for path in paths:
@@ -30,12 +33,25 @@ def run_report(paths: list[Path], out: Path, threshold: float | None, max_rollou
     summaries, changes = measure(sources, threshold)
     page = render(Report(sources, summaries, changes), max_rollouts, _progress)
     data = page.encode()
+    _refuse_a_live_runs_file(out)  # a run started there while the sources were read
     try:
         safe_files.replace(out, data)
     except OSError as e:
         raise UserError(f"cannot write {out}: {e.strerror or e}") from e
     say(f"vftui: report written to {out} ({len(data) / 2**20:.1f} MB)", sys.stdout)
     return 0
+
+
+def _refuse_a_live_runs_file(out: Path) -> None:
+    """-o never names a file a live run writes: its page (``NAME.html``, beside its jsonl) was replaced by the
+    report without a word, and the run's next update put its own back."""
+    for files in RunFiles.owners(out):
+        if (pid := RunLock(files).live_holder()) is not None:
+            what = "the page" if out.name == files.html.name else "a file"
+            raise UserError(
+                f"-o {out} is {what} of the live run {files.jsonl} (pid {pid}), which writes it as it "
+                f"goes; name another file, like -o {out.with_name(out.stem + '-report.html')}"
+            )
 
 
 def _refuse_what_is_no_page(out: Path) -> None:

@@ -192,6 +192,17 @@ class RunFiles:
         return cls(Path(str(path).removesuffix(_RUN) + ".jsonl"))
 
     @classmethod
+    def owners(cls, path: Path) -> list[RunFiles]:
+        """The runs ``path`` could be the jsonl or a side file of, by its name (``b.dropped.jsonl`` is both
+        ``b.jsonl``'s drop log and a run's own jsonl; ``b.html`` is ``b.jsonl``'s page)."""
+        name = path.name
+        return [
+            cls(path.with_name(name.removesuffix(suffix) + ".jsonl"))
+            for suffix in (".jsonl", *_SIDE)
+            if name.endswith(suffix) and len(name) > len(suffix)
+        ]
+
+    @classmethod
     def all_in(cls, folder: Path, depth: int = 1) -> list[RunFiles]:
         """The runs described in ``folder`` (depth 1), or in its folders (depth 2), by their records' names."""
         pattern = f"{'*/' * (depth - 1)}*{_RUN}"

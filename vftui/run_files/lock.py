@@ -51,18 +51,23 @@ class RunLock:
     def refuse_if_held(self, hint: str) -> None:
         """The sentence of ``acquire`` where a live run holds the lock, found without writing the file (a shared
         lock, let go at once); nothing where none does (no lock, a stale one, or something else at its name)."""
+        if (holder := self.live_holder()) is not None:
+            raise self._held(holder, hint)
+
+    def live_holder(self) -> str | None:
+        """The pid of the live run that holds the lock (``unknown`` where it wrote none yet), found as
+        ``refuse_if_held`` finds it; None where no run holds it."""
         try:
             fd = safe_files.open_regular(self.path, os.O_RDONLY)
         except OSError:
-            return
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # let go with the descriptor
         except BlockingIOError:
-            raise self._held(
-                os.read(fd, 32).decode(errors="replace").strip() or "unknown", hint
-            ) from None
+            return os.read(fd, 32).decode(errors="replace").strip() or "unknown"
         finally:
             os.close(fd)
+        return None
 
     def _held(self, holder: str, hint: str) -> UserError:
         return UserError(
