@@ -190,13 +190,13 @@ async def test_view_opens_vf_evals_folder_with_its_figures(both, tmp_path, monke
             meta["pass_at_k"]["1"]
         )
         await pilot.pause()  # the panel drawn with the final report
-        assert app.has_class("-eval") and "pass@1" in "\n".join(screen_lines(app))
+        assert app.dashboard.has_class("-eval") and "pass@1" in "\n".join(screen_lines(app))
         await pilot.press("o")
         shown = list(app.model.visible_groups())
         assert [sum(g.scores) for g in shown] == sorted(sum(g.scores) for g in shown), (
             "hardest first"
         )
-        assert app.table.cursor == 0
+        assert app.dashboard.table.cursor == 0
         await pilot.press("q")
 
 

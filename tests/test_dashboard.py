@@ -174,11 +174,11 @@ async def test_token_preview_counts_equal_the_masks(make_app, paced_sim, tmp_pat
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 2)
         await pilot.press("space")
         await until(pilot=pilot, predicate=lambda: app.model.state is RunState.PAUSED)
-        await until(pilot=pilot, predicate=lambda: app.decoder.available)
+        await until(pilot=pilot, predicate=lambda: app.dashboard.decoder.available)
         await pilot.press("k", "enter")
         counts = app.query_one(TokenPreview).query_one("#token-counts")
         await until(pilot=pilot, predicate=lambda: "rollout 2/" in str(counts.render()))
-        group = app.selected_group()
+        group = app.dashboard.selected_group()
         header = str(counts.render())
         trained = int(re.search(r"trained (\d+)", header).group(1))
         masked = int(re.search(r"masked (\d+)", header).group(1))
@@ -203,7 +203,7 @@ async def test_an_eval_shows_its_figures_narrowing_and_orders_its_items(make_app
             "a report a second while it runs, not only at the end"
         )
         early, early_items = app.model.eval_report.figures["reward"], app.model.eval_report.items
-        assert app.has_class("-eval") and "pass@4" in "\n".join(screen_lines(app))
+        assert app.dashboard.has_class("-eval") and "pass@4" in "\n".join(screen_lines(app))
         assert str(app.query_one("#status").render()).startswith("eval ")
         await until(
             pilot=pilot,
@@ -241,15 +241,15 @@ async def test_a_picked_group_stays_in_the_preview_after_it_leaves_the_window(ma
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 4)
         await pilot.press("home")
-        picked = app.previewed
-        assert picked is not None and app.table.previewed == picked.index
+        picked = app.dashboard.previewed
+        assert picked is not None and app.dashboard.table.previewed == picked.index
         await until(pilot=pilot, predicate=lambda: app.model.groups_done >= picked.index + 12)
         assert picked.index not in [g.index for g in app.model.visible_groups()], (
             "it left the window"
         )
-        assert app.previewed is picked, "no key was pressed: the preview kept it"
+        assert app.dashboard.previewed is picked, "no key was pressed: the preview kept it"
         await pilot.press("end")
-        await until(pilot=pilot, predicate=lambda: app.previewed is not picked)
+        await until(pilot=pilot, predicate=lambda: app.dashboard.previewed is not picked)
         await quit_app(pilot, app)
 
 

@@ -183,8 +183,10 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     cut = run_cli(
-        ["run", "--mode", "eval", "--no-ui", "--num-examples", "100000", "--env-args"]
-        + ['{"num_eval_examples": 3}', "--out", str(tmp_path / "c.jsonl")],
+        [
+            *("run", "--mode", "eval", "--no-ui", "--num-examples", "100000"),
+            *("--env-args", '{"num_eval_examples": 3}', "--out", str(tmp_path / "c.jsonl")),
+        ],
         tmp_path,
     )
     assert cut.returncode == 0, cut.stderr

@@ -177,15 +177,15 @@ async def test_view_follow_shows_a_growing_prime_rl_run_a_group_once_it_is_whole
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(1.5 * prime_rl.FOLLOW_EVERY_S)
-        assert app.table.row_count == 0, "a group shows once all its rollouts are in"
+        assert app.dashboard.table.row_count == 0, "a group shows once all its rollouts are in"
         with first.open("a") as f:
             f.write(stamped(tasks[0][1], 0, 0) + stamped(tasks[1][0], 1, 0)[:50])  # a torn line
-        await until(lambda: app.table.row_count == 1, pilot=pilot)
+        await until(lambda: app.dashboard.table.row_count == 1, pilot=pilot)
         with first.open("a") as f:
             f.write(stamped(tasks[1][0], 1, 0)[50:] + stamped(tasks[1][1], 1, 0))
         with stream_file(run, 1).open("a") as f:
             f.writelines(stamped(e, 2, 1) for e in tasks[2])
-        await until(lambda: app.table.row_count == 3, pilot=pilot)
+        await until(lambda: app.dashboard.table.row_count == 3, pilot=pilot)
         assert app.model.rows.skipped == 0
         drops, _ = read_drops(RunFiles(mirror.path))  # what the view counts as the run's errors
         assert [d.reason for d in drops] == [

@@ -489,7 +489,7 @@ async def test_dashboard_draws_the_eval_curve_over_trainer_steps(tmp_path):
             assert len(curve) >= 2 and [step for step, _ in curve] == sorted(
                 step for step, _ in curve
             )
-            assert app.has_class("-evals") and app.query_one("#eval").display
+            assert app.dashboard.has_class("-evals") and app.query_one("#eval").display
             assert app.query_one("#eval-curve").data == [reward for _, reward in curve]
             assert f"step {curve[-1][0]}" in "\n".join(screen_lines(app))
             assert app.query_one("#identical").display, "rl keeps its identical-score panel"

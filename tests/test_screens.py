@@ -55,8 +55,10 @@ def read_through(app: VftuiApp) -> bool:
 
 
 async def settle(pilot) -> None:
-    await until(lambda: read_through(pilot.app) and pilot.app.decoder.available, pilot=pilot)
-    pilot.app.refresh_preview()
+    await until(
+        lambda: read_through(pilot.app) and pilot.app.dashboard.decoder.available, pilot=pilot
+    )
+    pilot.app.dashboard.refresh_preview()
     await idle(pilot)
 
 
@@ -123,9 +125,9 @@ async def test_view_filter_shows_only_matching_groups_and_reports_bad_lines(tmp_
         table = app.query_one("#rewards-table")
         expected = [g for g in app.model.all_groups() if g.identical]
         await until(lambda: table.row_count == len(expected), pilot=pilot)
-        assert app.previewed is not None and stats.is_identical(app.previewed.scores), (
-            "the preview follows the filter"
-        )
+        assert app.dashboard.previewed is not None and stats.is_identical(
+            app.dashboard.previewed.scores
+        ), "the preview follows the filter"
         shown = str(app.query_one("#identical-text").render())
         assert shown.startswith("filtered 100%"), (
             f"the side panels count the groups the filter keeps: {shown!r}"
@@ -255,9 +257,11 @@ async def test_a_big_file_opens_before_it_is_read_and_each_group_comes_from_disk
         await until(
             lambda: "group 30000 ·" in str(app.query_one("#token-counts").render()), pilot=pilot
         )
-        group = app.selected_group()
+        group = app.dashboard.selected_group()
         assert (group.index, group.item, group.tokens) == (30_000, 29_999, [[29_999 % 500, 7]])
-        row = "".join(s.text for s in app.table.render_line(app.table.size.height - 1))
+        row = "".join(
+            s.text for s in app.dashboard.table.render_line(app.dashboard.table.size.height - 1)
+        )
         assert "30000 29999 " in row, f"the item column is as wide as its numbers: {row!r}"
         assert f"group {group.index} · rollout 1/1" in str(app.query_one("#token-counts").render())
 
@@ -416,7 +420,7 @@ async def test_b_shows_the_groups_best_and_worst_rollouts_side_by_side():
     app = viewer_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await open_best_worst(pilot)
-        scores = app.previewed.scores
+        scores = app.dashboard.previewed.scores
         headers = {
             side: str(app.screen.query_one(f"#{side}-rollout #token-counts").render())
             for side in ("best", "worst")
@@ -576,7 +580,7 @@ async def test_the_number_column_is_as_wide_as_the_largest_number_shown_after_a_
         await until(lambda: app.model.filter_text == "varied", pilot=pilot)
         await pilot.press("o")
         await idle(pilot)
-        rows = ["".join(s.text for s in app.table.render_line(y)) for y in (1, 2)]
+        rows = ["".join(s.text for s in app.dashboard.table.render_line(y)) for y in (1, 2)]
         assert rows[0].startswith("151 ") and rows[1].startswith("  2 "), rows
 
 

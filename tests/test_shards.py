@@ -279,11 +279,14 @@ async def test_the_view_app_shows_a_folder_of_shards_and_each_groups_own_rollout
         assert app.model.groups_done == 7 and app.model.eval_report.items == 7
         await pilot.press("end")
         await until(
-            lambda: app.selected_group() is not None and app.selected_group().index == 7,
+            lambda: (
+                app.dashboard.selected_group() is not None
+                and app.dashboard.selected_group().index == 7
+            ),
             pilot=pilot,
         )
         last = read_jsonl(runs / "evals-a/e1.jsonl")[-1]
-        assert app.selected_group().item == last["vftui"]["item"], (
+        assert app.dashboard.selected_group().item == last["vftui"]["item"], (
             "the last row is the second shard's last line"
         )
         await pilot.press("q")

@@ -109,7 +109,7 @@ async def test_a_viewed_eval_is_named_as_its_eval_and_claims_no_tokens(tmp_path,
     app, _ = viewer(folder)
     async with app.run_test(size=(120, 30)) as pilot:
         await until(lambda: app.model.summary is not None, pilot=pilot)
-        app.refresh_preview()
+        app.dashboard.refresh_preview()
         await pilot.pause(0.3)
         status = str(app.query_one("#status").render())
         assert "run/groups.eval" in status and "cache" not in status, status
@@ -213,7 +213,7 @@ async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_se
         for event in events:
             app.inbox.put(event)
         await until(lambda: "lag" in app.model.alerts, pilot=pilot)
-        app.action_health()
+        app.dashboard.action_health()
         await until(lambda: app.screen.__class__.__name__ == "HealthScreen", pilot=pilot)
         await pilot.pause(0.3)
         assert "6 steps behind" in "\n".join(screen_lines(app))
@@ -226,7 +226,7 @@ async def test_a_tick_between_a_screens_push_and_its_compose_draws_it_once_compo
     app = viewer_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        getattr(app, f"action_{action}")()
+        getattr(app.dashboard, f"action_{action}")()
         app.tick()  # before the pushed screen has composed
         await until(lambda: app.screen.is_mounted, pilot=pilot)
         await pilot.pause(0.3)

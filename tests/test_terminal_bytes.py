@@ -153,10 +153,12 @@ async def test_the_preview_showing_another_group_repaints_the_preview_not_the_sc
     app = fed_app()
     async with app.run_test(headless=False, size=size) as pilot:
         await running(pilot, 30)
-        written = await frame(pilot, lambda: app.action_cursor(-1))
-        assert app.previewed.index == 29
+        written = await frame(pilot, lambda: app.dashboard.action_cursor(-1))
+        assert app.dashboard.previewed.index == 29
         # the table's two rows, the preview's header and text: not the panels' borders, nor the rest
-        allowed = rows_of(app.table, app.query_one("#token-counts"), app.query_one("#token-text"))
+        allowed = rows_of(
+            app.dashboard.table, app.query_one("#token-counts"), app.query_one("#token-text")
+        )
         rows = {row for row, _, _ in written}
         assert rows and rows <= allowed, (sorted(rows), sorted(allowed))
 
@@ -170,7 +172,7 @@ async def test_table_rows_that_show_newer_groups_repaint_their_figures_not_the_b
         await running(pilot, 300)
         for first in (301, 341):  # the first tick scrolls the full window into place
             written = await frame(pilot, lambda first=first: collected(app, first, 40))
-        table = app.table.region
+        table = app.dashboard.table.region
         rows = [
             (row, column, text.rstrip("\r\n"))
             for row, column, text in written
@@ -192,7 +194,9 @@ async def test_the_header_clock_moving_repaints_up_to_the_clock_not_the_path_aft
 
         written = await frame(pilot, app.tick)
         assert [(row, text.rstrip().endswith("0:00:01")) for row, _, text in written] == [(1, True)]
-        assert "groups.jsonl" in app.status_bar.render().plain  # shown, but not sent again
+        assert (
+            "groups.jsonl" in app.dashboard.status_bar.render().plain
+        )  # shown, but not sent again
 
 
 CELLS = st.lists(st.tuples(st.sampled_from("ab █▁→"), st.sampled_from([None, "bold", "red"])))

@@ -73,16 +73,20 @@ async def test_follow_shows_each_whole_line_another_process_appends_and_ends_wit
     path.write_bytes(b"".join(LINES[:2]))
     app, returned = following_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: app.table.row_count == 2 and FOLLOWING in status(app), pilot=pilot)
+        await until(
+            lambda: app.dashboard.table.row_count == 2 and FOLLOWING in status(app), pilot=pilot
+        )
         assert (
             "running" in status(app) and "finished" not in status(app) and "g/s" not in status(app)
         )
-        assert app.check_action("toggle_pause", ()) is False, "read-only: nothing to steer"
+        assert app.dashboard.check_action("toggle_pause", ()) is False, (
+            "read-only: nothing to steer"
+        )
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(FIXTURE), str(path)], stdin=subprocess.PIPE
         )
         try:
-            await until(lambda: app.table.row_count == 5, pilot=pilot)
+            await until(lambda: app.dashboard.table.row_count == 5, pilot=pilot)
             assert not path.read_bytes().endswith(b"\n"), (
                 "the 6th line is half written, in the same write as the 5th"
             )
@@ -91,13 +95,13 @@ async def test_follow_shows_each_whole_line_another_process_appends_and_ends_wit
             ]
             writer.stdin.write(b"finish the line\n")
             writer.stdin.flush()
-            await until(lambda: app.table.row_count == len(LINES), pilot=pilot)
+            await until(lambda: app.dashboard.table.row_count == len(LINES), pilot=pilot)
         finally:
             writer.stdin.close()
             writer.wait(timeout=30)
         assert writer.returncode == 0
         assert items_on_disk(app) == ITEMS and app.model.rows.skipped == 0
-        assert app.table.selected.index == len(LINES), (
+        assert app.dashboard.table.selected.index == len(LINES), (
             "the cursor on the last row follows the newest group"
         )
         assert app.model.groups_done == app.model.groups_total == len(LINES)
@@ -118,11 +122,13 @@ async def test_a_followed_file_that_shrinks_or_is_replaced_is_read_again_from_th
     app, returned = following_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(
-            lambda: app.table.row_count == len(LINES) and FOLLOWING in status(app), pilot=pilot
+            lambda: app.dashboard.table.row_count == len(LINES) and FOLLOWING in status(app),
+            pilot=pilot,
         )
         path.write_bytes(b"".join(LINES[5:7]))  # truncated in place, other groups
         await until(
-            lambda: app.table.row_count == 2 and items_on_disk(app) == ITEMS[5:7], pilot=pilot
+            lambda: app.dashboard.table.row_count == 2 and items_on_disk(app) == ITEMS[5:7],
+            pilot=pilot,
         )
         assert any("shrank or was replaced: reading it again" in r.message for r in app.model.logs)
         replacement = tmp_path / "replacement.jsonl"
@@ -131,9 +137,12 @@ async def test_a_followed_file_that_shrinks_or_is_replaced_is_read_again_from_th
         )  # longer than what was read: only its inode tells
         os.replace(replacement, path)
         await until(
-            lambda: items_on_disk(app) == ITEMS[1:5] and app.table.row_count == 4, pilot=pilot
+            lambda: items_on_disk(app) == ITEMS[1:5] and app.dashboard.table.row_count == 4,
+            pilot=pilot,
         )
-        assert app.selected_group().item == ITEMS[4], "the table's rows are the new file's"
+        assert app.dashboard.selected_group().item == ITEMS[4], (
+            "the table's rows are the new file's"
+        )
         assert app.model.state is RunState.RUNNING and app.model.rows.skipped == 0
         assert not [r for r in app.model.logs if r.level == "ERROR"]
     try:
