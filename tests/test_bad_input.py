@@ -613,3 +613,30 @@ def test_a_mistyped_flag_is_named_with_the_flag_meant(capsys):
     with pytest.raises(SystemExit):
         main(["compare", "a", "--fail-if-wrose", "0.1"])
     assert "(did you mean --fail-if-worse?)" in capsys.readouterr().err
+
+
+def test_a_run_id_that_names_no_run_or_several_is_said_as_such(tmp_path, capsys):
+    """'abc123: no such file or folder' hid that it was read as an id too."""
+    from vftui.run_files import index
+    from vftui.run_files.files import RunFiles
+
+    assert main(["view", "abc123"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "vftui: error: abc123: no such file or folder, and no run has that id (vftui runs lists "
+        "the ids)"
+    )
+    by_prefix: dict[str, RunFiles] = {}
+    for n in range(5000):  # two runs whose ids share their first four digits
+        files = RunFiles(tmp_path / f"run-{n}" / "groups.jsonl")
+        files.jsonl.parent.mkdir()
+        files.jsonl.write_text("")
+        if (twin := by_prefix.setdefault(files.digest[:4], files)) is not files:
+            index.remember(twin)
+            index.remember(files)
+            break
+    prefix = files.digest[:4]
+    assert main(["view", prefix]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"vftui: error: {prefix}: 2 runs have ids that start with it; give more of the id "
+        "(vftui runs lists them)"
+    )

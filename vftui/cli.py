@@ -551,12 +551,26 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def by_id(path: Path) -> Path:
-    """``path``, or the run whose short id (``vftui runs``' first column) it is, when no such file exists."""
-    if path.exists():
+    """``path``, or the run whose short id (``vftui runs``' first column) it is, when no such file exists;
+    an id that names no run, or several, is said as such (it read 'no such file or folder')."""
+    if path.exists() or path.is_symlink():
         return path
-    from vftui.run_files.index import resolve_id
+    from vftui.run_files.index import looks_like_id, runs_with_id
 
-    return resolve_id(str(path)) or path
+    text = str(path)
+    if not looks_like_id(text):
+        return path
+    found = runs_with_id(text)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UserError(
+            f"{text}: {len(found)} runs have ids that start with it; give more of the id "
+            "(vftui runs lists them)"
+        )
+    raise UserError(
+        f"{text}: no such file or folder, and no run has that id (vftui runs lists the ids)"
+    )
 
 
 def _view(args: argparse.Namespace) -> int:

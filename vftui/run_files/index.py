@@ -33,10 +33,19 @@ def run_id(out_path: Path) -> str:
 
 def resolve_id(text: str) -> Path | None:
     """The jsonl of the one known run whose id starts with ``text`` (4 hex digits or more), if any."""
-    if not re.fullmatch(r"[0-9a-f]{4,24}", text):
-        return None
-    found = [out for out in known_runs() if RunFiles(out).digest.startswith(text)]
+    found = runs_with_id(text)
     return found[0] if len(found) == 1 else None
+
+
+def looks_like_id(text: str) -> bool:
+    return re.fullmatch(r"[0-9a-f]{4,24}", text) is not None
+
+
+def runs_with_id(text: str) -> list[Path]:
+    """The jsonl of every known run whose id starts with ``text``; none for what is no id."""
+    if not looks_like_id(text):
+        return []
+    return [out for out in known_runs() if RunFiles(out).digest.startswith(text)]
 
 
 def forget(files: RunFiles) -> bool:
