@@ -4,6 +4,7 @@ what cannot work is one sentence."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -408,3 +409,172 @@ def test_an_address_is_spawn_or_tcp_host_port(host, port):
         RunConfig(env_server=f"{host}:{port}")
     assert RunConfig(env_server="spawn").env_server == "spawn"
     assert json.loads(RunConfig(env_server="spawn").model_dump_json())["env_workers"] == 2
+
+
+# -- a server that dies mid-run ------------------------------------------------------------------------------
+
+DEAD_WITHIN_S = (
+    60  # a rollout waited its whole limit: --timeout x turns + 120 s, some 42 minutes by default
+)
+
+
+def started_run(tmp_path: Path, env: dict[str, str], sim: BackgroundSimServer, *args: str):
+    """A long run through an env server on ``sim`` (each request held 3 s), once the endpoint has its first
+    request: the server's rollouts are in flight."""
+    sim_admin(sim, "/sim/settings", {"latency_s": 3.0})
+    run = subprocess.Popen(
+        vftui(
+            *("--env", SHIM, "--steps", "50", "--group-size", "2", "--concurrency", "4"),
+            *("--base-url", sim.base_url, "--out", str(tmp_path / "groups.jsonl"), *args),
+        ),
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    while not sim_admin(sim, "/sim/requests")["requests"]:
+        assert run.poll() is None, run.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "no rollout reached the endpoint"
+        time.sleep(0.2)
+    return run
+
+
+def ended_within(run: subprocess.Popen, seconds: float) -> tuple[float, str]:
+    """The seconds the run took to end, and its stderr; killed and failed past ``seconds``."""
+    started = time.monotonic()
+    try:
+        _, stderr = run.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        _, stderr = run.communicate()
+        raise AssertionError(f"the run went on {seconds} s after its env server died") from None
+    return time.monotonic() - started, stderr
+
+
+@ONE_POOL_AT_A_TIME
+@pytest.mark.needs("uv")
+def test_a_server_at_an_address_killed_mid_run_fails_it_in_seconds_naming_it(tmp_path):
+    mark = uuid.uuid4().hex
+    env = env_for(tmp_path, mark)
+    (tmp_path / "serve.py").write_text(SERVER)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    server = subprocess.Popen(
+        [sys.executable, str(tmp_path / "serve.py"), address],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sim = BackgroundSimServer(seed=0).start()
+    try:
+        run = started_run(tmp_path, env, sim, "--env-server", address)
+        server.kill()
+        took, stderr = ended_within(run, DEAD_WITHIN_S)
+    finally:
+        server.kill()
+        server.wait()
+        sim.stop()
+    none_left(mark)
+    assert run.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert f"the env server at {address} went away" in stderr, stderr[-3000:]
+    assert took < 30, f"{took:.1f} s"
+
+
+@ONE_POOL_AT_A_TIME
+@pytest.mark.needs("uv")
+def test_a_worker_of_a_spawned_pool_killed_mid_run_fails_it_in_seconds_naming_it(tmp_path):
+    """verifiers' pool keeps sending a dead worker its share: the run cannot go on, and says so at once."""
+    mark = uuid.uuid4().hex
+    env = env_for(tmp_path, mark)
+    sim = BackgroundSimServer(seed=0).start()
+    try:
+        run = started_run(tmp_path, env, sim, "--env-server", "spawn", "--env-workers", "2")
+        (worker, *_) = pool_workers(mark)
+        os.kill(worker, signal.SIGKILL)
+        took, stderr = ended_within(run, DEAD_WITHIN_S)
+    finally:
+        sim.stop()
+    none_left(mark)
+    assert run.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    said = f"a worker of verifiers' env-server pool spawned for the run ended (pid {worker})"
+    assert said in stderr, stderr[-3000:]
+    assert took < 30, f"{took:.1f} s"
+
+
+def pool_workers(mark: str) -> list[int]:
+    """The worker processes of the run's pool: spawned by multiprocessing from a process it spawned too."""
+
+    def spawned(pid: int | str) -> bool:
+        return b"--multiprocessing-fork" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = []
+        for pid in marked(mark):
+            try:
+                parent = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]
+                if spawned(pid) and spawned(parent):
+                    found.append(pid)
+            except OSError:
+                continue
+        if len(found) == 2:
+            return found
+        time.sleep(0.2)
+    raise AssertionError("the pool's two workers were not found")
+
+
+async def test_a_dropped_connection_fails_what_it_held_and_a_gone_server_fails_the_run(monkeypatch):
+    """In-process, on a ZMQ server that answers nothing: the requests a dropped connection held fail as soon as
+    it is back (a restarted server: retried); a server not back within the bound is gone, for every rollout."""
+    import zmq
+    import zmq.asyncio
+    from verifiers.v1.serve import EnvClient
+
+    from vftui.collector.envs import env_server_watch
+    from vftui.errors import RunFailed
+
+    monkeypatch.setattr(env_server_watch, "GONE_AFTER_S", 1.0)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    context = zmq.asyncio.Context()
+
+    def server() -> zmq.asyncio.Socket:
+        socket = context.socket(zmq.ROUTER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.bind(address)
+        return socket
+
+    async def until(predicate) -> None:
+        deadline = time.monotonic() + 10
+        while not predicate():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+
+    listening = server()
+    client = EnvClient(address)
+    watch = env_server_watch.ServerWatch(client, address)
+    try:
+        held = asyncio.ensure_future(watch.run(client.health(timeout=None), 60))
+        await listening.recv_multipart()  # the server holds it, unanswered
+        listening.close()
+        await until(lambda: watch._down_since is not None)
+        listening = server()
+        with pytest.raises(ConnectionError, match=f"the env server at {address} dropped"):
+            await asyncio.wait_for(held, 10)
+        assert watch.dead is None, "back: the run goes on"
+
+        held = asyncio.ensure_future(watch.run(client.health(timeout=None), 60))
+        await listening.recv_multipart()
+        listening.close()
+        started = time.monotonic()
+        with pytest.raises(RunFailed, match=f"the env server at {address} went away"):
+            await asyncio.wait_for(held, 10)
+        assert time.monotonic() - started < 5
+        with pytest.raises(RunFailed, match="went away"):  # and every rollout after
+            await watch.run(client.health(timeout=None), 60)
+    finally:
+        await watch.close()
+        await client.close()
+        listening.close()
+        context.term()

@@ -275,6 +275,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
                 raise RunFailed(
                     f"the endpoint rejected the request ({type(e).__name__}): check the API key"
                 ) from e
+            except RunFailed:  # what the rollouts ran on is gone (an env server): no retry helps
+                raise
             except TimeoutError:
                 problem = (
                     f"the group timed out after {time_limit:g} s (is the inference server up?)"

@@ -6,7 +6,9 @@ endpoint, controls and files. One ``EnvClient.run`` request is one rollout: vftu
 and sends each task's data, the server runs verifiers' whole path (harness, interception, tools,
 scoring) and answers a ``WireEpisode``, made here into a ``Rollout`` as the in-process runner's are.
 The server's workers call the model themselves: they read the API key from their own environment
-by the variable's name, and give no token ids or logprobs (so rl cannot use this path).
+by the variable's name, and give no token ids or logprobs (so rl cannot use this path). A server that
+dies (its process, a worker of a pool spawned for the run, its connection) fails the run in seconds, in
+a sentence naming it (``env_server_watch``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from vftui import safe_files
 from vftui.collector.envs.base import IndependentRollouts, Rollout
+from vftui.collector.envs.env_server_watch import ServerWatch
 from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
 from vftui.errors import UserError
 
@@ -87,6 +90,7 @@ def served(
     serve = serve_module()
     from vftui.collector.envs.v1 import V1Environment
 
+    pool: SpawnedPool | None = None
     if not isinstance(environment, V1Environment):
         raise UserError(
             f"--env-server runs verifiers v1 tasksets; '{environment.env_id}' is a classic "
@@ -109,7 +113,7 @@ def served(
         )
     if not asyncio.run(_answers(serve.EnvClient, address, wait_s)):
         raise UserError(unanswered)
-    return ServedEnvironment(environment, address, endpoint, serve.EnvClient)
+    return ServedEnvironment(environment, address, endpoint, serve.EnvClient, pool)
 
 
 async def _answers(client_type: type, address: str, wait_s: float) -> bool:
@@ -171,7 +175,12 @@ class ServedEnvironment(IndependentRollouts):
     """The local taskset's items, names and weights; its rollouts from the env server at ``address``."""
 
     def __init__(
-        self, local: V1Environment, address: str, endpoint: ServerEndpoint, client_type: type
+        self,
+        local: V1Environment,
+        address: str,
+        endpoint: ServerEndpoint,
+        client_type: type,
+        pool: SpawnedPool | None = None,
     ) -> None:
         self.local = local
         self.address = address
@@ -186,7 +195,10 @@ class ServedEnvironment(IndependentRollouts):
             endpoint.request_timeout_s * (local.max_turns or 1) + SETUP_ALLOWANCE_S
         )
         self._client_type = client_type
+        self._pool = pool
         self._client: Any = None  # made on the run's loop, which its sockets belong to
+        # whether the server is still there (``env_server_watch``), made with the client
+        self._watch: ServerWatch | None = None
 
     @property
     def size(self) -> int | None:
@@ -202,13 +214,17 @@ class ServedEnvironment(IndependentRollouts):
         self, item: dict[str, Any], client: Any, model: str, sampling: dict[str, Any]
     ) -> Rollout:
         """One request to the server (``client``, the mode's, is not used: the server calls the endpoint); a
-        cancelled one (a second stop) is cancelled on the server too, by verifiers' client."""
+        cancelled one (a second stop) is cancelled on the server too, by verifiers' client. A server that
+        dropped it fails the rollout (retried with its group); one that is gone fails the run
+        (``RunFailed``, naming it), in seconds, not at the rollout's time limit."""
         from verifiers.v1.clients import EvalClientConfig
 
         from vftui.collector.envs.v1 import verifiers_sampling
 
-        if self._client is None:
+        if self._client is None or self._watch is None:
             self._client = self._client_type(self.address)
+            self._watch = ServerWatch(self._client, self.address, self._pool)
+        watch = self._watch
         request = self._client.run(
             EvalClientConfig(
                 base_url=self.endpoint.base_url, api_key_var=self.endpoint.api_key_var
@@ -218,7 +234,9 @@ class ServedEnvironment(IndependentRollouts):
             item["task"].data.model_dump(mode="json"),
         )
         try:
-            episode = await asyncio.wait_for(request, self.rollout_limit_s)
+            episode = await watch.run(request, self.rollout_limit_s)
+        except ConnectionError as e:
+            return _failed(str(e))
         except TimeoutError:
             return _failed(
                 f"the env server did not finish the rollout in {self.rollout_limit_s:g} s"
@@ -228,6 +246,9 @@ class ServedEnvironment(IndependentRollouts):
         return rollout_of(episode, self.reward_function_names)
 
     async def aclose(self) -> None:
+        if self._watch is not None:
+            await self._watch.close()
+            self._watch = None
         if self._client is not None:
             await self._client.close()
             self._client = None
