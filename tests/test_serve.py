@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import http.server
 import json
 import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -69,7 +72,7 @@ def tab(served: Served, client: httpx.Client, query: str = "width=80&height=24")
     """A browser tab's websocket, open while inside: the pid of its session."""
     headers = {"Origin": served.url, **UPGRADE}
     before = set(_children(served.process.pid))  # an earlier tab's, still ending
-    with client.stream("GET", f"/ws?{query}", headers=headers) as answer:
+    with client.stream("GET", f"{home(client)}ws?{query}", headers=headers) as answer:
         assert answer.status_code == 101
         new = wait_until(lambda: set(_children(served.process.pid)) - before, "no session started")
         yield new.pop()
@@ -89,16 +92,30 @@ def _answers(url: str) -> bool:
     return False
 
 
+SECRET_PATH = re.compile(r"/s/[A-Za-z0-9_-]{32}/")
+
+
 def signed_in(url: str, token: str) -> httpx.Client:
+    """A client with the session's cookie, which it sends under the secret path sign-in gave only."""
     client = httpx.Client(base_url=url, timeout=10)
     answer = client.post("/login", data={"token": token}, headers={"Origin": url})
-    assert answer.status_code == 303 and answer.headers["location"] == "/", answer.text
+    assert answer.status_code == 303, answer.text
+    assert SECRET_PATH.fullmatch(answer.headers["location"]), answer.headers["location"]
+    assert home(client) == answer.headers["location"], "the cookie's Path is the secret path"
     return client
 
 
-def websocket_handshake(url: str, client: httpx.Client, origin: str | None) -> int:
+def home(client: httpx.Client) -> str:
+    """The secret path a signed-in client was sent to: its cookie's Path."""
+    return next(c.path for c in client.cookies.jar if c.name.startswith("vftui-serve-"))
+
+
+def websocket_handshake(
+    url: str, client: httpx.Client, origin: str | None, path: str | None = None
+) -> int:
     headers = {**UPGRADE, **({"Origin": origin} if origin is not None else {})}
-    with client.stream("GET", "/ws?width=80&height=24", headers=headers) as answer:
+    path = f"{home(client)}ws" if path is None else path
+    with client.stream("GET", f"{path}?width=80&height=24", headers=headers) as answer:
         return answer.status_code
 
 
@@ -123,11 +140,11 @@ def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path
         assert forged.status_code == 403, "another site's form cannot sign the browser in"
 
         client = signed_in(url, token)
-        assert 'class="textual-terminal"' in client.get("/").text
+        assert 'class="textual-terminal"' in client.get(home(client)).text
         assert websocket_handshake(url, client, "http://attacker.example") == 403
         assert websocket_handshake(url, client, None) == 403
         assert websocket_handshake(url, client, url) == 101, "its own page's websocket opens"
-        for page in ("/", "/login"):
+        for page in (home(client), "/login"):
             assert "googleapis" not in client.get(page).text, "the page fetches nothing outside"
         assert client.get("/static/js/").status_code == 404, "textual-serve's folder listings"
         forwarded = anonymous.get("/login", headers={"Host": "127.0.0.1:9000"})
@@ -148,6 +165,42 @@ def test_the_door_turns_away_other_sites_rebound_names_and_wrong_tokens(tmp_path
         with tab(it, client) as pid:
             assert b"sk-test123" not in Path(f"/proc/{pid}/environ").read_bytes()
     assert "Traceback" not in it.err and session not in it.err, it.err
+
+
+def test_the_session_s_cookie_opens_the_dashboard_under_its_secret_path_only(tmp_path):
+    """Issue 42, item 22: the cookie went to every port of 127.0.0.1 (a browser sends a host's cookies to
+    all of its ports); another local user's server on another port got it and, replayed with a forged
+    Origin, it opened the dashboard's websocket and steered the run. Its Path is now a secret path, and
+    nothing opens with it anywhere else."""
+    with served(tmp_path, str(VIEWED)) as it:
+        url = it.url
+        anonymous = httpx.Client(base_url=url, timeout=10)
+        answer = anonymous.post("/login", data={"token": it.token}, headers={"Origin": url})
+        secret = answer.headers["location"]
+        assert answer.status_code == 303 and SECRET_PATH.fullmatch(secret), secret
+        set_cookie = answer.headers["set-cookie"]
+        assert f"Path={secret}" in set_cookie and "HttpOnly" in set_cookie, set_cookie
+        assert "SameSite=Strict" in set_cookie, set_cookie
+        name = f"vftui-serve-{url.rsplit(':')[-1]}"
+        replayed = {"Cookie": f"{name}={answer.cookies[name]}", "Origin": url}
+        replay = httpx.Client(base_url=url, timeout=10, headers=replayed)
+        again = replay.post("/login", data={"token": it.token})
+        assert again.headers["location"] == secret, "one secret path per serve"
+        other = "/s/" + "A" * 32 + "/"
+        for path in ("/ws", f"{other}ws", "/ws/open/view/ffffffff", f"{secret.rstrip('/')}ws"):
+            assert websocket_handshake(url, replay, url, path) in (401, 403), path
+        for path in ("/", other, f"{other}open/view/ffffffff", secret.upper(), secret.rstrip("/")):
+            page = replay.get(path)
+            assert page.status_code in (303, 401, 404), (path, page.status_code)
+            assert "textual-terminal" not in page.text and secret not in page.text, path
+            assert page.headers.get("location", "/login") == "/login", "/ never names the path"
+        cookieless = httpx.Client(base_url=url, timeout=10)
+        assert websocket_handshake(url, cookieless, url, f"{secret}ws") == 401, "no cookie: closed"
+        assert replay.get(secret).status_code == 200, "under the secret path, the cookie opens"
+        assert websocket_handshake(url, replay, url, f"{secret}ws") == 101
+        bare = httpx.get(f"{url}{secret}", timeout=10)
+        assert bare.status_code == 303 and bare.headers["location"] == "/login"
+    assert "Traceback" not in it.err and secret not in it.err, it.err
 
 
 def _raw_get(url: str, path: str, cookie: str = "") -> tuple[int, str]:
@@ -325,16 +378,62 @@ def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, d
         with seen.page.context.expect_page(timeout=30_000) as opening:
             seen.page.keyboard.press("Enter")
         tab = Recorded(opening.value)
-        assert re.fullmatch(rf"{url}/open/attach/[0-9a-f]+", tab.page.url), tab.page.url
+        secret = urlsplit(seen.page.url).path
+        assert SECRET_PATH.fullmatch(secret), seen.page.url
+        assert re.fullmatch(rf"{url}{secret}open/attach/[0-9a-f]+", tab.page.url), tab.page.url
         wait_until(lambda: "ATTACHED" in screen(tab), "the new tab shows no dashboard", timeout=60)
         tab.page.focus(".xterm-helper-textarea")
         tab.page.keyboard.press("Space")
         wait_until(lambda: state(tmp_path, detached_run) == "paused", "its key did not pause")
         assert "-closed" not in seen.page.evaluate("document.body.className"), "the list stays"
+        assert {c["path"] for c in seen.page.context.cookies()} == {secret}
         cookies = {c["name"]: c["value"] for c in seen.page.context.cookies()}
-        unknown = httpx.get(f"{url}/open/view/ffffffff", cookies=cookies)
+        unknown = httpx.get(f"{url}{secret}open/view/ffffffff", cookies=cookies)
         assert unknown.status_code == 404
         assert seen.errors == tab.errors == []
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_another_port_of_the_host_never_gets_the_session_s_cookie(tmp_path):
+    """Issue 42, item 22: a server on another port of 127.0.0.1 got the cookie when the signed-in browser
+    visited it (cookies do not keep to a port); replayed, it opened the dashboard's websocket."""
+    heard: list[str] = []
+
+    class Recording(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            heard.append(f"{self.path} {self.headers.get('Cookie', '')}")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>another server</p>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recording)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    elsewhere = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        with served(tmp_path, str(VIEWED)) as it, chromium_page() as seen:
+            signed_in_page(seen, it.url, it.token)
+            wait_until(
+                lambda: "textual-terminal" in seen.page.content(), "no dashboard", timeout=60
+            )
+            wait_until(lambda: screen(seen).strip(), "the dashboard never drew", timeout=60)
+            assert SECRET_PATH.fullmatch(urlsplit(seen.page.url).path), seen.page.url
+            for path in ("/", "/ws", "/login", "/open/view/ffffffff", "/s/"):
+                seen.page.goto(elsewhere + path)
+                assert "another server" in seen.page.content()
+            seen.page.goto(it.url)
+            assert seen.page.url == f"{it.url}/login", (
+                "/ sends to the sign-in page, signed in or not"
+            )
+    finally:
+        other.shutdown()
+        other.server_close()
+    visited = {line.split()[0] for line in heard}
+    assert {"/", "/ws", "/login", "/open/view/ffffffff", "/s/"} <= visited, heard
+    assert not [line for line in heard if "vftui-serve" in line], heard
 
 
 @pytest.mark.needs("chromium")

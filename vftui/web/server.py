@@ -7,6 +7,12 @@ control socket is its owner's alone), and its page fetches a font from the inter
 
 - a token, printed once at the start, is asked for on a page of its own and then kept in a cookie
   (HttpOnly, SameSite=Strict), never in a URL, so no access log or browser history holds it;
+- that cookie is bound to this server by a secret path: a browser sends a host's cookies to all of
+  its ports, but only for paths under their ``Path``. Sign-in sends the browser to ``/s/SECRET/``,
+  the cookie's Path, and the dashboard's page, its websocket and the tabs the runs screen opens are
+  served there only, so a server on another port of the host never gets the cookie (it can neither
+  read nor guess the path), and a cookie replayed anywhere else opens nothing. ``/`` never names the
+  path, whatever cookie comes with it: it sends to the sign-in page;
 - the websocket must come from a page of this server (its Origin), and on loopback every request
   must name a loopback host (a rebound name is refused);
 - the page is vftui's own: xterm's stylesheet, textual.js and the font from the installed packages,
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -46,6 +53,9 @@ CSP = (
 PUBLIC = ("/login", "/vftui/page.css", "/static/")  # what a browser without the cookie may fetch
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OPENED = "/open/{how:attach|view}/{id:[0-9a-f]{4,24}}"  # a run the runs screen opened in a tab
+HOME = "/s/{secret:[A-Za-z0-9_-]{1,64}}"  # the session's secret path: its cookie's Path
+PAGES = {"vftui-page", "vftui-opened"}  # without the session: the sign-in page
+WEBSOCKETS = {"websocket", "vftui-ws", "vftui-opened-ws"}  # textual-serve's, at /ws, and ours
 
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -69,8 +79,9 @@ for an id no run has."""
 
 
 class VftuiServer(Server):
-    """Serves ``command()`` at ``/``, asked again as each tab connects (a run that ended since is viewed),
-    and at ``/open/{how}/{id}`` what ``opener`` says: the tabs the runs screen opens, one a run."""
+    """Serves ``command()`` at ``/s/SECRET/``, asked again as each tab connects (a run that ended since is
+    viewed), and at ``/s/SECRET/open/{how}/{id}`` what ``opener`` says: the tabs the runs screen opens, one
+    a run. ``/`` sends to the sign-in page, which sends to ``/s/SECRET/``."""
 
     def __init__(
         self, command: Callable[[], str], opener: Opener, what: str, host: str, port: int
@@ -84,6 +95,9 @@ class VftuiServer(Server):
         self.token = secrets.token_urlsafe(24)
         # the cookie's value: the token itself never leaves
         self._session = secrets.token_urlsafe(32)
+        # the secret path, the cookie's: given at sign-in, to a browser that had the token
+        self._secret = secrets.token_urlsafe(24)
+        self._home = f"/s/{self._secret}/"
         self._cookie = f"{COOKIE}-{port}"  # a browser sends a host's cookies to all its ports
         # by name alone: a port forwarded to another (ssh -L 9000:127.0.0.1:8000) keeps working
         self._names = LOOPBACK_NAMES | {host.strip("[]")} if is_loopback(host) else None
@@ -95,8 +109,11 @@ class VftuiServer(Server):
         app.router.add_get("/login", self._login_page)
         app.router.add_post("/login", self._login)
         app.router.add_get("/vftui/page.css", self._css)
-        app.router.add_get(OPENED, self.handle_index)
-        app.router.add_get("/ws" + OPENED, self.handle_websocket)
+        # textual-serve's own / and /ws stay: / sends to the sign-in page, /ws opens for no one
+        app.router.add_get(HOME + "/", self.handle_index, name="vftui-page")
+        app.router.add_get(HOME + "/ws", self.handle_websocket, name="vftui-ws")
+        app.router.add_get(HOME + OPENED, self.handle_index, name="vftui-opened")
+        app.router.add_get(HOME + "/ws" + OPENED, self.handle_websocket, name="vftui-opened-ws")
         app.on_shutdown.append(self._close_tabs)
         return app
 
@@ -114,12 +131,12 @@ class VftuiServer(Server):
             raise web.HTTPForbidden(text="vftui serve answers its own host name only")
         if _static(request) and not self._a_static_file(request.match_info["filename"]):
             raise web.HTTPNotFound()  # textual-serve lists its folders, to anyone
-        if request.path.startswith("/ws") and request.headers.get("Origin") != self._origin(
-            request
-        ):
+        route = request.match_info.route.name
+        websocket = route in WEBSOCKETS or request.path.startswith("/ws")
+        if websocket and request.headers.get("Origin") != self._origin(request):
             raise web.HTTPForbidden(text="the dashboard's websocket opens from its own page only")
         if not request.path.startswith(PUBLIC) and not self._signed_in(request):
-            if request.path == "/":
+            if request.path == "/" or route in PAGES:
                 raise web.HTTPSeeOther("/login")
             raise web.HTTPUnauthorized(text="sign in at /login with the token vftui serve printed")
         return await handler(request)
@@ -136,6 +153,10 @@ class VftuiServer(Server):
         return f"{request.scheme}://{request.host}"
 
     def _signed_in(self, request: web.Request) -> bool:
+        """The session's cookie, under the secret path (a cookie replayed to any other path is none)."""
+        secret = request.match_info.get("secret")
+        if secret is None or not _same(secret, self._secret):
+            return False
         return _same(request.cookies.get(self._cookie, ""), self._session)
 
     async def _login_page(self, request: web.Request, refused: bool = False) -> web.Response:
@@ -156,8 +177,10 @@ class VftuiServer(Server):
         given = form.get("token")
         if not isinstance(given, str) or not _same(given, self.token):
             return await self._login_page(request, refused=True)
-        response = web.HTTPSeeOther("/")
-        response.set_cookie(self._cookie, self._session, httponly=True, samesite="Strict", path="/")
+        response = web.HTTPSeeOther(self._home)
+        response.set_cookie(
+            self._cookie, self._session, httponly=True, samesite="Strict", path=self._home
+        )
         raise response
 
     async def _css(self, request: web.Request) -> web.FileResponse:
@@ -168,10 +191,14 @@ class VftuiServer(Server):
         opened = "how" in request.match_info
         if opened and await asyncio.to_thread(self._opened, request) is None:
             raise web.HTTPNotFound(text="no run has that id")
+        opened_path = (
+            f"/open/{request.match_info['how']}/{request.match_info['id']}" if opened else ""
+        )
         context: dict[str, Any] = {
             "title": self.title,
             "static": "/static/",
-            "websocket": f"ws://{request.host}/ws{request.path.rstrip('/')}",
+            # under the secret path, where the cookie goes (textual.js takes this URL as it is)
+            "websocket": f"ws://{request.host}{self._home}ws{opened_path}",
             "font_size": min(max(_int(request.query.get("fontsize"), 16), 6), 48),
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
@@ -215,14 +242,33 @@ class VftuiServer(Server):
         await asyncio.gather(*self._tabs, return_exceptions=True)
 
     async def _process_messages(self, websocket: web.WebSocketResponse, app_service: Any) -> None:
-        """A resize from the page, bounded as the first size is."""
-        resize = app_service.set_terminal_size
+        """A resize from the page, bounded as the first size is; a tab the session opens, under the secret
+        path."""
+        resize, write = app_service.set_terminal_size, app_service.remote_write_str
 
         async def bounded(width: int, height: int) -> None:
             await resize(*_clamped(int(width), int(height)))
 
-        app_service.set_terminal_size = bounded
+        async def homed(text: str) -> None:
+            await write(self._homed(text))
+
+        app_service.set_terminal_size, app_service.remote_write_str = bounded, homed
         await super()._process_messages(websocket, app_service)
+
+    def _homed(self, text: str) -> str:
+        """The runs screen opens ``/open/HOW/ID`` (``App.open_url``): under the secret path, where the
+        cookie goes, as ``/s/SECRET/open/HOW/ID``. Anything else the session says, as it is."""
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return text
+        if not (isinstance(message, list) and len(message) == 2 and message[0] == "open_url"):
+            return text
+        opened = message[1]
+        if not (isinstance(opened, dict) and str(opened.get("url", "")).startswith("/open/")):
+            return text
+        opened["url"] = self._home + opened["url"].removeprefix("/")
+        return json.dumps(message)
 
     def _opened(self, request: web.Request) -> str | None:
         return self._opener(request.match_info["how"], request.match_info["id"])
