@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import time
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,14 +78,14 @@ class GroupCollected:
     scores: list[float]
     metrics: dict[str, list[float]]
     turns: list[int]
-    tokens: list[list[int]]
-    masks: list[list[int]]
+    tokens: list[Sequence[int]]  # lists, or machine arrays once compacted
+    masks: list[Sequence[int]]
     messages: list[list[dict[str, Any]]]
     finish_reasons: list[str | None]
     temperature: float
     started_at: float
     elapsed_s: float
-    logprobs: list[list[float]] | None = None
+    logprobs: list[Sequence[float]] | None = None
 
     kept = True  # see GroupDropped
 

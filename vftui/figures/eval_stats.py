@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vftui.events import EvalReport
@@ -192,7 +192,9 @@ class EvalTally:
             int, str
         ] = {}  # items whose group failed to score, with why: done, in no figure
 
-    def add(self, item: int, rewards: Sequence[float], metrics: dict[str, Sequence[float]]) -> None:
+    def add(
+        self, item: int, rewards: Sequence[float], metrics: Mapping[str, Sequence[float]]
+    ) -> None:
         self.errors.pop(item, None)  # collected again, and scored this time
         self.items[item] = ItemResult(item, tuple(rewards))
         for name, values in metrics.items():

@@ -116,7 +116,8 @@ def flips(pairs: dict[str, tuple[Sequence[float], Sequence[float]]], threshold: 
     counts = {(True, True): 0, (False, False): 0}
     lost, gained = [], []
     for key in sorted(pairs, key=in_order):
-        outcome = tuple(item_passes(rewards, threshold) for rewards in pairs[key])
+        in_a, in_b = pairs[key]
+        outcome = (item_passes(in_a, threshold), item_passes(in_b, threshold))
         if outcome == (True, False):
             lost.append(key)
         elif outcome == (False, True):

@@ -35,7 +35,8 @@ class RunTally:
     def history(self, groups: list[GroupCollected], drops: list[GroupDropped]) -> None:
         """A resumed run's earlier groups: in its figures as they were live, not in today's rate."""
         with self._lock:
-            for group in [*groups, *drops]:
+            every: list[GroupCollected | GroupDropped] = [*groups, *drops]
+            for group in every:
                 self._totals.add(group)
             self._dropped.update(drop.reason for drop in drops)
 

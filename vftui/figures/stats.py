@@ -9,15 +9,23 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 
 class GroupLike(Protocol):
-    scores: list[float]
-    metrics: dict[str, list[float]]
-    turns: list[int]
-    kept: bool  # written or sent; a scored group atroposlib dropped is counted too, as not kept
+    """What a group's figures are folded from (read-only: the events are frozen dataclasses)."""
+
+    @property
+    def scores(self) -> list[float]: ...
+    @property
+    def metrics(self) -> dict[str, list[float]]: ...
+    @property
+    def turns(self) -> list[int]: ...
+    # written or sent; a scored group atroposlib dropped is counted too, as not kept
+    @property
+    def kept(self) -> bool: ...
 
 
 TOO_HARD = "identical scores, all low (too hard)"
@@ -49,11 +57,11 @@ def widen(seen: tuple[float, float] | None, scores: list[float]) -> tuple[float,
     return (low, high) if seen is None else (min(seen[0], low), max(seen[1], high))
 
 
-def mean(values: list[float]) -> float:
+def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def population_std(values: list[float]) -> float:
+def population_std(values: Sequence[float]) -> float:
     """Population standard deviation; 0 for fewer than two values (as the reference)."""
     if len(values) < 2:
         return 0.0
@@ -61,20 +69,20 @@ def population_std(values: list[float]) -> float:
     return (sum((v - mu) ** 2 for v in values) / len(values)) ** 0.5
 
 
-def quantile(ordered: list[float], q: float) -> float | None:
+def quantile(ordered: Sequence[float], q: float) -> float | None:
     """The value at quantile ``q`` of an already sorted list (None when empty), as every view shows p50/p95."""
     if not ordered:
         return None
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
 
 
-def alike(scores: list[float]) -> bool | None:
+def alike(scores: Sequence[float]) -> bool | None:
     """Whether a group's scores are all equal; None for one rollout, which has nothing to compare: it is in
     no identical-score rate, neither identical nor varied (it read 100% on one screen and 0% on another)."""
     return len(set(scores)) == 1 if len(scores) > 1 else None
 
 
-def is_identical(scores: list[float]) -> bool:
+def is_identical(scores: Sequence[float]) -> bool:
     return alike(scores) is True
 
 

@@ -16,9 +16,11 @@ import contextlib
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from vftui.events import Event
+
+E = TypeVar("E", bound=Event)
 
 # C0 controls (but newline and tab), DEL, C1 controls (CSI is 0x9b), and the bidirectional
 # overrides and isolates that make text display in another order than it is read.
@@ -56,12 +58,13 @@ def say(lines: str | Sequence[str], stream: TextIO) -> None:
         )
 
 
-def with_texts(event: Event, change: Callable[[str], str]) -> Event:
+def with_texts(event: E, change: Callable[[str], str]) -> E:
     """The event with ``change`` applied to its text fields, the texts of its list fields and
     its dicts' text keys (a group's messages, lists of dicts, are left alone)."""
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
+        new: object
         if isinstance(value, str):
             new = change(value)
         elif isinstance(value, list) and value and any(isinstance(v, str) for v in value):
