@@ -114,13 +114,15 @@ class AttachedRun:
         self.controls = RemoteControls(
             self._commands, float("nan")
         )  # the run's own comes with its events
-        threading.Thread(target=self._pump, name="attached-events", daemon=True).start()
+        threading.Thread(
+            target=self._pump, args=(self._events,), name="attached-events", daemon=True
+        ).start()
         return self
 
-    def _pump(self) -> None:
+    def _pump(self, events: Connection) -> None:
         try:
             while True:
-                for event in self._events.recv():
+                for event in events.recv():
                     self._emit(event)
                     if isinstance(event, RunSummary):
                         self.summary = event

@@ -26,7 +26,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from vftui.errors import EXIT_INTERRUPTED
@@ -81,7 +82,7 @@ class CollectorProcess:
         config: Any,
         emit: Callable[[Event], None],
         target: ChildMain,
-        context: BaseContext | None = None,
+        context: SpawnContext | ForkServerContext | ForkContext | None = None,
     ) -> None:
         """``target`` is what the child runs (``collector.child.child_main``; a bench passes a stand-in);
         ``context`` how it starts: spawned by default, a fresh interpreter (the dashboard's threads make a
@@ -90,7 +91,7 @@ class CollectorProcess:
         self._events, child_events = context.Pipe(duplex=False)
         self._commands, child_commands = context.Pipe()
         self._child_ends = (child_events, child_commands)
-        self._process = context.Process(
+        self._process: BaseProcess = context.Process(
             target=target, args=(config, child_events, child_commands), name="vftui-collector"
         )
         self._emit = emit

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import assert_never
+from typing import TypeVar, assert_never
 
 from vftui import events as ev
 from vftui import safe_files
@@ -41,6 +41,8 @@ MAX_BACKLOG = (
     20_000  # events queued for one peer; a dashboard that stops reading (Ctrl-Z) is let go
 )
 RECENT_LOGS = 200
+
+E = TypeVar("E", bound=ev.Event)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,11 @@ class Replay:
         self.servers: dict[str, ev.ServerStatus] = {}
         self.alerts: dict[str, ev.Alert] = {}  # the active ones
         self.troubles: dict[str, ev.EndpointTrouble] = {}  # by service, until it works again
+
+    def latest_of(self, kind: type[E]) -> E | None:
+        """The last event of ``kind`` kept in ``latest`` (each is kept under its own type)."""
+        event = self.latest.get(kind)
+        return event if isinstance(event, kind) else None
 
     def add(self, event: ev.Event) -> None:  # noqa: C901 - one case per kind of event
         """Keep what a later dashboard needs of ``event`` and fold its groups into the run's tally (the one
@@ -149,7 +156,7 @@ class Replay:
         ]
 
     def info(self) -> RunInfo:
-        started, status = self.latest.get(ev.RunStarted), self.latest.get(ev.RunStatus)
+        started, status = self.latest_of(ev.RunStarted), self.latest_of(ev.RunStatus)
         state = status.state if status is not None else ev.RunState.STARTING
         return RunInfo(
             state=state,
@@ -160,7 +167,7 @@ class Replay:
             groups_per_s=round(self.tally.groups_per_s(time.time(), state.collecting), 3),
             out_path=started.out_path if started is not None else "",
             pid=os.getpid(),
-            api=self.latest.get(ev.ApiStatus),
+            api=self.latest_of(ev.ApiStatus),
             mean_reward=self.tally.metrics().get(stats.MEAN_REWARD),
         )
 
@@ -220,7 +227,9 @@ class RunServer:
             sock.close()
             raise
         self._sock, self._path = sock, path
-        threading.Thread(target=self._accept_all, name="run-socket", daemon=True).start()
+        threading.Thread(
+            target=self._accept_all, args=(sock,), name="run-socket", daemon=True
+        ).start()
 
     def close(self) -> None:
         """Stop listening, send the peers what is queued, and remove the socket."""
@@ -235,13 +244,13 @@ class RunServer:
         for peer in peers:
             peer.close()
 
-    def _accept_all(self) -> None:
+    def _accept_all(self, listening: socket.socket) -> None:
         while not self._closed.is_set():
             try:
-                ready, _, _ = select.select([self._sock], [], [], 0.5)
+                ready, _, _ = select.select([listening], [], [], 0.5)
                 if not ready:
                     continue
-                sock, _ = self._sock.accept()
+                sock, _ = listening.accept()
             except (OSError, ValueError):  # closed under us
                 return
             threading.Thread(
