@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import bounds, paths, safe_files
+from vftui import bounds, safe_files
 from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.group_format import META
-from vftui.run_files import store, v1_traces
+from vftui.run_files import store, v1_traces, view_cache
 from vftui.run_files.files import RunFiles
 from vftui.run_files.v1_traces import Failure, Rollout, V1Eval, as_dict, as_list, as_text
 
@@ -232,8 +232,9 @@ def groups_file(stream: Stream) -> Path:
     files = stream.files()
     version = "|".join(f"{p.resolve()}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for _, p in files)
     digest = hashlib.sha256(f"prime-rl|{version}".encode()).hexdigest()[:16]
-    converted = paths.cache_dir() / "views" / f"{stream.run.name}-prime-rl-{digest}.jsonl"
-    if not converted.exists():
+    converted = view_cache.folder() / f"{stream.run.name}-prime-rl-{digest}.jsonl"
+    if not view_cache.reuse(converted):
+        view_cache.prune()
         reader = read(stream)
         converted.parent.mkdir(parents=True, exist_ok=True)
         held = [g for g in reader.groups.values() if g.rollouts]
@@ -255,10 +256,8 @@ class Live:
     def __init__(self, stream: Stream) -> None:
         self.reader = Reader(stream)
         self.named = stream.only or stream.run
-        folder = paths.cache_dir() / "views"
-        folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(str(self.named.resolve()).encode()).hexdigest()[:16]
-        self.path = folder / f"{stream.run.name}-prime-rl-live-{name}.jsonl"
+        self.path = view_cache.made(f"{stream.run.name}-prime-rl-live-{name}.jsonl")
         self._shown: set[str] = set()
         store.write_text_atomic(self.path, "")
         store.write_text_atomic(RunFiles(self.path).drops, "")

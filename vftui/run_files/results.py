@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vftui import bounds, paths, safe_files
+from vftui import bounds, safe_files
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META, trained_tokens
-from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces
+from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces, view_cache
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
@@ -292,7 +292,8 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
     if first is None or "scores" in first or "example_id" not in first:
         return path, None  # groups (or nothing the view can read: it says which lines it skipped)
     converted = _cached_view(path)
-    if not converted.exists():
+    if not view_cache.reuse(converted):
+        view_cache.prune()
         converted.parent.mkdir(parents=True, exist_ok=True)
         groups, failed = vf_eval_groups(path)
         store.write_text_atomic(  # the view counts them as an eval's errors, as compare does
@@ -319,14 +320,15 @@ def _cached_view(path: Path) -> Path:
     stat = path.stat()
     version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
     digest = hashlib.sha256(version.encode()).hexdigest()[:16]
-    return paths.cache_dir() / "views" / f"{path.parent.name}-{digest}.jsonl"
+    return view_cache.folder() / f"{path.parent.name}-{digest}.jsonl"
 
 
 def _v1_groups(path: Path) -> Path:
     """verifiers' v1 traces in the groups form, their failed tasks in its drop log (the view counts them as
     an eval's errors), made once per version of the file."""
     converted = _cached_view(path)
-    if not converted.exists():
+    if not view_cache.reuse(converted):
+        view_cache.prune()
         run = v1_traces.read(path)
         converted.parent.mkdir(parents=True, exist_ok=True)
         drops = RunFiles(converted).drops
