@@ -350,8 +350,8 @@ def _item_section(report: Report, key: str) -> str:
     for letter, item in zip(report.letters, items, strict=True):
         if len(items) > 1:
             parts.append(f'<div class="source"><div class="{_hue(letter)}">{letter}</div>')
-        for r in range(len(item.rewards) if item is not None else 0):
-            parts.append(rollout(item, r, letter))
+        if item is not None:
+            parts.extend(rollout(item, r, letter) for r in range(len(item.rewards)))
         if len(items) > 1:
             parts.append("</div>" if item is not None else "<p>not in this source</p></div>")
     parts.append("</div></section>" if len(items) > 1 else "</section>")
@@ -402,7 +402,7 @@ def _message(message: dict[str, Any], masked: bool) -> str:
         label += f", answering {message['tool_call_id']}"
     label = compared.cut(label, LABEL_CHARS)
     mark = ("trained" if role == "assistant" else "masked") if masked else ""
-    calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
+    calls = c if isinstance(c := message.get("tool_calls"), list) else []
     return (
         f'<div class="msg {mark}"><div class="role">{escaped(label)}'
         + (f' <span class="mark">{mark}</span>' if mark else "")

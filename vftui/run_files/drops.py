@@ -109,6 +109,7 @@ def _parse(raw: bytes) -> GroupDropped | None:
 
 def _scores(values: list[Any]) -> list[float]:
     scores = [score(v) for v in values]
-    if None in scores:
+    numbers = [s for s in scores if s is not None]
+    if len(numbers) < len(scores):
         raise ValueError("not a score")
-    return scores
+    return numbers

@@ -119,9 +119,10 @@ def _numbers(values: Any) -> list[float]:
     square or sum overflows) is a ``ValueError``, and the line is skipped and counted."""
     if not isinstance(values, list):
         raise TypeError(f"{type(values).__name__} where a list of numbers belongs")
-    numbers = [bounds.score(v) for v in values]
-    if None in numbers:
-        raise ValueError(f"it holds {bounds.refusal(values[numbers.index(None)])}")
+    read = [bounds.score(v) for v in values]
+    numbers = [v for v in read if v is not None]
+    if len(numbers) < len(read):
+        raise ValueError(f"it holds {bounds.refusal(values[read.index(None)])}")
     return numbers
 
 
@@ -492,9 +493,8 @@ class GroupFile(Sequence[Row]):
                 self._skip(place, overlap, emit)
                 continue
             if not reading.announced:
-                estimate = reading.total // max(
-                    1, len(raw)
-                )  # the progress refines it; counting first would wait
+                # from the first line's bytes: the progress refines it; counting first would wait
+                estimate = reading.total // max(1, place.offset - at)
                 started = announce(parsed, group, estimate)
                 emit(started)
                 reading.announced = True

@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vftui import paths, safe_files
 from vftui.bounds import HUGE
@@ -38,6 +38,14 @@ MAX_ASKED_AT_ONCE = 32
 
 
 DAMAGED = "damaged"  # its settings or checkpoint do not read: listed, with ``problem`` saying why
+
+
+class About(TypedDict):
+    """What a run collects, as its record says: a ``RunLine``'s own fields."""
+
+    env: str
+    mode: str
+    model: str
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ def describe(out: Path) -> RunLine:
     except records.Damaged as e:
         return RunLine(DAMAGED, 0, 0, 0.0, out, 0.0, problem=str(e))
     config, created = run.config, run.created
-    about = {"env": config.env, "mode": config.mode, "model": run.model}
+    about = About(env=config.env, mode=config.mode, model=run.model)
     total = config.own_shard.share(config.steps) if config.mode != "eval" else 0
     info = ask_status(files.socket)
     if isinstance(info, RunInfo):

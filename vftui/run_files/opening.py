@@ -123,7 +123,8 @@ def open_resumed(run: Path, window: int, shard: Shard) -> Output:
     except BaseException:
         lock.release()
         raise
-    done = {shard.position(group.item) for group in [*written, *dropped]}
+    items = [group.item for group in written] + [drop.item for drop in dropped]
+    done = {shard.position(item) for item in items}
     ledger = ItemLedger(0, done, handed_out(saved, done, files.checkpoint.name, files.jsonl.name))
     if ledger.lost:
         logger.warning(
@@ -182,7 +183,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
 def groups_written(out: Path) -> list[GroupCollected]:
     """Every group line; any other line but a torn last one (``store.torn_tail``: cut once all of it reads), or
     a line that repeats an item (a run writes each once: two files joined by hand), refuses the resume."""
-    groups = []
+    groups: list[GroupCollected] = []
     line_of: dict[int, int] = {}  # each item's line
     unread: store.BadLine | None = None  # the torn last line, or refused once a line follows it
     for entry in store.read_groups(out):
@@ -219,5 +220,8 @@ def _tail_lines(path: Path, count: int) -> list[bytes]:
     """The last ``count`` group lines (every line was read as a group before)."""
     with safe_files.open_to_read(path) as f:
         return list(
-            collections.deque((line for line in store.group_lines(f) if line.strip()), maxlen=count)
+            collections.deque(
+                (line for line in store.group_lines(f) if isinstance(line, bytes) and line.strip()),
+                maxlen=count,
+            )
         )

@@ -161,7 +161,8 @@ class Reader:
             return
         self._seen_episode = True
         rollouts, failures = v1_traces.read_episode(row, self.run, self._positions)
-        key, item = next(((f.key, f.item) for f in [*rollouts, *failures]), ("", 0))
+        first = rollouts[0] if rollouts else failures[0] if failures else None
+        key, item = (first.key, first.item) if first is not None else ("", 0)
         group_id = as_text(as_dict(row.get("group")).get("id")) or as_text(row.get("id")) or key
         group = self.groups.get(group_id)
         if group is None:

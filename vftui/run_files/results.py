@@ -466,13 +466,14 @@ class GroupsTally:
         """The group's rollouts added to its item; the group alone as an item (its messages always in it),
         or None when it is not a result."""
         n, self._seen = self._seen, self._seen + 1
-        meta = group.get(META) if isinstance(group.get(META), dict) else {}
+        meta = v1_traces.as_dict(group.get(META))
         if self.model is None and isinstance(meta.get("model"), str):
             self.model = meta["model"]
         self.temperatures.update(_temperatures([group.get("generation_params")]))
         raw = group.get("scores")
-        scores = [bounds.score(s) for s in raw] if isinstance(raw, list) else []
-        if not scores or None in scores:
+        read = [bounds.score(s) for s in raw] if isinstance(raw, list) else []
+        scores = [s for s in read if s is not None]
+        if not read or len(scores) < len(read):
             self.skipped += 1
             return None
         if type(meta.get("item")) is int:
@@ -512,15 +513,9 @@ class GroupsTally:
 def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float], key: str) -> Item:
     """One group's rollouts as an item of its own."""
     item = Item(key)
-    masks = group.get("masks") if isinstance(group.get("masks"), list) else []
-    messages = (
-        group.get("messages") if isinstance(group.get("messages"), list) else [[] for _ in scores]
-    )
-    reasons = (
-        meta.get("finish_reasons")
-        if isinstance(meta.get("finish_reasons"), list)
-        else [None] * len(scores)
-    )
+    masks = v1_traces.as_list(group.get("masks"))
+    messages = m if isinstance(m := group.get("messages"), list) else [[] for _ in scores]
+    reasons = r if isinstance(r := meta.get("finish_reasons"), list) else [None] * len(scores)
     for r, score in enumerate(scores):
         item.rewards.append(score)
         item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
@@ -531,7 +526,7 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
         item.tokens.append((trained_tokens(mask), mask.count(MASKED)) if mask else None)
     # a group is one example's rollouts, sampled from one prompt: its first recorded one is the item's
     item.prompt = next(filter(None, map(prompt_fingerprint, item.rollouts)), None)
-    metrics = meta.get("metrics") if isinstance(meta.get("metrics"), dict) else {}
+    metrics = v1_traces.as_dict(meta.get("metrics"))
     for name, values in metrics.items():
         numbers = [bounds.score(v) for v in values] if isinstance(values, list) else []
         item.functions[name] = [v for v in numbers if v is not None]

@@ -76,9 +76,9 @@ def parse(value: Any) -> Shard:
     if isinstance(value, Shard):
         return value
     if isinstance(value, str):
-        index, slash, count = value.strip().partition("/")
+        first, slash, second = value.strip().partition("/")
         try:
-            parts = [int(index), int(count)] if slash else []
+            parts = [int(first), int(second)] if slash else []
         except ValueError:
             parts = []
         if not parts:

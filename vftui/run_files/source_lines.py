@@ -13,7 +13,7 @@ import json
 import reprlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from vftui import bounds
 from vftui.errors import UserError
@@ -211,11 +211,11 @@ def _is_text(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= MAX_TEXT
 
 
-def _is_score(value: Any) -> bool:
+def _is_score(value: Any) -> TypeGuard[float]:
     return bounds.score(value) is not None
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return type(value) is int and 0 <= value <= bounds.HUGE
 
 

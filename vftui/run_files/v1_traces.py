@@ -182,7 +182,7 @@ def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int
 def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
     """The trace's figures; None where one of them is no number a figure can use."""
     rewards = {str(k): v for k, v in as_dict(trace.get("rewards")).items() if v is not None}
-    scores = {
+    scores: dict[str, tuple[Any, Any]] = {  # JSON values: each checked to be a number below
         k: (as_dict(v).get("score"), as_dict(v).get("weight", 1.0)) for k, v in rewards.items()
     }
     metrics = {str(k): v for k, v in as_dict(trace.get("metrics")).items() if v is not None}
