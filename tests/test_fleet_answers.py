@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 import shutil
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, start_cli, wait_until
 from tests.test_readers_fuzz import mutated
 from vftui.commands import fleet
 from vftui.errors import UserError
@@ -326,3 +327,24 @@ def test_an_answer_of_random_or_mutated_bytes_is_rows_and_a_count_of_lines_left_
 @pytest.mark.unit
 def test_a_host_named_twice_is_asked_once():
     assert fleet.hosts("a, b,a,,user@c,b") == ["a", "b", "user@c"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_a_compare_waiting_on_hanging_hosts_and_their_ssh_at_once(tmp_path, sig):
+    """Ctrl-C waited for each host to answer or time out (up to 300 s); SIGTERM left its ssh running."""
+    pids = tmp_path / "ssh-pids"
+    executable(tmp_path / "ssh", f'#!/bin/sh\necho $$ >> "{pids}"\nexec sleep 300\n')
+    process = start_cli(["compare", "h1:/a", "h2:/b"], tmp_path, VFTUI_SSH=str(tmp_path / "ssh"))
+
+    def asked() -> list[int]:
+        return [int(p) for p in pids.read_text().split()] if pids.exists() else []
+
+    wait_until(lambda: len(asked()) == 2, "the hosts were never asked", timeout=60)
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    wait_until(
+        lambda: not any(Path(f"/proc/{p}").exists() for p in asked()),
+        "an ssh outlived the compare that started it",
+        timeout=10,
+    )

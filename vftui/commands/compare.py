@@ -58,7 +58,10 @@ def load_sources(targets: list[Path | tuple[str, str]], remote: str) -> list[Sou
     remote_ones = sum(not isinstance(t, Path) for t in targets)
     if not remote_ones:
         return readable([read(t) for t in targets])
-    with ThreadPoolExecutor(max_workers=min(remote_ones, fleet.HOSTS_AT_ONCE)) as pool:
+    with (
+        ThreadPoolExecutor(max_workers=min(remote_ones, fleet.HOSTS_AT_ONCE)) as pool,
+        fleet.asking_hosts(),
+    ):
         return readable(list(pool.map(read, targets)))
 
 

@@ -13,13 +13,17 @@ command itself (e.g. ``ssh -F cluster.conf``), as ``GIT_SSH_COMMAND`` does for g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import selectors
 import shlex
+import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +154,7 @@ def list_runs(names: list[str], remote: str, folder: str | None = None) -> list[
     asked = remote_command(
         remote, "runs", "--json", *(["--", folder] if folder is not None else [])
     )
-    with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(names), HOSTS_AT_ONCE)) as pool, asking_hosts():
         return list(pool.map(lambda host: _ask(host, [*command, host, asked], remote), names))
 
 
@@ -205,6 +209,34 @@ def fetch_source(host: str, remote: str, path: str) -> Source:
     return answer.end()
 
 
+_asking: set[subprocess.Popen[bytes]] = set()  # the ssh processes asking hosts now
+_asking_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def asking_hosts() -> Iterator[None]:
+    """While hosts are asked: Ctrl-C or SIGTERM ends every ssh at once. A Ctrl-C waited for each host to
+    answer or time out (up to 300 s), and a SIGTERM left the ssh processes running."""
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if in_main else None
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if in_main:
+        signal.signal(signal.SIGTERM, interrupted)
+    try:
+        yield
+    except BaseException:
+        with _asking_lock:
+            for process in _asking:
+                process.kill()
+        raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def _answered(
     command: list[str], answer: PipedLines, bounded: Bounds, remote: str = REMOTE_VFTUI
 ) -> tuple[str, list[str]]:
@@ -217,9 +249,15 @@ def _answered(
         )
     except OSError as e:
         return f"cannot run {command[0]}: {e.strerror}", []
-    with process:
-        stderr, problem = _read(process, answer, bounded)
-        process.kill()  # done with it: a host past the time or size limit is not waited for
+    with _asking_lock:
+        _asking.add(process)
+    try:
+        with process:
+            stderr, problem = _read(process, answer, bounded)
+            process.kill()  # done with it: a host past the time or size limit is not waited for
+    finally:
+        with _asking_lock:
+            _asking.discard(process)
     said = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     if problem:
         return problem, []
