@@ -55,7 +55,7 @@ RUN_HELP = "collect groups from a verifiers environment"
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:
     from vftui.config import RunConfig
-    from vftui.config.fields import flag_of
+    from vftui.config.fields import details, flag_of
 
     p = sub.add_parser(
         "run",
@@ -76,7 +76,7 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         flag = flag_of(name, field)
         if flag is None:
             continue
-        extra = {k: v for k, v in (field.json_schema_extra or {}).items() if k != "flag"}
+        extra = {k: v for k, v in details(field).items() if k != "flag"}
         where = groups.get(extra.pop("group", None), p)
         where.add_argument(
             flag, dest=name, default=None, help=_help(field), **_argparse_kind(field, extra)
@@ -383,9 +383,9 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         metavar="D",
         help="exit 3 when a source's mean reward is below A's by more than D, beyond the 95%% interval "
         "of the change: the items' paired bootstrap (or t, where wider) over items of the same id and "
-        "prompt, or Welch's t where they do not pair (a gate for CI; refused under 6 items in common); "
-        "each of A's items the source failed to score or lacks counts as a failure; its verdict, and the "
-        "test, on stderr, passed or failed",
+        "prompt (a gate for CI; refused under 6 such items, or where they do not pair); each of A's "
+        "items the source failed to score, lacks, or holds with another prompt counts as a failure; "
+        "its verdict, and the test, on stderr, passed or failed",
     )
     _pass_threshold(p)
 

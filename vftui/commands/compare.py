@@ -21,6 +21,7 @@ from vftui.errors import EXIT_GATE, UserError
 from vftui.figures.comparison import (
     BINS,
     Change,
+    Pairing,
     Summary,
     histograms,
     measure,
@@ -145,6 +146,12 @@ def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
     """The gate never passes a change it has no interval for (under ``PAIRED_MIN`` items judged, or one in
     a source that shares none): a sentence."""
     for source, change in zip(sources[1:], changes, strict=True):
+        if change.pairing.unpaired is not None:
+            raise UserError(
+                f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
+                f"{one_line(str(sources[0].path))}: {_not_paired(change.pairing)}; the gate judges the "
+                "same examples in both (compare runs of the same split)"
+            )
         if change.judged.reward.high is None:
             held, needed = _too_few(sources[0], source, change)
             raise UserError(
@@ -152,6 +159,16 @@ def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
                 f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
                 f"(it needs {needed} or more); compare more examples"
             )
+
+
+def _not_paired(pairing: Pairing) -> str:
+    """Why the items do not pair, for the gate's refusal."""
+    other = (
+        f"{wording.counted(pairing.different, 'id')} in common hold other prompts"
+        if pairing.different
+        else "they share no example id"
+    )
+    return f"only {wording.counted(pairing.pairs, 'item')} pair (same id and prompt): {other}"
 
 
 def _too_few(first: Source, later: Source, change: Change) -> tuple[str, int]:

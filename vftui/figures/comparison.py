@@ -265,9 +265,14 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
 def _judged_paired(
     first: Source, later: Source, moved_by: list[float], reward: Estimate, floor: float
 ) -> Judged:
-    """The paired change with each of the first's items the later does not hold (its errors among them)
-    as a pair that fell to ``floor``: a source that scored 6 of 30 is judged over 30, not 6."""
-    missed = [floor - item.mean for key, item in first.items.items() if key not in later.items]
+    """The paired change with each of the first's items the later does not hold (its errors among them, and
+    an item of the same id but another prompt: another example) as a pair that fell to ``floor``: a source
+    that scored 6 of 30 is judged over 30, not 6."""
+    missed = [
+        floor - item.mean
+        for key, item in first.items.items()
+        if key not in later.items or same_prompt(item, later.items[key]) is False
+    ]
     judged = paired_change(moved_by + missed) if missed else reward
     return Judged(judged, len(missed), floor, later.errors)
 
