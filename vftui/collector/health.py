@@ -90,9 +90,9 @@ class HealthMonitor:
         with self._lock:
             match event:
                 case ev.GroupCollected():
-                    self._add(event, None)
+                    self._add(event)
                 case ev.GroupDropped() if event.scores:
-                    self._add(event, event.reason)
+                    self._add(event)
                 case ev.RequestStats():
                     self._latest = event
                     self._requests.append((self._clock(), event.requests_total, event.failed_total))
@@ -142,16 +142,22 @@ class HealthMonitor:
                 case _:
                     assert_never(event)
 
-    def _add(self, group: ev.GroupCollected | ev.GroupDropped, drop: str | None) -> None:
+    def _add(self, group: ev.GroupCollected | ev.GroupDropped) -> None:
         self._last_group = self._clock()
         mean = stats.mean(group.scores)
         self._best_mean = max(self._best_mean, mean)
-        completion = tuple(map(trained_tokens, group.masks)) if drop is None else ()
+        drop: str | None
+        completion: tuple[int, ...]
+        finish: tuple[str | None, ...]
+        if isinstance(group, ev.GroupCollected):
+            drop, completion = None, tuple(map(trained_tokens, group.masks))
+            finish = tuple(group.finish_reasons)
+        else:
+            drop, completion, finish = group.reason, (), ()
         per_function = tuple(
             (name, stats.mean(values)) for name, values in group.metrics.items() if values
         )
         identical = stats.alike(group.scores)
-        finish = tuple(group.finish_reasons) if drop is None else ()
         self._window.append(
             Sample(
                 mean,
@@ -232,10 +238,9 @@ class HealthMonitor:
         rewards = [[s.mean for s in half] for half in (older, newer)]
         values["jump"] = _jump(*rewards)
         rising = statistics.fmean(rewards[1]) > statistics.fmean(rewards[0])
-        falls = [_mean_of(older, name) - _mean_of(newer, name) for name in self._weights]
-        values["divergence"] = (
-            max([f for f in falls if f is not None], default=0.0) if rising else 0.0
-        )
+        means = [(_mean_of(older, name), _mean_of(newer, name)) for name in self._weights]
+        falls = [then - now for then, now in means if then is not None and now is not None]
+        values["divergence"] = max(falls, default=0.0) if rising else 0.0
         if trend is not None and self._best_mean > 0:
             saturated = statistics.fmean(rewards[1]) / self._best_mean
             values["saturation"] = saturated if trend < SATURATED_TREND else 0.0
@@ -270,7 +275,7 @@ class HealthMonitor:
             active = value is not None and value > (
                 threshold * CLEARS_BELOW if was_active else threshold
             )
-            if active and not was_active:
+            if active and not was_active and value is not None:  # active: there is a value
                 alert = ev.Alert(
                     name,
                     round(value, 4),

@@ -152,10 +152,12 @@ class Rollouts(Protocol):
 class Collection(ABC):
     """How a run collects in its mode; what a mode has nothing to add to does nothing here."""
 
-    item_range: int | None = None
-    """eval: how many items it collects (the first of its split, or of its shard), each once, set by ``check``: a
-    dropped group is that example's error, done, and no item past them is collected; sft, rl: None (another item
-    takes a dropped group's place)."""
+    @property
+    def item_range(self) -> int | None:
+        """eval: how many items it collects (the first of its split, or of its shard), each once, set by ``check``:
+        a dropped group is that example's error, done, and no item past them is collected; sft, rl: None (another
+        item takes a dropped group's place)."""
+        return None
 
     @abstractmethod
     def check(self, environment: Environment) -> None:

@@ -189,8 +189,10 @@ class _Preparation:
             return output
         # the groups it wrote and dropped count in its figures as they did live
         self.tally.history(output.written, output.dropped)
-        for group in [*output.written, *output.dropped]:
+        for group in output.written:
             self.collection.observe(group)
+        for drop in output.dropped:
+            self.collection.observe(drop)
         for line in output.tail:
             self.window.add(line)
         return output
@@ -300,6 +302,7 @@ class _Preparation:
             base_urls = tuple(slurm.inference_urls())
             self._step(slurm.described(base_urls))
         else:
+            assert cfg.base_url is not None  # not simulated: --base-url was given
             base_urls = tuple(
                 endpoint.check_url(url) for url in [cfg.base_url, *cfg.extra_base_urls]
             )
@@ -676,7 +679,9 @@ def collection_for(
 def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped | None:
     """The first of an eval's gates its final figures pass (``pass@1<0.6`` with pass@1 at 0.55), or have no value for
     (no example scored)."""
-    for gate in gates if report is not None else []:
+    if report is None:
+        return None
+    for gate in gates:
         value = report.figures.get(gate.name, {}).get("mean")
         if value is None:
             return Tripped(

@@ -84,7 +84,7 @@ class ScoringLimit:
     def _end_process(self, why: str, code: int) -> None:
         """The last resort: the jsonl holds whole lines (each is one write), so the run can be resumed."""
         sentence = f"vftui: {why} (its file holds whole lines: --resume it)"
-        say = self._say or (lambda line: sys.__stderr__.write(line + "\n"))
+        say = self._say or _to_stderr
         with contextlib.suppress(Exception):  # nothing may keep the process from ending
             say(sentence)
         os._exit(code)
@@ -163,6 +163,12 @@ class ScoringLimit:
                     "interrupted; the run ends now",
                     EXIT_FAILED,
                 )
+
+
+def _to_stderr(line: str) -> None:
+    """The process's own stderr, even where ``sys.stderr`` was replaced (none at all: nothing said)."""
+    if sys.__stderr__ is not None:
+        sys.__stderr__.write(line + "\n")
 
 
 limit = ScoringLimit()  # the collector process's one run sets ``limit_s`` and runs ``watch``

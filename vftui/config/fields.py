@@ -40,9 +40,15 @@ def setting(default: Any = None, description: str = "", **flag: Any) -> Any:
     return Field(default=default, description=description, json_schema_extra=flag or None, **bounds)
 
 
+def details(field: FieldInfo) -> dict[str, Any]:
+    """The argparse details ``setting`` gave the field (a dict, never pydantic's callable form)."""
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
 def flag_of(name: str, field: FieldInfo) -> str | None:
     """The setting's flag: ``--`` and its name, unless ``setting(flag=...)`` says otherwise (None: none)."""
-    extra = field.json_schema_extra or {}
+    extra = details(field)
     return extra["flag"] if "flag" in extra else "--" + name.replace("_", "-")
 
 
@@ -236,10 +242,9 @@ class SharedSettings(BaseModel):
     @classmethod
     def _yes_or_no_only_where_asked(cls, value: Any, info: ValidationInfo) -> Any:
         """A config file's true or false is a yes or no, never 1 or 0 (``steps = true`` ran one step)."""
-        if isinstance(value, bool) and cls.model_fields[info.field_name].annotation not in (
-            bool,
-            bool | None,
-        ):
+        name = info.field_name  # a field's validator: always named
+        yes_or_no = (bool, bool | None)
+        if isinstance(value, bool) and name and cls.model_fields[name].annotation not in yes_or_no:
             raise ValueError("true or false is not a value of this setting")
         return value
 

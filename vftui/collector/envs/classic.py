@@ -148,11 +148,10 @@ def _rollout(output: dict[str, Any], reward_failure: tuple[str, str] | None) -> 
     messages = plain_messages(
         list(output.get("prompt") or []) + list(output.get("completion") or [])
     )
+    reward: Any = output.get("reward")  # as the rubric gave it: the collector refuses a non-score
     return Rollout(
         messages=messages,
-        reward=output.get(
-            "reward"
-        ),  # as the rubric gave it: the collector refuses one that is not a score
+        reward=reward,
         metrics=numeric(output.get("metrics") or {}),
         turns=len(output.get("trajectory") or []),
         finish_reasons=_finish_reasons(output),
@@ -255,5 +254,5 @@ def _watched(func: Any) -> Any:
             raise
         return result
 
-    watched._vftui_watched = True
+    vars(watched)["_vftui_watched"] = True  # wrapped once, however often the rubric is watched
     return watched

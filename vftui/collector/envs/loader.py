@@ -49,7 +49,7 @@ def installed_environments() -> list[str]:
     v1 taskset of verifiers' own examples (``reverse-text-v1``) requires only what its dataset needs."""
     found = set()
     for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name") or ""
+        name = dist.metadata.get_all("Name", [""])[0] or ""  # the first Name field, if any
         if name.lower() in ("verifiers", "atroposlib", "vftui"):
             continue
         module = module_name(name)

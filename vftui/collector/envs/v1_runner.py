@@ -116,7 +116,7 @@ def _with_rollout_state(fn: Callable) -> Callable:
             result = fn(*args, **kwargs)
             return await result if inspect.isawaitable(result) else result
 
-    call.__signature__ = inspect.signature(fn)  # the schema is derived from it
+    vars(call)["__signature__"] = inspect.signature(fn)  # the schema is derived from it
     return call
 
 
@@ -140,10 +140,9 @@ def needs_runtime(task: Any) -> bool:
 
 
 NO_OP_HOOKS = (vf.Task.setup, vf.Task.finalize)
-_TAKES_RUNTIME = (
-    weakref.WeakKeyDictionary(),
-    weakref.WeakKeyDictionary(),
-)  # by function: called, bound
+_TAKES_RUNTIME: tuple[
+    weakref.WeakKeyDictionary[Callable, bool], weakref.WeakKeyDictionary[Callable, bool]
+] = (weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary())  # by function: called, bound
 
 
 def takes_runtime(fn: Callable) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from vftui.collector.envs.base import Environment
 from vftui.collector.eval import files
-from vftui.collector.modes import Driver, ModeContext
+from vftui.collector.modes import Driver, ModeContext, ProcessDriver
 from vftui.collector.sft.in_flight import STATS_EVERY_S, InFlight
 from vftui.config import RunConfig
 from vftui.errors import RunFailed, UserError
@@ -120,7 +120,7 @@ class EvalCollection(InFlight):
         """The figures over the examples done, each a mean with its 95% interval."""
         return self.tally.report(self._examples, final)
 
-    async def collect(self, context: ModeContext, driver: Driver) -> None:
+    async def collect(self, context: ModeContext, driver: ProcessDriver) -> None:
         """Groups in flight as sft collects them, with the report once a second; an eval that scored none of
         its examples measured nothing, so it fails (its files still say why, example by example)."""
         ticker = asyncio.ensure_future(self._report_every_second())

@@ -211,9 +211,9 @@ def _failure(rollouts: list[Rollout]) -> str | None:
     """Why an example's rollouts are no score (an endpoint error, a reward function that raised, a value that is no
     finite number), or None."""
     for rollout in rollouts:
-        if rollout.error or rollout.reward_failure:
-            return rollout.error or "reward function '{}' failed: {}".format(
-                *rollout.reward_failure
-            )
+        if rollout.error:
+            return rollout.error
+        if rollout.reward_failure:
+            return "reward function '{}' failed: {}".format(*rollout.reward_failure)
     bad = unscorable([r.reward for r in rollouts], metrics_of(rollouts))
     return None if bad is None else "{} failed: {}".format(*bad)

@@ -42,7 +42,7 @@ def episodes(group: dict[str, Any], env: str, model: str, version: str) -> Itera
             (i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages)
         )
         task = {"type": "Task", "data": {**data, "prompt": [_v1(m) for m in messages[:split]]}}
-        nodes = [
+        nodes: list[dict[str, Any]] = [
             {
                 "parent": i - 1 if i else None,
                 "message": _v1(m),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -34,7 +34,7 @@ METRICS_TIMEOUT_S = 2.0
 EVERY_S = 2.0
 
 
-async def watch_servers(servers: list[Any], emit: Callable[[ServerStatus], None]) -> None:
+async def watch_servers(servers: Sequence[Any], emit: Callable[[ServerStatus], None]) -> None:
     """Every few seconds, each server's status, until cancelled."""
     watches = [ServerWatch(server) for server in servers]
     settings = unproxied(*(watch.url for watch in watches))  # loopback never through a proxy

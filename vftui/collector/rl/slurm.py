@@ -142,7 +142,7 @@ def _atroposlib_layout(
     nodes: list[str], environ: Mapping[str, str], training: int, tensor_parallel: int | None
 ) -> list[str]:
     """atroposlib's ServerManager(slurm=True) on ``nodes``, its module shown a mended environment."""
-    mended = {**environ, "NUM_TRAINING_NODES": str(training)}
+    mended: dict[str, str | int] = {**environ, "NUM_TRAINING_NODES": str(training)}
     if tensor_parallel is not None:
         mended["INFER_TP"] = tensor_parallel  # a number, as its ``8 // ...`` needs
     shown = types.SimpleNamespace(

@@ -15,7 +15,7 @@ import collections
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from atroposlib.envs.base import BaseEnv
@@ -39,8 +39,16 @@ def once(method: Any, env: Any) -> Callable[..., Awaitable[Any]]:
 
 LAG_GROUPS = 8  # the recently sent groups the off-policy lag is over
 
+if TYPE_CHECKING:  # what the mixin is placed before: its attributes are the env's (see above)
+    from atroposlib.envs.base import BaseEnv as _Env
+else:
+    _Env = object
 
-class TrajectoryApiLink:
+
+class TrajectoryApiLink(_Env):
+    eval_runner: asyncio.Task | None  # atroposlib's, as are these: set by BaseEnv
+    wandb_project: str | None
+    wandb_group: str | None
     unsent = 0  # groups a stop cut off before the API took them (they stay in the jsonl)
     _sent_steps: collections.deque | None = (
         None  # the trainer step each recently sent group began at

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TypeGuard
 
 ENVELOPE_BYTES = (
     64 * 1024
@@ -84,5 +85,5 @@ class Asked:
         return None
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
