@@ -104,7 +104,8 @@ def _literal(host: str) -> str:
     with contextlib.suppress(ValueError):
         return str(ipaddress.ip_address(host))
     try:
-        found = [info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)]
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        found = [info[4][0] for info in infos if isinstance(info[4][0], str)]  # IPv4 and IPv6's
     except (socket.gaierror, UnicodeError) as e:
         raise UserError(
             f"cannot serve on {host}: the name does not resolve (is --host this machine's?)"

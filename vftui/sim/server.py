@@ -166,7 +166,11 @@ class SimState:
     ) -> int:
         return len(
             self.tokenizer.apply_chat_template(
-                messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=False
+                messages,
+                tools=tools,  # type: ignore[arg-type]  # transformers: list[dict | Callable], invariant
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
             )
         )
 
@@ -192,7 +196,8 @@ class SimState:
     def complete(self, text: str, max_tokens: int | None) -> tuple[str, int, str]:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if max_tokens is not None and len(ids) > max_tokens:
-            return self.tokenizer.decode(ids[:max_tokens]), max_tokens, "length"
+            cut = self.tokenizer.decode(ids[:max_tokens])  # one list of ids: one text
+            return cut, max_tokens, "length"  # type: ignore[return-value]  # decode: str | list[str]
         return text, len(ids), "stop"
 
 
@@ -234,13 +239,13 @@ async def _misbehave(state: SimState) -> web.Response | None:
     return None
 
 
-async def chat_completions(request: web.Request) -> web.Response:
+async def chat_completions(request: web.Request) -> web.StreamResponse:
     state: SimState = request.app[SIM]
     async with state.running():
         return await _chat_completion(request, state)
 
 
-async def _chat_completion(request: web.Request, state: SimState) -> web.Response:
+async def _chat_completion(request: web.Request, state: SimState) -> web.StreamResponse:
     try:
         body = await request.json()
     except json.JSONDecodeError:
@@ -503,16 +508,16 @@ class BackgroundServer:
 
     def stop(self) -> None:
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(
+            asyncio.run_coroutine_threadsafe(self._stop(self._runner), self._loop).result(
                 timeout=10 + 2 * STOP_GRACE_S
             )
             self._runner = None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
 
-    async def _stop(self) -> None:
+    async def _stop(self, runner: web.AppRunner) -> None:
         """Close the site, then end what the grace period cut short, so no task dies pending with the loop."""
-        await self._runner.cleanup()
+        await runner.cleanup()
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in left:
             task.cancel()
