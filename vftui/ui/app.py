@@ -145,7 +145,8 @@ class VftuiApp(App[RunSummary | None]):
     def stop_and_exit(self) -> None:
         """Stop the run gracefully, then close and restore the terminal; again: cancel the groups in flight."""
         self._quitting = True
-        if not self.run_goes_on() or not steer(self, self.controls.stop):
+        controls = self.controls  # None: nothing to stop (run_goes_on says so too)
+        if controls is None or not self.run_goes_on() or not steer(self, controls.stop):
             self.exit(self.result)
 
     # -- attributes down ----------------------------------------------------------------
@@ -181,7 +182,9 @@ class VftuiApp(App[RunSummary | None]):
 
         def answer(choice: str | None) -> None:
             self._quit_question = None
-            if choice == "leave":
+            if choice is None and not self.run_goes_on():  # closed by the run's end, under it
+                self.notify("the run ended while you were asked: q closes the dashboard")
+            elif choice == "leave":
                 self.leave_running()
             elif choice == "stop":
                 self.stop_and_exit()
@@ -228,7 +231,6 @@ class VftuiApp(App[RunSummary | None]):
         self.tick()
         if self._quit_question is not None and not self._quitting:  # its question is gone
             self._quit_question.action_answer(None)
-            self.notify("the run ended while you were asked: q closes the dashboard")
         interrupted = worker.error is None and worker.result is None and not self.source.leaves_run
         if (
             self._quitting or interrupted

@@ -44,7 +44,7 @@ class TokenDecoder:
         return printable(self._tokenizer.decode([token_id]))
 
     def _decode(self, tokens: tuple[int, ...]) -> str:
-        return printable(self._tokenizer.decode(list(tokens)))
+        return self.text(tokens)  # asked only with a tokenizer (``pieces``)
 
     def text(self, tokens: Sequence[int]) -> str:
         """The tokens decoded together, as the model wrote them (a split character whole); ids without a

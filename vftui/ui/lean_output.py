@@ -33,7 +33,8 @@ class Pen:
     @classmethod
     def parse(cls, params: str) -> Pen:
         codes = [c for c in params.split(";") if c] if params else []
-        attributes, fg, bg = set(), "", ""
+        attributes: set[str] = set()
+        fg, bg = "", ""
         i = 0
         while i < len(codes):
             code = codes[i]

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import TYPE_CHECKING, Protocol, assert_never
 
 from vftui import events as ev
 from vftui.figures import stats
@@ -22,6 +22,9 @@ from vftui.figures.series import Series
 from vftui.text import wording
 from vftui.text.drop_lines import DropLines
 from vftui.text.printable import printable, with_texts
+
+if TYPE_CHECKING:
+    from vftui.run_files.groupfile import GroupFile
 
 HISTORY = 240
 LOG_LINES = 500
@@ -34,8 +37,27 @@ FILTER_HELP = (
 )
 
 
+class Shown(Protocol):
+    """A group as the table, its orders and its filter read it: a live ``GroupCollected`` or a file's row."""
+
+    @property
+    def item(self) -> int: ...
+    @property
+    def scores(self) -> Sequence[float]: ...
+    @property
+    def turns(self) -> Sequence[float]: ...
+    @property
+    def temperature(self) -> float: ...
+    @property
+    def completion_length(self) -> float: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def identical(self) -> bool: ...
+
+
 # The table's orders (o cycles them): as groups came, or the items that most need a look first.
-SORTS: dict[str, tuple[str, Callable[[ev.GroupCollected], float] | None]] = {
+SORTS: dict[str, tuple[str, Callable[[Shown], float] | None]] = {
     "arrival": ("as collected", None),
     "mean": ("by mean, hardest first", lambda g: stats.mean(g.scores)),
     "min": ("by worst rollout first", lambda g: min(g.scores, default=0.0)),
@@ -45,9 +67,18 @@ SORTS: dict[str, tuple[str, Callable[[ev.GroupCollected], float] | None]] = {
 }
 
 
-def parse_filter(text: str) -> Callable[[ev.GroupCollected], bool]:
+def _term(
+    value: Callable[[Shown], float],
+    compare: Callable[[float, float], bool],
+    number: float,
+) -> Callable[[Shown], bool]:
+    """One ``field<number`` term of a filter."""
+    return lambda g: compare(value(g), number)
+
+
+def parse_filter(text: str) -> Callable[[Shown], bool]:
     """A predicate from a filter like ``varied reward<0.8``; bad syntax is a ValueError."""
-    checks: list[Callable[[ev.GroupCollected], bool]] = []
+    checks: list[Callable[[Shown], bool]] = []
     for term in text.split():
         if term == "identical":
             checks.append(lambda g: g.identical)
@@ -72,7 +103,7 @@ def parse_filter(text: str) -> Callable[[ev.GroupCollected], bool]:
                 ">=": operator.ge,
                 "=": operator.eq,
             }[op]
-            checks.append(lambda g, v=value, c=compare, n=number: c(v(g), n))
+            checks.append(_term(value, compare, number))
         else:
             raise ValueError(f"cannot read '{term}'; {FILTER_HELP}")
     return lambda g: all(check(g) for check in checks)
@@ -122,12 +153,10 @@ class DashboardModel:
     logs_total: int = 0
     drop_lines: DropLines = field(default_factory=DropLines)  # groups left out, a line for many
     version: int = 0
-    rows: Sequence | None = (
-        None  # a viewed file's rows (groupfile.GroupFile), instead of ``groups``
-    )
+    rows: GroupFile | None = None  # a viewed file's rows, instead of ``groups``
     sort: str = "arrival"  # a key of SORTS: the table's order
     filter_text: str = ""
-    _filter: Callable[[ev.GroupCollected], bool] | None = None
+    _filter: Callable[[Shown], bool] | None = None
     _t0: float | None = None  # on ``monotonic``
     throughput: stats.Throughput = field(default_factory=stats.Throughput)
     _derived: dict = field(default_factory=dict)

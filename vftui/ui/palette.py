@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from textual.app import App
+from textual.binding import ActiveBinding, Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 from textual.screen import Screen
 
-TEXTUALS_OWN = frozenset(b.action for b in (*App.BINDINGS, *Screen.BINDINGS))
+TEXTUALS_OWN = frozenset(
+    b.action for b in (*App.BINDINGS, *Screen.BINDINGS) if isinstance(b, Binding)
+)
 """Textual's keys (focus, copy, the palette itself): its own entries say them, or a palette has no use for them."""
 
 
@@ -33,7 +36,7 @@ def key_commands(screen: Screen) -> Iterator[KeyCommand]:
     app = screen.app
     textuals = {command.title.casefold() for command in app.get_system_commands(screen)}
     keys: dict[tuple[int, str], list[str]] = {}
-    found = {}
+    found: dict[tuple[int, str], ActiveBinding] = {}
     for active in screen.active_bindings.values():
         binding = active.binding
         if (

@@ -72,12 +72,24 @@ def run_filter(text: str) -> Callable[[RunLine], bool]:
             except ValueError:
                 raise ValueError(f"cannot read '{term}'; {FILTER_HELP}") from None
             value = (lambda r: r.mean_reward) if name == "reward" else (lambda r: r.groups_done)
-            checks.append(lambda r, v=value, o=op, n=limit: _compare(v(r), o, n))
+            checks.append(_compared(value, op, limit))
         elif any(c in term for c in "<>="):
             raise ValueError(f"cannot read '{term}'; {FILTER_HELP}")
         else:
-            checks.append(lambda r, t=term: any(t in cell.lower() for cell in cells(r)))
+            checks.append(_holds(term))
     return lambda r: all(check(r) for check in checks)
+
+
+def _compared(
+    value: Callable[[RunLine], float | None], op: str, limit: float
+) -> Callable[[RunLine], bool]:
+    """A ``reward<0.5`` term of the filter."""
+    return lambda r: _compare(value(r), op, limit)
+
+
+def _holds(word: str) -> Callable[[RunLine], bool]:
+    """A word term of the filter: in one of the row's cells."""
+    return lambda r: any(word in cell.lower() for cell in cells(r))
 
 
 def _compare(value: float | None, op: str, limit: float) -> bool:
@@ -337,7 +349,7 @@ class RunsApp(App[tuple[str, Path] | None]):
         try:
             if line.state == NOT_ANSWERING:
                 raise not_answering(line)
-            control(RunFiles(path).socket, lambda controls: getattr(controls, call)())
+            control(RunFiles(line.out_path).socket, lambda controls: getattr(controls, call)())
         except UserError as e:
             self.notify(one_line(str(e)), severity="error", markup=False)
             return

@@ -49,6 +49,8 @@ class Source:
 class ViewedFile(Source):
     """A groups file, read by a background pass (``groupfile``); with ``follow``, until the app closes."""
 
+    rows: GroupFile  # always a file's
+
     def __init__(
         self,
         inbox: Inbox,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.theme import BUILTIN_THEMES, Theme
@@ -47,11 +48,8 @@ def load_theme(path: Path) -> Theme:
     if unknown or "primary" not in data:
         problem = f"unknown keys {sorted(unknown)}" if unknown else "no 'primary' colour"
         raise UserError(f"theme file {path} is malformed: {problem}")
-    theme = Theme(
-        name=str(data.get("name", path.stem)),
-        dark=data.get("dark", True),
-        **{key: str(data[key]) for key in COLOUR_KEYS if key in data},
-    )
+    colours: dict[str, Any] = {key: str(data[key]) for key in COLOUR_KEYS if key in data}
+    theme = Theme(name=str(data.get("name", path.stem)), dark=data.get("dark", True), **colours)
     try:
         theme.to_color_system()
     except Exception as e:  # a colour Textual cannot parse

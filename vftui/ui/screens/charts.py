@@ -139,7 +139,7 @@ class ChartsScreen(ModelScreen):
             plt.plot(xs, ys, color="cyan")
             if shown:
                 plt.hline(cap, color="red")
-        plots.axes(widget, xs, ys + ([float(cap)] if shown else []))
+        plots.axes(widget, xs, ys + ([float(cap)] if shown and cap else []))  # shown: a cap
         plt.xlabel("group")
         plt.ylabel("tokens")
         widget.refresh()

@@ -16,14 +16,15 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
-from textual.app import ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.dom import DOMNode
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import Widget
 
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import GroupCollected, Mode, RunState
@@ -63,7 +64,13 @@ def read_temperature(text: str) -> float:
         raise ValueError(f"a number from {TEMPERATURE_RANGE}, please") from None
 
 
-def steer(node: DOMNode, call: Callable[[], object]) -> bool:
+class Panel(Protocol):
+    """A side panel: it draws from the model as the app hands it down."""
+
+    def show(self, model: DashboardModel) -> None: ...
+
+
+def steer(node: Widget | App[Any], call: Callable[[], object]) -> bool:
     """Make a call on the run's controls; False when the run refuses it (it has ended). Either that or a
     late answer is said."""
     try:
@@ -212,17 +219,14 @@ class DashboardScreen(Screen[None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.panels = [
-            self.query_one(p)
-            for p in (
-                RewardsPanel,
-                RewardFunctionsPanel,
-                EvalPanel,
-                TurnsPanel,
-                IdenticalPanel,
-                TrajectoryPanel,
-                LogPanel,
-            )
+        self.panels: list[Panel] = [
+            self.query_one(RewardsPanel),
+            self.query_one(RewardFunctionsPanel),
+            self.query_one(EvalPanel),
+            self.query_one(TurnsPanel),
+            self.query_one(IdenticalPanel),
+            self.query_one(TrajectoryPanel),
+            self.query_one(LogPanel),
         ]
         self.status_bar = self.query_one(StatusBar)
         self.rewards = self.query_one(RewardsPanel)
@@ -332,16 +336,23 @@ class DashboardScreen(Screen[None]):
         """Keys that steer a run are hidden (and do nothing) when viewing a file."""
         return not (action in self.LIVE_ONLY and self.controls is None)
 
+    @property
+    def run_controls(self) -> RunControls:
+        """The controls the keys that steer a run call: ``check_action`` hides those keys without a run."""
+        if self.controls is None:
+            raise RuntimeError("no run to steer: a file is viewed")
+        return self.controls
+
     def action_toggle_pause(self) -> None:
         """The run's answer (a RunStatus) wakes the inbox: shown at once; while it starts, it has none
         to give yet, so the pause taken is said here."""
-        if steer(self, self.controls.toggle_pause) and self.model.state is RunState.STARTING:
+        if steer(self, self.run_controls.toggle_pause) and self.model.state is RunState.STARTING:
             self.model.pause_asked = not self.model.pause_asked
             self.model.note("INFO", wording.pause_at_start(self.model.pause_asked))
             self.status_bar.show(self.model)
 
     def action_temperature(self, delta: float) -> None:
-        steer(self, lambda: self._show_temperature(self.controls.nudge_temperature(delta)))
+        steer(self, lambda: self._show_temperature(self.run_controls.nudge_temperature(delta)))
 
     def _show_temperature(self, value: float) -> None:
         self.model.temperature = value
@@ -350,18 +361,20 @@ class DashboardScreen(Screen[None]):
     def action_type_temperature(self) -> None:
         def apply(value: float | None) -> None:
             if value is not None:
-                steer(self, lambda: self._show_temperature(self.controls.set_temperature(value)))
+                steer(
+                    self, lambda: self._show_temperature(self.run_controls.set_temperature(value))
+                )
 
         if (
             self.model.summary is not None
         ):  # an ended run refuses any temperature, saying why: no prompt first
-            steer(self, lambda: self.controls.nudge_temperature(0.0))
+            steer(self, lambda: self.run_controls.nudge_temperature(0.0))
             return
         question = f"temperature for the next groups ({TEMPERATURE_RANGE})"
         known = (
             self.model.temperature
             if self.model.temperature is not None
-            else self.controls.temperature
+            else self.run_controls.temperature
         )
         self.app.push_screen(
             PromptScreen(
@@ -372,7 +385,7 @@ class DashboardScreen(Screen[None]):
 
     def action_dump(self) -> None:
         try:
-            path: Path = self.controls.dump()
+            path: Path = self.run_controls.dump()
         except OSError as e:
             self.notify(
                 printable(f"dump failed: {e}"),
@@ -486,7 +499,7 @@ class DashboardScreen(Screen[None]):
         keys = [
             b
             for b in [*self.BINDINGS, *self.app.BINDINGS]
-            if self.check_action(b.action.split("(")[0], ()) is not False
+            if isinstance(b, Binding) and self.check_action(b.action.split("(")[0], ()) is not False
         ]
         rows = help_rows(
             [*keys, *GroupTable.BINDINGS, *Screen.BINDINGS[:2]]

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.keys import format_key
 from textual.screen import ModalScreen
@@ -20,10 +20,12 @@ def key_names(binding: Binding) -> str:
     )
 
 
-def help_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
+def help_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
     """A row for each thing the keys do (a binding's tooltip, else its description), with all its keys."""
     keys: dict[str, list[str]] = {}
     for binding in bindings:
+        if not isinstance(binding, Binding):  # a (key, action) tuple: none here says what it does
+            continue
         if text := binding.tooltip or binding.description.lower():  # Textual's own are capitalized
             keys.setdefault(text, []).append(key_names(binding))
     return [(" / ".join(names), text) for text, names in keys.items()]

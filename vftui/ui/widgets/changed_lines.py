@@ -10,8 +10,8 @@ the few values it shows, and Textual calls ``watch_figures`` only when they diff
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from itertools import zip_longest
+from typing import Generic, TypeVar
 
 from rich.cells import cell_len
 from rich.console import RenderableType
@@ -30,8 +30,8 @@ def changed_span(old: Strip, new: Strip) -> tuple[int, int] | None:
         return None
     if cell_len(old.text) != len(old.text) or cell_len(new.text) != len(new.text):
         return 0, max(old.cell_length, new.cell_length)
-    a = [(char, segment.style) for segment in old for char in segment.text]
-    b = [(char, segment.style) for segment in new for char in segment.text]
+    a: list[tuple[str, Style | None] | None] = [(c, s.style) for s in old for c in s.text]
+    b: list[tuple[str, Style | None] | None] = [(c, s.style) for s in new for c in s.text]
     width = max(len(a), len(b))
     a, b = a + [None] * (width - len(a)), b + [None] * (width - len(b))
     changed = [x for x in range(width) if a[x] != b[x]]
@@ -93,13 +93,16 @@ class ChangedLines(Widget):
         ]
 
 
-class FiguresPanel(ChangedLines):
-    figures: reactive[Hashable] = reactive(
+F = TypeVar("F")  # a panel's figures: what it shows, compared with ==
+
+
+class FiguresPanel(ChangedLines, Generic[F]):
+    figures: reactive[F | None] = reactive(
         None, init=False, repaint=False
     )  # draw() repaints what changed
 
-    def watch_figures(self, figures: Hashable) -> None:
+    def watch_figures(self, figures: F) -> None:
         self.draw(self.render_figures(figures))
 
-    def render_figures(self, figures: Hashable) -> RenderableType:
+    def render_figures(self, figures: F) -> RenderableType:
         raise NotImplementedError

@@ -34,8 +34,9 @@ def track(value: Figure, low: float, high: float, cells: int = TRACK) -> Text:
     mean = finite(value["mean"])
     if mean is None:
         return Text("─" * cells, style="dim")
-    a = cell(finite(value["ci_low"]) if finite(value["ci_low"]) is not None else mean)
-    b = cell(finite(value["ci_high"]) if finite(value["ci_high"]) is not None else mean)
+    ci_low, ci_high = finite(value["ci_low"]), finite(value["ci_high"])
+    a = cell(ci_low if ci_low is not None else mean)
+    b = cell(ci_high if ci_high is not None else mean)
     m = cell(mean)
     text = Text()
     for i in range(cells):
@@ -96,7 +97,7 @@ class Sized:
         yield render_eval(self.report, options.max_width)
 
 
-class EvalFigures(FiguresPanel):
+class EvalFigures(FiguresPanel[EvalReport | None]):
     def render_figures(self, figures: EvalReport | None) -> Sized:
         return Sized(figures)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import zip_longest
+from typing import Protocol, runtime_checkable
 
 from rich.text import Text
 from textual.binding import Binding
@@ -23,6 +24,15 @@ from textual.strip import Strip
 from vftui.events import GroupCollected
 from vftui.figures import stats
 from vftui.ui.widgets.changed_lines import changed_span
+
+
+@runtime_checkable
+class FileRows(Protocol):
+    """A file's rows (``groupfile.GroupFile``), numbered by position: it knows their largest figures."""
+
+    max_item: int
+    group_size: int
+
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 COLOURS = ["red", "dark_orange", "yellow", "green_yellow", "green"]
@@ -113,7 +123,7 @@ class GroupTable(ScrollView, can_focus=True):
         follow = self.following
         self.groups, self._rows = groups, len(groups)
         self._low, self._high = score_range
-        if hasattr(groups, "max_item"):  # a file's rows, numbered by position
+        if isinstance(groups, FileRows):  # a file's rows, numbered by position
             max_item, self._group_size = groups.max_item, groups.group_size
             max_index = len(groups)
         else:  # a filter and an order put any number last: the largest shown sets the width

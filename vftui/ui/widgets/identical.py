@@ -10,7 +10,7 @@ from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
 
 
-class IdenticalRates(FiguresPanel):
+class IdenticalRates(FiguresPanel[tuple[float | None, float | None, float | None, str]]):
     def render_figures(self, figures: tuple[float | None, float | None, float | None, str]) -> Text:
         window, run, alert_above, label = figures
         text = Text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
+from textual import events
 from textual.widgets import RichLog
 
 from vftui.ui.model import LOG_LINES, DashboardModel
@@ -44,7 +45,7 @@ class LogPanel(RichLog):
             )
         self.shown = model.logs_total
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         """RichLog wraps a line as it is written: the kept records are written again at the new width."""
         if self._model is not None:
             self.clear()

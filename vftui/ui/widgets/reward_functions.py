@@ -13,12 +13,12 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-class RewardFunctionsPanel(FiguresPanel):
+class RewardFunctionsPanel(FiguresPanel[tuple]):
     BORDER_TITLE = "reward functions"
 
     def show(self, model: DashboardModel) -> None:
         window, run = model.window_metrics(), model.run_metrics()
-        kept = ()
+        kept: tuple[tuple[str, str, str], ...] = ()
         if model.dropped:  # every scored group counts in "reward"; this one is over those sent
             kept = (
                 (

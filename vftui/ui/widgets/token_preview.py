@@ -69,13 +69,14 @@ def rollout_pieces(
     keep none)."""
     tokens, masks = group.tokens[rollout], group.masks[rollout]
     if not tokens and rollout < len(group.messages):
-        pieces = message_pieces(group.messages[rollout])
-        first = next((i for i, (text, _) in enumerate(pieces) if text == "assistant: "), 0)
-        return Laid(pieces, first, 0, 0)
+        said = message_pieces(group.messages[rollout])
+        answer = next((i for i, (text, _) in enumerate(said) if text == "assistant: "), 0)
+        return Laid(said, answer, 0, 0)
     logprobs = group.logprobs[rollout] if group.logprobs else None
     trained = trained_tokens(masks)
     pieces: list[Piece] = []
-    first, i = None, 0
+    first: int | None = None
+    i = 0
     for size, text in decoder.pieces(tokens[: min(limit, len(masks))]):
         text = text.replace("\n", "↵\n")
         if show_ids:
@@ -161,7 +162,9 @@ class _Lines:
     """Segments laid into lines of ``width`` cells."""
 
     def __init__(self, width: int) -> None:
-        self.width, self.done, self.line, self.used = width, [], [], 0
+        self.width, self.used = width, 0
+        self.done: list[list[Segment]] = []
+        self.line: list[Segment] = []
 
     def newline(self) -> None:
         self.done.append(self.line)

@@ -83,7 +83,7 @@ def render_api(figures: tuple) -> Text:
     return text
 
 
-class ApiText(FiguresPanel):
+class ApiText(FiguresPanel[tuple]):
     def render_figures(self, figures: tuple) -> Text:
         return render_api(figures)
 

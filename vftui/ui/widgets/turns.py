@@ -10,7 +10,7 @@ from vftui.ui.widgets.changed_lines import FiguresPanel
 BAR_WIDTH = 12
 
 
-class TurnsPanel(FiguresPanel):
+class TurnsPanel(FiguresPanel[tuple]):
     BORDER_TITLE = "turns"
 
     def show(self, model: DashboardModel) -> None:
