@@ -295,7 +295,13 @@ async def test_a_quit_question_the_run_outlived_closes_and_its_keys_reach_no_scr
         await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
         await until(pilot=pilot, predicate=lambda: not isinstance(app.screen, ConfirmScreen))
         assert len(app.screen_stack) == 1, "the question closed, nothing left over it"
-        assert "the run ended" in "\n".join(n.message for n in app._notifications)
+        await until(  # said on the dashboard, once the question has gone
+            pilot=pilot,
+            predicate=lambda: (
+                "the run ended while you were asked: q closes the dashboard"
+                in [n.message for n in app._notifications]
+            ),
+        )
         await pilot.press("slash")
         assert isinstance(app.screen, PromptScreen)
         await pilot.press("escape", "q")

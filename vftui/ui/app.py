@@ -160,7 +160,7 @@ class VftuiApp(App[RunSummary | None]):
         self.model.apply(batch)
         if self.dashboard.is_mounted:
             self.dashboard.show(started_before, state_before)
-        if isinstance(self.screen, ModelScreen) and self.screen.is_mounted:
+        if isinstance(self.screen, ModelScreen) and self.screen.drawn:
             self.screen.show(self.model)
 
     async def action_quit(self) -> None:

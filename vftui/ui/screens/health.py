@@ -110,9 +110,11 @@ class ModelScreen(ModalScreen[None]):
     def __init__(self, model: DashboardModel) -> None:
         super().__init__()
         self._model = model
+        self.drawn = False  # once its widgets are there: ``is_mounted`` comes before they are (under load)
 
     def on_mount(self) -> None:
         self.show(self._model)
+        self.drawn = True
 
     def show(self, model: DashboardModel) -> None:
         raise NotImplementedError
