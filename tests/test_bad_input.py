@@ -640,3 +640,13 @@ def test_a_run_id_that_names_no_run_or_several_is_said_as_such(tmp_path, capsys)
         f"vftui: error: {prefix}: 2 runs have ids that start with it; give more of the id "
         "(vftui runs lists them)"
     )
+
+
+@pytest.mark.parametrize("command", ["view", "report", "attach", "compare"])
+def test_a_name_too_long_for_the_file_system_is_one_sentence(command, capsys):
+    """A probe's find: a 306-character id crashed each of them with OSError: File name too long."""
+    name = "251bb4" + "0" * 300
+    code = main([command, name, name] if command == "compare" else [command, name])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert err.strip().startswith("vftui: error: 251bb4") and len(err) < 400, err

@@ -192,7 +192,8 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
     assert cut.returncode == 0, cut.stderr
     assert "--num-examples 100000: vftui/alphabet-sort holds 3 examples" in cut.stderr, cut.stderr
     held = re.search(
-        r"gates held: reward>5 \(reward ([\d.]+)\), pass@1<-1 \(pass@1 ([\d.]+)\)", result.stderr
+        r"gates: reward>5 held \(reward ([\d.]+)\); pass@1<-1 held \(pass@1 ([\d.]+)\)",
+        result.stderr,
     )
     assert held, "a gate that held is said, with its value (it printed nothing)"
     for args, said in (

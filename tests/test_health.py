@@ -628,3 +628,16 @@ def test_waiting_for_a_trainer_alerts_after_a_minute_saying_how_to_start_one():
     assert tripped is None and [a.name for a in alerts if a.active] == ["trainer_wait"]
     assert "vftui sim-trainer --api-url URL" in alerts[0].reason
     assert "stall" not in figures.signals, "no group while no trainer wants one is no stall"
+
+
+def test_a_gate_never_measured_is_not_said_to_have_held():
+    """A probe's find: 'gates held: truncated>0.99 (no value)' after four groups, too few to measure it."""
+    from vftui.collector.run import gates_held
+    from vftui.events import Health
+
+    health = Health(
+        8, {"stop": 32}, 20.0, 30.0, {}, 0.5, 0.5, 0.2, 0.4, 900.0, {"identical": 0.25}, []
+    )
+    assert gates_held("identical>0.9,truncated>0.99", health, None) == (
+        "identical>0.9 held (identical 0.25); truncated>0.99 never measured"
+    )

@@ -4,6 +4,7 @@ the run is refused: a Llama endpoint's SFT data was tokenized with Qwen's (the o
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from aiohttp import web
@@ -58,10 +59,41 @@ def test_a_llama_cpp_server_s_gguf_and_a_hub_name_as_model_are_taken(tmp_path):
 
 @pytest.mark.unit
 def test_a_path_the_server_loaded_that_is_not_here_is_said():
-    with pytest.raises(
-        UserError, match=r"\(loaded from /models/llama, not a folder or Hub name here\)"
-    ):
+    with pytest.raises(UserError) as refused:
         served_tokenizer("my-llama", "/models/llama", URL)
+    assert "(it reports it loaded '/models/llama', no folder, .gguf file or Hub name here)" in str(
+        refused.value
+    )
+
+
+@pytest.mark.unit
+def test_a_folder_here_named_as_the_model_never_stands_in_for_what_the_server_loaded(
+    tmp_path, monkeypatch
+):
+    """A probe's find: a folder in the current directory named like the model's alias won over the
+    server's root, and its tokenizer made the run's tokens."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "smollm2").mkdir()
+    for root in ("/nonexistent/Llama-3-8B", ".", "../x", "smollm2"):
+        with pytest.raises(UserError, match="--tokenizer"):
+            served_tokenizer("smollm2", root, URL)
+    assert served_tokenizer("smollm2", "HuggingFaceTB/SmolLM2-135M", URL) == (
+        "HuggingFaceTB/SmolLM2-135M"
+    )
+    with pytest.raises(UserError, match="--tokenizer"):
+        served_tokenizer("smollm2", None, URL)  # a relative name is the server's, not this folder
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "model").mkdir()
+    with pytest.raises(UserError, match="--tokenizer"):
+        served_tokenizer("org/model", None, URL)  # a Hub name that is also a folder here: which?
+
+
+@pytest.mark.unit
+def test_names_no_file_system_takes_are_refused_in_one_short_sentence():
+    for name in ("a" * 5000, "/" + "b" * 300, "x\0y"):
+        with pytest.raises(UserError) as refused:
+            served_tokenizer("llama", name, URL)
+        assert "--tokenizer" in str(refused.value) and len(str(refused.value)) < 500
 
 
 names = st.one_of(
@@ -130,3 +162,24 @@ def test_a_run_takes_the_tokenizer_the_server_says_it_loaded(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     record = json.loads(out.with_suffix(".run.json").read_text())
     assert record["model"] == "served-name" and record["tokenizer"] == str(sim.TOKENIZER_DIR)
+
+
+def test_a_resume_from_another_folder_never_takes_another_tokenizer_of_the_same_name(
+    tmp_path, capsys, monkeypatch
+):
+    """A probe's find: the run recorded 'smollm2', and a resume in another folder holding another
+    'smollm2' appended groups tokenized with it to the same file."""
+    for folder in ("a", "b"):
+        shutil.copytree(sim.TOKENIZER_DIR, tmp_path / folder / "tok")
+    out = tmp_path / "groups.jsonl"
+    monkeypatch.chdir(tmp_path / "a")
+    run = ["run", "--no-ui", "--steps", "2", "--group-size", "2", "--tokenizer", "tok"]
+    assert main([*run, "--out", str(out)]) == 0, capsys.readouterr().err
+    record = json.loads(out.with_suffix(".run.json").read_text())
+    assert record["tokenizer"] == str(tmp_path / "a" / "tok")
+    monkeypatch.chdir(tmp_path / "b")
+    capsys.readouterr()
+    assert main(["run", "--no-ui", "--resume", str(out), "--tokenizer", "tok"]) == 2
+    assert "--resume: the run was collected with tokenizer " + str(tmp_path / "a" / "tok") in (
+        capsys.readouterr().err
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import math
 import os
 import shlex
@@ -553,8 +554,12 @@ def _run(args: argparse.Namespace) -> int:
 def by_id(path: Path) -> Path:
     """``path``, or the run whose short id (``vftui runs``' first column) it is, when no such file exists;
     an id that names no run, or several, is said as such (it read 'no such file or folder')."""
-    if path.exists() or path.is_symlink():
-        return path
+    try:
+        if path.exists() or path.is_symlink():
+            return path
+    except OSError as e:  # a name too long for the file system, a folder it may not look in
+        shown = str(path) if len(str(path)) <= 120 else str(path)[:119] + "…"
+        raise UserError(f"{shown}: {e.strerror}") from None
     from vftui.run_files.index import looks_like_id, runs_with_id
 
     text = str(path)
@@ -821,6 +826,12 @@ def _command(argv: list[str]) -> int:
             os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
         )  # so the exit's flush fails nowhere
         return 128 + signal.SIGPIPE
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:  # a name given, too long to look up: any other is a bug
+            raise
+        name = str(e.filename or "")
+        shown = name if len(name) <= 120 else name[:119] + "…"
+        return _said(f"vftui: error: {one_line(shown)}: a name too long for the file system", 2)
 
 
 def _said(line: str, exit_code: int) -> int:

@@ -38,7 +38,8 @@ def check_tokenizer(name: str) -> Any:
             return AutoTokenizer.from_pretrained(str(Path(name).expanduser()))
         except Exception as e:  # transformers raises many kinds for a bad folder
             raise UserError(
-                f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__})"
+                f"the folder {name} does not hold a loadable tokenizer ({type(e).__name__}); name "
+                "one that does with --tokenizer"
             ) from e
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, assert_never
 
 from atroposlib.envs.base import APIServerConfig
@@ -228,6 +229,7 @@ class _Preparation:
         self._step(f"loading the environment {cfg.env}")
         environment = loader.load(cfg.env, cfg.env_args)
         base_urls, model, tokenizer = self._endpoint()
+        tokenizer = _recorded(tokenizer)
         if gguf_tokenizer.is_gguf(tokenizer):
             self._step(f"building the tokenizer of {tokenizer}")
             tokenizer = str(gguf_tokenizer.tokenizer_folder(tokenizer))
@@ -696,9 +698,19 @@ def eval_gate_tripped(gates: list[Gate], report: EvalReport | None) -> Tripped |
     return None
 
 
+def _recorded(tokenizer: str) -> str:
+    """A tokenizer that is a folder or file here as its absolute path: the run records it, and a resume
+    from another folder resolving the same name to another tokenizer is refused, not appended."""
+    path = Path(tokenizer).expanduser()
+    try:
+        return str(path.resolve()) if path.exists() else tokenizer
+    except (OSError, RuntimeError):  # a name no file system takes: loading it says so
+        return tokenizer
+
+
 def gates_held(fail_on: str | None, health: Health | None, report: EvalReport | None) -> str:
-    """Each ``--fail-on`` gate a finished run passed, with its last value (a passing gate printed
-    nothing, so a typo in one read like a pass)."""
+    """Each ``--fail-on`` gate of a finished run: held, with its last value, or never measured (too few
+    groups for its figure). A passing gate printed nothing, so a typo in one read like a pass."""
     held = []
     for gate in read_gates(fail_on):
         figure = (
@@ -708,9 +720,9 @@ def gates_held(fail_on: str | None, health: Health | None, report: EvalReport | 
             if gate.is_eval or health is None
             else health.signals.get(gate.name)
         )
-        value = "no value" if figure is None else f"{gate.name} {figure:.4g}"
-        held.append(f"{gate.name}{gate.op}{gate.threshold:g} ({value})")
-    return ", ".join(held)
+        said = "never measured" if figure is None else f"held ({gate.name} {figure:.4g})"
+        held.append(f"{gate.name}{gate.op}{gate.threshold:g} {said}")
+    return "; ".join(held)
 
 
 def _recording_drops(drops: DropLog) -> Subscriber:

@@ -1,9 +1,11 @@
 """The tokenizer of the model a named endpoint serves, never a guess.
 
 Tokens and masks made with another model's tokenizer are training data that is quietly wrong, so
-without ``--tokenizer`` vftui takes the served model's own: the path or Hub name the server says it
-loaded (vLLM's and SGLang's ``root``), else the model's id (llama.cpp's servers list the GGUF file
-they run; ``--model`` may be a Hub name or a folder). Anything else is refused, naming ``--tokenizer``.
+without ``--tokenizer`` vftui takes the served model's own: what the server says it loaded (vLLM's
+and SGLang's ``root``) when it names one, else the model's id (llama.cpp's servers list the GGUF
+file they run). A name is taken as a file or folder only when it is an absolute path here (a
+relative one is the server's, read against its own folder), and as a Hub name only in ``owner/name``
+form that is no path here. Anything else is refused, naming ``--tokenizer``.
 """
 
 from __future__ import annotations
@@ -15,23 +17,36 @@ from vftui.collector.gguf_tokenizer import is_gguf
 from vftui.errors import UserError
 
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name: a bare name would be a guess
+SHOWN = 120  # characters of a name a sentence shows
 
 
 def served_tokenizer(model: str, root: str | None, base_url: str) -> str:
-    """A folder or GGUF file on this machine first, then a Hub name; ``root`` before ``model``."""
-    named = [name for name in dict.fromkeys((root, model)) if name]
-    for name in named:
-        # as the server says it, not expanded: a listed '~x' is no home folder here
-        path = Path(name)
-        if path.is_dir() or (path.is_file() and is_gguf(name)):
-            return name
-    for name in named:
-        if HUB_NAME.fullmatch(name):
-            return name
+    """``root`` when the server names one (it alone, whatever ``model`` is), else ``model``."""
+    named = root if root else model
+    if (usable := _usable(named)) is not None:
+        return usable
     loaded = (
-        f" (loaded from {root}, not a folder or Hub name here)" if root and root != model else ""
+        f" (it reports it loaded {_shown(root)}, no folder, .gguf file or Hub name here)"
+        if root
+        else ""
     )
     raise UserError(
-        f"cannot tell which tokenizer the model '{model}' at {base_url} uses{loaded}: name it with "
-        "--tokenizer (a Hugging Face name, a tokenizer folder, or the model's .gguf file)"
+        f"cannot tell which tokenizer the model {_shown(model)} at {base_url} uses{loaded}: name it "
+        "with --tokenizer (a Hugging Face name, a tokenizer folder, or the model's .gguf file)"
     )
+
+
+def _usable(name: str) -> str | None:
+    """``name`` as a tokenizer vftui can load for sure, or None."""
+    path = Path(name)
+    try:
+        if path.is_absolute():
+            return name if path.is_dir() or (path.is_file() and is_gguf(name)) else None
+        here = path.exists() or path.is_symlink()
+    except (OSError, ValueError):  # too long, a NUL, a folder it may not look in
+        return None
+    return name if HUB_NAME.fullmatch(name) and not here else None
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= SHOWN else name[: SHOWN - 1] + "…")

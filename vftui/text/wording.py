@@ -251,7 +251,7 @@ def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[s
         if per_fn:
             lines.append("  " + ", ".join(per_fn))
     if s.gates_held:
-        lines.append(f"  gates held: {s.gates_held}")
+        lines.append(f"  gates: {s.gates_held}")
     lines.append(f"  output: {s.out_path}")
     lines += where_to_look(s.out_path)
     left = s.groups_total - s.groups_done

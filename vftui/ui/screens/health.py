@@ -110,7 +110,8 @@ class ModelScreen(ModalScreen[None]):
     def __init__(self, model: DashboardModel) -> None:
         super().__init__()
         self._model = model
-        self.drawn = False  # once its widgets are there: ``is_mounted`` comes before they are (under load)
+        # once its widgets are there: ``is_mounted`` comes before they are (under load)
+        self.drawn = False
 
     def on_mount(self) -> None:
         self.show(self._model)
