@@ -95,7 +95,7 @@ class Hooks:
 
 class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     name = "verifiers"
-    env_config_cls = VfEnvConfig  # type: ignore[assignment]
+    env_config_cls = VfEnvConfig
 
     def __init__(
         self,
@@ -242,9 +242,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             group = await self._collect_group(item)
         except RunFailed as e:
             self._group_done(done=False)
-            if self._serving is None:
+            if (serving := self._serving) is None:
                 raise
-            self._fail(e)
+            self._fail(e, serving)
             return None, []
         except BaseException:
             self._group_done(done=False)
@@ -614,11 +614,11 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         except Exception as e:  # noqa: BLE001 - a failed eval is no reason to lose the run's end
             logger.warning("the eval in flight at the run's end failed: %s", e)
 
-    def _fail(self, failure: RunFailed) -> None:
-        """A group's failure ends the serve loop (the first one says why)."""
+    def _fail(self, failure: RunFailed, serving: asyncio.Task) -> None:
+        """A group's failure ends the serve loop, ``serving`` (the first one says why)."""
         if self._failure is None:
             self._failure = failure
-            self._serving.cancel()
+            serving.cancel()
 
     def servers(self) -> Sequence[Any]:
         return self.server.servers
