@@ -87,7 +87,8 @@ def painted_frames(app: VftuiApp) -> list[tuple[float, float, str]]:
     def timed() -> None:
         start = time.perf_counter()
         dirty = screen._dirty_widgets
-        status = str(app.status_bar.render()) if app.status_bar in dirty or screen in dirty else ""
+        bar = app.dashboard.status_bar
+        status = str(bar.render()) if bar in dirty or screen in dirty else ""
         paint()
         frames.append((start, time.perf_counter(), status))
 
