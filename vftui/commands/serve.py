@@ -17,11 +17,12 @@ from pathlib import Path
 
 from vftui.errors import UserError
 from vftui.live.process import vftui_command
+from vftui.loopback import is_loopback_host
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import resolve_id
 from vftui.run_files.listing import describe
 from vftui.ui import themes
-from vftui.web.server import VftuiServer, is_loopback
+from vftui.web.server import VftuiServer
 
 KEY_VARIABLES = ("_API_KEY", "_TOKEN")  # the endpoints' secrets (OPENAI_API_KEY, HF_TOKEN, ...)
 
@@ -33,7 +34,7 @@ def run_serve(
     if not host:
         raise UserError("--host is empty: give an address of this machine (default 127.0.0.1)")
     host = _literal(host)
-    if not (is_loopback(host) or allow_remote):
+    if not (is_loopback_host(host) or allow_remote):
         raise UserError(
             f"--host {host} serves the dashboard beyond this machine: say so with --allow-remote "
             "(the token it prints guards it)"

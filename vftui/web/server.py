@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -41,6 +40,7 @@ from textual_serve.server import Server
 from yarl import URL
 
 from vftui.errors import EXIT_INTERRUPTED
+from vftui.loopback import is_loopback_host
 from vftui.text.printable import one_line, say
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -62,15 +62,6 @@ LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 # a tab's terminal, in cells: beyond, a session's memory runs away
 MIN_SIZE, MAX_SIZE = (10, 5), (500, 200)
 SESSION: ContextVar[str] = ContextVar("session")  # the command of the tab this request serves
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 Opener = Callable[[str, str], str | None]
@@ -100,7 +91,7 @@ class VftuiServer(Server):
         self._home = f"/s/{self._secret}/"
         self._cookie = f"{COOKIE}-{port}"  # a browser sends a host's cookies to all its ports
         # by name alone: a port forwarded to another (ssh -L 9000:127.0.0.1:8000) keeps working
-        self._names = LOOPBACK_NAMES | {host.strip("[]")} if is_loopback(host) else None
+        self._names = LOOPBACK_NAMES | {host.strip("[]")} if is_loopback_host(host) else None
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
