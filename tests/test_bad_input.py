@@ -650,3 +650,10 @@ def test_a_name_too_long_for_the_file_system_is_one_sentence(command, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     assert err.strip().startswith("vftui: error: 251bb4") and len(err) < 400, err
+
+
+def test_attach_to_an_empty_name_is_refused_as_the_other_commands_refuse_it(capsys):
+    """A probe's find: attach "" read the current folder and attached to a run there."""
+    with pytest.raises(SystemExit) as ended:
+        main(["attach", ""])
+    assert ended.value.code == 2 and "an empty path names nothing" in capsys.readouterr().err

@@ -276,6 +276,7 @@ def _attach_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "run",
         nargs="?",
+        type=named,
         help="the run's folder, its .jsonl or its id (default: the newest running run); "
         "HOST:RUN attaches to a run on another machine through ssh -t (as vftui runs --host lists it)",
     )
