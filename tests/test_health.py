@@ -641,3 +641,21 @@ def test_a_gate_never_measured_is_not_said_to_have_held():
     assert gates_held("identical>0.9,truncated>0.99", health, None) == (
         "identical>0.9 held (identical 0.25); truncated>0.99 never measured"
     )
+
+
+def test_a_gate_list_with_an_empty_term_or_a_gate_twice_is_refused():
+    """A probe's find: ',' meant no gate at all, and 'identical>0.9,identical>0.1' kept both."""
+    from vftui.figures.signals import read_gates
+
+    for text, said in (
+        (",", "missing between its commas"),
+        ("identical>0.9,,", "missing between its commas"),
+        ("identical>0.9,identical>0.1", "names identical> twice"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            read_gates(text)
+    assert read_gates("") == read_gates(None) == []
+    assert [g.name for g in read_gates(" identical>0.9 , truncated>0.3 ")] == [
+        "identical",
+        "truncated",
+    ]

@@ -119,7 +119,10 @@ class Gate:
 def read_gates(text: str | None) -> list[Gate]:
     """``identical>0.8,pass@1<0.6`` as gates; a ValueError says what cannot be read."""
     gates: list[Gate] = []
-    for term in filter(None, (t.strip() for t in (text or "").split(","))):
+    terms = [t.strip() for t in text.split(",")] if text and text.strip() else []
+    if "" in terms:
+        raise ValueError(f"cannot read '{text}': a gate is missing between its commas")
+    for term in terms:
         match = re.fullmatch(r"\s*([^<>]+?)\s*([<>])\s*(.*)", term)
         name, op, value = match.groups() if match else ("", "", "")
         if not match or not ((name in SIGNALS and op == ">") or _EVAL_FIGURE.fullmatch(name)):
@@ -133,6 +136,8 @@ def read_gates(text: str | None) -> list[Gate]:
             raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
         if not math.isfinite(threshold):
             raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
+        if any(g.name == name and g.op == op for g in gates):
+            raise ValueError(f"cannot read '{text}': it names {name}{op} twice")
         gates.append(Gate(name, op, threshold))
     return gates
 
