@@ -287,9 +287,10 @@ async def test_at_80x24_the_log_has_rows_and_a_panel_says_what_does_not_fit(make
 async def test_a_quit_question_the_run_outlived_closes_and_its_keys_reach_no_screen_below(make_app):
     """q, the run finishes under the question, then / and q: / opened the filter under the dialog and q
     raised ScreenStackError, "the dashboard closed before the run ended" (it had ended)."""
-    app = make_app(steps=6)
+    app = make_app(steps=12)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot=pilot, predicate=lambda: app.model.groups_done >= 1)
+        # asked before any group ends: six at once (all in flight) once ended before q came, under load
+        await until(pilot=pilot, predicate=lambda: app.model.run_started is not None)
         await pilot.press("q")
         await until(pilot=pilot, predicate=lambda: isinstance(app.screen, ConfirmScreen))
         await until(pilot=pilot, predicate=lambda: app.result is not None, timeout=60)
