@@ -18,7 +18,7 @@ from vftui.collector.quiet import quiet_libraries
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import STOP_SIGNALS, RunFailed, UserError
 from vftui.run_files.groupfile import ORDERS
-from vftui.text.printable import one_line
+from vftui.text.printable import one_line, shortened
 from vftui.text.redact import scrub
 from vftui.ui.terminal import end_with_parent, has_screen, in_browser
 
@@ -559,8 +559,7 @@ def by_id(path: Path) -> Path:
         if path.exists() or path.is_symlink():
             return path
     except OSError as e:  # a name too long for the file system, a folder it may not look in
-        shown = str(path) if len(str(path)) <= 120 else str(path)[:119] + "…"
-        raise UserError(f"{shown}: {e.strerror}") from None
+        raise UserError(f"{shortened(str(path))}: {e.strerror}") from None
     from vftui.run_files.index import looks_like_id, runs_with_id
 
     text = str(path)
@@ -830,9 +829,8 @@ def _command(argv: list[str]) -> int:
     except OSError as e:
         if e.errno != errno.ENAMETOOLONG:  # a name given, too long to look up: any other is a bug
             raise
-        name = str(e.filename or "")
-        shown = name if len(name) <= 120 else name[:119] + "…"
-        return _said(f"vftui: error: {one_line(shown)}: a name too long for the file system", 2)
+        shown = one_line(shortened(str(e.filename or "")))
+        return _said(f"vftui: error: {shown}: a name too long for the file system", 2)
 
 
 def _said(line: str, exit_code: int) -> int:

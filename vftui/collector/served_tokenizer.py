@@ -15,9 +15,9 @@ from pathlib import Path
 
 from vftui.collector.gguf_tokenizer import is_gguf
 from vftui.errors import UserError
+from vftui.text.printable import shortened
 
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name: a bare name would be a guess
-SHOWN = 120  # characters of a name a sentence shows
 
 
 def served_tokenizer(model: str, root: str | None, base_url: str) -> str:
@@ -49,4 +49,4 @@ def _usable(name: str) -> str | None:
 
 
 def _shown(name: str) -> str:
-    return repr(name if len(name) <= SHOWN else name[: SHOWN - 1] + "…")
+    return repr(shortened(name))

@@ -153,11 +153,10 @@ def refuse_unjudged(sources: list[Source], changes: list[Change]) -> None:
                 "same examples in both (compare runs of the same split)"
             )
         if change.judged.reward.high is None:
-            held, needed = _too_few(sources[0], source, change)
             raise UserError(
                 f"--fail-if-worse cannot judge {one_line(str(source.path))} against "
-                f"{one_line(str(sources[0].path))}: {held}, too few for a 95% interval of the change "
-                f"(it needs {needed} or more); compare more examples"
+                f"{one_line(str(sources[0].path))}: {_too_few(change)}, too few for a 95% interval "
+                f"of the change (it needs {PAIRED_MIN} or more); compare more examples"
             )
 
 
@@ -171,15 +170,12 @@ def _not_paired(pairing: Pairing) -> str:
     return f"only {wording.counted(pairing.pairs, 'item')} pair (same id and prompt): {other}"
 
 
-def _too_few(first: Source, later: Source, change: Change) -> tuple[str, int]:
-    """What the gate had too few of, and how many it needs: items paired (and those of A it counted as
-    failures), else the items of the smaller source."""
+def _too_few(change: Change) -> str:
+    """What the gate had too few of: items paired (and those of A it counted as failures). Only a paired
+    change gets here: an unpaired one is refused before (``_not_paired``)."""
     missed = change.judged.unscored
-    if change.paired:
-        counting = f" and {missed:,} it did not score" if missed else ""
-        return f"only {wording.counted(change.paired, 'item')} in common{counting}", PAIRED_MIN
-    shared = "no item in common" if change.pairing.shared == 0 else "unpaired"
-    return f"{shared} and only {min(len(first.items), len(later.items) + missed)} in one of them", 2
+    counting = f" and {missed:,} it did not score" if missed else ""
+    return f"only {wording.counted(change.paired, 'item')} in common{counting}"
 
 
 def as_dict(

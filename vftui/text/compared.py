@@ -151,7 +151,7 @@ def unscored(letter: str, change: Change) -> str | None:
     """What ``--fail-if-worse`` counts against the later source: the items it did not score, as failures;
     None where it scored every one."""
     j = change.judged
-    if not j.unscored:
+    if not j.unscored or not change.paired:  # the gate judges no unpaired change: nothing to count
         return None
     p = change.pairing
     why = (
@@ -159,11 +159,7 @@ def unscored(letter: str, change: Change) -> str | None:
         if j.errors
         else "items it does not hold"
     )
-    missed = (
-        f"{letter} holds no score for {j.unscored:,} of A's {p.shared + p.only_first:,} items ({why})"
-        if change.paired
-        else f"{letter} failed to score {wording.counted(j.unscored, 'example')} (errors)"
-    )
+    missed = f"{letter} holds no score for {j.unscored:,} of A's {p.shared + p.only_first:,} items ({why})"
     return (
         f"{missed}: --fail-if-worse counts each as a failure at reward {j.floor:g}, "
         f"{letter} - A reward {signed(j.reward)}"

@@ -76,3 +76,8 @@ def with_texts(event: E, change: Callable[[str], str]) -> E:
         if new != value:
             changes[f.name] = new
     return dataclasses.replace(event, **changes) if changes else event
+
+
+def shortened(text: str, most: int = 120) -> str:
+    """``text`` cut to ``most`` characters, an ellipsis its last: a name a sentence shows, however long."""
+    return text if len(text) <= most else text[: most - 1] + "…"
