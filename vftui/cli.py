@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vftui import __version__, paths
+from vftui import __version__, cli_training, paths
 from vftui.collector.quiet import quiet_libraries
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import STOP_SIGNALS, RunFailed, UserError
@@ -150,10 +150,13 @@ def _argparse_kind(field, extra: dict) -> dict:
 def _watch_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "watch",
-        help="show a trajectory API's status live (a run started elsewhere; no collector)",
-        description="Attach to an Atropos trajectory API and show, live, whether a trainer is registered, "
-        "its step (batches pulled) and the queue. Read only: nothing is registered or sent.",
+        help="follow a prime-rl run folder live, or a trajectory API's status (read only)",
+        description="Given RUN_DIR, follow a prime-rl run live: its health and why, progress, stability, "
+        "performance and inference over steps, its logs' warnings and its token exports. Else attach to an "
+        "Atropos trajectory API and show whether a trainer is registered, its step and the queue. Read "
+        "only: nothing is registered, sent or written.",
     )
+    cli_training.add_watch_flags(p)
     _shared(p, "api_url")
     p.add_argument(
         "--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)"
@@ -517,6 +520,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _compare_parser(sub)
     _report_parser(sub)
     _serve_parser(sub)
+    cli_training.add_parsers(sub)
     sub.add_parser("eval", help="an eval is a run: vftui run --mode eval (this says so)")
     return parser
 
@@ -730,6 +734,20 @@ def _watch(args: argparse.Namespace) -> int:
         raise UserError("--every must be a positive number of seconds")
     if args.count is not None and args.count < 1:
         raise UserError("--count must be at least 1")
+    if args.run_dir is not None:
+        from vftui.commands.training_watch import run_training_watch
+
+        return run_training_watch(
+            args.run_dir,
+            args.every,
+            args.no_ui,
+            args.count,
+            args.theme,
+            args.inference_metrics,
+            args.notify,
+        )
+    if args.inference_metrics or args.notify:
+        raise UserError("--inference-metrics and --notify follow a prime-rl run: name its RUN_DIR")
     return run_watch(args.api_url, args.every, args.no_ui, args.count, args.theme)
 
 
@@ -810,6 +828,9 @@ def _command(argv: list[str]) -> int:
             "compare": _compare,
             "report": _report,
             "serve": _serve,
+            "status": cli_training.status,
+            "tokens": cli_training.tokens,
+            "sim-prime-run": cli_training.sim_prime_run,
         }
         return commands[args.command](args)
     except UserError as e:

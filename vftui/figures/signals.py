@@ -16,6 +16,7 @@ class Signal:
     threshold: float
     meaning: str
     reason: str  # the alert's line, formatted with value and threshold
+    below: bool = False  # the alert is on under the threshold, not over it
 
 
 SIGNALS: dict[str, Signal] = {
@@ -92,6 +93,73 @@ SIGNALS: dict[str, Signal] = {
         "{value:.1f} requests wait for each one running at an inference server (> {threshold:g}): "
         "it is full",
     ),
+}
+# A prime-rl training run's health (``vftui watch RUN_DIR``, ``vftui status``): each figure from its
+# metrics.jsonl, logs and inference servers (``training.health``); names as prime-rl logs them.
+TRAINING_SIGNALS: dict[str, Signal] = {
+    "stalled": Signal(
+        5.0,
+        "time since the run's newest metrics row, in its usual step times (at least 60 s)",
+        "no new step for {value:.1f} usual step times (> {threshold:g}): is the run stuck?",
+    ),
+    "entropy_collapse": Signal(
+        0.6,
+        "how far entropy/all/mean fell below its median over the run's first 10 steps (a share)",
+        "entropy fell {value:.0%} below its early level (> {threshold:g})",
+    ),
+    "mismatch_spike": Signal(
+        5.0,
+        "mismatch_kl/all/mean: the largest of the last 5 steps over its median of the 20 steps before",
+        "mismatch_kl reached {value:.1f}x its recent median (> {threshold:g}x): sampler and trainer disagree",
+    ),
+    "grad_spike": Signal(
+        5.0,
+        "optim/grad_norm: the largest of the last 5 steps over its median of the 20 steps before",
+        "grad norm reached {value:.1f}x its recent median (> {threshold:g}x): divergence may follow",
+    ),
+    "reward_falling": Signal(
+        2.0,
+        "how far the mean reward fell, older half of the last 20 steps to newer, in standard errors",
+        "the reward fell by {value:.1f} standard errors over the last 20 steps (> {threshold:g})",
+    ),
+    "reward_flat": Signal(
+        0.01,
+        "the reward's range (max - min) over the last 30 steps",
+        "the reward moved by only {value:.3g} over the last 30 steps (< {threshold:g}): nothing is learned",
+        below=True,
+    ),
+    "truncation_rising": Signal(
+        0.2,
+        "the truncated share now (mean of 5 steps) less its early level",
+        "truncation rose by {value:.0%} since the run began (> {threshold:g})",
+    ),
+    "rollout_errors": Signal(
+        0.1,
+        "the share of rollouts with an error (has_error, mean of the last 5 steps)",
+        "{value:.0%} of recent rollouts errored (> {threshold:g})",
+    ),
+    "log_errors": Signal(
+        0.0,
+        "ERROR lines in the current attempt's logs",
+        "{value:.0f} ERROR lines in the logs (> {threshold:g})",
+    ),
+    "trainer_waits": Signal(
+        0.5,
+        "the share of the trainer's step spent in time/wait_for_batch",
+        "the trainer waits on rollouts {value:.0%} of its step (> {threshold:g}): inference is the bottleneck",
+    ),
+    "orchestrator_waits": Signal(
+        0.5,
+        "the share of the orchestrator's step spent in time/wait_for_policy",
+        "the orchestrator waits on the trainer {value:.0%} of its step (> {threshold:g}): the trainer is "
+        "the bottleneck",
+    ),
+    "kv_cache": Signal(
+        0.95,
+        "KV-cache use of the fullest inference engine (--inference-metrics)",
+        "an engine's KV cache is {value:.0%} full (> {threshold:g}): requests get preempted",
+    ),
+    "backlog": SIGNALS["backlog"],
 }
 STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
 

@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from vftui.events import ServerStatus
 from vftui.figures import stats
 from vftui.loopback import unproxied
+from vftui.training.engines import parse_metrics
 
-# vLLM (both engine versions) and SGLang name the same gauges differently
-GAUGES = {
-    "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
-    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs"),
-    "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
-}
 MAX_METRICS_BYTES = 4 * 1024**2  # a /metrics page is tens of KB; more is not one
 LATENCY_WINDOW = 200  # the recent requests the latency percentiles are over
 METRICS_TIMEOUT_S = 2.0
@@ -43,21 +36,6 @@ async def watch_servers(servers: Sequence[Any], emit: Callable[[ServerStatus], N
             await asyncio.sleep(EVERY_S)
             for watch in watches:
                 emit(await watch.status(client))
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """The gauges in a Prometheus text page: counts summed over engines, KV-cache use the fullest.
-    A value that is not a finite non-negative number is left out; a page that is not
-    Prometheus text is a ValueError."""
-    found: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for field, names in GAUGES.items():
-            values = [s.value for s in family.samples if math.isfinite(s.value) and s.value >= 0]
-            if family.name in names and values:
-                total = max(values) if field == "kv_cache" else sum(values)
-                if math.isfinite(total):
-                    found[field] = total
-    return found
 
 
 class ServerWatch:

@@ -1,0 +1,258 @@
+"""``vftui tokens RUN_DIR``: a step's exported tokens, worst first, decoded with the run's tokenizer.
+
+Reads prime-rl's token exports (``training.token_exports``) a step at a time: the step's tails that
+means hide (p99 and max mismatch, the masked share, ratio quantiles), its worst trained tokens by the
+column picked (position, text, every value), and with ``--sequence RANK:INDEX`` one sequence with each
+token colored by that column. The tokenizer is ``--tokenizer``, else the one the run's configs name;
+one that cannot be loaded here shows token ids, and says so: text is never decoded with a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from vftui.errors import UserError
+from vftui.text.check_in import number
+from vftui.text.printable import one_line, say
+from vftui.training import token_exports
+from vftui.training.layout import TrainingRun, find
+from vftui.training.token_exports import PICKS, ExportStep, StepFigures
+from vftui.ui.decode import TokenDecoder
+
+
+def load_decoder(name: str | None, given: bool) -> tuple[TokenDecoder, str]:
+    """The decoder of ``name``, and a note when there is none; ``given`` (``--tokenizer``): a failure is an error."""
+    if not name:
+        return TokenDecoder(), "the run's configs name no model: token ids shown (pass --tokenizer)"
+    try:
+        from transformers import AutoTokenizer
+
+        from vftui.collector.gguf_tokenizer import is_gguf, tokenizer_folder
+
+        source = str(tokenizer_folder(name)) if is_gguf(name) else name
+        return TokenDecoder(AutoTokenizer.from_pretrained(source, local_files_only=True)), ""
+    except Exception as e:  # noqa: BLE001 - transformers raises many kinds for "not here"
+        why = one_line(str(e).split("\n")[0])[:160]
+        if given:
+            raise UserError(f"--tokenizer {one_line(name)} cannot be loaded here: {why}") from None
+        return TokenDecoder(), (
+            f"the run's tokenizer {one_line(name)} cannot be loaded here ({why}): token ids shown "
+            "(pass --tokenizer FOLDER or a .gguf)"
+        )
+
+
+def pick_step(run: TrainingRun, step: int | None) -> ExportStep:
+    exported = token_exports.steps(run.token_exports)
+    if not exported:
+        hint = (
+            ""
+            if run.settings().token_export
+            else " (set trainer.enable_token_export = true in its config)"
+        )
+        raise UserError(f"{one_line(run.name)} has no token exports{hint}")
+    if step is None:
+        stable = [s for s in exported if s.stable]
+        if not stable:
+            raise UserError(
+                f"no exported step is whole yet (step {exported[-1].step} is being written): wait"
+            )
+        return stable[-1]
+    for found in exported:
+        if found.step == step:
+            if not found.stable:
+                raise UserError(
+                    f"step {step} is still being written (no STABLE file yet): wait, or name an earlier step"
+                )
+            return found
+    steps = ", ".join(str(s.step) for s in exported[-5:])
+    raise UserError(f"step {step} was not exported (the last exported: {steps})")
+
+
+def run_tokens(
+    target: Path,
+    step: int | None,
+    by: str,
+    worst: int,
+    sequence: str | None,
+    tokenizer: str | None,
+    as_json: bool,
+) -> int:
+    if worst < 1 or worst > 10_000:
+        raise UserError("--worst takes 1 to 10000 tokens")
+    run = find(target)
+    export = pick_step(run, step)
+    settings = run.settings()
+    decoder, note = load_decoder(tokenizer or settings.model, given=tokenizer is not None)
+    figures = token_exports.read_step(export, by, worst)
+    notes = ([note] if note else []) + figures.problems
+    if settings.renormalised:
+        notes.append(
+            f"sampling renormalised the sampler's logprobs ({settings.renormalised}): part of the "
+            "mismatch is by design (trl #6789)"
+        )
+    if as_json:
+        print(json.dumps(_as_json(run, figures, by, decoder, notes), indent=2))
+        return 0
+    console = Console(highlight=False, soft_wrap=True)
+    say(_summary(run, figures, by), sys.stdout)
+    for line in _worst_lines(figures, by, decoder):
+        console.print(line)
+    if sequence is not None:
+        _show_sequence(console, export, sequence, by, decoder, figures, notes)
+    for n in notes:
+        say(f"note: {n}", sys.stdout)
+    return 0
+
+
+def _summary(run: TrainingRun, f: StepFigures, by: str) -> list[str]:
+    envs = ", ".join(f"{one_line(e or '?')} {n}" for e, n in f.envs.items())
+    lines = [
+        f"step {f.step} of {one_line(run.name)}: {f.sequences} sequences, {f.tokens:,} tokens, "
+        f"{f.trained:,} trained ({envs or 'no env named'})",
+    ]
+    tails = []
+    if f.mismatch_kl:
+        kl = f.mismatch_kl
+        tails.append(
+            f"mismatch_kl mean {number(kl['mean'])} p99 {number(kl['p99'])} max {number(kl['max'])}"
+        )
+    if f.abs_log_ratio:
+        lr = f.abs_log_ratio
+        tails.append(f"|log ratio| p99 {number(lr['p99'])} max {number(lr['max'])}")
+    if f.ratio:
+        tails.append(
+            f"ratio p1 {number(f.ratio['p1'])} p50 {number(f.ratio['p50'])} p99 {number(f.ratio['p99'])}"
+        )
+    if f.masked_share is not None:
+        tails.append(
+            f"masked {f.masked_share:.1%} (high {f.masked_high / f.trained:.1%}, low {f.masked_low / f.trained:.1%})"
+        )
+    if f.entropy:
+        tails.append(f"entropy mean {number(f.entropy['mean'])}")
+    lines.append("tails: " + (" | ".join(tails) if tails else "no trained tokens with figures"))
+    if f.sampled:
+        lines.append(
+            f"(quantiles over a sample of {token_exports.SAMPLE:,} tokens; means and maxima exact)"
+        )
+    lines.append(f"worst {len(f.worst)} trained tokens by {by}:")
+    return lines
+
+
+SHOWN = (
+    ("mismatch_kl", "kl"),
+    ("log_importance_ratio", "log ratio"),
+    ("inference_logprobs", "sampler"),
+    ("trainer_logprobs", "trainer"),
+    ("entropy", "entropy"),
+    ("advantages", "adv"),
+    ("is_masked", "masked"),
+)
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return number(float(v))
+
+
+def _worst_lines(f: StepFigures, by: str, decoder: TokenDecoder) -> list[Text]:
+    lines = []
+    for n, token in enumerate(f.worst, start=1):
+        piece = decoder.piece(token.token_id)
+        values = "  ".join(f"{label} {_value(token.values.get(col))}" for col, label in SHOWN)
+        line = Text(f"{n:>3}. rank {token.rank} seq {token.sequence} pos {token.position}  ")
+        line.append(repr(piece), style="bold red")
+        line.append(f"  {by} {number(token.key)}  {values}\n       ")
+        line.append(decoder.text(token.before), style="dim")
+        line.append(f"[{piece}]", style="bold red")
+        line.append(decoder.text(token.after), style="dim")
+        lines.append(line)
+    return lines
+
+
+def _show_sequence(
+    console: Console,
+    export: ExportStep,
+    which: str,
+    by: str,
+    decoder: TokenDecoder,
+    figures: StepFigures,
+    notes: list[str],
+) -> None:
+    rank_text, _, index_text = which.partition(":")
+    if not (rank_text.isdigit() and index_text.isdigit()):
+        raise UserError(
+            f"--sequence {one_line(which)}: write RANK:INDEX, as the worst tokens list them (0:3)"
+        )
+    seq = token_exports.find_sequence(export, int(rank_text), int(index_text), notes)
+    if seq is None:
+        raise UserError(f"step {export.step} has no sequence {one_line(which)}")
+    values = seq.pick(by)
+    known = sorted(v for v in values if v is not None)
+    high = known[int(0.99 * (len(known) - 1))] if known else 0.0
+    mask = seq.columns.get("loss_mask") or [True] * len(seq.tokens)
+    text = Text(
+        f"sequence {which} of step {export.step}, colored by {by} (red: its top 1%; dim: not trained):\n"
+    )
+    for i, token in enumerate(seq.tokens):
+        value = values[i]
+        style = (
+            "dim"
+            if mask[i] is not True
+            else "bold red"
+            if value is not None and value >= high > 0
+            else ""
+        )
+        text.append(decoder.piece(token), style=style)
+    console.print(text)
+
+
+def _as_json(
+    run: TrainingRun, f: StepFigures, by: str, decoder: TokenDecoder, notes: list[str]
+) -> dict[str, Any]:
+    worst = []
+    for token in f.worst:
+        item = asdict(token)
+        item["text"] = decoder.piece(token.token_id) if decoder.available else None
+        item["context"] = (
+            decoder.text(token.before)
+            + "["
+            + decoder.piece(token.token_id)
+            + "]"
+            + decoder.text(token.after)
+            if decoder.available
+            else None
+        )
+        worst.append(item)
+    return {
+        "run": str(run.path),
+        "step": f.step,
+        "by": by,
+        "sequences": f.sequences,
+        "tokens": f.tokens,
+        "trained": f.trained,
+        "masked": f.masked,
+        "masked_high": f.masked_high,
+        "masked_low": f.masked_low,
+        "masked_share": f.masked_share,
+        "mismatch_kl": f.mismatch_kl,
+        "abs_log_ratio": f.abs_log_ratio,
+        "importance_ratio": f.ratio,
+        "entropy": f.entropy,
+        "quantiles_sampled": f.sampled,
+        "envs": f.envs,
+        "worst": worst,
+        "notes": notes,
+    }
+
+
+PICK_NAMES = tuple(PICKS)

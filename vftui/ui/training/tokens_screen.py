@@ -1,0 +1,171 @@
+"""``t``: a step's exported tokens, worst first: the step's tails and each worst token's text and values.
+
+The step is read in a worker (a step can be gigabytes); ``[`` and ``]`` go to the step before and after,
+``b`` changes what ranks the tokens. The tokenizer is loaded once, in the background, by the loader the
+command gives (the run's own, or ``--tokenizer``); until then, and without one, tokens show as ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from vftui.text.check_in import number
+from vftui.text.printable import one_line
+from vftui.training import token_exports
+from vftui.training.layout import TrainingRun
+from vftui.training.token_exports import PICKS, StepFigures
+from vftui.ui.decode import TokenDecoder
+from vftui.ui.widgets.keys_footer import KeysFooter
+
+DecoderLoader = Callable[[], tuple[TokenDecoder, str]]
+SHOWN = (
+    ("log_importance_ratio", "log ratio"),
+    ("inference_logprobs", "sampler"),
+    ("trainer_logprobs", "trainer"),
+    ("entropy", "entropy"),
+    ("advantages", "adv"),
+    ("is_masked", "masked"),
+)
+
+
+class StepRead(Message):
+    def __init__(self, figures: StepFigures | None, said: str) -> None:
+        super().__init__()
+        self.figures = figures
+        self.said = said
+
+
+class DecoderReady(Message):
+    def __init__(self, decoder: TokenDecoder, note: str) -> None:
+        super().__init__()
+        self.decoder = decoder
+        self.note = note
+
+
+class TokensScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,t", "dismiss", "back"),
+        Binding("left_square_bracket", "step(-1)", "step before"),
+        Binding("right_square_bracket", "step(1)", "step after"),
+        Binding("b", "by", "rank by"),
+    ]
+
+    def __init__(self, run: TrainingRun, load_decoder: DecoderLoader | None = None) -> None:
+        super().__init__()
+        self.run = run
+        self.load_decoder = load_decoder
+        self.decoder = TokenDecoder(loading=load_decoder is not None)
+        self.decoder_note = ""
+        self.by = "mismatch_kl"
+        self.step: int | None = None
+        self.figures: StepFigures | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("reading the token exports…", style="dim"), id="tokens-summary")
+        yield DataTable(id="tokens-table", cursor_type="row", zebra_stripes=True)
+        yield KeysFooter()
+
+    def on_mount(self) -> None:
+        if self.load_decoder is not None:
+            self._load_decoder()
+        self.action_step(0)
+
+    @work(thread=True, group="decoder")
+    def _load_decoder(self) -> None:
+        assert self.load_decoder is not None
+        self.post_message(DecoderReady(*self.load_decoder()))
+
+    @on(DecoderReady)
+    def _decoder_ready(self, message: DecoderReady) -> None:
+        self.decoder, self.decoder_note = message.decoder, message.note
+        self._show_step()
+
+    def action_step(self, move: int) -> None:
+        stable = [s for s in token_exports.steps(self.run.token_exports) if s.stable]
+        if not stable:
+            self._read(None)
+            return
+        steps = [s.step for s in stable]
+        at = steps.index(self.step) if self.step in steps else len(steps) - 1
+        index = min(len(steps) - 1, max(0, at + move))
+        self.step = steps[index]
+        self._read(stable[index])
+
+    def action_by(self) -> None:
+        names = list(PICKS)
+        self.by = names[(names.index(self.by) + 1) % len(names)]
+        self.action_step(0)
+
+    @work(thread=True, exclusive=True, group="step")
+    def _read(self, export: token_exports.ExportStep | None) -> None:
+        if export is None:
+            self.post_message(
+                StepRead(None, "no whole exported step yet (trainer.enable_token_export on?)")
+            )
+            return
+        self.post_message(StepRead(token_exports.read_step(export, self.by, 50), ""))
+
+    @on(StepRead)
+    def _step_read(self, message: StepRead) -> None:
+        self.figures = message.figures
+        if message.figures is None:
+            self.query_one("#tokens-summary", Static).update(Text(message.said, style="dim"))
+            return
+        self._show_step()
+
+    def _show_step(self) -> None:
+        f = self.figures
+        if f is None:
+            return
+        summary = Text(
+            f"step {f.step}: {f.sequences} sequences, {f.trained:,} trained tokens", style="bold"
+        )
+        if f.mismatch_kl:
+            kl = f.mismatch_kl
+            summary.append(
+                f"   mismatch_kl mean {number(kl['mean'])} p99 {number(kl['p99'])} max {number(kl['max'])}"
+            )
+        if f.masked_share is not None:
+            summary.append(f"   masked {f.masked_share:.1%}")
+        if f.ratio:
+            summary.append(f"   ratio p1 {number(f.ratio['p1'])} p99 {number(f.ratio['p99'])}")
+        summary.append(f"\nworst by {self.by} (b changes it; [ and ] change the step)", style="dim")
+        for note in ([self.decoder_note] if self.decoder_note else []) + f.problems[:3]:
+            summary.append("\n" + one_line(note), style="yellow")
+        self.query_one("#tokens-summary", Static).update(summary)
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(
+            "#", "rank:seq", "pos", "token", self.by, *(label for _, label in SHOWN), "context"
+        )
+        for n, token in enumerate(f.worst, start=1):
+            piece = self.decoder.piece(token.token_id)
+            context = Text(self.decoder.text(token.before)[-20:], style="dim")
+            context.append(f"[{piece}]", style="bold red")
+            context.append(self.decoder.text(token.after)[:20], style="dim")
+            values = [_value(token.values.get(col)) for col, _ in SHOWN]
+            table.add_row(
+                str(n),
+                f"{token.rank}:{token.sequence}",
+                str(token.position),
+                repr(piece),
+                number(token.key),
+                *values,
+                context,
+            )
+
+
+def _value(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return number(float(v)) if isinstance(v, (int, float)) else "?"
