@@ -164,6 +164,20 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
         ),
         ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
         (
+            "vftui.training",
+            (
+                "verifiers",
+                "atroposlib",
+                "transformers",
+                "textual",
+                "rich",
+                "vftui.collector",
+                "vftui.ui",
+                "vftui.commands",
+                "vftui.run_files",
+            ),
+        ),  # a prime-rl run's readers: plain files in, figures out
+        (
             "vftui.config",
             (
                 "verifiers",

@@ -2,7 +2,7 @@
 
 Each tab runs its own vftui command, chosen as it connects: no target, the runs screen; a running
 run, ``attach`` (its keys steer the run; closing the tab leaves it running); a run that ended, a
-file or a folder, ``view``; several, ``compare``. A run the runs screen opens gets a tab of its own.
+file or a folder, ``view``; a prime-rl run with metrics, logs or token exports, ``watch``; several, ``compare``. A run the runs screen opens gets a tab of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from vftui.loopback import is_loopback_host
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import resolve_id
 from vftui.run_files.listing import describe
+from vftui.training.layout import is_training
 from vftui.ui import themes
 from vftui.web.server import VftuiServer
 
@@ -82,6 +83,8 @@ def _what_to_run(targets: list[Path]) -> list[str]:
         return ["runs"]
     if len(targets) > 1:
         return ["compare", *map(str, targets)]
+    if is_training(targets[0]):
+        return ["watch", str(targets[0])]
     return ["attach" if _running(targets[0]) else "view", str(targets[0])]
 
 

@@ -73,6 +73,11 @@ def is_run(path: Path) -> bool:
     return any((path / mark).exists() for mark in MARKS)
 
 
+def is_training(path: Path) -> bool:
+    """A run folder with what ``watch`` follows (metrics, logs, token exports), not only rollouts to view."""
+    return path.is_dir() and any((path / p).exists() for p in (METRICS, LOGS, TOKEN_EXPORTS))
+
+
 def find(path: Path) -> TrainingRun:
     """The run at ``path``, or the newest run in the output folder ``path``; a ``UserError`` otherwise."""
     path = path.expanduser()

@@ -340,7 +340,7 @@ def read_step(
     }
     figures.entropy = {k: v for k, v in entropy.figures({}).items() if k == "mean"}
     figures.sampled = any(s.sampled for s in (kl, log_ratio, ratio, entropy))
-    figures.worst = sorted(heap, reverse=True)
+    figures.worst = sorted(heap, key=lambda t: (-t.key, t.rank, t.sequence, t.position))  # ties: file order
     return figures
 
 
