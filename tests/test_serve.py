@@ -490,3 +490,22 @@ def groups(seen: Recorded) -> int:
 def state(tmp_path: Path, out: Path) -> str:
     rows = [json.loads(line) for line in run_cli(["runs", "--json"], tmp_path).stdout.splitlines()]
     return next(r["state"] for r in rows if r["path"] == str(out))
+
+
+@pytest.mark.needs("chromium")
+def test_in_chromium_a_prime_rl_run_is_followed_live_in_its_tab(tmp_path):
+    """``vftui serve RUN_DIR`` of a prime-rl run: the tab runs ``watch``, and a step written after the
+    page opened reaches it."""
+    run = tmp_path / "out" / "run"
+    writer = start_cli(["sim-prime-run", str(run), "--steps", "12", "--every", "1"], tmp_path)
+    try:
+        wait_until(lambda: (run / "metrics.jsonl").exists(), "the run never began")
+        with served(tmp_path, str(run)) as it, chromium_page() as seen:
+            signed_in_page(seen, it.url, it.token)
+            wait_until(lambda: "stability" in screen(seen), "the dashboard never came", timeout=60)
+            wait_until(
+                lambda: "step 12 / 12 (finished)" in words(seen), "the new steps never came", timeout=90
+            )
+            assert seen.errors == [], "the page logged errors"
+    finally:
+        writer.wait(timeout=60)
