@@ -55,6 +55,11 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         r"key-to-repaint latency over 5 presses: p50 [\d.]+ ms",
         r"RSS before [\d.]+ MB",
     ],
+    "training_follow.py": [
+        r"first frame with figures: [\d.]+ s; a new step on screen [\d.]+ s after it was written",
+        r"heap peak: [\d.]+ MB after [\d,]+ steps, [\d.]+ MB after [\d,]+ \([\d.]+x\)",
+        r"read_step: [\d.]+ s \([\d.]+x the quarter's\); heap peak [\d.]+ MB \([\d.]+x\)",
+    ],
     "view_big_file.py": [r"vftui view of 2,000 groups", r"End to the last group on screen: \d+ ms"],
     "paired_stats.py": [
         r"## McNemar's exact p.*\n.*\n\s+2,000\s+[\d.]+\s+[\d.]+\s+\d+x\s+[\d.]+",

@@ -289,10 +289,6 @@ def test_the_first_read_of_a_long_file_takes_its_head_and_its_last_steps_and_say
     assert [r.step for r in reader.read().rows] == [total], "then it follows the end"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FileTail.start_at skips the line at offset even when offset is a line's start",
-)
 def test_a_jump_to_a_lines_start_reads_that_whole_line(tmp_path):
     path = tmp_path / "log"
     path.write_bytes(b"aaa\nbbb\nccc\n")
@@ -613,11 +609,6 @@ def test_a_steps_worst_tokens_are_exactly_the_top_k_trained_tokens_by_the_picked
     assert figures.problems == [] and figures.stable and figures.sequences == 6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="token_exports.read_step: at the cut, a later token with a tied key stays and the earlier "
-    "one is evicted (heapreplace drops any of the tied smallest), not file order",
-)
 def test_worst_tokens_tied_at_the_cut_are_the_first_in_file_order(tmp_path):
     step_dir = tmp_path / "step_1"
     step_dir.mkdir()
@@ -1117,17 +1108,16 @@ def test_an_unfinished_run_whose_last_step_was_an_hour_ago_is_down_and_stalled(t
 
 
 def test_a_finished_run_is_never_stalled_however_long_ago_it_ended(tmp_path):
-    follower = followed(tmp_path, steps=40, ago_s=3600)
+    run = write(SimRun(tmp_path / "run", steps=40, ago_s=3600))
+    (run / "configs" / "rl.json").write_text(json.dumps({"max_steps": 40}))
+    follower = Follower(find(run))
+    follower.poll(until_end=True)
     for later in (0.0, 10**6):
         snapshot = follower.snapshot(now=time.time() + later)
         assert snapshot.finished and "stalled" not in snapshot.verdict.signals
         assert snapshot.verdict.word == HEALTHY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sim.prime_run writes max_steps = steps, so --ago's run reads as finished, never stalled",
-)
 def test_a_simulated_run_written_with_ago_reads_as_stalled_as_its_help_says(tmp_path):
     verdict = followed(tmp_path, steps=40, ago_s=3600).snapshot().verdict
     assert verdict.word == DOWN

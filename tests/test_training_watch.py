@@ -66,7 +66,6 @@ def test_status_of_troubled_run_exits_3_naming_each_alert_with_its_figure(tmp_pa
 
 def test_a_stalled_run_is_down(tmp_path):
     run = sim_run(tmp_path, steps=20, ago_s=3600)
-    (run / "configs" / "rl.json").write_text(json.dumps({"max_steps": 100}))
     result = run_cli(["status", str(run)], tmp_path)
     assert result.returncode == 3
     assert "**Health**: Down" in result.stdout and "stalled: no new step for" in result.stdout

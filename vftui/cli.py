@@ -159,7 +159,10 @@ def _watch_parser(sub: argparse._SubParsersAction) -> None:
     cli_training.add_watch_flags(p)
     _shared(p, "api_url")
     p.add_argument(
-        "--every", type=float, default=2.0, metavar="SECONDS", help="poll interval (default 2)"
+        "--every",
+        type=float,
+        metavar="SECONDS",
+        help="poll interval (default 2 for an API, 0.5 for a RUN_DIR: a new step shows within a second)",
     )
     p.add_argument(
         "--no-ui", action="store_true", help="print a status line per poll instead of the app"
@@ -730,8 +733,10 @@ def _sim_server(args: argparse.Namespace) -> int:
 def _watch(args: argparse.Namespace) -> int:
     from vftui.commands.watch import run_watch
 
-    if args.every <= 0:
-        raise UserError("--every must be a positive number of seconds")
+    if args.every is None:
+        args.every = 2.0 if args.run_dir is None else 0.5
+    if not 0 < args.every <= 3600:
+        raise UserError("--every must be a positive number of seconds, at most 3600")
     if args.count is not None and args.count < 1:
         raise UserError("--count must be at least 1")
     if args.run_dir is not None:

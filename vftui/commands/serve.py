@@ -2,7 +2,8 @@
 
 Each tab runs its own vftui command, chosen as it connects: no target, the runs screen; a running
 run, ``attach`` (its keys steer the run; closing the tab leaves it running); a run that ended, a
-file or a folder, ``view``; a prime-rl run with metrics, logs or token exports, ``watch``; several, ``compare``. A run the runs screen opens gets a tab of its own.
+file or a folder, ``view``; a prime-rl run with metrics, logs or token exports, ``watch``; several,
+``compare``. A run the runs screen opens gets a tab of its own.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.text import Text
 
@@ -197,21 +198,15 @@ def _show_sequence(
     if seq is None:
         raise UserError(f"step {export.step} has no sequence {one_line(which)}")
     values = seq.pick(by)
-    known = sorted(v for v in values if v is not None)
-    high = known[int(0.99 * (len(known) - 1))] if known else 0.0
-    mask = seq.columns.get("loss_mask") or [True] * len(seq.tokens)
+    trained = seq.trained()
+    known = values[trained & ~np.isnan(values)]
+    high = float(np.quantile(known, 0.99)) if len(known) else 0.0
     text = Text(
         f"sequence {which} of step {export.step}, colored by {by} (red: its top 1%; dim: not trained):\n"
     )
     for i, token in enumerate(seq.tokens):
-        value = values[i]
-        style = (
-            "dim"
-            if mask[i] is not True
-            else "bold red"
-            if value is not None and value >= high > 0
-            else ""
-        )
+        value = float(values[i])
+        style = "dim" if not trained[i] else "bold red" if value >= high > 0 else ""
         text.append(decoder.piece(token), style=style)
     console.print(text)
 

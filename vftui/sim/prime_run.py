@@ -74,7 +74,7 @@ def write(sim: SimRun, say: Callable[[str], None] = lambda _: None) -> Path:
 
 def _config(run: Path, sim: SimRun) -> None:
     config = {
-        "max_steps": sim.steps,
+        "max_steps": sim.steps + (100 if sim.ago_s else 0),  # --ago: stalled before its end
         "model": {"name": str(TOKENIZER_DIR)},
         "trainer": {
             "enable_token_export": True,

@@ -21,6 +21,9 @@ from vftui.training.logs import LogLine, LogsReader
 from vftui.training.metrics_file import MetricsReader, Read, side
 from vftui.training.overview import Overview, overview
 
+# of a long run, the steps a first read takes (its head too): more than a chart shows
+FIRST_STEPS = 300
+
 
 @dataclass
 class Snapshot:
@@ -49,7 +52,7 @@ class Follower:
         self.run = run
         self.settings = run.settings()
         self.history = History(window)
-        self.metrics = MetricsReader(run.metrics, window)
+        self.metrics = MetricsReader(run.metrics, min(window, FIRST_STEPS))
         self.logs = LogsReader(run.path)
         self.inference = inference or []
         self.thresholds = thresholds

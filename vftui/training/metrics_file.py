@@ -107,9 +107,12 @@ def _shown(value: object) -> str:
 
 class MetricsReader:
     """Follows one ``metrics.jsonl``. The first read of a long file reads its head (the run's early
-    levels) and its last ``tail_steps`` steps, not its middle: a window is what is charted."""
+    levels: ``HEAD_STEPS`` steps) and its last ``tail_steps`` steps, not its middle: a window is what
+    is charted, and the first frame comes as soon on a run of 10,000 steps as on one of 100."""
 
-    HEAD_BYTES = 2 * 1024**2
+    HEAD_PIECE = 256 * 1024
+    HEAD_MOST = 4 * 1024**2
+    HEAD_STEPS = 20  # the early levels need the first 10 steps of each side
 
     def __init__(self, path: Path, tail_steps: int) -> None:
         self.tail = FileTail(path, MAX_LINE)
@@ -118,28 +121,29 @@ class MetricsReader:
         self._started = False
 
     def read(self) -> Read:
-        if not self._started:
+        if not self._started and (self.tail.size() or 0) > 0:
             self._started = True
-            size = self.tail.size() or 0
-            if size > 2 * self.HEAD_BYTES:
-                return self._head_and_tail(size)
+            return self._head_and_tail(self.tail.size() or 0)
         return self._rows(self.tail.read())
 
     def _head_and_tail(self, size: int) -> Read:
-        head = self._rows(self.tail.read(self.HEAD_BYTES))
-        steps = {row.step for row in head.rows}
+        head = Read()
+        steps: set[int] = set()
+        while len(steps) < self.HEAD_STEPS and self.tail.offset < min(size, self.HEAD_MOST):
+            piece = self._rows(self.tail.read(self.HEAD_PIECE))
+            _merge(head, piece)
+            steps.update(row.step for row in piece.rows)
+            if not piece.more:
+                return head
         per_step = self.tail.offset / max(1, len(steps))
-        start = max(self.tail.offset, size - int(per_step * self.tail_steps * 1.25))
-        if start > self.tail.offset:
+        start = size - int(per_step * self.tail_steps * 1.25)
+        jumped = start > self.tail.offset
+        if jumped:
             self.tail.start_at(start)
-            rest = self._rows(self.tail.read())
-            if rest.rows and steps:
-                self.skipped = (max(steps) + 1, rest.rows[0].step - 1)
-            head.rows += rest.rows
-            for name in ("bad_lines", "long_lines", "skipped_values"):
-                setattr(head, name, getattr(head, name) + getattr(rest, name))
-            head.first_bad = head.first_bad or rest.first_bad
-            head.more, head.error = rest.more, rest.error
+        rest = self._rows(self.tail.read())
+        if jumped and rest.rows and steps and rest.rows[0].step > max(steps) + 1:
+            self.skipped = (max(steps) + 1, rest.rows[0].step - 1)
+        _merge(head, rest)
         return head
 
     def _rows(self, lines) -> Read:
@@ -153,6 +157,15 @@ class MetricsReader:
             if line.strip() and (row := parse(line, found)) is not None:
                 found.rows.append(row)
         return found
+
+
+def _merge(into: Read, more: Read) -> None:
+    into.rows += more.rows
+    for name in ("bad_lines", "long_lines", "skipped_values"):
+        setattr(into, name, getattr(into, name) + getattr(more, name))
+    into.first_bad = into.first_bad or more.first_bad
+    into.restarted = into.restarted or more.restarted
+    into.more, into.error = more.more, more.error or into.error
 
 
 def append_row(

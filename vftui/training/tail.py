@@ -46,8 +46,9 @@ class FileTail:
             return None
 
     def start_at(self, offset: int) -> None:
-        """Read from the first whole line at or after ``offset`` (a jump over a file's middle)."""
-        self.offset, self._pending = offset, b""
+        """Read from the first whole line at or after ``offset`` (a jump over a file's middle): from the
+        byte before it, skipping to its newline, so a line that begins at ``offset`` is read whole."""
+        self.offset, self._pending = max(0, offset - 1), b""
         self._skipping = offset > 0
 
     def read(self, most: int = READ_BYTES) -> Lines:

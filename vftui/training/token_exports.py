@@ -34,7 +34,7 @@ STABLE = "STABLE"
 STEP = re.compile(r"step_(\d{1,9})")
 RANK = re.compile(r"rank_(\d{1,6})\.jsonl")
 MAX_LINE = 64 * 1024**2  # a 128k-token sequence is ~25 MB of JSON
-SAMPLE = 1_000_000  # values a step's quantiles are taken over, at most
+SAMPLE = 200_000  # values a step's quantiles are taken over, at most (p99: 2,000 values above it)
 COLUMNS = (
     "token_ids",
     "position_ids",
@@ -73,37 +73,49 @@ class ExportStep:
     stable: bool
 
 
+NUMBERS = {float, int, bool, type(None)}
+BOOLEAN = ("loss_mask", "is_masked", "is_masked_high", "is_masked_low")
+
+
 @dataclass(frozen=True)
 class ExportedSequence:
-    """One exported sequence: where it is, and its aligned per-token columns."""
+    """One exported sequence: where it is, its tokens, and its per-token columns as float arrays
+    (a flag is 1.0 or 0.0; NaN where the file has null, or a value that is not a finite number)."""
 
     step: int
     rank: int
     index: int  # export_sequence_idx: its place in the rank's file
     env: str
-    columns: dict[str, list[Any]]
+    tokens: list[int]
+    columns: dict[str, np.ndarray]
 
-    @property
-    def tokens(self) -> list[int]:
-        return self.columns["token_ids"]
+    def trained(self) -> np.ndarray:
+        """Which tokens the loss takes (all of them when the file has no loss mask)."""
+        mask = self.columns.get("loss_mask")
+        return np.ones(len(self.tokens), dtype=bool) if mask is None else mask == 1.0
 
-    def pick(self, name: str) -> list[float | None]:
-        """The per-token values ``name`` (a key of ``PICKS``) ranks by; None where there is none."""
+    def pick(self, name: str) -> np.ndarray:
+        """The per-token values ``name`` (a key of ``PICKS``) ranks by; NaN where there is none."""
         column, how = PICKS[name]
-        out: list[float | None] = []
-        for value in self.columns.get(column, ()):
-            if isinstance(value, bool):
-                out.append(float(value))
-            elif isinstance(value, (int, float)):
-                out.append(abs(float(value)) if how == "abs" else float(value))
-            else:
-                out.append(None)
-        return out
+        values = self.columns.get(column)
+        if values is None:
+            return np.full(len(self.tokens), np.nan)
+        return np.abs(values) if how == "abs" else values
+
+    def value(self, name: str, i: int) -> float | bool | None:
+        """A column's value at token ``i`` as the file meant it: a flag, a number, or None."""
+        v = float(self.columns[name][i])
+        if np.isnan(v):
+            return None
+        return v == 1.0 if name in BOOLEAN else v
 
 
 @dataclass(order=True, frozen=True)
 class WorstToken:
     key: float
+    later: tuple[
+        int, int
+    ]  # (-sequence read, -position): of tokens of one key, the later is "smaller"
     step: int = field(compare=False)
     rank: int = field(compare=False)
     sequence: int = field(compare=False)
@@ -192,7 +204,11 @@ def sequences(step_dir: Path, problems: list[str]) -> Iterator[ExportedSequence]
 def record(line: bytes, rank: int) -> ExportedSequence | str:
     """A sequence from one line, or why it is not one."""
     try:
-        value = bounds.load_json(line)
+        value = json.loads(
+            line
+        )  # a flat record: its lists are read flat, so no nesting walk is needed
+    except RecursionError:
+        return f"not a record: it nests deeper than {bounds.MAX_NESTING} levels"
     except (ValueError, UnicodeDecodeError) as e:
         return f"not JSON ({e})"
     if not isinstance(value, dict):
@@ -203,7 +219,7 @@ def record(line: bytes, rank: int) -> ExportedSequence | str:
     tokens = value.get("token_ids")
     if not isinstance(tokens, list) or not all(type(t) is int and t >= 0 for t in tokens):
         return "its token_ids are not a list of token ids"
-    columns: dict[str, list[Any]] = {}
+    columns: dict[str, np.ndarray] = {}
     for name in COLUMNS:
         column = value.get(name)
         if column is None:
@@ -212,10 +228,7 @@ def record(line: bytes, rank: int) -> ExportedSequence | str:
             return f"its {name} is not a list"
         if len(column) != len(tokens):
             return f"its columns are not aligned ({len(tokens)} token_ids, {len(column)} {name})"
-        columns[name] = [
-            v if v is None or isinstance(v, bool) or bounds.score(v) is not None else None
-            for v in column
-        ]
+        columns[name] = _floats(column)
     step = value.get("step")
     index = value.get("export_sequence_idx")
     env = value.get("env_name")
@@ -224,8 +237,28 @@ def record(line: bytes, rank: int) -> ExportedSequence | str:
         rank,
         index if type(index) is int else -1,
         env if isinstance(env, str) else "",
+        tokens,
         columns,
     )
+
+
+def _floats(column: list[Any]) -> np.ndarray:
+    """A column as floats, NaN for anything that is not a finite number within ``bounds.MAX_SCORE``."""
+    try:
+        if not set(map(type, column)) <= NUMBERS:
+            raise TypeError  # numpy would read "1.5" as 1.5: text is not a number here
+        values = np.array(column, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        values = np.array(
+            [
+                float(v) if isinstance(v, bool) or bounds.score(v) is not None else np.nan
+                for v in column
+            ],
+            dtype=np.float64,
+        )
+    with np.errstate(invalid="ignore"):
+        values[~(np.abs(values) <= bounds.MAX_SCORE)] = np.nan
+    return values
 
 
 class _Sample:
@@ -241,8 +274,8 @@ class _Sample:
         self.sampled = False
         self.keep = 1.0  # the share of values kept once sampling
 
-    def add(self, values: Sequence[float]) -> None:
-        if not values:
+    def add(self, values: np.ndarray) -> None:
+        if not len(values):
             return
         array = np.asarray(values, dtype=np.float64)
         self.count += len(array)
@@ -275,73 +308,65 @@ def read_step(
     """A step's figures and its ``worst`` tokens by ``pick``, among the trained ones."""
     figures = StepFigures(export.step, export.stable)
     rng = np.random.default_rng(seed)
-    kl, log_ratio, ratio, entropy = (_Sample(rng) for _ in range(4))
+    samples = {
+        name: _Sample(rng)
+        for name in ("mismatch_kl", "log_importance_ratio", "importance_ratio", "entropy")
+    }
     heap: list[WorstToken] = []
     for seq in sequences(export.path, figures.problems):
         figures.sequences += 1
         figures.envs[seq.env] = figures.envs.get(seq.env, 0) + 1
-        n = len(seq.tokens)
-        figures.tokens += n
-        mask = seq.columns.get("loss_mask") or [True] * n
-        trained = [i for i in range(n) if mask[i] is True]
-        figures.trained += len(trained)
+        figures.tokens += len(seq.tokens)
+        trained = seq.trained()
+        figures.trained += int(trained.sum())
         for name, attr in (
             ("is_masked", "masked"),
             ("is_masked_high", "masked_high"),
             ("is_masked_low", "masked_low"),
         ):
-            column = seq.columns.get(name)
-            if column is not None:
-                setattr(
-                    figures,
-                    attr,
-                    getattr(figures, attr) + sum(1 for i in trained if column[i] is True),
-                )
-        for sample, name, how in (
-            (kl, "mismatch_kl", "value"),
-            (log_ratio, "log_importance_ratio", "abs"),
-            (ratio, "importance_ratio", "value"),
-            (entropy, "entropy", "value"),
-        ):
-            values = seq.columns.get(name)
-            if values is not None:
-                picked = [
-                    values[i]
-                    for i in trained
-                    if isinstance(values[i], (int, float)) and not isinstance(values[i], bool)
-                ]
-                sample.add([abs(v) for v in picked] if how == "abs" else picked)
-        keys = seq.pick(pick)
-        for i in trained:
-            key = keys[i] if i < len(keys) else None
-            if key is None:
-                continue
-            if len(heap) < worst or key > heap[0].key:
-                token = WorstToken(
-                    key,
-                    seq.step,
-                    seq.rank,
-                    seq.index,
-                    i,
-                    seq.tokens[i],
-                    tuple(seq.tokens[max(0, i - CONTEXT) : i]),
-                    tuple(seq.tokens[i + 1 : i + 1 + CONTEXT]),
-                    {
-                        name: column[i]
-                        for name, column in seq.columns.items()
-                        if name != "token_ids"
-                    },
-                )
-                (heapq.heappush if len(heap) < worst else heapq.heapreplace)(heap, token)
-    figures.mismatch_kl = kl.figures({"p99": 0.99})
-    figures.abs_log_ratio = log_ratio.figures({"p99": 0.99})
-    figures.ratio = {
-        k: v for k, v in ratio.figures({"p1": 0.01, "p50": 0.5, "p99": 0.99}).items() if k != "mean"
-    }
-    figures.entropy = {k: v for k, v in entropy.figures({}).items() if k == "mean"}
-    figures.sampled = any(s.sampled for s in (kl, log_ratio, ratio, entropy))
-    figures.worst = sorted(heap, key=lambda t: (-t.key, t.rank, t.sequence, t.position))  # ties: file order
+            if (flags := seq.columns.get(name)) is not None:
+                setattr(figures, attr, getattr(figures, attr) + int((flags[trained] == 1.0).sum()))
+        for name, sample in samples.items():
+            if (values := seq.columns.get(name)) is not None:
+                kept = values[trained]
+                kept = kept[~np.isnan(kept)]
+                sample.add(np.abs(kept) if name == "log_importance_ratio" else kept)
+        _worst(seq, figures.sequences, np.where(trained, seq.pick(pick), np.nan), worst, heap)
+    figures.mismatch_kl = samples["mismatch_kl"].figures({"p99": 0.99})
+    figures.abs_log_ratio = samples["log_importance_ratio"].figures({"p99": 0.99})
+    ratio = samples["importance_ratio"].figures({"p1": 0.01, "p50": 0.5, "p99": 0.99})
+    figures.ratio = {k: v for k, v in ratio.items() if k != "mean"}
+    figures.entropy = {k: v for k, v in samples["entropy"].figures({}).items() if k == "mean"}
+    figures.sampled = any(s.sampled for s in samples.values())
+    figures.worst = sorted(
+        heap, key=lambda t: (-t.key, t.rank, t.sequence, t.position)
+    )  # ties: file order
     return figures
+
+
+def _worst(
+    seq: ExportedSequence, seq_number: int, keys: np.ndarray, most: int, heap: list[WorstToken]
+) -> None:
+    """Keep in ``heap`` the ``most`` largest keys so far (ties: the earlier token stays)."""
+    found = np.flatnonzero(~np.isnan(keys))
+    found = found[np.lexsort((found, -keys[found]))[:most]]  # the largest, ties in file order
+    for i in map(int, found):
+        key = float(keys[i])
+        if len(heap) >= most and key <= heap[0].key:
+            continue  # a tie with the smallest kept: the earlier token stays
+        token = WorstToken(
+            key,
+            (-seq_number, -i),
+            seq.step,
+            seq.rank,
+            seq.index,
+            i,
+            seq.tokens[i],
+            tuple(seq.tokens[max(0, i - CONTEXT) : i]),
+            tuple(seq.tokens[i + 1 : i + 1 + CONTEXT]),
+            {name: seq.value(name, i) for name in seq.columns},
+        )
+        (heapq.heappush if len(heap) < most else heapq.heapreplace)(heap, token)
 
 
 def find_sequence(
