@@ -3,7 +3,7 @@
 - A ``metrics.jsonl`` of ``--steps`` steps, ~200 metrics a step (trainer and orchestrator rows, as prime-rl
   writes them): the dashboard's first frame with figures on it (Textual's Pilot, headless, 160x48), and the
   seconds from a new step written to it on screen (polled every 0.5 s, as ``watch RUN_DIR`` does).
-- Memory: the follower's Python heap (tracemalloc peak) after the whole file against after a tenth of it,
+- Memory: the Python heap the follower holds (tracemalloc) after the whole file against after a tenth of it,
   and after following the same number of steps again as they are appended: bounded by the window, not
   by the run's length.
 - Token exports: one step of ``--export-mb`` MB read by ``read_step`` (seconds, heap peak) against a step a
@@ -89,7 +89,7 @@ async def frames(run: Path, steps: int, rng: random.Random) -> tuple[float, floa
 
 
 def heap_after(run: Path, more: int = 0, rng: random.Random | None = None) -> float:
-    """MB of heap peak of a follower that read the run (and then ``more`` steps appended, followed)."""
+    """MB of heap a follower holds once it read the run (and then ``more`` steps appended, followed)."""
     tracemalloc.start()
     follower = Follower(find(run))
     follower.poll(until_end=True)
@@ -98,9 +98,10 @@ def heap_after(run: Path, more: int = 0, rng: random.Random | None = None) -> fl
         for first in range(steps + 1, steps + more + 1, 500):
             write_metrics(run / "metrics.jsonl", first, min(first + 499, steps + more), rng)
             follower.poll(until_end=True)
-    peak = tracemalloc.get_traced_memory()[1]
+    held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    return peak / 1e6
+    del follower
+    return held / 1e6
 
 
 def write_export(step_dir: Path, megabytes: int, rng: random.Random) -> None:
@@ -153,10 +154,13 @@ def main() -> None:
             f"first frame with figures: {first:.2f} s; a new step on screen {shown:.2f} s after it was written"
         )
         at_tenth, at_whole = heap_after(small), heap_after(big)
-        followed = heap_after(small, more=steps - steps // 10, rng=rng)
+        more = steps - steps // 10
+        followed = heap_after(small, more=more, rng=rng)
+        twice = heap_after(big, more=more, rng=rng)
         print(
-            f"heap peak: {at_tenth:.1f} MB after {steps // 10:,} steps, {at_whole:.1f} MB after {steps:,} "
-            f"({at_whole / at_tenth:.2f}x), {followed:.1f} MB after following {steps - steps // 10:,} more"
+            f"heap held: {at_tenth:.1f} MB after {steps // 10:,} steps, {at_whole:.1f} MB after {steps:,} "
+            f"({at_whole / at_tenth:.2f}x); following: {followed:.1f} MB after {more:,} more steps, "
+            f"{twice:.1f} MB after {steps + more:,} ({twice / followed:.2f}x)"
         )
         quarter, whole = Path(tmp, "e1", "step_1"), Path(tmp, "e2", "step_1")
         write_export(quarter, max(1, export_mb // 4), rng)

@@ -57,7 +57,8 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
     ],
     "training_follow.py": [
         r"first frame with figures: [\d.]+ s; a new step on screen [\d.]+ s after it was written",
-        r"heap peak: [\d.]+ MB after [\d,]+ steps, [\d.]+ MB after [\d,]+ \([\d.]+x\)",
+        r"heap held: [\d.]+ MB after [\d,]+ steps, [\d.]+ MB after [\d,]+ \([\d.]+x\); following: "
+        r"[\d.]+ MB after [\d,]+ more steps, [\d.]+ MB after [\d,]+ \([\d.]+x\)",
         r"read_step: [\d.]+ s \([\d.]+x the quarter's\); heap peak [\d.]+ MB \([\d.]+x\)",
     ],
     "view_big_file.py": [r"vftui view of 2,000 groups", r"End to the last group on screen: \d+ ms"],

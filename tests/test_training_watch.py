@@ -132,7 +132,7 @@ def test_tokens_waits_for_a_step_still_being_written_and_names_what_is_missing(t
     missing = run_cli(["tokens", str(run), "--step", "99"], tmp_path)
     assert missing.returncode == 2 and "step 99 was not exported" in missing.stderr
     bad = run_cli(["tokens", str(run), "--sequence", "zero"], tmp_path)
-    assert bad.returncode == 2 and "write RANK:INDEX" in bad.stderr
+    assert bad.returncode == 2 and "write RANK:SEQ" in bad.stderr and not bad.stdout
 
 
 def test_tokens_without_the_runs_tokenizer_shows_ids_and_says_why(tmp_path):
@@ -223,3 +223,34 @@ def test_watch_in_tmux_follows_the_run_and_quits_on_q(tmp_path):
             )
     finally:
         writer.wait(timeout=60)
+
+
+def test_tokens_of_an_atropos_rl_groups_file_lists_the_least_likely_sampled_tokens(tmp_path):
+    """A vftui rl run keeps the sampler's logprob of each token (1.0 on the masked prompt): the trained
+    tokens it found least likely come first; masked ones never."""
+    group = {
+        "tokens": [[5, 6, 7, 8], [5, 6, 9, 10]],
+        "masks": [[-100, -100, 7, 8], [-100, -100, 9, 10]],
+        "scores": [1.0, 0.0],
+        "inference_logprobs": [[1.0, 1.0, -0.1, -4.0], [1.0, 1.0, -2.5, -0.2]],
+    }
+    sft = {"tokens": [[1, 2]], "masks": [[-100, 2]], "scores": [1.0]}
+    path = tmp_path / "groups.jsonl"
+    path.write_text(json.dumps(group) + "\n" + json.dumps(sft) + "\n{torn")
+    result = run_cli(["tokens", str(path), "--worst", "3", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    said = json.loads(result.stdout)
+    assert said["by"] == "sampler_logprob" and said["trained"] == 4
+    assert [(w["rank"], w["sequence"], w["position"]) for w in said["worst"]] == [
+        (1, 0, 3),
+        (1, 1, 2),
+        (1, 1, 3),
+    ]
+    assert [w["values"]["inference_logprobs"] for w in said["worst"]] == [-4.0, -2.5, -0.2]
+    assert any("1 groups carry no logprobs" in n for n in said["notes"])
+    assert any("line 3: not a group" in n for n in said["notes"])
+    wrong = run_cli(["tokens", str(path), "--by", "mismatch_kl"], tmp_path)
+    assert wrong.returncode == 2 and "--by sampler_logprob" in wrong.stderr
+    text = run_cli(["tokens", str(path), "--sequence", "1:0"], tmp_path)
+    assert text.returncode == 0 and "group 1 rollout 0 pos 3" in text.stdout
+    assert "sampler_logprob -4" in text.stdout

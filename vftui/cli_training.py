@@ -68,21 +68,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "step's tails (p99 and max mismatch_kl, masked share, ratio quantiles) and its worst trained tokens "
         "by the column picked, each with its position, text and values.",
     )
-    p.add_argument("run_dir", type=_path, metavar="RUN_DIR", help=RUN_DIR_HELP)
-    p.add_argument("--step", type=int, help="the step (default: the newest whole one)")
+    p.add_argument(
+        "run_dir",
+        type=_path,
+        metavar="RUN",
+        help=RUN_DIR_HELP
+        + "; or a vftui rl run (its folder or groups .jsonl): its sampler logprobs",
+    )
+    p.add_argument("--step", type=int, help="the prime-rl step (default: the newest whole one)")
     p.add_argument(
         "--by",
         choices=tuple(PICKS),
-        default="mismatch_kl",
-        help="what ranks and colors the tokens (default mismatch_kl)",
+        help="what ranks and colors the tokens (default mismatch_kl; sampler_logprob for a vftui rl run)",
     )
     p.add_argument(
         "--worst", type=int, default=20, metavar="N", help="how many worst tokens (default 20)"
     )
     p.add_argument(
         "--sequence",
-        metavar="RANK:INDEX",
-        help="also show this sequence, each token colored by --by",
+        metavar="RANK:SEQ",
+        help="also show this sequence (GROUP:ROLLOUT of a vftui rl run), each token colored by --by",
     )
     p.add_argument(
         "--tokenizer",

@@ -1,17 +1,20 @@
-"""``vftui tokens RUN_DIR``: a step's exported tokens, worst first, decoded with the run's tokenizer.
+"""``vftui tokens RUN``: a step's exported tokens, worst first, decoded with the run's tokenizer.
 
 Reads prime-rl's token exports (``training.token_exports``) a step at a time: the step's tails that
 means hide (p99 and max mismatch, the masked share, ratio quantiles), its worst trained tokens by the
-column picked (position, text, every value), and with ``--sequence RANK:INDEX`` one sequence with each
+column picked (position, text, every value), and with ``--sequence RANK:SEQ`` one sequence with each
 token colored by that column. The tokenizer is ``--tokenizer``, else the one the run's configs name;
 one that cannot be loaded here shows token ids, and says so: text is never decoded with a guess.
+A vftui rl run (Atropos) has the sampler's logprob of each trained token only: its least likely
+sampled tokens come first (``run_files.rl_tokens``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +23,14 @@ from rich.console import Console
 from rich.text import Text
 
 from vftui.errors import UserError
+from vftui.run_files.files import RunFiles
+from vftui.run_files.records import run_record
+from vftui.run_files.rl_tokens import rollouts
 from vftui.text.check_in import number
 from vftui.text.printable import one_line, say
 from vftui.training import token_exports
 from vftui.training.layout import TrainingRun, find
-from vftui.training.token_exports import PICKS, ExportStep, StepFigures
+from vftui.training.token_exports import PICKS, ExportedSequence, ExportStep, StepFigures
 from vftui.ui.decode import TokenDecoder
 
 
@@ -76,10 +82,80 @@ def pick_step(run: TrainingRun, step: int | None) -> ExportStep:
     raise UserError(f"step {step} was not exported (the last exported: {steps})")
 
 
+@dataclass
+class Source:
+    """What ``tokens`` reads: a prime-rl step's exports, or a vftui rl run's groups."""
+
+    name: str  # shown
+    path: Path
+    read: Callable[
+        [list[str]], Iterator[ExportedSequence]
+    ]  # its sequences, problems said in the list
+    figures: StepFigures
+    tokenizer: str | None
+    where: tuple[
+        str, str
+    ]  # what a sequence's two numbers are called: ("rank", "seq") or ("group", "rollout")
+    notes: list[str] = field(default_factory=list)
+
+
+def prime_rl_source(run: TrainingRun, step: int | None) -> Source:
+    export = pick_step(run, step)
+    settings = run.settings()
+    notes = []
+    if settings.renormalised:
+        notes.append(
+            f"sampling renormalised the sampler's logprobs ({settings.renormalised}): part of the "
+            "mismatch is by design (trl #6789)"
+        )
+    return Source(
+        f"step {export.step} of {one_line(run.name)}",
+        run.path,
+        lambda problems: token_exports.sequences(export.path, problems),
+        StepFigures(export.step, export.stable),
+        settings.model,
+        ("rank", "seq"),
+        notes,
+    )
+
+
+def vftui_source(target: Path, step: int | None) -> Source:
+    if step is not None:
+        raise UserError("--step names a prime-rl step: a vftui rl run's tokens are read whole")
+    try:
+        files = RunFiles.find(target, "vftui tokens")
+        path, record = files.jsonl, run_record(files)
+    except UserError:
+        if not target.is_file():
+            raise UserError(
+                f"vftui tokens {one_line(str(target))}: neither a prime-rl run nor a vftui rl run"
+            ) from None
+        path, record = target, None  # a groups file alone (a dump): no tokenizer recorded
+    return Source(
+        one_line(path.name),
+        path,
+        lambda problems: rollouts(path, problems),
+        StepFigures(-1, True),
+        record.tokenizer if record and record.tokenizer else None,
+        ("group", "rollout"),
+        [
+            "an Atropos rl run keeps only the sampler's logprobs: the least likely sampled tokens first"
+        ],
+    )
+
+
+def source(target: Path, step: int | None) -> Source:
+    """A prime-rl run (or its output folder) or a vftui rl run; one sentence when it is neither."""
+    path = target.expanduser()
+    if path.is_dir() and not RunFiles.all_in(path):
+        return prime_rl_source(find(path), step)
+    return vftui_source(path, step)
+
+
 def run_tokens(
     target: Path,
     step: int | None,
-    by: str,
+    by: str | None,
     worst: int,
     sequence: str | None,
     tokenizer: str | None,
@@ -87,36 +163,36 @@ def run_tokens(
 ) -> int:
     if worst < 1 or worst > 10_000:
         raise UserError("--worst takes 1 to 10000 tokens")
-    run = find(target)
-    export = pick_step(run, step)
-    settings = run.settings()
-    decoder, note = load_decoder(tokenizer or settings.model, given=tokenizer is not None)
-    figures = token_exports.read_step(export, by, worst)
-    notes = ([note] if note else []) + figures.problems
-    if settings.renormalised:
-        notes.append(
-            f"sampling renormalised the sampler's logprobs ({settings.renormalised}): part of the "
-            "mismatch is by design (trl #6789)"
+    found = source(target, step)
+    atropos = found.where == ("group", "rollout")
+    by = by or ("sampler_logprob" if atropos else "mismatch_kl")
+    if atropos and by != "sampler_logprob":
+        raise UserError(
+            f"--by {by}: a vftui rl run has the sampler's logprobs only (--by sampler_logprob)"
         )
+    wanted = _which(found, sequence) if sequence is not None else None
+    decoder, note = load_decoder(tokenizer or found.tokenizer, given=tokenizer is not None)
+    figures = token_exports.tally(found.read(found.figures.problems), found.figures, by, worst)
+    notes = ([note] if note else []) + found.notes + figures.problems
     if as_json:
-        print(json.dumps(_as_json(run, figures, by, decoder, notes), indent=2))
+        print(json.dumps(_as_json(found, figures, by, decoder, notes), indent=2))
         return 0
     console = Console(highlight=False, soft_wrap=True)
-    say(_summary(run, figures, by), sys.stdout)
-    for line in _worst_lines(figures, by, decoder):
+    say(_summary(found, figures, by), sys.stdout)
+    for line in _worst_lines(found, figures, by, decoder):
         console.print(line)
-    if sequence is not None:
-        _show_sequence(console, export, sequence, by, decoder, figures, notes)
+    if wanted is not None:
+        _show_sequence(console, found, wanted, by, decoder)
     for n in notes:
         say(f"note: {n}", sys.stdout)
     return 0
 
 
-def _summary(run: TrainingRun, f: StepFigures, by: str) -> list[str]:
-    envs = ", ".join(f"{one_line(e or '?')} {n}" for e, n in f.envs.items())
+def _summary(found: Source, f: StepFigures, by: str) -> list[str]:
+    envs = ", ".join(f"{one_line(e or '?')} {n}" for e, n in f.envs.items() if e)
     lines = [
-        f"step {f.step} of {one_line(run.name)}: {f.sequences} sequences, {f.tokens:,} tokens, "
-        f"{f.trained:,} trained ({envs or 'no env named'})",
+        f"{found.name}: {f.sequences} sequences, {f.tokens:,} tokens, {f.trained:,} trained"
+        + (f" ({envs})" if envs else ""),
     ]
     tails = []
     if f.mismatch_kl:
@@ -137,6 +213,11 @@ def _summary(run: TrainingRun, f: StepFigures, by: str) -> list[str]:
         )
     if f.entropy:
         tails.append(f"entropy mean {number(f.entropy['mean'])}")
+    if f.sampler_logprob:
+        lp = f.sampler_logprob
+        tails.append(
+            f"sampler logprob mean {number(lp['mean'])} p1 {number(lp['p1'])} p50 {number(lp['p50'])}"
+        )
     lines.append("tails: " + (" | ".join(tails) if tails else "no trained tokens with figures"))
     if f.sampled:
         lines.append(
@@ -165,44 +246,53 @@ def _value(v: Any) -> str:
     return number(float(v))
 
 
-def _worst_lines(f: StepFigures, by: str, decoder: TokenDecoder) -> list[Text]:
+def _worst_lines(found: Source, f: StepFigures, by: str, decoder: TokenDecoder) -> list[Text]:
     lines = []
+    first, second = found.where
     for n, token in enumerate(f.worst, start=1):
         piece = decoder.piece(token.token_id)
-        values = "  ".join(f"{label} {_value(token.values.get(col))}" for col, label in SHOWN)
-        line = Text(f"{n:>3}. rank {token.rank} seq {token.sequence} pos {token.position}  ")
+        values = "  ".join(
+            f"{label} {_value(token.values.get(col))}"
+            for col, label in SHOWN
+            if col in token.values
+        )
+        line = Text(
+            f"{n:>3}. {first} {token.rank} {second} {token.sequence} pos {token.position}  "
+        )
         line.append(repr(piece), style="bold red")
-        line.append(f"  {by} {number(token.key)}  {values}\n       ")
-        line.append(decoder.text(token.before), style="dim")
-        line.append(f"[{piece}]", style="bold red")
-        line.append(decoder.text(token.after), style="dim")
+        shown = -token.key if PICKS[by][1] == "negated" else token.key
+        line.append(f"  {by} {number(shown)}  {values}\n       ")
+        line.append(one_line(decoder.text(token.before)), style="dim")
+        line.append(f"[{one_line(piece)}]", style="bold red")
+        line.append(one_line(decoder.text(token.after)), style="dim")
         lines.append(line)
     return lines
 
 
-def _show_sequence(
-    console: Console,
-    export: ExportStep,
-    which: str,
-    by: str,
-    decoder: TokenDecoder,
-    figures: StepFigures,
-    notes: list[str],
-) -> None:
+def _which(found: Source, which: str) -> tuple[int, int]:
     rank_text, _, index_text = which.partition(":")
     if not (rank_text.isdigit() and index_text.isdigit()):
+        first, second = (w.upper() for w in found.where)
         raise UserError(
-            f"--sequence {one_line(which)}: write RANK:INDEX, as the worst tokens list them (0:3)"
+            f"--sequence {one_line(which)}: write {first}:{second}, as the worst tokens list them (0:3)"
         )
-    seq = token_exports.find_sequence(export, int(rank_text), int(index_text), notes)
+    return int(rank_text), int(index_text)
+
+
+def _show_sequence(
+    console: Console, found: Source, wanted: tuple[int, int], by: str, decoder: TokenDecoder
+) -> None:
+    rank, index = wanted
+    which = f"{rank}:{index}"
+    seq = next((s for s in found.read([]) if s.rank == rank and s.index == index), None)
     if seq is None:
-        raise UserError(f"step {export.step} has no sequence {one_line(which)}")
+        raise UserError(f"{found.name} has no sequence {which}")
     values = seq.pick(by)
     trained = seq.trained()
     known = values[trained & ~np.isnan(values)]
     high = float(np.quantile(known, 0.99)) if len(known) else 0.0
     text = Text(
-        f"sequence {which} of step {export.step}, colored by {by} (red: its top 1%; dim: not trained):\n"
+        f"sequence {which} of {found.name}, colored by {by} (red: its top 1%; dim: not trained):\n"
     )
     for i, token in enumerate(seq.tokens):
         value = float(values[i])
@@ -212,7 +302,7 @@ def _show_sequence(
 
 
 def _as_json(
-    run: TrainingRun, f: StepFigures, by: str, decoder: TokenDecoder, notes: list[str]
+    found: Source, f: StepFigures, by: str, decoder: TokenDecoder, notes: list[str]
 ) -> dict[str, Any]:
     worst = []
     for token in f.worst:
@@ -229,8 +319,9 @@ def _as_json(
         )
         worst.append(item)
     return {
-        "run": str(run.path),
-        "step": f.step,
+        "run": str(found.path),
+        "step": None if f.step < 0 else f.step,
+        "sequence_is": list(found.where),
         "by": by,
         "sequences": f.sequences,
         "tokens": f.tokens,
@@ -243,11 +334,9 @@ def _as_json(
         "abs_log_ratio": f.abs_log_ratio,
         "importance_ratio": f.ratio,
         "entropy": f.entropy,
+        "sampler_logprob": f.sampler_logprob,
         "quantiles_sampled": f.sampled,
         "envs": f.envs,
         "worst": worst,
         "notes": notes,
     }
-
-
-PICK_NAMES = tuple(PICKS)

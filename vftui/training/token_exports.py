@@ -19,7 +19,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ PICKS: dict[str, tuple[str, str]] = {
     "entropy": ("entropy", "value"),
     "advantage": ("advantages", "abs"),
     "masked": ("is_masked", "value"),
+    "sampler_logprob": ("inference_logprobs", "negated"),  # the least likely sampled tokens first
 }
 CONTEXT = 6  # tokens either side of a worst token, for its text
 
@@ -100,7 +101,7 @@ class ExportedSequence:
         values = self.columns.get(column)
         if values is None:
             return np.full(len(self.tokens), np.nan)
-        return np.abs(values) if how == "abs" else values
+        return np.abs(values) if how == "abs" else -values if how == "negated" else values
 
     def value(self, name: str, i: int) -> float | bool | None:
         """A column's value at token ``i`` as the file meant it: a flag, a number, or None."""
@@ -142,6 +143,7 @@ class StepFigures:
     abs_log_ratio: dict[str, float] = field(default_factory=dict)  # p99, max
     ratio: dict[str, float] = field(default_factory=dict)  # p1, p50, p99
     entropy: dict[str, float] = field(default_factory=dict)  # mean
+    sampler_logprob: dict[str, float] = field(default_factory=dict)  # mean, p1, p50
     sampled: bool = False  # quantiles over a sample of the trained tokens
     worst: list[WorstToken] = field(default_factory=list)
     envs: dict[str, int] = field(default_factory=dict)
@@ -228,7 +230,7 @@ def record(line: bytes, rank: int) -> ExportedSequence | str:
             return f"its {name} is not a list"
         if len(column) != len(tokens):
             return f"its columns are not aligned ({len(tokens)} token_ids, {len(column)} {name})"
-        columns[name] = _floats(column)
+        columns[name] = floats(column)
     step = value.get("step")
     index = value.get("export_sequence_idx")
     env = value.get("env_name")
@@ -242,7 +244,7 @@ def record(line: bytes, rank: int) -> ExportedSequence | str:
     )
 
 
-def _floats(column: list[Any]) -> np.ndarray:
+def floats(column: list[Any]) -> np.ndarray:
     """A column as floats, NaN for anything that is not a finite number within ``bounds.MAX_SCORE``."""
     try:
         if not set(map(type, column)) <= NUMBERS:
@@ -307,13 +309,26 @@ def read_step(
 ) -> StepFigures:
     """A step's figures and its ``worst`` tokens by ``pick``, among the trained ones."""
     figures = StepFigures(export.step, export.stable)
+    return tally(sequences(export.path, figures.problems), figures, pick, worst, seed)
+
+
+def tally(
+    found: Iterable[ExportedSequence], figures: StepFigures, pick: str, worst: int, seed: int = 0
+) -> StepFigures:
+    """``figures`` of the sequences ``found``: their tails and ``worst`` tokens by ``pick``."""
     rng = np.random.default_rng(seed)
     samples = {
         name: _Sample(rng)
-        for name in ("mismatch_kl", "log_importance_ratio", "importance_ratio", "entropy")
+        for name in (
+            "mismatch_kl",
+            "log_importance_ratio",
+            "importance_ratio",
+            "entropy",
+            "inference_logprobs",
+        )
     }
     heap: list[WorstToken] = []
-    for seq in sequences(export.path, figures.problems):
+    for seq in found:
         figures.sequences += 1
         figures.envs[seq.env] = figures.envs.get(seq.env, 0) + 1
         figures.tokens += len(seq.tokens)
@@ -337,6 +352,8 @@ def read_step(
     ratio = samples["importance_ratio"].figures({"p1": 0.01, "p50": 0.5, "p99": 0.99})
     figures.ratio = {k: v for k, v in ratio.items() if k != "mean"}
     figures.entropy = {k: v for k, v in samples["entropy"].figures({}).items() if k == "mean"}
+    logprobs = samples["inference_logprobs"].figures({"p1": 0.01, "p50": 0.5})
+    figures.sampler_logprob = {k: v for k, v in logprobs.items() if k != "max"}
     figures.sampled = any(s.sampled for s in samples.values())
     figures.worst = sorted(
         heap, key=lambda t: (-t.key, t.rank, t.sequence, t.position)
