@@ -27,7 +27,7 @@ from vftui.training import token_exports
 from vftui.training.follow import Follower
 from vftui.training.layout import find
 from vftui.ui.training.app import TrainingApp
-from vftui.ui.training.tokens_screen import TokensScreen
+from vftui.ui.training.tokens_screen import SequenceScreen, TokensScreen
 
 
 def sim_run(tmp_path: Path, name: str = "run", **kwargs) -> Path:
@@ -202,6 +202,9 @@ async def test_the_dashboard_shows_health_figures_alerts_and_a_new_step_as_it_is
             token_exports.steps(run / "token_exports")[-1], "mismatch_kl", 50
         )
         assert [t.key for t in screen.figures.worst] == [t.key for t in newest.worst]
+        await pilot.press("enter")  # the worst token's sequence, colored
+        await until(lambda: isinstance(app.screen, SequenceScreen), pilot=pilot)
+        assert "red by mismatch_kl" in "\n".join(screen_lines(app))
         await pilot.press("q")
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
@@ -21,7 +23,7 @@ from vftui.text.check_in import number
 from vftui.text.printable import one_line
 from vftui.training import token_exports
 from vftui.training.layout import TrainingRun
-from vftui.training.token_exports import PICKS, StepFigures
+from vftui.training.token_exports import PICKS, ExportedSequence, StepFigures, WorstToken
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.widgets.keys_footer import KeysFooter
 
@@ -48,6 +50,49 @@ class DecoderReady(Message):
         super().__init__()
         self.decoder = decoder
         self.note = note
+
+
+class SequenceRead(Message):
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+
+class SequenceScreen(ModalScreen[None]):
+    """``enter`` on a worst token: its whole sequence, each token colored by the column ranked by."""
+
+    BINDINGS = [Binding("escape,enter", "dismiss", "back")]
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, id="sequence-text")
+        yield KeysFooter()
+
+
+def colored(seq: ExportedSequence, by: str, decoder: TokenDecoder, at: int) -> Text:
+    """The sequence's text, its trained tokens red by their share of the step's worst value, the one at
+    ``at`` underlined; untrained tokens dim."""
+    values = seq.pick(by)
+    trained = seq.trained()
+    known = values[trained & ~np.isnan(values)]
+    top = float(known.max()) if len(known) else 0.0
+    text = Text()
+    for i, token in enumerate(seq.tokens):
+        value = float(values[i])
+        if not trained[i]:
+            style = "dim"
+        elif top > 0 and value > 0:
+            style = "bold red" if value >= 0.5 * top else "red" if value >= 0.1 * top else ""
+        else:
+            style = ""
+        if i == at:
+            style += " underline reverse"
+        text.append(decoder.piece(token), style=style.strip())
+    return text
 
 
 class TokensScreen(ModalScreen[None]):
@@ -121,6 +166,29 @@ class TokensScreen(ModalScreen[None]):
             return
         self._show_step()
 
+    @on(DataTable.RowSelected, "#tokens-table")
+    def _open_sequence(self, event: DataTable.RowSelected) -> None:
+        if self.figures is not None and event.cursor_row < len(self.figures.worst):
+            self._read_sequence(self.figures.worst[event.cursor_row])
+
+    @work(thread=True, group="sequence")
+    def _read_sequence(self, token: WorstToken) -> None:
+        step = next(s for s in token_exports.steps(self.run.token_exports) if s.step == token.step)
+        seq = token_exports.find_sequence(step, token.rank, token.sequence, [])
+        if seq is not None:
+            header = Text(
+                f"step {token.step}, rank {token.rank} seq {token.sequence}: red by {self.by} "
+                "(bold: half the sequence's worst or more), the token picked reversed, untrained dim\n\n",
+                style="bold",
+            )
+            self.post_message(
+                SequenceRead(header + colored(seq, self.by, self.decoder, token.position))
+            )
+
+    @on(SequenceRead)
+    def _sequence_read(self, message: SequenceRead) -> None:
+        self.app.push_screen(SequenceScreen(message.text))
+
     def _show_step(self) -> None:
         f = self.figures
         if f is None:
@@ -137,7 +205,10 @@ class TokensScreen(ModalScreen[None]):
             summary.append(f"   masked {f.masked_share:.1%}")
         if f.ratio:
             summary.append(f"   ratio p1 {number(f.ratio['p1'])} p99 {number(f.ratio['p99'])}")
-        summary.append(f"\nworst by {self.by} (b changes it; [ and ] change the step)", style="dim")
+        summary.append(
+            f"\nworst by {self.by} (b changes it; [ and ] change the step; enter: the token's sequence)",
+            style="dim",
+        )
         for note in ([self.decoder_note] if self.decoder_note else []) + f.problems[:3]:
             summary.append("\n" + one_line(note), style="yellow")
         self.query_one("#tokens-summary", Static).update(summary)
