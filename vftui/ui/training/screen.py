@@ -4,11 +4,12 @@ poll comes up as a ``Polled`` message and the panels show it."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal
@@ -67,12 +68,12 @@ class TrainingScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#alerts").border_title = "alerts"
         self.query_one("#logs").border_title = "log warnings and errors"
-        self.follow()
+        # a daemon thread, not a Textual worker: the app's exit joins those, and a poll can take seconds
+        threading.Thread(target=self.follow, name="follow", daemon=True).start()
 
     def on_unmount(self) -> None:
         self.stop.set()
 
-    @work(thread=True, exclusive=True, group="follow")
     def follow(self) -> None:
         """Poll the run's files until the screen goes; each poll's snapshot goes up as a message."""
         seen_logs = 0
@@ -87,7 +88,8 @@ class TrainingScreen(Screen[None]):
                 + snap.overview.performance
             }
             logs = len(self.follower.logs.lines)
-            self.post_message(Polled(snap, charts, max(0, logs - seen_logs)))
+            with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+                self.post_message(Polled(snap, charts, max(0, logs - seen_logs)))
             seen_logs = logs
             self.stop.wait(self.every_s)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -24,6 +24,7 @@ from vftui.text.printable import one_line
 from vftui.training import token_exports
 from vftui.training.layout import TrainingRun
 from vftui.training.token_exports import PICKS, ExportedSequence, StepFigures, WorstToken
+from vftui.ui.background import in_background
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.widgets.keys_footer import KeysFooter
 
@@ -38,11 +39,15 @@ SHOWN = (
 )
 
 
+NO_STEP = "no whole exported step yet (trainer.enable_token_export on?)"
+
+
 class StepRead(Message):
-    def __init__(self, figures: StepFigures | None, said: str) -> None:
+    def __init__(self, figures: StepFigures | None, said: str, asked: int) -> None:
         super().__init__()
         self.figures = figures
         self.said = said
+        self.asked = asked
 
 
 class DecoderReady(Message):
@@ -112,6 +117,7 @@ class TokensScreen(ModalScreen[None]):
         self.by = "mismatch_kl"
         self.step: int | None = None
         self.figures: StepFigures | None = None
+        self.asked = 0  # reads asked for: only the last one's answer is shown
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the token exports…", style="dim"), id="tokens-summary")
@@ -119,14 +125,9 @@ class TokensScreen(ModalScreen[None]):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        if self.load_decoder is not None:
-            self._load_decoder()
+        if (load := self.load_decoder) is not None:
+            in_background(self, lambda: DecoderReady(*load()), "tokenizer")
         self.action_step(0)
-
-    @work(thread=True, group="decoder")
-    def _load_decoder(self) -> None:
-        assert self.load_decoder is not None
-        self.post_message(DecoderReady(*self.load_decoder()))
 
     @on(DecoderReady)
     def _decoder_ready(self, message: DecoderReady) -> None:
@@ -149,17 +150,25 @@ class TokensScreen(ModalScreen[None]):
         self.by = names[(names.index(self.by) + 1) % len(names)]
         self.action_step(0)
 
-    @work(thread=True, exclusive=True, group="step")
     def _read(self, export: token_exports.ExportStep | None) -> None:
+        """Read the step in a daemon thread (a step can take a minute: a quit never waits for it); a read
+        asked for later wins."""
+        self.asked += 1
+        asked, by = self.asked, self.by
         if export is None:
-            self.post_message(
-                StepRead(None, "no whole exported step yet (trainer.enable_token_export on?)")
-            )
+            self.post_message(StepRead(None, NO_STEP, asked))
             return
-        self.post_message(StepRead(token_exports.read_step(export, self.by, 50), ""))
+        self.query_one("#tokens-summary", Static).update(
+            Text(f"reading step {export.step}…", style="dim")
+        )
+        in_background(
+            self, lambda: StepRead(token_exports.read_step(export, by, 50), "", asked), "step"
+        )
 
     @on(StepRead)
     def _step_read(self, message: StepRead) -> None:
+        if message.asked != self.asked:
+            return  # a step asked for since
         self.figures = message.figures
         if message.figures is None:
             self.query_one("#tokens-summary", Static).update(Text(message.said, style="dim"))
@@ -169,21 +178,22 @@ class TokensScreen(ModalScreen[None]):
     @on(DataTable.RowSelected, "#tokens-table")
     def _open_sequence(self, event: DataTable.RowSelected) -> None:
         if self.figures is not None and event.cursor_row < len(self.figures.worst):
-            self._read_sequence(self.figures.worst[event.cursor_row])
+            token, by, decoder = self.figures.worst[event.cursor_row], self.by, self.decoder
+            in_background(self, lambda: self._sequence(token, by, decoder), "sequence")
 
-    @work(thread=True, group="sequence")
-    def _read_sequence(self, token: WorstToken) -> None:
-        step = next(s for s in token_exports.steps(self.run.token_exports) if s.step == token.step)
+    def _sequence(self, token: WorstToken, by: str, decoder: TokenDecoder) -> SequenceRead:
+        step = token_exports.ExportStep(
+            token.step, self.run.token_exports / f"step_{token.step}", True
+        )
         seq = token_exports.find_sequence(step, token.rank, token.sequence, [])
-        if seq is not None:
-            header = Text(
-                f"step {token.step}, rank {token.rank} seq {token.sequence}: red by {self.by} "
-                "(bold: half the sequence's worst or more), the token picked reversed, untrained dim\n\n",
-                style="bold",
-            )
-            self.post_message(
-                SequenceRead(header + colored(seq, self.by, self.decoder, token.position))
-            )
+        if seq is None:
+            return SequenceRead(Text("the sequence is gone from the step's files", style="yellow"))
+        header = Text(
+            f"step {token.step}, rank {token.rank} seq {token.sequence}: red by {by} "
+            "(bold: half the sequence's worst or more), the token picked reversed, untrained dim\n\n",
+            style="bold",
+        )
+        return SequenceRead(header + colored(seq, by, decoder, token.position))
 
     @on(SequenceRead)
     def _sequence_read(self, message: SequenceRead) -> None:
