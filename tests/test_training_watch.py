@@ -27,6 +27,7 @@ from vftui.training import token_exports
 from vftui.training.follow import Follower
 from vftui.training.layout import find
 from vftui.ui.training.app import TrainingApp
+from vftui.ui.training.charts_screen import TrainingChartsScreen
 from vftui.ui.training.tokens_screen import SequenceScreen, TokensScreen
 
 
@@ -206,6 +207,27 @@ async def test_the_dashboard_shows_health_figures_alerts_and_a_new_step_as_it_is
         await until(lambda: isinstance(app.screen, SequenceScreen), pilot=pilot)
         assert "red by mismatch_kl" in "\n".join(screen_lines(app))
         await pilot.press("q")
+
+
+async def test_the_charts_overlay_the_with_runs_by_step_under_their_letters(tmp_path):
+    main = sim_run(tmp_path, "main", steps=30)
+    other = sim_run(tmp_path, "[bold]other", steps=12, troubles=frozenset({"entropy_collapse"}))
+    app = TrainingApp(Follower(find(main)), every_s=0.1, others=[Follower(find(other))])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await until(lambda: "step 30 / 30" in "\n".join(screen_lines(app)), pilot=pilot)
+        await pilot.press("g")
+        await until(lambda: isinstance(app.screen, TrainingChartsScreen), pilot=pilot)
+        screen = app.screen
+        assert isinstance(screen, TrainingChartsScreen)
+        assert list(screen.curves) == ["A main", "B [bold]other"]
+        entropy = screen.curves["B [bold]other"]["entropy"]
+        assert [s for s, _ in entropy] == list(range(1, 13))
+        await pilot.pause(0.3)
+        shown = "\n".join(screen_lines(app))
+        assert (
+            "━━ A main" in shown and "━━ B [bold]other" in shown
+        )  # the name as written, not markup
+        await pilot.press("escape", "q")
 
 
 @pytest.mark.needs("tmux")

@@ -750,9 +750,12 @@ def _watch(args: argparse.Namespace) -> int:
             args.theme,
             args.inference_metrics,
             args.notify,
+            args.with_runs,
         )
-    if args.inference_metrics or args.notify:
-        raise UserError("--inference-metrics and --notify follow a prime-rl run: name its RUN_DIR")
+    if args.inference_metrics or args.notify or args.with_runs:
+        raise UserError(
+            "--inference-metrics, --notify and --with follow a prime-rl run: name its RUN_DIR"
+        )
     return run_watch(args.api_url, args.every, args.no_ui, args.count, args.theme)
 
 

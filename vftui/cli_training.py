@@ -39,6 +39,15 @@ def add_watch_flags(p: argparse.ArgumentParser) -> None:
         "--inference-metrics", action="append", default=[], metavar="URL", help=INFERENCE_HELP
     )
     p.add_argument("--notify", metavar="CMD|URL", help=NOTIFY_HELP)
+    p.add_argument(
+        "--with",
+        dest="with_runs",
+        action="append",
+        default=[],
+        type=_path,
+        metavar="RUN_DIR",
+        help="another prime-rl run whose curves the charts (g) overlay by step; repeat for several",
+    )
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -49,9 +49,11 @@ def run_training_watch(
     theme: str | None,
     inference: list[str],
     notify: str | None,
+    with_runs: list[Path] | None = None,
 ) -> int:
     run = find(target)
     follower = Follower(run, inference)
+    others = [Follower(find(other)) for other in with_runs or []]
     if no_ui or not has_screen():
         return _headless(follower, every_s, count, notify)
     from vftui.ui import themes
@@ -66,6 +68,7 @@ def run_training_watch(
         ours,
         _notifier(notify),
         lambda: load_decoder(name, given=False),
+        others,
     )
     app.run()
     return 0

@@ -27,9 +27,10 @@ class TrainingApp(App[None]):
         extra_themes=None,
         on_change: Callable[[Snapshot, str], None] | None = None,
         load_decoder: DecoderLoader | None = None,
+        others: list[Follower] | None = None,
     ) -> None:
         super().__init__()
-        self.training = TrainingScreen(follower, every_s, on_change, load_decoder)
+        self.training = TrainingScreen(follower, every_s, on_change, load_decoder, others)
         themes.install(self, theme_name, extra_themes)
 
     def get_driver_class(self) -> type:

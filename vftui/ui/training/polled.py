@@ -18,3 +18,4 @@ class Polled(Message):
     snapshot: Snapshot
     charts: dict[str, list[float]]  # metric name -> its newest values, oldest first
     new_logs: int
+    curves: dict[str, dict[str, list[tuple[int, float]]]]  # run label -> figure -> (step, value)

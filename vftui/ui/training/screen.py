@@ -21,6 +21,7 @@ from vftui.text.check_in import step_line
 from vftui.text.printable import one_line
 from vftui.training.follow import Follower, Snapshot
 from vftui.training.health import DEGRADED, DOWN, FIGURE_OF
+from vftui.ui.training.charts_screen import Curves, TrainingChartsScreen, curves_of
 from vftui.ui.training.panels import InferencePanel, SectionPanel
 from vftui.ui.training.polled import CHART_POINTS, Polled
 from vftui.ui.training.tokens_screen import DecoderLoader, TokensScreen
@@ -29,9 +30,15 @@ from vftui.ui.widgets.keys_footer import KeysFooter
 WORD_STYLE = {DOWN: "bold white on red", DEGRADED: "bold black on yellow"}
 
 
+def run_label(n: int, follower: Follower) -> str:
+    """``A name``: a run's letter (A this run, B... the --with runs) and its folder's name."""
+    return f"{chr(ord('A') + n % 26)} {one_line(follower.run.name)}"
+
+
 class TrainingScreen(Screen[None]):
     BINDINGS = [
         Binding("t", "tokens", "tokens"),
+        Binding("g", "charts", "charts"),
         Binding("m", "metrics", "all metrics"),
     ]
     word: reactive[str] = reactive("")
@@ -42,9 +49,12 @@ class TrainingScreen(Screen[None]):
         every_s: float,
         on_change: Callable[[Snapshot, str], None] | None = None,
         load_decoder: DecoderLoader | None = None,
+        others: list[Follower] | None = None,
     ) -> None:
         super().__init__()
         self.follower = follower
+        self.others = others or []  # --with: runs whose curves the charts overlay
+        self.curves: Curves = {}
         self.load_decoder = load_decoder
         self.every_s = every_s
         self.on_change = on_change  # called with (snapshot, previous word) when the health changes
@@ -88,15 +98,21 @@ class TrainingScreen(Screen[None]):
                 + snap.overview.performance
             }
             logs = len(self.follower.logs.lines)
+            curves = {run_label(0, self.follower): curves_of(history)}
+            for n, other in enumerate(self.others, start=1):
+                other.poll()
+                curves[run_label(n, other)] = curves_of(other.history)
             with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-                self.post_message(Polled(snap, charts, max(0, logs - seen_logs)))
+                self.post_message(Polled(snap, charts, max(0, logs - seen_logs), curves))
             seen_logs = logs
             self.stop.wait(self.every_s)
 
     @on(Polled)
     def show(self, message: Polled) -> None:
         snap = message.snapshot
-        before, self.snapshot = self.word, snap
+        before, self.snapshot, self.curves = self.word, snap, message.curves
+        if isinstance(self.app.screen, TrainingChartsScreen):
+            self.app.screen.show(self.curves)
         self.word = snap.verdict.word
         alerting = {FIGURE_OF[a.name] for a in snap.verdict.alerts if a.name in FIGURE_OF}
         for panel in self.query(SectionPanel):
@@ -145,6 +161,9 @@ class TrainingScreen(Screen[None]):
 
     def action_tokens(self) -> None:
         self.app.push_screen(TokensScreen(self.follower.run, self.load_decoder))
+
+    def action_charts(self) -> None:
+        self.app.push_screen(TrainingChartsScreen(self.curves))
 
     def action_metrics(self) -> None:
         from vftui.ui.training.metrics_screen import MetricsScreen

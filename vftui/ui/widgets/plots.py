@@ -4,6 +4,7 @@ its width holds, and round ticks over the data's range."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual_plotext import PlotextPlot
 
 from vftui.figures.series import nice_ticks, thinned, tick_label
@@ -16,7 +17,7 @@ def begin(widget: PlotextPlot, title: str, legend: dict[str, str] | None = None)
     """The chart cleared, its title and legend (label: plotext colour) on its border; its plotext."""
     widget.border_title = title
     widget.border_subtitle = "  ".join(
-        f"[{LEGEND_COLOR.get(color, f'ansi_{color}')}]━━[/] {label}"
+        f"[{LEGEND_COLOR.get(color, f'ansi_{color}')}]━━[/] {escape(label)}"  # a run's name is not markup
         for label, color in (legend or {}).items()
     )
     plt = widget.plt
@@ -70,4 +71,30 @@ def lines(
     axes(widget, all_xs, all_ys)
     plt.xlabel(xlabel)
     plt.ylabel(unit)
+    widget.refresh()
+
+
+def lines_by_step(
+    widget: PlotextPlot,
+    title: str,
+    series: dict[str, list[tuple[int, float]]],
+    colors: dict[str, str],
+) -> None:
+    """Each named series of (step, value) as a line in its colour, on one step axis: runs that began
+    or stopped at other steps line up where their steps meet."""
+    plt = begin(widget, title, {label: colors[label] for label in series})
+    all_xs: list[float] = []
+    all_ys: list[float] = []
+    for label, found in series.items():
+        if not found:
+            continue
+        xs, ys = thinned([float(v) for _, v in found], points(widget))
+        steps = [float(s) for s, _ in found]
+        # a bucket's x: the step at its middle position (positions are 1-based halves)
+        xs = [steps[min(len(steps) - 1, max(0, int(x) - 1))] for x in xs]
+        plt.plot(xs, ys, color=colors[label])
+        all_xs += xs
+        all_ys += ys
+    axes(widget, all_xs, all_ys)
+    plt.xlabel("step")
     widget.refresh()
