@@ -504,7 +504,9 @@ def test_in_chromium_a_prime_rl_run_is_followed_live_in_its_tab(tmp_path):
             signed_in_page(seen, it.url, it.token)
             wait_until(lambda: "stability" in screen(seen), "the dashboard never came", timeout=60)
             wait_until(
-                lambda: "step 12 / 12 (finished)" in words(seen), "the new steps never came", timeout=90
+                lambda: "step 12 / 12 (finished)" in words(seen),
+                "the new steps never came",
+                timeout=90,
             )
             assert seen.errors == [], "the page logged errors"
     finally:
