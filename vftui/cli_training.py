@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from vftui.errors import UserError
-from vftui.training.token_exports import PICKS
+from vftui.training.picks import PICKS
 
 RUN_DIR_HELP = (
     "a prime-rl run folder ({output_dir}/{run_name}), or its output folder: the newest run in it"

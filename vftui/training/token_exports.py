@@ -28,6 +28,7 @@ import numpy as np
 
 from vftui import bounds, safe_files
 from vftui.bounds import LongLine
+from vftui.training.picks import PICKS
 
 SCHEMA_VERSION = 1
 STABLE = "STABLE"
@@ -54,16 +55,6 @@ COLUMNS = (
     "ce_weights",
     "ref_kl_weights",
 )
-# what a token can be ranked and colored by: the column, and how its value becomes "worse"
-PICKS: dict[str, tuple[str, str]] = {
-    "mismatch_kl": ("mismatch_kl", "value"),
-    "log_ratio": ("log_importance_ratio", "abs"),
-    "prob_delta": ("prob_delta", "abs"),
-    "entropy": ("entropy", "value"),
-    "advantage": ("advantages", "abs"),
-    "masked": ("is_masked", "value"),
-    "sampler_logprob": ("inference_logprobs", "negated"),  # the least likely sampled tokens first
-}
 CONTEXT = 6  # tokens either side of a worst token, for its text
 
 
