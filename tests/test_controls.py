@@ -164,13 +164,23 @@ async def test_dump_writes_exactly_the_window(slow_sim, tmp_path):
     await until(lambda: states(events)[-1] is RunState.PAUSED)
     path = controls.dump()
     again = controls.dump(path)
+    last_item = read_jsonl(path)[-1]["vftui"]["item"]
+    chosen = controls.dump(where=f"item={last_item}")  # what the dashboard's filter shows
+    with pytest.raises(ValueError, match="cannot read"):
+        controls.dump(where="reward>>1")
     controls.stop()
     await task
     run.close()
     written = read_jsonl(tmp_path / "groups.jsonl")
     assert read_jsonl(path) == written[-3:]
     assert again != path and read_jsonl(again) == written[-3:], "a dump never overwrites"
-    assert [e.groups for e in events if isinstance(e, GroupsDumped)] == [3, 3]
+    assert read_jsonl(chosen) == [g for g in written[-3:] if g["vftui"]["item"] == last_item]
+    dumps = [e for e in events if isinstance(e, GroupsDumped)]
+    assert [(e.groups, e.of, e.where) for e in dumps] == [
+        (3, 3, ""),
+        (3, 3, ""),
+        (len(read_jsonl(chosen)), 3, f"item={last_item}"),
+    ]
 
 
 @pytest.mark.serial  # a bound in seconds

@@ -120,10 +120,22 @@ async def test_dump_key_writes_exactly_the_window(make_app, paced_sim, tmp_path)
             pilot=pilot, predicate=lambda: any("dumped" in r.message for r in app.model.logs)
         )
         said = next(r.message for r in app.model.logs if "dumped" in r.message)
+        window = [g["vftui"]["item"] for g in read_jsonl(tmp_path / "groups.jsonl")[-4:]]
+        where = f"item={window[-1]}"  # what the filter shows is what d writes
+        await pilot.press("slash", *where, "enter", "d")
+        await until(
+            pilot=pilot, predicate=lambda: any("that 'item=" in r.message for r in app.model.logs)
+        )
+        filtered_said = next(r.message for r in app.model.logs if "that 'item=" in r.message)
         await quit_app(pilot, app)
-    [dump] = tmp_path.glob("dump-*.jsonl")
+    dump, chosen = sorted(tmp_path.glob("dump-*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
     assert said == f"dumped 4 groups to {dump}"
     assert read_jsonl(tmp_path / "groups.jsonl")[-4:] == read_jsonl(dump)
+    assert read_jsonl(chosen) == [g for g in read_jsonl(dump) if g["vftui"]["item"] == window[-1]]
+    n = window.count(window[-1])
+    assert filtered_said == (
+        f"dumped the {n} of 4 groups in memory that '{where}' shows to {chosen}"
+    )
 
 
 async def test_quit_leaves_a_complete_jsonl_and_a_checkpoint(make_app, paced_sim, tmp_path):

@@ -67,7 +67,7 @@ SAMPLES: list[ev.Event] = [
         step=4,
     ),
     ev.TemperatureChanged(0.7),
-    ev.GroupsDumped("/tmp/dump.jsonl", 2),
+    ev.GroupsDumped("/tmp/dump.jsonl", 2, 5, "reward>0.5"),
     ev.LogRecord("WARNING", "vftui", "a line"),
     ev.RunSummary(
         ev.RunState.FINISHED, 10, 10, "/tmp/groups.jsonl", 1.5, {"metrics/mean_reward": 0.5}

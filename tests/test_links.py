@@ -227,7 +227,7 @@ def test_a_dump_skips_a_dangling_link_at_its_name(tmp_path, victim):
     (tmp_path / "dump.jsonl").symlink_to(dangling)
     window = store.GroupWindow(4)
     window.add(b'{"scores": [1]}\n')
-    path, count = window.dump(tmp_path / "dump.jsonl")
+    path, count, _ = window.dump(tmp_path / "dump.jsonl")
     assert (
         path == tmp_path / "dump_1.jsonl"
         and count == 1

@@ -24,6 +24,7 @@ from vftui.events import (
     RunStatus,
 )
 from vftui.figures import stats
+from vftui.figures.group_filter import parse_filter
 from vftui.figures.run_tally import RunTally
 from vftui.group_format import MASKED
 from vftui.live.server import Replay
@@ -32,7 +33,7 @@ from vftui.text import wording
 from vftui.text.drop_lines import DropLines
 from vftui.ui.decode import TokenDecoder
 from vftui.ui.inbox import Inbox
-from vftui.ui.model import SORTS, DashboardModel, parse_filter
+from vftui.ui.model import SORTS, DashboardModel
 from vftui.ui.pager_text import pager_text
 from vftui.ui.screens.best_worst import best_and_worst
 from vftui.ui.widgets.token_preview import rollout_pieces, wrap_pieces

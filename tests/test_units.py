@@ -99,9 +99,9 @@ def test_appender_writes_whole_lines_and_feeds_the_window(tmp_path):
         appender.write({"tokens": [[i]], "scores": [float(i)]})
     appender.close()
     assert appender.lines_written == 3 and len(window) == 2
-    path, count = window.dump(tmp_path / "d.jsonl")
+    path, count, held = window.dump(tmp_path / "d.jsonl")
     assert (
-        count == 2
+        count == held == 2
         and path.read_text().splitlines() == (tmp_path / "g.jsonl").read_text().splitlines()[1:]
     )
 

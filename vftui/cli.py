@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vftui import __version__, cli_training, paths
+from vftui import __version__, cli_export, cli_training, paths
 from vftui.collector.quiet import quiet_libraries
 from vftui.defaults import SHARED_FLAGS
 from vftui.errors import STOP_SIGNALS, RunFailed, UserError
@@ -524,6 +524,7 @@ def build_parser(with_run_flags: bool = True) -> argparse.ArgumentParser:
     _report_parser(sub)
     _serve_parser(sub)
     cli_training.add_parsers(sub)
+    cli_export.add_parser(sub)
     sub.add_parser("eval", help="an eval is a run: vftui run --mode eval (this says so)")
     return parser
 
@@ -839,6 +840,7 @@ def _command(argv: list[str]) -> int:
             "status": cli_training.status,
             "tokens": cli_training.tokens,
             "sim-prime-run": cli_training.sim_prime_run,
+            "export": cli_export.run,
         }
         return commands[args.command](args)
     except UserError as e:

@@ -356,6 +356,8 @@ class TemperatureChanged:
 class GroupsDumped:
     path: str
     groups: int
+    of: int  # the groups the window held: more than ``groups`` when a filter chose
+    where: str = ""  # the filter that chose them, as typed
 
 
 @dataclass(frozen=True)

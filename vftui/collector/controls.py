@@ -22,6 +22,7 @@ from vftui.errors import RunEnded
 from vftui.events import Event, GroupsDumped, RunState, TemperatureChanged
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, checked_temperature
 from vftui.run_files.files import RunFiles
+from vftui.run_files.groupfile import lines_shown_by
 from vftui.run_files.store import GroupWindow
 from vftui.text import wording
 
@@ -91,12 +92,14 @@ class Controls:
         target = min(MAX_TEMPERATURE, max(MIN_TEMPERATURE, self._temperature + delta))
         return self.set_temperature(target)
 
-    def dump(self, path: Path | None = None) -> Path:
-        """Write the groups in the in-memory window to a new jsonl; returns its path."""
+    def dump(self, path: Path | None = None, where: str = "") -> Path:
+        """Write the groups in the in-memory window that the filter ``where`` shows (all, without
+        one) to a new jsonl; returns its path. A filter that cannot be read is a ValueError."""
+        keep = lines_shown_by(where) if where.strip() else None
         if path is None:
             path = self._files.dump_path(time.time())
-        written, count = self._window.dump(Path(path))
-        self._emit(GroupsDumped(str(written), count))
+        written, count, held = self._window.dump(Path(path), keep)
+        self._emit(GroupsDumped(str(written), count, held, where.strip()))
         return written
 
     def stop(self) -> None:

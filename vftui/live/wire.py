@@ -120,8 +120,8 @@ class RemoteControls(RunControls):
         self._temperature = self._steer(name, *args)
         return self._temperature
 
-    def dump(self, path: Path | None = None) -> Path:
-        return self._call("dump", path)
+    def dump(self, path: Path | None = None, where: str = "") -> Path:
+        return self._call("dump", path, where)
 
     def stop(self) -> None:
         with contextlib.suppress(CollectorGone):

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import copy
 import functools
+import json
 import math
 import os
 import threading
@@ -46,6 +47,7 @@ from vftui.events import (
 )
 from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
+from vftui.figures.group_filter import parse_filter
 from vftui.figures.series import Series
 from vftui.group_format import META
 from vftui.run_files import listing, records, store
@@ -65,6 +67,21 @@ FOLLOW_EVERY_S = 1.0  # a followed file is looked at as often as the view repain
 FOLLOWING = "following the file as it grows"
 # With many groups in flight a file is in the order groups finished; a view can reorder it.
 ORDERS = {"file": None, "item": "_items", "time": "_starts"}
+
+
+def lines_shown_by(where: str) -> Callable[[bytes], bool]:
+    """Whether a group's line is one the dashboard's filter ``where`` shows (a line that is not a
+    group is not); a ValueError says what in ``where`` cannot be read."""
+    shows = parse_filter(where)
+
+    def keep(line: bytes) -> bool:
+        try:
+            raw = json.loads(line)
+            return isinstance(raw, dict) and shows(group_event(0, raw))
+        except (ValueError, TypeError, KeyError, RecursionError):
+            return False
+
+    return keep
 
 
 def group_event(index: int, group: dict[str, Any]) -> GroupCollected:

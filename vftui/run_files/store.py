@@ -14,7 +14,7 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -178,10 +178,14 @@ class GroupWindow:
         with self._lock:
             return len(self._lines)
 
-    def dump(self, path: Path) -> tuple[Path, int]:
-        """Write the window to a new file (never overwriting); returns path and count."""
+    def dump(
+        self, path: Path, keep: Callable[[bytes], bool] | None = None
+    ) -> tuple[Path, int, int]:
+        """Write the window's groups ``keep`` keeps (all without it) to a new file, never overwriting;
+        returns the path, how many were written and how many the window held."""
         with self._lock:
-            lines = list(self._lines)
+            held = list(self._lines)
+        lines = held if keep is None else [line for line in held if keep(line)]
         path.parent.mkdir(parents=True, exist_ok=True)
         while True:
             free = unique_path(path)
@@ -192,7 +196,7 @@ class GroupWindow:
                 continue  # taken since unique_path looked
         with os.fdopen(fd, "wb") as f:
             f.writelines(lines)
-        return free, len(lines)
+        return free, len(lines), len(held)
 
 
 @dataclass(frozen=True)

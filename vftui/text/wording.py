@@ -113,7 +113,12 @@ def counted(n: int, noun: str) -> str:
 
 
 def dumped(event: GroupsDumped) -> str:
-    return f"dumped {event.groups} groups to {event.path}"
+    if event.where:
+        return (
+            f"dumped the {event.groups:,} of {counted(event.of, 'group')} in memory that "
+            f"'{event.where}' shows to {event.path}"
+        )
+    return f"dumped {counted(event.groups, 'group')} to {event.path}"
 
 
 def number(value: float, sign: str = "") -> str:

@@ -28,12 +28,14 @@ from textual.widget import Widget
 
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import GroupCollected, Mode, RunState
+from vftui.figures.group_filter import FILTER_HELP, parse_filter
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, RunControls, checked_temperature
 from vftui.text import wording
 from vftui.text.printable import printable, with_texts
+from vftui.ui import exporting
 from vftui.ui.background import in_background
 from vftui.ui.decode import TokenDecoder
-from vftui.ui.model import FILTER_HELP, SORTS, DashboardModel, parse_filter
+from vftui.ui.model import SORTS, DashboardModel
 from vftui.ui.pager_text import pager_text
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.health import HealthScreen
@@ -112,7 +114,19 @@ class DashboardScreen(Screen[None]):
             tooltip=TEMPERATURE_KEYS,
         ),
         Binding("t", "type_temperature", "set T", show=False, tooltip="type an exact temperature"),
-        Binding("d", "dump", "dump", tooltip="dump the groups in memory to a new jsonl"),
+        Binding(
+            "d",
+            "dump",
+            "dump",
+            tooltip="dump the groups the filter shows (all without one) to a new jsonl, as collected",
+        ),
+        Binding(
+            "x",
+            "export",
+            "export",
+            tooltip="export the rollouts of the groups the filter shows as training data "
+            "(.parquet: prime-rl's SFT; .jsonl: TRL's messages), as vftui export does",
+        ),
         Binding("j", "cursor(1)", "next group", show=False, tooltip=MOVE),
         Binding("k", "cursor(-1)", "previous group", show=False, tooltip=MOVE),
         Binding(
@@ -330,7 +344,7 @@ class DashboardScreen(Screen[None]):
 
     # -- keys: each one a call on the controls ----------------------------------------------
 
-    LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "dump", "health"})
+    LIVE_ONLY = frozenset({"toggle_pause", "temperature", "type_temperature", "health"})
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Keys that steer a run are hidden (and do nothing) when viewing a file."""
@@ -384,8 +398,18 @@ class DashboardScreen(Screen[None]):
         )
 
     def action_dump(self) -> None:
+        """A run: its collector writes the groups in memory the filter shows (its answer, a
+        GroupsDumped, says how many of how many). A viewed file: those of the file, as collected."""
+        where = self.model.filter_text
+        if self.controls is None:
+            source = self._source()
+            if source is None:
+                return
+            out = exporting.default_out(source, "-dump.jsonl", time.time())
+            exporting.start(self, source, out, "atropos", where)
+            return
         try:
-            path: Path = self.run_controls.dump()
+            path = self.controls.dump(where=where)
         except OSError as e:
             self.notify(
                 printable(f"dump failed: {e}"),
@@ -395,10 +419,52 @@ class DashboardScreen(Screen[None]):
                 markup=False,
             )
             return
+        which = f"that '{where}' shows " if where else ""
         self.notify(
-            printable(f"dumped the groups in memory to {path}"),
+            printable(f"dumped the groups in memory {which}to {path}"),
             title="dump",
             timeout=8,
+            markup=False,
+        )
+
+    def action_export(self) -> None:
+        source = self._source()
+        if source is None:
+            return
+        where = self.model.filter_text
+        which = f"the groups '{where}' shows" if where else "every group"
+
+        def write(out: Path | None) -> None:
+            if out is not None:
+                fmt = exporting.FORMAT_OF[out.suffix]
+                exporting.start(self, source, out, fmt, where)
+
+        self.app.push_screen(
+            PromptScreen(
+                f"export the rollouts of {which} in {source.name} (all of it, read again) to",
+                str(exporting.default_out(source, "-sft.parquet", time.time())),
+                exporting.read_out,
+                ".parquet: prime-rl's SFT data; .jsonl: TRL's messages",
+            ),
+            write,
+        )
+
+    def _source(self) -> Path | None:
+        """The file the groups shown come from: the viewed one, or the run's own (None, said, before
+        the run has named it)."""
+        if self.model.rows is not None:
+            return self.model.rows.path
+        if self.model.run_started is None:
+            self.notify("no groups yet: the run has not started", severity="warning")
+            return None
+        return Path(self.model.run_started.out_path)
+
+    def on_exported(self, message: exporting.Exported) -> None:
+        self.notify(
+            printable("\n".join(message.lines)),
+            title="export",
+            severity=message.severity,
+            timeout=12,
             markup=False,
         )
 
