@@ -61,6 +61,11 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         r"[\d.]+ MB after [\d,]+ more steps, [\d.]+ MB after [\d,]+ \([\d.]+x\)",
         r"read_step: [\d.]+ s \([\d.]+x the quarter's\); heap peak [\d.]+ MB \([\d.]+x\)",
     ],
+    "export.py": [
+        r"## prime-rl parquet.*\n.*quarter: [\d.]+ MB.*peak RSS \d+ MB\n.*whole: .*\n"
+        r"peak RSS whole/quarter: [\d.]+x",
+        r"## atropos jsonl",
+    ],
     "view_big_file.py": [r"vftui view of 2,000 groups", r"End to the last group on screen: \d+ ms"],
     "paired_stats.py": [
         r"## McNemar's exact p.*\n.*\n\s+2,000\s+[\d.]+\s+[\d.]+\s+\d+x\s+[\d.]+",

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import copy
 import functools
+import itertools
 import json
 import math
 import os
@@ -47,7 +48,7 @@ from vftui.events import (
 )
 from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
-from vftui.figures.group_filter import parse_filter
+from vftui.figures.group_filter import parse_filter, searchable
 from vftui.figures.series import Series
 from vftui.group_format import META
 from vftui.run_files import listing, records, store
@@ -351,6 +352,26 @@ class GroupFile(Sequence[Row]):
         if isinstance(parsed, str):
             raise ValueError(f"{path} changed since it was read ({parsed})")
         return group_event(row.index, parsed)
+
+    def search(self, needles: list[str]) -> dict[str, set[tuple[int, int]]]:
+        """For each needle (lower case), the rows (``part``, ``offset``) whose group holds it in a
+        prompt, completion or tool call (``group_filter.searchable``): the rows read so far, each
+        file once, front to back. Slow work: off the UI thread."""
+        found: dict[str, set[tuple[int, int]]] = {needle: set() for needle in needles}
+        places = sorted((self._parts[line], self._offsets[line]) for line in range(self._count))
+        for part, offsets in itertools.groupby(places, key=lambda place: place[0]):
+            with safe_files.open_to_read(self._files[part]) as f:
+                for _, offset in offsets:
+                    f.seek(offset)
+                    parsed = store.parse_group_line(next(store.group_lines(f), b""))
+                    messages = parsed.get("messages") if isinstance(parsed, dict) else None
+                    if not isinstance(messages, list):
+                        continue
+                    text = searchable([m for m in messages if isinstance(m, list)])
+                    for needle in needles:
+                        if needle in text:
+                            found[needle].add((part, offset))
+        return found
 
     # -- the background pass ----------------------------------------------------------------
 

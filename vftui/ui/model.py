@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, assert_never
 
 from vftui import events as ev
 from vftui.figures import stats
-from vftui.figures.group_filter import Shown, parse_filter
+from vftui.figures.group_filter import Search, Shown, in_messages, parse_filter
 from vftui.figures.series import Series
 from vftui.text import wording
 from vftui.text.drop_lines import DropLines
@@ -35,6 +35,11 @@ SORTS: dict[str, tuple[str, Callable[[Shown], float] | None]] = {
     "length": ("by length, longest first", lambda g: -g.completion_length),
     "time": ("by time, slowest first", lambda g: -g.elapsed_s),
 }
+
+
+def _among(found: dict[str, set[tuple[int, int]]]) -> Search:
+    """A file's text search: the rows ``GroupFile.search`` found for each needle."""
+    return lambda needle: lambda row: (row.part, row.offset) in found.get(needle, ())
 
 
 @dataclass
@@ -278,9 +283,11 @@ class DashboardModel:
         """(groups/s, tokens/s) as every view defines them (``stats.RATE_DEFINITION``)."""
         return self.throughput.rates(self.clock(), self.state.collecting)
 
-    def set_filter(self, text: str) -> None:
-        """Show only matching groups (ValueError on bad syntax, keeping the old filter)."""
-        predicate = parse_filter(text) if text.strip() else None
+    def set_filter(self, text: str, found: dict[str, set[tuple[int, int]]] | None = None) -> None:
+        """Show only matching groups (ValueError on bad syntax, keeping the old filter). A viewed
+        file's rows hold no messages: its text search's answer (``GroupFile.search``) is ``found``."""
+        search = in_messages if self.rows is None else _among(found or {})
+        predicate = parse_filter(text, search) if text.strip() else None
         self.filter_text, self._filter = text.strip(), predicate
         self.version += 1
 

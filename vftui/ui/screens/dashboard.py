@@ -28,7 +28,7 @@ from textual.widget import Widget
 
 from vftui.errors import RunEnded, Unanswered
 from vftui.events import GroupCollected, Mode, RunState
-from vftui.figures.group_filter import FILTER_HELP, parse_filter
+from vftui.figures.group_filter import FILTER_HELP, parse_filter, search_terms
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, RunControls, checked_temperature
 from vftui.text import wording
 from vftui.text.printable import printable, with_texts
@@ -516,20 +516,27 @@ class DashboardScreen(Screen[None]):
         finally:
             signal.signal(signal.SIGINT, previous)
 
+    class Searched(Message):
+        """A viewed file's text search is done: the filter it was for, and what it found."""
+
+        def __init__(self, text: str, found: dict[str, set[tuple[int, int]]], read: int) -> None:
+            super().__init__()
+            self.text, self.found, self.read = text, found, read
+
     def action_filter(self) -> None:
         def apply(text: str | None) -> None:
-            if text is not None:
-                self.model.set_filter(text)
-                self._picked = (
-                    False  # the preview follows the filter: a group it hides leaves the preview
+            if text is None:
+                return
+            needles = search_terms(text)
+            rows = self.model.rows
+            if needles and rows is not None:  # a file's rows hold no messages: read them first
+                at = rows.snapshot()
+                self.notify(f"searching the {len(at):,} groups read for {', '.join(needles)}…")
+                in_background(
+                    self, lambda: self.Searched(text, at.search(needles), len(at)), "search"
                 )
-                self.redraw()
-                self.refresh_preview()
-                shown = len(self.model.visible_groups())
-                total = len(self.model.all_groups())
-                self.notify(
-                    f"{shown} of {total} groups match" if text.strip() else "filter cleared"
-                )
+                return
+            self._filtered(text)
 
         def read(text: str) -> str:
             parse_filter(text)  # a ValueError says what cannot be read
@@ -540,6 +547,27 @@ class DashboardScreen(Screen[None]):
                 "filter groups (empty shows all)", self.model.filter_text, read, FILTER_HELP
             ),
             apply,
+        )
+
+    def on_dashboard_screen_searched(self, message: Searched) -> None:
+        self._filtered(message.text, message.found, message.read)
+
+    def _filtered(
+        self, text: str, found: dict[str, set[tuple[int, int]]] | None = None, read: int = 0
+    ) -> None:
+        self.model.set_filter(text, found)
+        self._picked = False  # the preview follows the filter: a group it hides leaves the preview
+        self.redraw()
+        self.refresh_preview()
+        shown = len(self.model.visible_groups())
+        total = len(self.model.all_groups())
+        searched = (
+            f" (text searched in the {read:,} read then)"
+            if found is not None and read < total
+            else ""
+        )
+        self.notify(
+            f"{shown} of {total} groups match{searched}" if text.strip() else "filter cleared"
         )
 
     def action_cycle_sort(self) -> None:
