@@ -318,3 +318,71 @@ def test_ctrl_c_leaves_nothing_half_written(collected, tmp_path, suffix):
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".out*")), "nothing half-written is left"
+
+
+def test_a_tool_environments_calls_and_schemas_reach_the_parquet_and_render(tmp_path):
+    """The built-in tool env: each row's ``tools`` are the schemas the model was sent, its tool
+    calls are in OpenAI's shape, and a chat template renders the row with them as a trainer does."""
+    import datasets
+    from transformers import AutoTokenizer
+
+    from vftui.sim.server import TOKENIZER_DIR
+
+    run = tmp_path / "t.jsonl"
+    done = run_cli(
+        ["run", "--no-ui", "--env", "vftui/alphabet-tools", "--steps", "2", "--out", str(run)],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "t.parquet"
+    assert (
+        run_cli(["export", str(run), "-o", str(out), "--format", "prime-rl"], tmp_path).returncode
+        == 0
+    )
+    rows = datasets.load_dataset("parquet", data_files=str(out))["train"]
+    raws = [raw for raw, _ in groups(run)]
+    assert len(rows) == sum(len(raw["scores"]) for raw in raws)
+    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER_DIR))
+    for row, (raw, i) in zip(
+        rows, ((r, i) for r in raws for i in range(len(r["scores"]))), strict=True
+    ):
+        assert json.loads(row["tools"]) == raw["tools"]
+        calls = [c for m in row["messages"] for c in m["tool_calls"] or []]
+        sent = [c for m in raw["messages"][i] for c in m.get("tool_calls") or []]
+        assert len(calls) == len(sent) > 0
+        assert all(
+            c["type"] == "function" and json.loads(c["function"]["arguments"]) for c in calls
+        )
+        messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
+        for m in messages:  # templates take arguments as a mapping, as prime-rl hands them over
+            for c in m.get("tool_calls", []):
+                c["function"]["arguments"] = json.loads(c["function"]["arguments"])
+        text = tokenizer.apply_chat_template(
+            messages, tools=json.loads(row["tools"]), tokenize=False
+        )
+        assert raw["tools"][0]["function"]["name"] in text and calls[0]["function"]["name"] in text
+
+
+@pytest.mark.parametrize(
+    ("source", "rollouts", "tools"),
+    [
+        ("tests/data/v1_eval/vftui_shim_tools--vftui-sim--null--ref", 6, ["compare_names", "count_letters"]),
+        ("tests/data/compare/a", 48, []),  # vf-eval's results folder
+    ],
+)
+def test_verifiers_own_eval_folders_export_with_their_tool_schemas(
+    source, rollouts, tools, tmp_path
+):
+    """A v1 eval folder's traces carry the tools they were sent (v1's flat ``Tool``): they reach
+    the rows in OpenAI's shape, as a run's own groups do."""
+    from tests.conftest import REPO
+
+    out = tmp_path / "o.jsonl"
+    done = run_cli(["export", str(REPO / source), "-o", str(out), "--json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == json.loads(done.stdout)["rows"] == rollouts
+    for row in rows:
+        assert [t["function"]["name"] for t in row["tools"]] == tools
+        assert all(t["type"] == "function" for t in row["tools"])
+        assert row["messages"][-1]["role"] == "assistant"

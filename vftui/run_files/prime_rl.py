@@ -232,7 +232,7 @@ def groups_file(stream: Stream) -> Path:
     """The run in the groups form, its failed rollouts in the drop log, made once per version of its files."""
     files = stream.files()
     version = "|".join(f"{p.resolve()}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for _, p in files)
-    digest = hashlib.sha256(f"prime-rl|{version}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"prime-rl|{view_cache.FORM}|{version}".encode()).hexdigest()[:16]
     converted = view_cache.folder() / f"{stream.run.name}-prime-rl-{digest}.jsonl"
     if not view_cache.reuse(converted):
         view_cache.prune()

@@ -35,7 +35,6 @@ RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = (
     "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
 )
-GROUPS_FORM = "4"  # of ``vf_eval_groups``: a new form is made again, never read from an old cache
 MIXED = "mixed"  # an item's prompt where its rollouts' prompts differ: it pairs with nothing
 
 
@@ -318,7 +317,7 @@ def _eval_folder(results: Path) -> Path:
 def _cached_view(path: Path) -> Path:
     """Where the groups form of ``path`` is kept: one file per version of it."""
     stat = path.stat()
-    version = f"{GROUPS_FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
+    version = f"{view_cache.FORM}|{path.resolve()}|{stat.st_mtime_ns}|{stat.st_size}"
     digest = hashlib.sha256(version.encode()).hexdigest()[:16]
     return view_cache.folder() / f"{path.parent.name}-{digest}.jsonl"
 

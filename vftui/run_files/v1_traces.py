@@ -55,6 +55,7 @@ class Rollout:
     tokens: list[int]
     masks: list[int]  # Atropos masks: the token where the model sampled it, MASKED elsewhere
     temperature: float | None
+    tools: list[dict[str, Any]] = field(default_factory=list)  # the schemas sent, OpenAI's shape
 
 
 @dataclass
@@ -222,7 +223,22 @@ def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
         if len(mask) == len(tokens)
         else [],
         temperature=bounds.score(as_dict(config.get("sampling")).get("temperature")),
+        tools=[_openai_tool(t) for t in as_list(trace.get("tools")) if isinstance(t, dict)],
     )
+
+
+def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """v1's ``Tool`` (name, description, parameters) as the OpenAI schema vftui's groups hold."""
+    if isinstance(tool.get("function"), dict):
+        return tool
+    return {
+        "type": "function",
+        "function": {
+            "name": as_text(tool.get("name")),
+            "description": as_text(tool.get("description")),
+            "parameters": as_dict(tool.get("parameters")),
+        },
+    }
 
 
 def _last_branch(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -336,6 +352,7 @@ def group_line(
         "tokens": [r.tokens for r in rollouts],
         "masks": [r.masks for r in rollouts],
         "messages": [r.messages for r in rollouts],
+        "tools": next((r.tools for r in rollouts if r.tools), None),
         "generation_params": {"temperature": min(temperatures)} if temperatures else {},
         META: {
             "item": item,

@@ -16,6 +16,9 @@ from pathlib import Path
 from vftui import paths
 from vftui.run_files.files import RunFiles
 
+FORM = "5"
+"""The groups form the cache holds: a new one is made again, never read from an old cache (5: a
+v1 trace's tool schemas kept)."""
 MAX_BYTES = 1024**3
 UNUSED_S = 7 * 24 * 3600.0
 IN_USE_S = 3600.0
