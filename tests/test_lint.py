@@ -13,7 +13,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.unit
 
 
-PATHS = ["vftui", "tests", "bench"]
+PATHS = ["vftui", "tests", "bench", "scripts"]
 
 
 def ruff(*args: str) -> subprocess.CompletedProcess:
