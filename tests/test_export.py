@@ -366,7 +366,11 @@ def test_a_tool_environments_calls_and_schemas_reach_the_parquet_and_render(tmp_
 @pytest.mark.parametrize(
     ("source", "rollouts", "tools"),
     [
-        ("tests/data/v1_eval/vftui_shim_tools--vftui-sim--null--ref", 6, ["compare_names", "count_letters"]),
+        (
+            "tests/data/v1_eval/vftui_shim_tools--vftui-sim--null--ref",
+            6,
+            ["compare_names", "count_letters"],
+        ),
         ("tests/data/compare/a", 48, []),  # vf-eval's results folder
     ],
 )
