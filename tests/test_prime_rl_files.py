@@ -218,3 +218,43 @@ def test_view_follow_of_a_run_of_an_unknown_format_is_one_sentence_through_the_c
     done = run_cli(["view", "--follow", str(run)], tmp_path)
     assert done.returncode == 2 and "version 2" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_an_item_over_training_its_groups_in_step_order_and_exported_with_tools(
+    tmp_path, monkeypatch
+):
+    """The same task at steps 0, 1 and 2: ``/item=N`` in ``vftui view RUN_DIR`` shows its three
+    groups in step order; ``vftui export RUN_DIR`` keeps their tool schemas."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    task = episodes(tmp_path)[0]
+    run = tmp_path / "run"
+    (run / "configs").mkdir(parents=True)
+    (run / "configs" / "orchestrator.json").write_text(json.dumps({"train": {"source": [SOURCE]}}))
+    for step in (0, 1, 2):
+        with stream_file(run, step).open("a") as f:
+            f.writelines(stamped(e, step, step) for e in task)
+    item = task[0].task.data.idx
+    app = VftuiApp(ViewedFile(Inbox(), GroupFile(results.viewable(run)), str(TOKENIZER_DIR)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(lambda: app.model.summary is not None, pilot=pilot)
+        await pilot.press("slash", *f"item={item}", "enter")
+        await until(lambda: app.model.filter_text == f"item={item}", pilot=pilot)
+        shown = list(app.model.visible_groups())
+    steps = [
+        json.loads(line)[META]["step"]
+        for line in results.viewable(run).read_text().splitlines()
+        if json.loads(line)[META]["item"] == item
+    ]
+    assert len(shown) == 3 and steps == [0, 1, 2]
+    out = tmp_path / "sft.parquet"
+    done = run_cli(
+        ["export", str(run), "-o", str(out), "--format", "prime-rl", "--where", f"item={item}"],
+        tmp_path,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    assert done.returncode == 0, done.stderr
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == 3 * len(task)
+    assert all(json.loads(r["tools"]) and r["messages"][-1]["role"] == "assistant" for r in rows)
