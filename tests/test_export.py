@@ -13,9 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_cli, until
+from tests.conftest import REPO, run_cli, until
+from tests.test_readers_fuzz import inputs
+from vftui.errors import UserError
 from vftui.events import GroupCollected
 from vftui.figures.group_filter import parse_filter
+from vftui.run_files import export
 from vftui.run_files.export import Picker, Selection, Tally, wire_message
 from vftui.run_files.groupfile import group_event
 
@@ -281,9 +284,12 @@ async def test_the_viewers_d_and_x_write_what_the_filter_shows_as_the_command_do
     assert not list(tmp_path.glob(".*.part")), "nothing half-written is left"
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
-def test_ctrl_c_leaves_nothing_half_written(collected, tmp_path, suffix):
-    """Interrupted mid-write: exit 130, neither OUT nor its temporary file left behind."""
+@pytest.mark.parametrize(
+    ("suffix", "sig"), [(".parquet", "SIGINT"), (".jsonl", "SIGTERM"), (".parquet", "SIGHUP")]
+)
+def test_a_stop_leaves_nothing_half_written(collected, tmp_path, suffix, sig):
+    """Ctrl-C, SIGTERM or a closed terminal mid-write: exit 130, neither OUT nor its temporary
+    file left behind."""
     import signal
     import subprocess
     import sys
@@ -313,7 +319,7 @@ def test_ctrl_c_leaves_nothing_half_written(collected, tmp_path, suffix):
         assert process.poll() is None, "it ended before it was interrupted: make the source bigger"
         assert time.monotonic() < deadline, "no temporary file appeared"
         time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(getattr(signal, sig))
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "Traceback" not in err
@@ -390,3 +396,143 @@ def test_verifiers_own_eval_folders_export_with_their_tool_schemas(
         assert [t["function"]["name"] for t in row["tools"]] == tools
         assert all(t["type"] == "function" for t in row["tools"])
         assert row["messages"][-1]["role"] == "assistant"
+
+
+# -- the hostile probe's findings (2026-12-07), each with the test that would have caught it --------
+
+
+def odd_lines(collected: Path) -> list[dict]:
+    """One good group made into the shapes a stranger's file has."""
+    good = json.loads(collected.read_text().splitlines()[0])
+
+    def changed(edit) -> dict:
+        group = json.loads(json.dumps(good))
+        edit(group)
+        return group
+
+    def set_message(i, value):
+        return lambda g: g["messages"].__setitem__(i, value)
+
+    def set_first(key, value):
+        return lambda g: g["messages"][0][-1].__setitem__(key, value)
+
+    return [
+        changed(set_message(0, ["hello", "world"])),  # unreadable: not chat messages
+        changed(lambda g: g.__setitem__("messages", "abcd")),  # unreadable
+        changed(lambda g: g.__setitem__("messages", {"a": 1})),  # unreadable
+        changed(lambda g: g["tokens"].pop()),  # unreadable: 3 tokens for 4 scores
+        changed(set_first("tool_calls", 5)),  # rollout 0: not chat; 3 kept
+        changed(
+            set_first("content", [{"type": "text", "text": "Ab"}, {"type": "text", "text": "c"}])
+        ),
+        changed(lambda g: g["scores"].__setitem__(1, None)),  # rollout 1: no reward; 3 kept
+    ]
+
+
+def test_a_strangers_shapes_are_counted_never_a_traceback(collected, tmp_path):
+    source = tmp_path / "odd.jsonl"
+    source.write_text("".join(json.dumps(g) + "\n" for g in odd_lines(collected)))
+    source.write_text(source.read_text().replace("null", "NaN", 1))  # the score: a bare NaN
+    out = tmp_path / "odd.jsonl.out.jsonl"
+    done = run_cli(["export", str(source), "-o", str(out), "--json"], tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = json.loads(done.stdout)
+    assert said["unreadable_lines"] == 4
+    assert said["left_out"] == {"not_chat": 1, "no_reward": 1}
+    assert said["kept"] == said["rows"] == 10 and said["rollouts"] == 12
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[3]["messages"][-1]["content"] == "Abc", "text parts are joined"
+    atropos = tmp_path / "a.jsonl"
+    assert (
+        run_cli(
+            ["export", str(source), "-o", str(atropos), "--format", "atropos"], tmp_path
+        ).returncode
+        == 0
+    )
+    for group in map(json.loads, atropos.read_text().splitlines()):
+        n = len(group["scores"])
+        assert all(len(group[k]) == n for k in ("tokens", "masks", "messages")), "aligned"
+
+
+def test_what_is_not_a_run_is_bad_input_and_nothing_kept_still_answers_json(collected, tmp_path):
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    done = run_cli(["export", str(passwd), "-o", str(tmp_path / "o.jsonl")], tmp_path)
+    assert done.returncode == 2 and "no groups in" in done.stderr and "1 lines" in done.stderr
+    none = run_cli(
+        ["export", str(collected), "-o", str(tmp_path / "n.jsonl"), "--min-reward", "9", "--json"],
+        tmp_path,
+    )
+    assert none.returncode == 1 and json.loads(none.stdout)["kept"] == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "written", "code"),
+    [("o.PARQUET", "parquet", 0), ("o.Jsonl", "jsonl", 0), ("o.txt", None, 2)],
+)
+def test_the_suffix_says_the_format_in_any_case(collected, tmp_path, name, written, code):
+    out = tmp_path / name
+    done = run_cli(["export", str(collected), "-o", str(out)], tmp_path)
+    assert done.returncode == code, done.stderr
+    if written == "parquet":
+        assert out.read_bytes()[:4] == b"PAR1"
+    elif written == "jsonl":
+        assert out.read_text().startswith('{"messages"')
+    else:
+        assert "name OUT with .parquet or .jsonl" in done.stderr and not out.exists()
+
+
+def test_a_folder_it_cannot_write_in_is_one_sentence(collected, tmp_path):
+    done = run_cli(["export", str(collected), "-o", "/proc/vftui-export.jsonl"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "cannot write in /proc" in done.stderr
+
+
+@pytest.mark.unit
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_export_fed_random_and_mutated_bytes_writes_or_says_one_sentence(data, tmp_path_factory):
+
+    folder = tmp_path_factory.mktemp("fuzz")
+    seed = (REPO / "tests/data/groups.jsonl").read_bytes()
+    source = folder / "g.jsonl"
+    source.write_bytes(b"".join(data.draw(inputs(line + b"\n")) for line in seed.splitlines()[:3]))
+    for fmt, name in (("messages", "o.jsonl"), ("prime-rl", "o.parquet"), ("atropos", "a.jsonl")):
+        try:
+            tally = export.export([source], folder / name, fmt, Selection(), force=True)
+        except UserError as e:
+            assert "\n" not in str(e)
+            continue
+        assert tally.kept + sum(tally.left_out.values()) == tally.rollouts
+    assert not list(folder.glob(".*.part"))
+
+
+async def test_closing_the_viewer_mid_export_leaves_nothing_half_written(collected, tmp_path):
+    """``x`` on a big file, then ``q`` at once (or a dropped terminal): the export is given up and
+    its temporary file removed, not left by a daemon thread killed at exit."""
+    from vftui.run_files.groupfile import GroupFile
+    from vftui.sim.server import TOKENIZER_DIR
+    from vftui.ui.app import VftuiApp
+    from vftui.ui.inbox import Inbox
+    from vftui.ui.screens.prompt import PromptScreen
+    from vftui.ui.sources import ViewedFile
+
+    lines = collected.read_text().splitlines()
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(lines * 2000) + "\n")  # some 120 MB: seconds to export
+    out = tmp_path / "sft.parquet"
+    app = VftuiApp(ViewedFile(Inbox(), GroupFile(big), str(TOKENIZER_DIR)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(lambda: app.model.run_started is not None, pilot=pilot)
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, PromptScreen), pilot=pilot)
+        app.screen.query_one("Input").value = str(out)
+        await pilot.press("enter")
+        await until(lambda: list(tmp_path.glob(".sft.parquet.*.part")), pilot=pilot, timeout=60)
+    assert not list(tmp_path.glob(".sft*")), "nothing half-written is left"
+    if out.exists():  # it ended before the quit: whole
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(out).num_rows == 2000 * sum(
+            len(g.scores) for _, g in groups(collected)
+        )

@@ -132,3 +132,23 @@ def test_a_live_runs_filter_searches_the_groups_in_memory():
     assert [g.item for g in model.visible_groups()] == [
         g.item for g in events if "zeno" in searchable(g.messages)
     ]
+
+
+async def test_a_search_of_a_file_with_odd_shapes_still_applies(tmp_path):
+    """A tool call that is a number in one group: the search reads past it (it stuck on
+    "searching…" and the filter was never applied)."""
+    from vftui.sim.server import TOKENIZER_DIR
+    from vftui.ui.app import VftuiApp
+    from vftui.ui.inbox import Inbox
+    from vftui.ui.sources import ViewedFile
+
+    groups = fixture_groups()
+    groups[0]["messages"][0][-1]["tool_calls"] = 5
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(g) + "\n" for g in groups))
+    app = VftuiApp(ViewedFile(Inbox(), GroupFile(path), str(TOKENIZER_DIR)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(lambda: app.model.summary is not None, pilot=pilot)
+        await pilot.press("slash", *"~sven", "enter")
+        await until(lambda: app.model.filter_text == "~sven", pilot=pilot)
+        assert 0 < len(app.model.visible_groups()) < len(groups)

@@ -448,7 +448,20 @@ def test_a_step_going_back_drops_the_later_points_and_records_the_resume_once():
     assert history.points("a")[-1] == (15, 7.0) and history.resumed_at == [15]
     history.add(Row(16, 102.0, {"a": 1.0}), "trainer")
     history.add(Row(3, 103.0, {"a": 1.0}), "trainer")
-    assert history.resumed_at == [15, 3] and history.step == 15  # "b" still ends at 15
+    assert history.resumed_at == [15, 3] and history.step == 3
+    assert history.points("b")[-1][0] == 2, "a resume drops every series' later points"
+
+
+def test_a_resume_seen_first_in_the_orchestrators_rows_takes_the_trainer_back_too():
+    """A finished run resumed from step 3: its first new row is the orchestrator's. The trainer's
+    figures from step 3 on are gone, not shown as the run's step (it said "40 / 40 (finished)")."""
+    history = History()
+    for step in range(1, 41):
+        history.add(Row(step, float(step), {"time/step (trainer)": 8.0}), "trainer")
+        history.add(Row(step, float(step), {"reward": 0.5}), "orchestrator")
+    history.add(Row(3, 50.0, {"reward": 0.2}), "orchestrator")
+    assert history.trainer_step() == 2 and history.value("reward") == 0.2
+    assert history.resumed_at == [3]
 
 
 def test_names_over_the_cap_are_counted_not_kept_and_the_kept_ones_still_follow():

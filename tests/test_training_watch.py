@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import (
+    free_port,
     run_cli,
     screen_lines,
     start_cli,
@@ -86,6 +87,25 @@ def test_status_append_adds_entries_and_notify_runs_only_when_the_health_changes
     assert calls.read_text() == "Healthy-Degraded\n"
     text = status_md.read_text()
     assert text.startswith("# my notes\n") and text.count("**Health**:") == 3
+
+
+def test_notify_keeps_json_whole_and_a_webhooks_secrets_off_the_screen(tmp_path):
+    """The probe's findings: the command's output broke ``--json``; a webhook's password and
+    token were printed with its failure."""
+    run = sim_run(tmp_path, steps=30)
+    (run / "logs" / "latest" / "trainer.log").open("a").write("12:00:00   ERROR boom\n")
+    first = run_cli(["status", str(run)], tmp_path)  # remembered: Degraded
+    assert first.returncode == 3
+    (run / "logs" / "latest" / "trainer.log").write_text("")
+    said = run_cli(["status", str(run), "--json", "--notify", "echo from-the-command"], tmp_path)
+    assert said.returncode == 0 and json.loads(said.stdout)["health"] == "Healthy"
+    assert "from-the-command" in said.stderr
+    (run / "logs" / "latest" / "trainer.log").write_text("12:00:00   ERROR boom\n")
+    port = free_port()  # nothing listens there
+    hook = f"http://user:SECRETPASS@127.0.0.1:{port}/hook?token=SECRETTOKEN"
+    failed = run_cli(["status", str(run), "--notify", hook], tmp_path)
+    assert failed.returncode == 3 and f"127.0.0.1:{port}/hook" in failed.stderr
+    assert "SECRET" not in failed.stderr + failed.stdout
 
 
 def test_status_says_one_sentence_for_what_is_not_a_run(tmp_path):
@@ -279,3 +299,13 @@ def test_tokens_of_an_atropos_rl_groups_file_lists_the_least_likely_sampled_toke
     text = run_cli(["tokens", str(path), "--sequence", "1:0"], tmp_path)
     assert text.returncode == 0 and "group 1 rollout 0 pos 3" in text.stdout
     assert "sampler_logprob -4" in text.stdout
+
+
+def test_tokens_of_what_is_not_a_run_and_a_busy_poll_are_refused(tmp_path):
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    tokens = run_cli(["tokens", str(passwd)], tmp_path)
+    assert tokens.returncode == 2 and "no rl group in it" in tokens.stderr
+    run = sim_run(tmp_path, steps=3)
+    busy = run_cli(["watch", str(run), "--no-ui", "--every", "1e-9"], tmp_path)
+    assert busy.returncode == 2 and "--every takes 0.1 to 3600 seconds" in busy.stderr

@@ -736,8 +736,8 @@ def _watch(args: argparse.Namespace) -> int:
 
     if args.every is None:
         args.every = 2.0 if args.run_dir is None else 0.5
-    if not 0 < args.every <= 3600:
-        raise UserError("--every must be a positive number of seconds, at most 3600")
+    if not 0.1 <= args.every <= 3600:  # below a tenth of a second a poll is a busy loop
+        raise UserError("--every takes 0.1 to 3600 seconds")
     if args.count is not None and args.count < 1:
         raise UserError("--count must be at least 1")
     if args.run_dir is not None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
 
 from vftui import safe_files
-from vftui.errors import UserError
+from vftui.errors import STOP_SIGNALS, UserError
 from vftui.figures.group_filter import parse_filter
 from vftui.run_files import export
 from vftui.run_files.export import Selection, Tally, summary
@@ -61,7 +62,15 @@ def run_export(
             )
 
     out = safe_files.given_file(out, "-o")
-    tally = export.export(sources, out, fmt, chosen, force, progress)
+    for sig in STOP_SIGNALS:  # SIGTERM and SIGHUP stop it as Ctrl-C does: the temporary file goes
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # one ignored from the start stays so
+            signal.signal(sig, signal.default_int_handler)
+    try:
+        tally = export.export(sources, out, fmt, chosen, force, progress)
+    except export.NothingKept as e:
+        if as_json:
+            _report(out, fmt, e.tally, as_json)
+        raise
     _report(out, fmt, tally, as_json)
     return 0
 

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -107,8 +108,14 @@ def notify_command(command: str, snap: Snapshot, before: str) -> None:
         try:
             with httpx.Client(timeout=NOTIFY_TIMEOUT_S, **unproxied(command)) as client:
                 client.post(command, json=body).raise_for_status()
-        except httpx.HTTPError as e:
-            say(f"vftui: --notify {command}: {type(e).__name__}", sys.stderr)
+        except httpx.HTTPStatusError as e:
+            say(
+                f"vftui: --notify {_shown(command)}: it answered {e.response.status_code}",
+                sys.stderr,
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as e:  # its words name no secret: no URL in them
+            why = str(e) if isinstance(e, httpx.TransportError) and str(e) else type(e).__name__
+            say(f"vftui: --notify {_shown(command)}: {one_line(why)}", sys.stderr)
         return
     env = os.environ | {
         "VFTUI_HEALTH": snap.verdict.word,
@@ -117,13 +124,27 @@ def notify_command(command: str, snap: Snapshot, before: str) -> None:
         "VFTUI_STEP": str(snap.overview.step if snap.overview.step is not None else ""),
         "VFTUI_ALERTS": "; ".join(a.sentence for a in snap.verdict.alerts if a.level != "note"),
     }
+    # stdout is --json's: what the command prints goes to stderr. A session of its own, so that a
+    # command over its time is stopped with everything it started, not just its shell.
+    process = subprocess.Popen(command, shell=True, env=env, stdout=2, start_new_session=True)
     try:
-        done = subprocess.run(command, shell=True, env=env, timeout=NOTIFY_TIMEOUT_S, check=False)
+        code = process.wait(timeout=NOTIFY_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         say(
             f"vftui: --notify: the command ran over {NOTIFY_TIMEOUT_S:.0f} s and was stopped",
             sys.stderr,
         )
         return
-    if done.returncode:
-        say(f"vftui: --notify: the command exited {done.returncode}", sys.stderr)
+    if code:
+        say(f"vftui: --notify: the command exited {code}", sys.stderr)
+
+
+def _shown(url: str) -> str:
+    """A webhook's URL without what may be its secret: a user and password, the query."""
+    try:
+        return str(httpx.URL(url).copy_with(userinfo=b"", query=None, fragment=None))
+    except httpx.InvalidURL:
+        return "the URL"

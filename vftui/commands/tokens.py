@@ -173,6 +173,10 @@ def run_tokens(
     wanted = _which(found, sequence) if sequence is not None else None
     decoder, note = load_decoder(tokenizer or found.tokenizer, given=tokenizer is not None)
     figures = token_exports.tally(found.read(found.figures.problems), found.figures, by, worst)
+    if atropos and not figures.sequences and figures.problems:  # /etc/passwd: no line a group
+        raise UserError(
+            f"vftui tokens {one_line(str(target))}: no rl group in it ({figures.problems[0]})"
+        )
     notes = ([note] if note else []) + found.notes + figures.problems
     if as_json:
         print(json.dumps(_as_json(found, figures, by, decoder, notes), indent=2))

@@ -68,12 +68,13 @@ def searchable(conversations: Sequence[Sequence[Any]]) -> str:
     reasoning, and each tool call's name and arguments, of every rollout."""
     found: list[str] = []
     for messages in conversations:
-        for message in messages:
+        for message in messages if isinstance(messages, list) else ():
             if not isinstance(message, dict):
                 continue
             found += _texts(message.get("content"))
             found += _texts(message.get("reasoning_content"))
-            for call in message.get("tool_calls") or ():
+            calls = message.get("tool_calls")
+            for call in calls if isinstance(calls, list) else ():
                 if isinstance(call, dict):
                     function = call.get("function")
                     inner = function if isinstance(function, dict) else call

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -96,16 +97,46 @@ def groups_of(source: Path, tally: Tally) -> Iterator[tuple[dict[str, Any], Grou
                     continue
                 try:
                     raw = json.loads(line)
-                    if not isinstance(raw, dict):
-                        raise ValueError("not a JSON object")
-                    yield raw, group_event(number, raw)
+                    found_group = _group(number, raw)
                 except (ValueError, TypeError, KeyError, RecursionError) as e:
-                    _unreadable(tally, f"{path.name} line {number}: {type(e).__name__}")
+                    why = str(e) if isinstance(e, ValueError) else type(e).__name__
+                    _unreadable(tally, f"{path.name} line {number}: {why}")
+                    continue
+                yield raw, found_group
+
+
+def _group(number: int, raw: Any) -> GroupCollected:
+    """A line's group, its per-rollout columns checked to line up with its scores (an Atropos group
+    whose tokens outnumber its scores would be written misaligned). A score that is no number
+    stays NaN: that rollout is left out as ``no_reward``, the group's others are not."""
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    scores = raw.get("scores")
+    if not isinstance(scores, list) or not scores:
+        raise ValueError("no scores")
+    n = len(scores)
+    for key in PER_ROLLOUT:
+        column = raw.get(key)
+        if column is not None and (not isinstance(column, list) or len(column) != n):
+            size = f"{len(column)} entries" if isinstance(column, list) else type(column).__name__
+            raise ValueError(f"its {key} ({size}) do not line up with its {n} scores")
+    messages = raw.get("messages")
+    if messages is not None and not all(
+        isinstance(m, list) and all(isinstance(x, dict) for x in m) for m in messages
+    ):
+        raise ValueError("its messages are not lists of chat messages")
+    numbers = [bounds.score(s) for s in scores]
+    if None not in numbers:
+        return group_event(number, raw)
+    stand_in = dict(raw, scores=[0.0 if v is None else v for v in numbers])
+    return dataclasses.replace(
+        group_event(number, stand_in), scores=[math.nan if v is None else v for v in numbers]
+    )
 
 
 def _unreadable(tally: Tally, said: str) -> None:
     tally.unreadable += 1
-    tally.first_unreadable = tally.first_unreadable or said
+    tally.first_unreadable = tally.first_unreadable or one_line(said)[:200]
 
 
 def prompt_and_completion(messages: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
@@ -157,10 +188,8 @@ class Picker:
         messages = group.messages[i] if i < len(group.messages) else []
         if self.need_messages and not messages:
             return "no_messages"
-        if self.need_messages and any(
-            not isinstance(m.get("content", ""), (str, type(None))) for m in messages
-        ):
-            return "not_text"
+        if self.need_messages and not all(_chat_shaped(m) for m in messages):
+            return "not_chat"
         if not math.isfinite(score):
             return "no_reward"
         if s.min_reward is not None and score < s.min_reward:
@@ -180,19 +209,53 @@ class Picker:
         return True
 
 
+def _chat_shaped(message: dict[str, Any]) -> bool:
+    """What ``wire_message`` writes without losing anything: text content (a string, or parts that
+    are all text), and tool calls that each name a function."""
+    content = message.get("content")
+    if not (content is None or isinstance(content, str) or _text_parts(content) is not None):
+        return False
+    calls = message.get("tool_calls")
+    if calls is None:
+        return True
+    return isinstance(calls, list) and all(
+        isinstance(c, dict) and isinstance(_function(c).get("name", c.get("name")), str)
+        for c in calls
+    )
+
+
+def _text_parts(content: Any) -> str | None:
+    """Content parts that are all text, joined; None where one is not (an image)."""
+    if not isinstance(content, list):
+        return None
+    texts = [
+        p["text"]
+        for p in content
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    ]
+    return "".join(texts) if len(texts) == len(content) else None
+
+
 def wire_message(message: dict[str, Any]) -> dict[str, Any]:
     """A message in OpenAI's chat wire shape, every key of ``MESSAGE_KEYS`` present (None where absent),
-    so each row has one schema."""
+    so each row has one schema; content parts that are all text are joined into one string."""
     out: dict[str, Any] = {key: _text(message.get(key)) for key in MESSAGE_KEYS}
+    parts = _text_parts(message.get("content"))
+    if parts is not None:
+        out["content"] = parts
     calls = message.get("tool_calls")
     out["tool_calls"] = [_wire_call(c) for c in calls if isinstance(c, dict)] if calls else None
     return out
 
 
+def _function(call: dict[str, Any]) -> dict[str, Any]:
+    found = call.get("function")
+    return found if isinstance(found, dict) else {}
+
+
 def _wire_call(call: dict[str, Any]) -> dict[str, Any]:
     """A tool call in OpenAI's nested shape, from it or from verifiers' flat one (id, name, arguments)."""
-    found = call.get("function")
-    function: dict[str, Any] = found if isinstance(found, dict) else {}
+    function = _function(call)
     return {
         "id": _text(call.get("id")),
         "type": "function",
@@ -252,31 +315,51 @@ class Written:
     """A dataset being written under a temporary name beside ``out``; ``done`` renames it whole."""
 
     def __init__(self, out: Path, force: bool) -> None:
-        self.out = out
+        self.out, self.force = out, force
         if out.exists() or out.is_symlink():
+            if out.is_symlink() or not out.is_file():
+                raise UserError(
+                    f"{one_line(str(out))} is not a regular file; vftui writes only a file"
+                )
             if not force:
                 raise UserError(
                     f"{one_line(str(out))} exists: name a new file, or pass --force to replace it"
                 )
-            if out.is_symlink() or not out.is_file():
-                raise UserError(
-                    f"{one_line(str(out))} is not a regular file; vftui replaces only a file"
-                )
         if not out.parent.is_dir():
             raise UserError(f"{one_line(str(out.parent))}: no such folder")
         self.tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.part")
+
+    def create(self) -> int:
+        """The temporary file, new; a folder it cannot be made in is one sentence."""
+        try:
+            return safe_files.create_new(self.tmp, 0o644)
+        except OSError as e:
+            raise UserError(
+                f"cannot write in {one_line(str(self.out.parent))}: {e.strerror or e}"
+            ) from None
 
     def discard(self) -> None:
         with contextlib.suppress(OSError):
             self.tmp.unlink()
 
     def done(self) -> None:
-        os.replace(self.tmp, self.out)
+        """Renamed whole; without ``force`` it takes OUT's name only while nothing has it (another
+        export or dump that made the same file since the check loses nothing)."""
+        if self.force:
+            os.replace(self.tmp, self.out)
+            return
+        try:
+            os.link(self.tmp, self.out)
+        except FileExistsError:
+            raise UserError(
+                f"{one_line(str(self.out))} was made while this export ran; nothing replaced it"
+            ) from None
+        self.discard()
 
 
 def write_jsonl(written: Written, found: Iterator[dict[str, Any]]) -> int:
     count = 0
-    fd = safe_files.create_new(written.tmp, 0o644)
+    fd = written.create()
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         for row in found:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -314,7 +397,7 @@ def write_parquet(written: Written, found: Iterator[dict[str, Any]]) -> int:
 
     schema = parquet_schema()
     count = 0
-    fd = safe_files.create_new(written.tmp, 0o644)
+    fd = written.create()
     with os.fdopen(fd, "wb") as f, pq.ParquetWriter(f, schema) as writer:
         while batch := list(itertools.islice(found, PARQUET_BATCH)):
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
@@ -322,10 +405,21 @@ def write_parquet(written: Written, found: Iterator[dict[str, Any]]) -> int:
     return count
 
 
+class Stopped(Exception):
+    """An export given up before its end (the dashboard that started it closed): nothing written."""
+
+
 class NothingKept(UserError):
     """The selection kept nothing: nothing is written, and a script's next step must not run."""
 
     exit_code = 1
+
+    def __init__(self, said: str, tally: Tally) -> None:
+        super().__init__(said)
+        self.tally = tally
+
+
+SUFFIXES = (".parquet", ".jsonl")
 
 
 def export(
@@ -337,9 +431,15 @@ def export(
     progress: Callable[[Tally], None] = lambda tally: None,
 ) -> Tally:
     """Write the rollouts of ``sources`` that ``chosen`` keeps to ``out`` in ``fmt``, whole or not at
-    all; ``progress`` is called after each group. The command and the dashboard's export key both
-    call this."""
-    parquet = out.suffix == ".parquet"
+    all; ``progress`` is called after each group, and what it raises (``Stopped``: the dashboard
+    closing) stops the export with nothing written. The command and the dashboard's export key
+    both call this."""
+    if out.suffix.lower() not in SUFFIXES:
+        raise UserError(
+            f"name OUT with .parquet or .jsonl (not {one_line(out.suffix or out.name)}): "
+            "the suffix says what is written"
+        )
+    parquet = out.suffix.lower() == ".parquet"
     if fmt == "prime-rl" and not parquet:
         raise UserError(
             "--format prime-rl writes a parquet: name OUT with .parquet (prime-rl reads its folder)"
@@ -360,11 +460,18 @@ def export(
 
     rows_found = found()
     first = next(rows_found, None)
+    if first is None and not tally.groups and tally.unreadable:
+        raise UserError(
+            f"no groups in {' '.join(one_line(str(s)) for s in sources)}: "
+            f"{tally.unreadable:,} lines that are not a group (first: {tally.first_unreadable}); "
+            "nothing written"
+        )
     if first is None:
         why = ", ".join(f"{n:,} {REASONS[r]}" for r, n in tally.left_out.most_common())
         raise NothingKept(
             f"nothing to export: of {tally.rollouts:,} rollouts none was kept "
-            f"({why or 'the sources hold no groups'}); nothing written"
+            f"({why or 'the sources hold no groups'}); nothing written",
+            tally,
         )
     everything = itertools.chain([first], rows_found)
     try:

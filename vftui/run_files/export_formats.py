@@ -3,9 +3,9 @@ nothing else."""
 
 FORMATS = ("prime-rl", "messages", "atropos")
 REASONS = {
-    "where": "the group is not what --where shows",
+    "where": "the group is not one the filter shows (--where)",
     "no_messages": "no conversation to train on (a file of tokens only)",
-    "not_text": "a message whose content is not text",
+    "not_chat": "a message not in the chat shape (content that is not text, a tool call with no name)",
     "no_reward": "its reward is not a number",
     "low_reward": "reward below --min-reward",
     "truncated": "cut at the length limit (--drop-truncated)",

@@ -2,7 +2,8 @@
 
 Memory grows with the number of names and the window, never with the run's length. A point at a
 step the series already passed means the run resumed from a checkpoint and logs those steps again:
-the later points are dropped for the new ones.
+every series' points from that step on are dropped for the new ones (the trainer's too, though
+its first row after the resume may come later: a resumed run is not still at its old last step).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ class History:
 
     def add(self, row: Row, who: str = "") -> None:
         self.rows += 1
+        if any(
+            (series := self.series.get(name)) and series.points and row.step < series.points[-1][0]
+            for name in row.values
+        ):
+            self._went_back(row.step)
         if row.time is not None:
             self.last_time = row.time if self.last_time is None else max(self.last_time, row.time)
             times = self.step_times.setdefault(who, collections.deque(maxlen=64))
@@ -55,16 +61,19 @@ class History:
                     continue
                 series = self.series[name] = Series(collections.deque(maxlen=self.window))
             points = series.points
-            if points and row.step <= points[-1][0]:
-                if row.step < points[-1][0] and (
-                    not self.resumed_at or self.resumed_at[-1] != row.step
-                ):
-                    self.resumed_at.append(row.step)
-                while points and points[-1][0] >= row.step:
-                    points.pop()
+            while points and points[-1][0] >= row.step:  # the same step logged again
+                points.pop()
             points.append((row.step, value))
             if len(series.early) < EARLY_STEPS:
                 series.early.append(value)
+
+    def _went_back(self, step: int) -> None:
+        """A resume to ``step``: what every series holds from it on is logged again."""
+        if not self.resumed_at or self.resumed_at[-1] != step:
+            self.resumed_at.append(step)
+        for series in self.series.values():
+            while series.points and series.points[-1][0] >= step:
+                series.points.pop()
 
     @property
     def step(self) -> int | None:

@@ -16,12 +16,15 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 
-def in_background(to: MessagePump, work: Callable[[], Message], name: str) -> None:
-    """Run ``work`` in a daemon thread and post the message it returns to ``to``."""
+def in_background(to: MessagePump, work: Callable[[], Message], name: str) -> threading.Thread:
+    """Run ``work`` in a daemon thread and post the message it returns to ``to``; the thread, for
+    work that must be waited for at the end."""
 
     def run() -> None:
         message = work()
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile: its loop is gone
             to.post_message(message)
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread

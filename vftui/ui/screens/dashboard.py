@@ -203,6 +203,7 @@ class DashboardScreen(Screen[None]):
     def __init__(self, model: DashboardModel, controls: RunControls | None) -> None:
         super().__init__()
         self.model, self.controls = model, controls
+        self.exports = exporting.Running()
         self.decoder = TokenDecoder(
             loading=True
         )  # until the run says which tokenizer, and it is loaded
@@ -406,7 +407,7 @@ class DashboardScreen(Screen[None]):
             if source is None:
                 return
             out = exporting.default_out(source, "-dump.jsonl", time.time())
-            exporting.start(self, source, out, "atropos", where)
+            self.exports.start(self, source, out, "atropos", where)
             return
         try:
             path = self.controls.dump(where=where)
@@ -436,8 +437,8 @@ class DashboardScreen(Screen[None]):
 
         def write(out: Path | None) -> None:
             if out is not None:
-                fmt = exporting.FORMAT_OF[out.suffix]
-                exporting.start(self, source, out, fmt, where)
+                fmt = exporting.FORMAT_OF[out.suffix.lower()]
+                self.exports.start(self, source, out, fmt, where)
 
         self.app.push_screen(
             PromptScreen(
@@ -448,6 +449,9 @@ class DashboardScreen(Screen[None]):
             ),
             write,
         )
+
+    def on_unmount(self) -> None:
+        self.exports.stop_all()
 
     def _source(self) -> Path | None:
         """The file the groups shown come from: the viewed one, or the run's own (None, said, before
@@ -519,9 +523,11 @@ class DashboardScreen(Screen[None]):
     class Searched(Message):
         """A viewed file's text search is done: the filter it was for, and what it found."""
 
-        def __init__(self, text: str, found: dict[str, set[tuple[int, int]]], read: int) -> None:
+        def __init__(
+            self, text: str, found: dict[str, set[tuple[int, int]]], read: int, error: str = ""
+        ) -> None:
             super().__init__()
-            self.text, self.found, self.read = text, found, read
+            self.text, self.found, self.read, self.error = text, found, read, error
 
     def action_filter(self) -> None:
         def apply(text: str | None) -> None:
@@ -532,9 +538,14 @@ class DashboardScreen(Screen[None]):
             if needles and rows is not None:  # a file's rows hold no messages: read them first
                 at = rows.snapshot()
                 self.notify(f"searching the {len(at):,} groups read for {', '.join(needles)}…")
-                in_background(
-                    self, lambda: self.Searched(text, at.search(needles), len(at)), "search"
-                )
+
+                def search() -> DashboardScreen.Searched:
+                    try:
+                        return self.Searched(text, at.search(needles), len(at))
+                    except (OSError, ValueError) as e:
+                        return self.Searched(text, {}, len(at), f"the search failed: {e}")
+
+                in_background(self, search, "search")
                 return
             self._filtered(text)
 
@@ -550,6 +561,9 @@ class DashboardScreen(Screen[None]):
         )
 
     def on_dashboard_screen_searched(self, message: Searched) -> None:
+        if message.error:
+            self.notify(printable(message.error), severity="error", markup=False)
+            return
         self._filtered(message.text, message.found, message.read)
 
     def _filtered(
