@@ -124,6 +124,7 @@ class DashboardScreen(Screen[None]):
             "x",
             "export",
             "export",
+            show=False,  # at 80 columns the footer keeps help; ? and the palette list it
             tooltip="export the rollouts of the groups the filter shows as training data "
             "(.parquet: prime-rl's SFT; .jsonl: TRL's messages), as vftui export does",
         ),
