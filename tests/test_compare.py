@@ -355,3 +355,23 @@ async def test_g_draws_eight_sources_and_more_a_colour_each_cycling(tmp_path):
         reward = app.screen.query_one("#chart-reward")
         await until(lambda: "I" in (reward.border_subtitle or ""), pilot=pilot, timeout=10)
         assert "item" in str(reward.render())
+
+
+@pytest.mark.unit
+def test_an_rl_runs_groups_give_its_reward_by_trainer_step(tmp_path):
+    """vftui's rl groups record the trainer step they were sampled at: the compare charts' steps."""
+    from vftui.figures.comparison import source_series
+    from vftui.group_format import META
+    from vftui.run_files.results import load
+
+    path = tmp_path / "groups.jsonl"
+    lines = [
+        {"scores": [1.0, 0.0], "tokens": [[1], [2]], META: {"item": i, "trainer_step": step}}
+        for i, step in enumerate([0, 0, 1, 3])
+    ]
+    lines[1]["scores"] = [1.0, 1.0]
+    path.write_text("".join(json.dumps(g) + "\n" for g in lines))
+    assert source_series(load(path)).by_step == [(0, 0.75), (1, 0.5), (3, 0.5)]
+    lines = [{k: v for k, v in g.items() if k != META} for g in lines]  # an sft run: no steps
+    path.write_text("".join(json.dumps(g) + "\n" for g in lines))
+    assert source_series(load(path)).by_step == []

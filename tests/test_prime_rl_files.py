@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from verifiers.v1.episode import GroupInfo, TrainRunInfo, TrainWorkInfo, WireEpisode
 from verifiers.v1.trace import Error
 
-from tests.conftest import run_cli, until
+from tests.conftest import run_cli, screen_lines, until
 from tests.test_readers_fuzz import mutated
 from tests.test_v1_eval_files import FUZZ, UNKNOWN_FORMATS, loadable, theirs
 from vftui.errors import UserError
@@ -258,3 +258,40 @@ async def test_an_item_over_training_its_groups_in_step_order_and_exported_with_
     rows = pq.read_table(out).to_pylist()
     assert len(rows) == 3 * len(task)
     assert all(json.loads(r["tools"]) and r["messages"][-1]["role"] == "assistant" for r in rows)
+
+
+async def test_compare_overlays_training_runs_reward_by_trainer_step(tmp_path, monkeypatch):
+    """Two prime-rl runs, one begun later: ``g`` in ``vftui compare`` draws each one's mean reward
+    per trainer step on one step axis (the steps the files say), not over items."""
+    from vftui.commands.compare import load_all
+    from vftui.figures.comparison import measure, source_series
+    from vftui.ui.compare_app import CompareApp
+    from vftui.ui.screens.compare_charts import CompareChartsScreen
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    task = episodes(tmp_path)[0]
+    runs = []
+    for name, steps in (("early", (0, 1, 2)), ("late", (2, 3))):
+        run = tmp_path / name
+        (run / "configs").mkdir(parents=True)
+        config = {"train": {"source": [SOURCE]}}
+        (run / "configs" / "orchestrator.json").write_text(json.dumps(config))
+        for step in steps:
+            with stream_file(run, step).open("a") as f:
+                f.writelines(stamped(e, step, step) for e in task)
+        runs.append(run)
+    rewards = [e.traces[0].reward for e in task]
+    mean = sum(rewards) / len(rewards)
+    sources = load_all(runs)
+    assert [source_series(s).by_step for s in sources] == [
+        [(0, mean), (1, mean), (2, mean)],
+        [(2, mean), (3, mean)],
+    ]
+    app = CompareApp(*measure(sources, 0.5))
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.press("g")
+        await until(lambda: isinstance(app.screen, CompareChartsScreen), pilot=pilot)
+        await pilot.pause()
+        assert app.screen.by_step
+        text = "\n".join(screen_lines(app))
+        assert "mean reward per trainer step" in text and "step" in text

@@ -379,13 +379,18 @@ class SourceSeries:
     length: list[float]  # its mean completion length, in characters (every source has them)
     identical: list[float]  # 1 where its rollouts scored alike (nothing to learn), else 0
     truncated: list[float]  # the share of its rollouts cut off at the length limit
+    by_step: list[tuple[int, float]]  # a training run's mean reward per trainer step; else empty
 
 
 def source_series(source: Source) -> SourceSeries:
     items = [item for item in source.items.values() if item.rewards]
+    steps: dict[int, list[float]] = {}
+    for step, mean in source.step_means:
+        steps.setdefault(step, []).append(mean)
     return SourceSeries(
         reward=[_mean(item.rewards) for item in items],
         length=[_mean([float(c) for c in item.completion_chars]) for item in items],
         identical=[float(len(item.rewards) > 1 and len(set(item.rewards)) == 1) for item in items],
         truncated=[_share(item.truncated) for item in items],
+        by_step=[(step, _mean(means)) for step, means in sorted(steps.items())],
     )

@@ -169,6 +169,9 @@ class Source:
     # each group's mean reward in the order written (a groups file's, a shard's after another's): the
     # reward over groups; empty for sources of rows (vf-eval, v1), whose items are their order
     group_means: list[float] = field(default_factory=list)
+    # a training run's (an rl run's, a prime-rl run's): each group's trainer step and mean reward, in
+    # the order written; what the compare charts overlay by step
+    step_means: list[tuple[int, float]] = field(default_factory=list)
 
 
 def load(path: Path) -> Source:
@@ -178,7 +181,14 @@ def load(path: Path) -> Source:
         what = safe_files.not_regular(path)  # a link loop, a link to nothing: said as what it is
         raise UserError(f"{path} is {what}" if what else f"{path}: no such file or folder")
     if (stream := prime_rl.stream_of(path)) is not None:
-        return _from_v1(prime_rl.read(stream).run, "prime-rl")
+        reader = prime_rl.read(stream)
+        source = _from_v1(reader.run, "prime-rl")
+        source.step_means = [
+            (g.step, math.fsum(r.reward for r in g.rollouts) / len(g.rollouts))
+            for g in reader.groups.values()
+            if g.rollouts
+        ]
+        return source
     if path.is_dir():
         found = _file_in(path)
         return load(found) if isinstance(found, Path) else _load_shards(found)
@@ -456,6 +466,7 @@ class GroupsTally:
         self.skipped = 0
         self.indices: list[int] = []
         self.means: list[float] = []
+        self.step_means: list[tuple[int, float]] = []  # an rl run's groups: (trainer step, mean)
         self.model: str | None = None  # the first group's that names one
         self.temperatures: set[float] = set()  # every one a group was sampled at
         self._keep_messages = keep_messages
@@ -478,6 +489,8 @@ class GroupsTally:
         if type(meta.get("item")) is int:
             self.indices.append(meta["item"])
         self.means.append(math.fsum(scores) / len(scores))
+        if type(step := meta.get("trainer_step")) is int:
+            self.step_means.append((step, self.means[-1]))
         added = _group_item(group, meta, scores, _key(meta, n))
         if (item := self.items.get(added.key)) is None:
             made = Item(added.key) if self._keep_messages else Item.figures_only(added.key)
@@ -506,6 +519,7 @@ class GroupsTally:
             errors=errors,
             setup=_run_setup(self, record, path),
             group_means=self.means,
+            step_means=self.step_means,
         )
 
 

@@ -1,6 +1,8 @@
 """``g`` in ``vftui compare``: the sources overlaid, one colour each (the letters' own), over their items in
 the order each wrote them: mean reward, completion length, and the identical-score and truncation rates
-over a rolling window. Everything is from the files: drawn once, and again for a new size."""
+over a rolling window. Training runs (prime-rl's, vftui's rl runs) have their reward by trainer step
+instead, so runs line up where their steps meet. Everything is from the files: drawn once, and again
+for a new size."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class CompareChartsScreen(Screen[None]):
     def __init__(self, letters: list[str], series: list[SourceSeries]) -> None:
         super().__init__()
         self.letters, self.series = letters, series
+        self.by_step = all(s.by_step for s in series)  # every source a training run
 
     def compose(self):
         yield Static(
@@ -47,6 +50,13 @@ class CompareChartsScreen(Screen[None]):
         palette = plots.LINE_COLORS
         colors = {letter: palette[n % len(palette)] for n, letter in enumerate(self.letters)}
         for name, (title, unit, field, rate) in CHARTS.items():
+            if name == "reward" and self.by_step:
+                by_step = {
+                    letter: s.by_step for letter, s in zip(self.letters, self.series, strict=True)
+                }
+                widget = self.query_one(f"#chart-{name}", PlotextPlot)
+                plots.lines_by_step(widget, "mean reward per trainer step", by_step, colors)
+                continue
             lines = {}
             for letter, series in zip(self.letters, self.series, strict=True):
                 values = getattr(series, field)
