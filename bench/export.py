@@ -27,13 +27,13 @@ from pathlib import Path
 from _machine import described
 
 VFTUI = [sys.executable, "-m", "vftui"]
-RUN = ["run", "--mode", "sft", "--steps", "40", "--group-size", "8", "--no-ui", "--out"]
+RUN = ["run", "--mode", "sft", "--group-size", "8", "--no-ui", "--out"]
 
 
-def collected(folder: Path) -> list[dict]:
+def collected(folder: Path, steps: int) -> list[dict]:
     out = folder / "seed.jsonl"
     subprocess.run(
-        [*VFTUI, *RUN, str(out)],
+        [*VFTUI, *RUN, str(out), "--steps", str(steps)],
         check=True,
         capture_output=True,
     )
@@ -86,7 +86,7 @@ def main() -> None:
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        seeds = collected(folder)
+        seeds = collected(folder, 8 if args.quick else 40)
         sizes = {"quarter": max(1, mb // 4), "whole": mb}
         sources = {}
         for name, size in sizes.items():
