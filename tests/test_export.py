@@ -459,6 +459,7 @@ def test_what_is_not_a_run_is_bad_input_and_nothing_kept_still_answers_json(coll
     passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
     done = run_cli(["export", str(passwd), "-o", str(tmp_path / "o.jsonl")], tmp_path)
     assert done.returncode == 2 and "no groups in" in done.stderr and "1 lines" in done.stderr
+    assert "line 1: not JSON" in done.stderr
     none = run_cli(
         ["export", str(collected), "-o", str(tmp_path / "n.jsonl"), "--min-reward", "9", "--json"],
         tmp_path,

@@ -99,7 +99,12 @@ def groups_of(source: Path, tally: Tally) -> Iterator[tuple[dict[str, Any], Grou
                     raw = json.loads(line)
                     found_group = _group(number, raw)
                 except (ValueError, TypeError, KeyError, RecursionError) as e:
-                    why = str(e) if isinstance(e, ValueError) else type(e).__name__
+                    if isinstance(e, json.JSONDecodeError):
+                        why = "not JSON"
+                    elif isinstance(e, UnicodeDecodeError):
+                        why = "not UTF-8 text"
+                    else:
+                        why = str(e) if isinstance(e, ValueError) else type(e).__name__
                     _unreadable(tally, f"{path.name} line {number}: {why}")
                     continue
                 yield raw, found_group
