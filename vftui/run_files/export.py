@@ -39,6 +39,7 @@ from vftui.bounds import LongLine
 from vftui.errors import UserError
 from vftui.events import GroupCollected
 from vftui.figures.group_filter import Shown
+from vftui.group_format import META
 from vftui.run_files.export_formats import REASONS
 from vftui.run_files.groupfile import group_event
 from vftui.run_files.results import viewed
@@ -144,12 +145,6 @@ def _unreadable(tally: Tally, said: str) -> None:
     tally.first_unreadable = tally.first_unreadable or one_line(said)[:200]
 
 
-def prompt_and_completion(messages: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
-    """The messages before the first assistant turn, and the rest."""
-    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
-    return messages[:first], messages[first:]
-
-
 def _digest(value: Any) -> bytes:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).digest()
 
@@ -206,7 +201,8 @@ class Picker:
 
     def _first_of_its_kind(self, group: GroupCollected, i: int) -> bool:
         messages = group.messages[i] if i < len(group.messages) else None
-        key = _digest(prompt_and_completion(messages) if messages else list(group.tokens[i]))
+        # one prompt and one completion: the whole conversation, which they make
+        key = _digest(messages if messages else list(group.tokens[i]))
         if key in self.seen:
             self.tally.left_out["duplicate"] += 1
             return False
@@ -301,7 +297,7 @@ def _atropos_group(raw: dict[str, Any], kept: list[int]) -> dict[str, Any]:
     for key in PER_ROLLOUT:
         if isinstance(raw.get(key), list) and len(raw[key]) == n:
             out[key] = [raw[key][i] for i in kept]
-    meta = raw.get("vftui")
+    meta = raw.get(META)
     if isinstance(meta, dict):
         meta = dict(meta)
         for key in PER_ROLLOUT_META:
@@ -312,7 +308,7 @@ def _atropos_group(raw: dict[str, Any], kept: list[int]) -> dict[str, Any]:
                 k: [v[i] for i in kept] if isinstance(v, list) and len(v) == n else v
                 for k, v in meta["metrics"].items()
             }
-        out["vftui"] = meta
+        out[META] = meta
     return out
 
 
