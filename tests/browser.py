@@ -7,15 +7,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import pytest
-
-from tests.conftest import tool_path
+from tests.conftest import need, tool_path
 
 
 @contextlib.contextmanager
 def chromium_page(width: int = 1200, height: int = 800) -> Iterator[Recorded]:
-    """A fresh page in a fresh browser (``@pytest.mark.needs("chromium")`` on the test)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    """A fresh page in a fresh browser (``@pytest.mark.needs("chromium", "playwright")`` on the test; without
+    it, a missing one is still skipped outside CI and a failure in CI, never a skip there)."""
+    need("chromium")
+    need("playwright")
+    from playwright import sync_api
+
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=tool_path("chromium"))
         try:

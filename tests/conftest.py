@@ -58,6 +58,9 @@ TOOLS = {  # what ``@pytest.mark.needs(tool)`` looks for, and how to get it
     "uv": ("uv", "pip install -e '.[test]'"),
     "chromium": ("chromium", "apt-get install chromium"),
 }
+MODULES = {  # what ``@pytest.mark.needs(name)`` imports, for a tool that is a Python package, and how to get it
+    "playwright": ("playwright.sync_api", "pip install -e '.[test]'"),
+}
 
 
 def unavailable(what: str) -> None:
@@ -74,12 +77,30 @@ def tool_path(name: str) -> str | None:
     return shutil.which(name, path=places)
 
 
+def importable(module: str) -> bool:
+    """``module`` can be imported here (its package found, and importing that package does not fail)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # its package is missing, or fails to import
+        return False
+
+
+def need(tool: str) -> None:
+    """The test goes on only where ``tool`` (a key of TOOLS or MODULES) is here: ``unavailable`` otherwise."""
+    if tool in MODULES:
+        module, install = MODULES[tool]
+        if not importable(module):
+            unavailable(f"{tool} is not installed ({install}; .ci/run installs it)")
+        return
+    command, install = TOOLS[tool]
+    if tool_path(command) is None:
+        unavailable(f"{command} is not installed ({install}; .ci/run installs it)")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker in item.iter_markers("needs"):
         for tool in marker.args:
-            command, install = TOOLS[tool]
-            if tool_path(command) is None:
-                unavailable(f"{command} is not installed ({install}; .ci/run installs it)")
+            need(tool)
 
 
 @pytest.fixture(autouse=True, scope="session")

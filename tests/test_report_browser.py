@@ -13,7 +13,7 @@ from tests.browser import Recorded, chromium_page
 from tests.conftest import run_cli
 from tests.test_report import HOSTILE, groups_file, reported
 
-pytestmark = pytest.mark.needs("chromium")
+pytestmark = pytest.mark.needs("chromium", "playwright")
 
 
 def opened(tmp_path: Path, kind: str, *sources: str) -> Recorded:

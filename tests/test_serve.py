@@ -348,7 +348,7 @@ def signed_in_page(seen: Recorded, url: str, token: str) -> None:
     seen.page.click("button")
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, detached_run):
     out = detached_run
     with served(tmp_path, str(out)) as it, chromium_page() as seen:
@@ -366,7 +366,7 @@ def test_in_chromium_a_key_pauses_the_run_and_its_figures_update(tmp_path, detac
     assert state(tmp_path, out) == "paused", "closing the tab left the run as it was"
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, detached_run):
     """A second app in the tab's process would find its connection closed with the first: the run opens in a
     new tab, whose dashboard steers it, while the runs screen stays."""
@@ -393,7 +393,7 @@ def test_in_chromium_the_runs_screen_opens_a_run_in_a_tab_of_its_own(tmp_path, d
         assert seen.errors == tab.errors == []
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_another_port_of_the_host_never_gets_the_session_s_cookie(tmp_path):
     """Issue 42, item 22: a server on another port of 127.0.0.1 got the cookie when the signed-in browser
     visited it (cookies do not keep to a port); replayed, it opened the dashboard's websocket."""
@@ -436,7 +436,7 @@ def test_in_chromium_another_port_of_the_host_never_gets_the_session_s_cookie(tm
     assert not [line for line in heard if "vftui-serve" in line], heard
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_a_session_that_cannot_start_says_why_in_its_tab(tmp_path):
     """The file served went away: its tab shows the sentence (it was blank, the sentence on serve's stdout)."""
     served_file = tmp_path / "gone.jsonl"
@@ -449,7 +449,7 @@ def test_in_chromium_a_session_that_cannot_start_says_why_in_its_tab(tmp_path):
     assert "no such file" not in it.out + it.err, "said in the tab, not on serve's terminal"
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_sigterm_ends_serve_and_a_dashboard_s_tab_promptly(tmp_path, detached_run):
     """The tabs were left to aiohttp's wait for open connections: a dashboard's tab held serve 23 s."""
     with served(tmp_path, str(detached_run)) as it, chromium_page() as seen:
@@ -492,7 +492,7 @@ def state(tmp_path: Path, out: Path) -> str:
     return next(r["state"] for r in rows if r["path"] == str(out))
 
 
-@pytest.mark.needs("chromium")
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_a_prime_rl_run_is_followed_live_in_its_tab(tmp_path):
     """``vftui serve RUN_DIR`` of a prime-rl run: the tab runs ``watch``, and a step written after the
     page opened reaches it."""
