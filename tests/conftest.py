@@ -276,6 +276,37 @@ def wait_for_lines(path: Path, count: int, proc: subprocess.Popen, timeout: floa
     wait_until(enough, f"fewer than {count} lines in {path}", timeout)
 
 
+NOBODY = "nobody"
+
+
+def unprivileged(cwd: Path) -> list[str] | None:
+    """A prefix that runs a command without root's right to read any file, for a test of what vftui does with a
+    file or folder it may not read (mode 000 means nothing to root, and CI runs as root): none where this is not
+    root; else the command as ``nobody`` (setpriv, or runuser), whose files it reads must then be readable by
+    all (``cwd`` too); else, where ``nobody`` cannot start this interpreter (a venv under /root), root without
+    the capabilities that override a file's mode. None where neither is possible (``unavailable``)."""
+    if os.geteuid() != 0:
+        return []
+    candidates = []
+    setpriv, runuser = shutil.which("setpriv"), shutil.which("runuser")
+    if setpriv or runuser:
+        import pwd
+
+        nobody = pwd.getpwnam(NOBODY)
+        if setpriv:
+            ids = [f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+            candidates.append([setpriv, *ids])
+        if runuser:
+            candidates.append([runuser, "-u", NOBODY, "--"])
+    if setpriv:
+        candidates.append([setpriv, "--bounding-set=-dac_override,-dac_read_search"])
+    for prefix in candidates:
+        probe = [*prefix, sys.executable, "-c", "import vftui"]
+        if subprocess.run(probe, cwd=cwd, capture_output=True, timeout=60).returncode == 0:
+            return prefix
+    return None
+
+
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
 

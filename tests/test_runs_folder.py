@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, ended_run, run_cli
+from tests.conftest import REPO, cli_env, ended_run, run_cli, unavailable, unprivileged
 from tests.test_fleet import hosts, remote_vftui  # noqa: F401 (a fixture: the loopback sshd)
 from tests.test_fleet_answers import fleet_root, host  # noqa: F401 (a fixture: a stand-in ssh)
 from tests.test_prime_rl_files import write_run
@@ -160,17 +163,35 @@ def test_the_walk_never_goes_through_a_link_nor_too_deep_nor_past_its_cap(tmp_pa
     ]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder of mode 000")
-def test_a_folder_that_cannot_be_read_is_skipped_and_counted_in_one_line(tmp_path):
-    folder = tmp_path / "folder"
-    shutil.copytree(V1_RUN, folder / "ok")
-    (folder / "closed").mkdir()
-    (folder / "closed").chmod(0)
+def test_a_folder_that_cannot_be_read_is_skipped_and_counted_in_one_line():
+    """Run as a user the folder's mode shuts out: root reads a folder of mode 000 (CI runs as root), so there
+    it runs as ``nobody`` (``unprivileged``), in a folder all may read, made outside pytest's own (root's)."""
+    shared = Path(tempfile.mkdtemp(prefix="vftui-unreadable-"))
+    folder = shared / "folder"
     try:
-        done = run_cli(["runs", "--json", str(folder)], tmp_path)
+        shared.chmod(0o755)
+        shutil.copytree(V1_RUN, folder / "ok")
+        (shared / "home").mkdir(mode=0o777)
+        (shared / "home").chmod(0o777)  # whoever runs it writes its settings and caches here
+        prefix = unprivileged(shared)
+        if prefix is None:
+            unavailable("root here, and neither setpriv nor runuser can run vftui unprivileged")
+        (folder / "closed").mkdir()
+        (folder / "closed").chmod(0)
+        env = cli_env(shared / "home", HOME=str(shared / "home"))
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "vftui", "runs", "--json", str(folder)],
+            cwd=shared,
+            env={**env, "XDG_CACHE_HOME": str(shared / "home" / "cache")},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
     finally:
-        (folder / "closed").chmod(0o755)
-    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1
+        if (folder / "closed").exists():
+            (folder / "closed").chmod(0o755)
+        shutil.rmtree(shared)
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stderr
     assert done.stderr.splitlines() == [
         f"vftui: note: skipped 1 folder(s) under {folder} that cannot be read"
     ]
