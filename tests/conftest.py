@@ -307,8 +307,16 @@ def unprivileged(cwd: Path) -> list[str] | None:
     return None
 
 
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+TMUX_SOCKET = f"vftui-tests-{os.getpid()}"
+"""This worker's own tmux server (``tmux -L``): the suite's sessions never meet the user's or another worker's,
+and what a test reads of the server (its paste buffers) is the suite's alone. It ends with its last session:
+nothing here kills a server."""
+
+
+def tmux(*args: str, check: bool = True) -> str:
+    """``tmux *args`` on this worker's server: what it printed (``check``: a failure raises)."""
+    command = ["tmux", "-L", TMUX_SOCKET, *args]
+    return subprocess.run(command, capture_output=True, text=True, check=check).stdout
 
 
 def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:
@@ -493,14 +501,48 @@ RATE_LIMITED_TRAFFIC = RequestStats(
 
 @contextlib.contextmanager
 def tmux_session(command: str, width: int = 100, height: int = 30) -> Iterator[str]:
-    """A detached tmux session of ``width`` x ``height`` running ``command``: its name. It is killed on the way
-    out, whatever happened (a test that kills it itself on purpose leaves nothing to kill)."""
+    """A detached tmux session of ``width`` x ``height`` running ``command`` on this worker's server: its name.
+    It is killed on the way out, whatever happened (a test that kills it itself on purpose, ``hang_up``,
+    leaves nothing to kill)."""
     session = f"vftui-{os.urandom(4).hex()}"
     tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
     try:
         yield session
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+        tmux("kill-session", "-t", session, check=False)
+
+
+@contextlib.contextmanager
+def recorded_pane(tmp_path: Path, command: str) -> Iterator[tuple[str, Path]]:
+    """A tmux session running ``command`` that accepts clipboard writes, with its output bytes recorded: its
+    name and the file the bytes go to."""
+    with tmux_session("sleep 600") as session:
+        raw = tmp_path / f"{session}.bytes"
+        tmux("set-option", "-t", session, "set-clipboard", "on")
+        tmux("pipe-pane", "-t", session, f"cat >> {shlex.quote(str(raw))}")
+        tmux("respawn-pane", "-k", "-t", session, command)
+        yield session, raw
+
+
+def hang_up(session: str) -> None:
+    """The session's terminal goes, as a dropped SSH connection's does: its pane's processes get SIGHUP."""
+    tmux("kill-session", "-t", session)
+
+
+def pane_pid(session: str) -> int:
+    """The pid of what the session's pane runs (its shell, or the command it ``exec``'d)."""
+    return int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+
+
+def dashboard_pid(out: Path) -> int:
+    """The dashboard writing ``out``: its process, not the shell or forwarder around it, nor its collector child."""
+    found = subprocess.run(
+        ["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(found.stdout.split()[0])
 
 
 @pytest.fixture(scope="session")

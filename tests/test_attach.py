@@ -29,11 +29,11 @@ from tests.conftest import (
     wait_for_screen,
     wait_until,
 )
+from vftui import stats
 from vftui.collector.controls import Controls
 from vftui.collector.gate import GroupGate
 from vftui.errors import UserError
 from vftui.events import Health, RunState, RunStatus
-from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.live.client import AttachedRun, ask_status, connect
 from vftui.live.server import RunServer

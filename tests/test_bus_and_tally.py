@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vftui import events as ev
+from vftui import stats
 from vftui.collector.bus import ORDER, Bus
-from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.live.server import Replay
 from vftui.ui.model import DashboardModel

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
 from vftui.commands.compare import load_all
-from vftui.figures.comparison import measure, widest_pair
+from vftui.comparing.comparison import measure, widest_pair
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import viewable
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
@@ -360,7 +360,7 @@ async def test_g_draws_eight_sources_and_more_a_colour_each_cycling(tmp_path):
 @pytest.mark.unit
 def test_an_rl_runs_groups_give_its_reward_by_trainer_step(tmp_path):
     """vftui's rl groups record the trainer step they were sampled at: the compare charts' steps."""
-    from vftui.figures.comparison import source_series
+    from vftui.comparing.comparison import source_series
     from vftui.group_format import META
     from vftui.run_files.results import load
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import REPO, run_cli, screen_lines
 from vftui.commands.compare import load_all
+from vftui.comparing.comparison import ItemChange, measure, moved, widest_pair
 from vftui.events import EvalReport
-from vftui.figures.comparison import ItemChange, measure, moved, widest_pair
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.results import Setup, viewable
 from vftui.ui.compare_app import CompareApp

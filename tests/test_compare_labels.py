@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import run_cli, until
 from vftui.commands.compare import load_all
-from vftui.figures.comparison import measure
+from vftui.comparing import compared
+from vftui.comparing.comparison import measure
 from vftui.report.svg import COLOURS
-from vftui.text import compared
 from vftui.ui.compare_app import CompareApp
 
 SOURCES = 28  # A to Z, AA, AB

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from tests.test_number_properties import brute_t_quantile
-from vftui.figures.comparison import PAIRED, UNPAIRED, compare, source_series, summarize
+from vftui.comparing.comparison import PAIRED, UNPAIRED, compare, source_series, summarize
 from vftui.figures.eval_stats import difference, t_half_width
 from vftui.figures.paired import (
     CELLS_FROM,

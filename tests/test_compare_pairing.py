@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from tests.conftest import REPO, run_cli
 from vftui.commands.compare import load_all
-from vftui.figures.comparison import NONE_SHARED, PROMPTS_DIFFER, TOO_FEW, compare, measure, pair
+from vftui.comparing.compared import verdicts
+from vftui.comparing.comparison import NONE_SHARED, PROMPTS_DIFFER, TOO_FEW, compare, measure, pair
 from vftui.figures.paired import PAIRED_MIN
 from vftui.run_files.results import MIXED, Item, Source, load, prompt_fingerprint
 from vftui.run_files.source_lines import SourceAnswer, export
-from vftui.text.compared import verdicts
 
 SOME = settings(max_examples=200, deadline=None)
 

@@ -7,7 +7,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from tests.conftest import json_events, read_jsonl, run_cli
-from vftui.figures import stats
+from vftui import stats
 from vftui.sim import task
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 

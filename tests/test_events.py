@@ -12,9 +12,9 @@ import typing
 import pytest
 
 from vftui import events as ev
+from vftui import stats
 from vftui.collector.health import HealthMonitor
 from vftui.commands.headless import HeadlessView
-from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.live.server import Replay
 from vftui.text import wording

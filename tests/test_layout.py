@@ -119,6 +119,85 @@ def test_no_circle_of_types_either():
     assert cycles(graph) == []
 
 
+def package_of(module: str) -> str:
+    """``vftui.run_files.results`` -> ``vftui.run_files``; a module at the root is a package of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The modules' graph folded into packages: an arrow between two packages for any import between them."""
+    folded: dict[str, set[str]] = {package_of(m): set() for m in graph}
+    for module, imported in graph.items():
+        folded[package_of(module)] |= {package_of(i) for i in imported} - {package_of(module)}
+    return folded
+
+
+def test_no_package_imports_itself_through_others():
+    """The layers stack: a package that imports another is never imported by it, even through a third
+    (``events`` -> ``figures`` -> ``events`` was one such loop; each module alone had none)."""
+    assert cycles(package_graph(internal_graph())) == []
+
+
+def test_the_package_check_finds_a_loop_no_module_has():
+    """Two modules of each package, no module in a cycle, and yet the packages import each other."""
+    graph = {"vftui.a.one": {"vftui.b.one"}, "vftui.b.two": {"vftui.a.two"}}
+    graph |= {"vftui.a.two": set(), "vftui.b.one": set()}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["vftui.a", "vftui.b"]]
+
+
+LIVE_MAY_IMPORT = {
+    "vftui",
+    "vftui.events",
+    "vftui.run_controls",
+    "vftui.group_format",
+    "vftui.errors",
+    "vftui.safe_files",
+    "vftui.stats",
+    "vftui.figures.run_tally",
+}
+"""What ``live/`` (the socket every run listens on, and its clients) may import beyond the standard library:
+the contract, the errors, safe files, and the tally its replay folds. An allowlist: a new import is a decision."""
+
+
+def _beyond_live_allowlist(names: set[str]) -> list[str]:
+    """The names an import in ``live/`` reaches outside the standard library, ``live/`` and its allowlist
+    (``vftui.events.Event``, a name in an allowed module, is allowed; ``vftui.collector``, a module, is not)."""
+
+    def allowed(name: str) -> bool:
+        if name.split(".")[0] in sys.stdlib_module_names or name.startswith("vftui.live"):
+            return True
+        if name in MODULES:
+            return name in LIVE_MAY_IMPORT
+        return name.startswith("vftui.") and name.rpartition(".")[0] in LIVE_MAY_IMPORT
+
+    return sorted(name for name in names if not allowed(name))
+
+
+def test_live_imports_only_its_allowlist():
+    beyond = {
+        module: _beyond_live_allowlist(imported_names(module))
+        for module in MODULES
+        if module.startswith("vftui.live")
+    }
+    assert {m: names for m, names in beyond.items() if names} == {}
+
+
+def test_the_live_allowlist_refuses_what_it_does_not_name():
+    names = {
+        "vftui.events.Event",
+        "vftui.collector",
+        "vftui.run_files.files.RunFiles",
+        "httpx",
+        "json",
+    }
+    assert _beyond_live_allowlist(names) == [
+        "httpx",
+        "vftui.collector",
+        "vftui.run_files.files.RunFiles",
+    ]
+
+
 def test_the_cycle_check_finds_a_cycle():
     """The check itself: a graph with a loop through three modules is reported."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
@@ -147,21 +226,6 @@ def _importers(prefix: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
             "vftui.ui",
             ("verifiers", "atroposlib", "vftui.collector"),
         ),  # transformers: the preview's decoder, lazily
-        (
-            "vftui.live",
-            (
-                "verifiers",
-                "atroposlib",
-                "transformers",
-                "textual",
-                "httpx",
-                "pydantic",
-                "vftui.collector",
-                "vftui.ui",
-                "vftui.config",
-                "vftui.run_files",
-            ),
-        ),
         ("vftui.events", ("verifiers", "atroposlib", "textual", "vftui.collector", "vftui.ui")),
         (
             "vftui.training",

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import json_events, read_jsonl, run_cli, screen_lines
 from vftui.commands.compare import load_all
-from vftui.figures.comparison import compare, summarize
+from vftui.comparing.comparison import compare, summarize
 from vftui.run_files.groupfile import GroupFile
 from vftui.ui.compare_app import CompareApp
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from vftui import stats
 from vftui.commands.headless import HeadlessView
 from vftui.events import (
     ApiStatus,
@@ -23,7 +24,6 @@ from vftui.events import (
     RunState,
     RunStatus,
 )
-from vftui.figures import stats
 from vftui.figures.group_filter import parse_filter
 from vftui.figures.run_tally import RunTally
 from vftui.group_format import MASKED

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from vftui.bounds import MAX_SCORE, score
 from vftui.commands.compare import as_dict, load_all
+from vftui.comparing.comparison import compare, summarize, worse_beyond
 from vftui.errors import UserError
-from vftui.figures.comparison import compare, summarize, worse_beyond
 from vftui.figures.eval_stats import (
     EvalTally,
     ItemResult,

@@ -264,7 +264,7 @@ async def test_compare_overlays_training_runs_reward_by_trainer_step(tmp_path, m
     """Two prime-rl runs, one begun later: ``g`` in ``vftui compare`` draws each one's mean reward
     per trainer step on one step axis (the steps the files say), not over items."""
     from vftui.commands.compare import load_all
-    from vftui.figures.comparison import measure, source_series
+    from vftui.comparing.comparison import measure, source_series
     from vftui.ui.compare_app import CompareApp
     from vftui.ui.screens.compare_charts import CompareChartsScreen
 

@@ -1,4 +1,4 @@
-"""The one rate every view shows (``figures.stats.Throughput``): right after a pause, in a run's first
+"""The one rate every view shows (``stats.Throughput``): right after a pause, in a run's first
 second, and whatever the end times."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vftui.figures.stats import IDLE_FLOOR_S, IDLE_GAPS, RATE_MIN_SPAN_S, Throughput
+from vftui.stats import IDLE_FLOOR_S, IDLE_GAPS, RATE_MIN_SPAN_S, Throughput
 
 pytestmark = pytest.mark.unit
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import read_jsonl, run_cli, start_cli, wait_for_lines, wait_until
-from vftui.figures.comparison import measure
+from vftui.comparing.comparison import measure
 from vftui.report import page as report_page
 from vftui.report.run_page import MARK, UNFINISHED, RunPage
 from vftui.run_files import store

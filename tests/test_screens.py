@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REPO, ended_run, screen_lines, until
+from vftui import stats
 from vftui.errors import UserError
 from vftui.events import LogRecord
-from vftui.figures import stats
 from vftui.run_files.groupfile import GroupFile
 from vftui.run_files.listing import COLUMNS, RunLine, cells
 from vftui.sim.server import TOKENIZER_DIR

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from tests.conftest import RATE_LIMITED_TRAFFIC
+from vftui import stats
 from vftui.collector.endpoint import is_loopback
 from vftui.collector.envs.classic import rollout_error
 from vftui.collector.sft.traffic import Proxy, env_proxy
@@ -29,7 +30,6 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
-from vftui.figures import stats
 from vftui.loopback import unproxied
 from vftui.run_files import store
 from vftui.sim import policy, task

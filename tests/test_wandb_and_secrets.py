@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import json_events, read_jsonl, run_cli, sim_admin
 from tests.wandb_log import config, history
-from vftui.figures import stats
+from vftui import stats
 
 SECRET = "sk-vftui-test-secret-0123456789"
 

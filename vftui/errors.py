@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import signal
 
-from vftui.events import RunState, RunSummary
-from vftui.figures.signals import STALL_TIMEOUT
-
 # Every command's exit codes (and 2 for a UserError): said in --help and README.
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 STOP_SIGNALS = (
@@ -35,11 +32,3 @@ class RunFailed(Exception):
     """A run that started but could not go on (e.g. the endpoint kept failing)."""
 
     exit_code = 1
-
-
-def exit_code(summary: RunSummary) -> int:
-    if summary.gate:
-        return EXIT_STALLED if summary.gate == STALL_TIMEOUT else EXIT_GATE
-    if summary.state is RunState.FAILED:
-        return EXIT_FAILED
-    return EXIT_OK if summary.groups_done >= summary.groups_total else EXIT_INTERRUPTED

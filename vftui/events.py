@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vftui.figures.stats import Accumulator, is_identical, mean
 from vftui.group_format import trained_tokens
+from vftui.stats import Accumulator, is_identical, mean
 
 
 class Mode(enum.StrEnum):

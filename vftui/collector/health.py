@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from vftui import events as ev
-from vftui.figures import stats
+from vftui import stats
 from vftui.figures.signals import SIGNALS, STALL_TIMEOUT, Tripped
 from vftui.group_format import trained_tokens
 

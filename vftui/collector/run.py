@@ -28,6 +28,7 @@ from typing import Any, assert_never
 
 from atroposlib.envs.base import APIServerConfig
 
+from vftui import stats
 from vftui.collector import endpoint, gguf_tokenizer, hub, resumed, scoring_limit
 from vftui.collector.bus import Bus, Subscriber
 from vftui.collector.controls import Controls
@@ -56,7 +57,6 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
-from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.figures.signals import (
     STALL_TIMEOUT,

@@ -31,6 +31,7 @@ from typing import Any
 
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
+from vftui import stats
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.endpoint import auth_errors
 from vftui.collector.envs import loader
@@ -46,7 +47,6 @@ from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
 from vftui.collector.wandb_rows import OwnRows
 from vftui.errors import RunFailed
 from vftui.events import EndpointTrouble, Event, GroupCollected, GroupDropped, MetricsWindow
-from vftui.figures import stats
 from vftui.group_format import META, trained_tokens
 from vftui.run_files import store
 from vftui.run_files.ledger import ItemLedger

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from vftui.errors import EXIT_OK, UserError, exit_code
+from vftui.commands import run_end
+from vftui.errors import EXIT_OK, UserError
 from vftui.live.client import AttachedRun
 from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import find_running
@@ -40,5 +41,5 @@ def run_attach(target: Path | None, theme: str | None) -> int:
         say(wording.left_running(run.pid, run.out_path), sys.stderr)
         return EXIT_OK
     simulated = app.model.run_started is not None and app.model.run_started.simulated
-    say([*app.eval_lines(), *wording.summary(attached.summary, simulated)], sys.stderr)
-    return exit_code(attached.summary)
+    say([*app.eval_lines(), *run_end.summary(attached.summary, simulated)], sys.stderr)
+    return run_end.exit_code(attached.summary)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from vftui.commands import fleet
-from vftui.errors import EXIT_GATE, UserError
-from vftui.figures.comparison import (
+from vftui.comparing import compared
+from vftui.comparing.comparison import (
     BINS,
     Change,
     Pairing,
@@ -28,10 +28,11 @@ from vftui.figures.comparison import (
     moved,
     worse_beyond,
 )
+from vftui.errors import EXIT_GATE, UserError
 from vftui.figures.paired import PAIRED_MIN, RESAMPLES, SEED, Flips
 from vftui.run_files import source_lines
 from vftui.run_files.results import Source, load
-from vftui.text import compared, wording
+from vftui.text import wording
 from vftui.text.json_lines import finite_json
 from vftui.text.printable import one_line, say
 from vftui.ui.terminal import has_screen

@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 
 from vftui.collector.child import child_main
+from vftui.commands import run_end
 from vftui.config import RunConfig
-from vftui.errors import EXIT_FAILED, EXIT_INTERRUPTED, exit_code
+from vftui.errors import EXIT_FAILED, EXIT_INTERRUPTED
 from vftui.live.process import STOPPED_HARD, CollectorProcess
-from vftui.text import wording
 from vftui.text.printable import say
 from vftui.ui import themes
 from vftui.ui.inbox import Inbox
@@ -55,5 +55,5 @@ def run_dashboard(config: RunConfig) -> int:
         print("vftui: the dashboard closed before the run ended", file=sys.stderr)
         return EXIT_FAILED
     simulated = collector.prepared is not None and collector.prepared.simulated
-    say([*app.eval_lines(), *wording.summary(summary, simulated)], sys.stderr)
-    return exit_code(summary)
+    say([*app.eval_lines(), *run_end.summary(summary, simulated)], sys.stderr)
+    return run_end.exit_code(summary)

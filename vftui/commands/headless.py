@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO, assert_never
 
 from vftui import events as ev
+from vftui import stats
 from vftui.collector import captured
 from vftui.collector.lifecycle import run_to_end
+from vftui.commands import run_end
 from vftui.config import RunConfig
-from vftui.errors import STOP_SIGNALS, RunEnded, exit_code
-from vftui.figures import stats
+from vftui.errors import STOP_SIGNALS, RunEnded
 from vftui.text import wording
 from vftui.text.drop_lines import DropLines
 from vftui.text.json_lines import to_json_line
@@ -131,7 +132,7 @@ class HeadlessView:
                 return wording.eval_report(event)
             case ev.RunSummary():
                 owed = self._drops.flush()
-                summary = wording.summary(event, self._simulated, resume="vftui run --no-ui")
+                summary = run_end.summary(event, self._simulated, resume="vftui run --no-ui")
                 return [owed, *summary] if owed else summary
             case ev.RunStatus() | ev.LogRecord():
                 return None  # running and finishing show in the group lines and the summary; library chatter
@@ -241,7 +242,7 @@ def run_headless(config: RunConfig, verbose: bool = False) -> int:
     finally:
         terminal.restore()
     assert summary is not None  # this host takes no crash: it is raised
-    return exit_code(summary)
+    return run_end.exit_code(summary)
 
 
 class _Headless:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from vftui import safe_files
 from vftui.commands.compare import note_unread, readable
+from vftui.comparing.comparison import measure
 from vftui.errors import UserError
-from vftui.figures.comparison import measure
 from vftui.report.page import DOCTYPE, Report, render
 from vftui.run_files.files import RunFiles
 from vftui.run_files.lock import RunLock

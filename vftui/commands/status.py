@@ -23,8 +23,8 @@ import httpx
 from vftui import paths, safe_files
 from vftui.errors import UserError
 from vftui.loopback import unproxied
-from vftui.text import check_in
 from vftui.text.printable import one_line, say
+from vftui.training import check_in
 from vftui.training.follow import Follower, Snapshot
 from vftui.training.health import HEALTHY
 from vftui.training.layout import find

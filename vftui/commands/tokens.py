@@ -26,9 +26,9 @@ from vftui.errors import UserError
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import run_record
 from vftui.run_files.rl_tokens import rollouts
-from vftui.text.check_in import number
 from vftui.text.printable import one_line, say
 from vftui.training import token_exports
+from vftui.training.check_in import number
 from vftui.training.layout import TrainingRun, find
 from vftui.training.token_exports import PICKS, ExportedSequence, ExportStep, StepFigures
 from vftui.ui.decode import TokenDecoder

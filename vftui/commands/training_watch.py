@@ -14,8 +14,8 @@ from pathlib import Path
 
 from vftui.commands.status import notify_command
 from vftui.commands.tokens import load_decoder
-from vftui.text.check_in import figure, step_line
 from vftui.text.printable import one_line, say
+from vftui.training.check_in import figure, step_line
 from vftui.training.follow import Follower, Snapshot
 from vftui.training.layout import find
 from vftui.ui.terminal import has_screen

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from vftui.figures import stats
+from vftui import stats
 
 FILTER_TERM = re.compile(
     r"^(reward|mean|std|item|turns|t|length|secs)\s*(<=|>=|<|>|=)\s*(-?[\d.]+)$"

@@ -7,8 +7,8 @@ import collections
 import copy
 import threading
 
+from vftui import stats
 from vftui.events import GroupCollected, GroupDropped, RunSoFar
-from vftui.figures import stats
 
 
 class RunTally:

@@ -12,8 +12,8 @@ import statistics
 from array import array
 from dataclasses import dataclass, field
 
+from vftui import stats
 from vftui.events import ApiStatus, GroupCollected, ServerStatus
-from vftui.figures import stats
 from vftui.group_format import trained_tokens
 
 

@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import TypeVar, assert_never
 
 from vftui import events as ev
-from vftui import safe_files
+from vftui import safe_files, stats
 from vftui.errors import UserError
-from vftui.figures import stats
 from vftui.figures.run_tally import RunTally
 from vftui.live.wire import Outbox, serve_commands
 from vftui.run_controls import RunControls

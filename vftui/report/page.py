@@ -1,7 +1,7 @@
 """The report as one HTML page: for several sources the paired result first, then the headline figures
 with their intervals, the charts, the per-item table and the rollouts.
 
-Every figure is the one ``vftui compare`` prints, in its words (``text.compared``), over every rollout;
+Every figure is the one ``vftui compare`` prints, in its words (``comparing.compared``), over every rollout;
 only the rollouts shown are bounded: beyond ``max_rollouts`` (or ``BYTES`` of their text) a seeded
 sample of items is shown, the items that flipped or moved most in a comparison first, and the page
 says so. Everything from the files goes through ``escaped``; nothing from them becomes a link.
@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from vftui import __version__
-from vftui.figures.comparison import Change, Summary, histograms, moved
+from vftui.comparing import compared
+from vftui.comparing.comparison import Change, Summary, histograms, moved
 from vftui.figures.paired import in_order, item_passes
 from vftui.figures.series import thinned
 from vftui.report import svg
 from vftui.report.assets import POLICY, SCRIPT, STYLE
 from vftui.report.html_text import escaped
 from vftui.run_files.results import Item, Source
-from vftui.text import compared, wording
+from vftui.text import wording
 
 MAX_ROLLOUTS = 2000  # shown, by default; the figures and charts are of all of them
 BYTES = 32 * 2**20  # of the rollouts' HTML at most, whatever their count

@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from vftui import safe_files
 from vftui.bounds import LongLine
-from vftui.figures.comparison import measure
+from vftui.comparing.comparison import measure
 from vftui.figures.paired import in_order
 from vftui.report import page
 from vftui.report.html_text import escaped

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from vftui import bounds, safe_files
+from vftui import bounds, safe_files, stats
 from vftui.bounds import HUGE, LongLine
 from vftui.defaults import PASS_THRESHOLD
 from vftui.events import (
@@ -46,7 +46,6 @@ from vftui.events import (
     RunStatus,
     RunSummary,
 )
-from vftui.figures import stats
 from vftui.figures.eval_stats import EvalTally
 from vftui.figures.group_filter import parse_filter, searchable
 from vftui.figures.series import Series

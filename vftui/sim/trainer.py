@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import httpx
 
-from vftui.figures import stats
+from vftui import stats
 from vftui.group_format import trained_tokens
 from vftui.loopback import unproxied
 

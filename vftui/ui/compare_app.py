@@ -15,7 +15,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from vftui.figures.comparison import (
+from vftui.comparing import compared
+from vftui.comparing.comparison import (
     Change,
     Summary,
     histograms,
@@ -23,7 +24,6 @@ from vftui.figures.comparison import (
     widest_pair,
     worse_beyond,
 )
-from vftui.text import compared
 from vftui.text.printable import one_line, printable
 from vftui.text.wording import number
 from vftui.ui import themes

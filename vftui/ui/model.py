@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, assert_never
 
 from vftui import events as ev
-from vftui.figures import stats
+from vftui import stats
 from vftui.figures.group_filter import Search, Shown, in_messages, parse_filter
 from vftui.figures.series import Series
 from vftui.text import wording

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
+from vftui import stats
 from vftui.events import ServerStatus
-from vftui.figures import stats
 from vftui.loopback import unproxied
 from vftui.training.engines import parse_metrics
 

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import aiohttp
 import httpx
 
+from vftui import stats
 from vftui.collector.backoff import backoff_seconds
 from vftui.collector.sft.answers import Asked
 from vftui.events import RequestStats
-from vftui.figures import stats
 from vftui.loopback import is_loopback_host
 
 RATE_LIMITED = frozenset({429})

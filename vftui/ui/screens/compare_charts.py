@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from vftui.figures.comparison import SourceSeries
+from vftui.comparing.comparison import SourceSeries
 from vftui.figures.series import rolling
 from vftui.ui.widgets import plots
 

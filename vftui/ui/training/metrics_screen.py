@@ -8,8 +8,8 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
-from vftui.text.check_in import number
 from vftui.text.printable import one_line
+from vftui.training.check_in import number
 from vftui.training.follow import Follower
 from vftui.ui.widgets.keys_footer import KeysFooter
 

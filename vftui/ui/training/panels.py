@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Sparkline, Static
 
-from vftui.text.check_in import engine_lines, figure
 from vftui.text.printable import one_line
+from vftui.training.check_in import engine_lines, figure
 from vftui.training.follow import Snapshot
 from vftui.training.overview import SECTIONS, Figure
 

@@ -17,8 +17,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Static
 
-from vftui.text.check_in import step_line
 from vftui.text.printable import one_line
+from vftui.training.check_in import step_line
 from vftui.training.follow import Follower, Snapshot
 from vftui.training.health import DEGRADED, DOWN, FIGURE_OF
 from vftui.ui.training.charts_screen import Curves, TrainingChartsScreen, curves_of

@@ -19,9 +19,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from vftui.text.check_in import number
 from vftui.text.printable import one_line
 from vftui.training import token_exports
+from vftui.training.check_in import number
 from vftui.training.layout import TrainingRun
 from vftui.training.token_exports import PICKS, ExportedSequence, StepFigures, WorstToken
 from vftui.ui.background import in_background

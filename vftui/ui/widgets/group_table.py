@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from vftui import stats
 from vftui.events import GroupCollected
-from vftui.figures import stats
 from vftui.ui.widgets.changed_lines import changed_span
 
 

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Sparkline
 
-from vftui.figures import stats
+from vftui import stats
 from vftui.text import wording
 from vftui.text.printable import printable
 from vftui.text.wording import WAITING_FOR_TRAINER, trainer_state
