@@ -43,7 +43,7 @@ from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 
 TOKENS = 2000
 BULK_CHUNK = 50  # groups queued at once in the memory phase: ten times a fast collector's tick

@@ -46,7 +46,7 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.runs_app import RunsApp
 from vftui.ui.screens.confirm import ConfirmScreen
-from vftui.ui.sources import AttachedTo
+from vftui.ui.feeds import AttachedTo
 
 needs_tmux = pytest.mark.needs("tmux")
 

@@ -21,7 +21,7 @@ from vftui.live.wire import CollectorGone
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 
 
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):

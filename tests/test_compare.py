@@ -21,7 +21,7 @@ from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.compare_app import CompareApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import ViewedFile
+from vftui.ui.feeds import ViewedFile
 
 pytestmark = [pytest.mark.e2e, pytest.mark.classic]
 ENV = "vftui/alphabet-sort-classic"

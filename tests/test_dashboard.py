@@ -15,7 +15,7 @@ from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 

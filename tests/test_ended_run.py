@@ -24,7 +24,7 @@ from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.sources import AttachedTo, StartedRun
+from vftui.ui.feeds import AttachedTo, StartedRun
 
 STEERING = {
     "pause": lambda c: c.toggle_pause(),

@@ -40,7 +40,7 @@ from vftui.group_format import MASKED
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 
 WEIGHTS = {"correct": 1.0, "format": 0.2}
 

@@ -33,7 +33,7 @@ from vftui.run_files.groupfile import GroupFile
 from vftui.sim import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import ViewedFile
+from vftui.ui.feeds import ViewedFile
 
 SOURCE = {"name": "tools", "group_size": 2, "env": {"taskset": {"id": "vftui_shim_tools"}}}
 

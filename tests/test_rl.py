@@ -40,7 +40,7 @@ from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 GROUP_SIZE, GROUPS = 4, 4

@@ -27,7 +27,7 @@ from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.sources import ViewedFile
+from vftui.ui.feeds import ViewedFile
 
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
 

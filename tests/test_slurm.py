@@ -39,7 +39,7 @@ from vftui.text.printable import printable
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
-from vftui.ui.sources import StartedRun
+from vftui.ui.feeds import StartedRun
 
 NODELIST = "gpu[0-1]"  # a glob to a shell: atroposlib's unquoted scontrol call could expand it
 NODES = ("trainer-0", "127.0.0.1")

@@ -22,7 +22,7 @@ from textual.strip import Strip
 from vftui.events import GroupCollected, Mode, RunStarted, RunState, RunStatus
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import Source
+from vftui.ui.feeds import Feed
 from vftui.ui.widgets.changed_lines import changed_span
 
 CLOCK = 1_796_000_000.0
@@ -45,7 +45,7 @@ class KeptTerminal(HeadlessDriver):
         self.written.append(data)
 
 
-class FedRun(Source):
+class FedRun(Feed):
     """A live run whose events the test puts in the inbox itself."""
 
     def execute(self, closed: threading.Event) -> None:

@@ -95,7 +95,7 @@ async def test_the_viewer_and_export_agree_on_a_text_search(tmp_path, monkeypatc
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
     from vftui.ui.inbox import Inbox
-    from vftui.ui.sources import ViewedFile
+    from vftui.ui.feeds import ViewedFile
 
     monkeypatch.chdir(tmp_path)
     expected = [
@@ -140,7 +140,7 @@ async def test_a_search_of_a_file_with_odd_shapes_still_applies(tmp_path):
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
     from vftui.ui.inbox import Inbox
-    from vftui.ui.sources import ViewedFile
+    from vftui.ui.feeds import ViewedFile
 
     groups = fixture_groups()
     groups[0]["messages"][0][-1]["tool_calls"] = 5

@@ -15,7 +15,7 @@ from vftui.run_files.groupfile import FOLLOW_EVERY_S, FOLLOWING, GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import ViewedFile
+from vftui.ui.feeds import ViewedFile
 
 FIXTURE = REPO / "tests/data/groups.jsonl"
 LINES = FIXTURE.read_bytes().splitlines(keepends=True)

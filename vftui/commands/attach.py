@@ -19,8 +19,8 @@ from vftui.text import wording
 from vftui.text.printable import say
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import AttachedTo
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import AttachedTo
 from vftui.ui.terminal import has_screen
 
 

@@ -30,7 +30,7 @@ def run_dashboard(config: RunConfig) -> int:
     try:
         # the app's widgets and screens load here while the child loads the collector's libraries
         from vftui.ui.app import VftuiApp
-        from vftui.ui.sources import StartedRun
+        from vftui.ui.feeds import StartedRun
 
         app = VftuiApp(
             StartedRun(inbox, collector),

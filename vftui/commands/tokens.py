@@ -83,7 +83,7 @@ def pick_step(run: TrainingRun, step: int | None) -> ExportStep:
 
 
 @dataclass
-class Source:
+class TokenSource:
     """What ``tokens`` reads: a prime-rl step's exports, or a vftui rl run's groups."""
 
     name: str  # shown
@@ -99,7 +99,7 @@ class Source:
     notes: list[str] = field(default_factory=list)
 
 
-def prime_rl_source(run: TrainingRun, step: int | None) -> Source:
+def prime_rl_source(run: TrainingRun, step: int | None) -> TokenSource:
     export = pick_step(run, step)
     settings = run.settings()
     notes = []
@@ -108,7 +108,7 @@ def prime_rl_source(run: TrainingRun, step: int | None) -> Source:
             f"sampling renormalised the sampler's logprobs ({settings.renormalised}): part of the "
             "mismatch is by design (trl #6789)"
         )
-    return Source(
+    return TokenSource(
         f"step {export.step} of {one_line(run.name)}",
         run.path,
         lambda problems: token_exports.sequences(export.path, problems),
@@ -119,7 +119,7 @@ def prime_rl_source(run: TrainingRun, step: int | None) -> Source:
     )
 
 
-def vftui_source(target: Path, step: int | None) -> Source:
+def vftui_source(target: Path, step: int | None) -> TokenSource:
     if step is not None:
         raise UserError("--step names a prime-rl step: a vftui rl run's tokens are read whole")
     try:
@@ -131,7 +131,7 @@ def vftui_source(target: Path, step: int | None) -> Source:
                 f"vftui tokens {one_line(str(target))}: neither a prime-rl run nor a vftui rl run"
             ) from None
         path, record = target, None  # a groups file alone (a dump): no tokenizer recorded
-    return Source(
+    return TokenSource(
         one_line(path.name),
         path,
         lambda problems: rollouts(path, problems),
@@ -144,7 +144,7 @@ def vftui_source(target: Path, step: int | None) -> Source:
     )
 
 
-def source(target: Path, step: int | None) -> Source:
+def source(target: Path, step: int | None) -> TokenSource:
     """A prime-rl run (or its output folder) or a vftui rl run; one sentence when it is neither."""
     path = target.expanduser()
     if path.is_dir() and not RunFiles.all_in(path):
@@ -192,7 +192,7 @@ def run_tokens(
     return 0
 
 
-def _summary(found: Source, f: StepFigures, by: str) -> list[str]:
+def _summary(found: TokenSource, f: StepFigures, by: str) -> list[str]:
     envs = ", ".join(f"{one_line(e or '?')} {n}" for e, n in f.envs.items() if e)
     lines = [
         f"{found.name}: {f.sequences} sequences, {f.tokens:,} tokens, {f.trained:,} trained"
@@ -250,7 +250,7 @@ def _value(v: Any) -> str:
     return number(float(v))
 
 
-def _worst_lines(found: Source, f: StepFigures, by: str, decoder: TokenDecoder) -> list[Text]:
+def _worst_lines(found: TokenSource, f: StepFigures, by: str, decoder: TokenDecoder) -> list[Text]:
     lines = []
     first, second = found.where
     for n, token in enumerate(f.worst, start=1):
@@ -273,7 +273,7 @@ def _worst_lines(found: Source, f: StepFigures, by: str, decoder: TokenDecoder) 
     return lines
 
 
-def _which(found: Source, which: str) -> tuple[int, int]:
+def _which(found: TokenSource, which: str) -> tuple[int, int]:
     rank_text, _, index_text = which.partition(":")
     if not (rank_text.isdigit() and index_text.isdigit()):
         first, second = (w.upper() for w in found.where)
@@ -284,7 +284,7 @@ def _which(found: Source, which: str) -> tuple[int, int]:
 
 
 def _show_sequence(
-    console: Console, found: Source, wanted: tuple[int, int], by: str, decoder: TokenDecoder
+    console: Console, found: TokenSource, wanted: tuple[int, int], by: str, decoder: TokenDecoder
 ) -> None:
     rank, index = wanted
     which = f"{rank}:{index}"
@@ -306,7 +306,7 @@ def _show_sequence(
 
 
 def _as_json(
-    found: Source, f: StepFigures, by: str, decoder: TokenDecoder, notes: list[str]
+    found: TokenSource, f: StepFigures, by: str, decoder: TokenDecoder, notes: list[str]
 ) -> dict[str, Any]:
     worst = []
     for token in f.worst:

@@ -23,8 +23,8 @@ from vftui.sim import TOKENIZER_DIR
 from vftui.text.printable import one_line
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import ViewedFile
 from vftui.ui.inbox import Inbox
-from vftui.ui.sources import ViewedFile
 from vftui.ui.terminal import has_screen
 
 

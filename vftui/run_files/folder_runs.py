@@ -23,7 +23,7 @@ from typing import Any
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.run_files import prime_rl, records, results, v1_traces
+from vftui.run_files import prime_rl, records, results, v1_traces, vf_eval
 from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import DAMAGED, MAX_ASKED_AT_ONCE, RunLine, describe
 from vftui.run_files.v1_traces import as_dict, as_list, as_text
@@ -106,7 +106,7 @@ def _look(folder: Path, walk: Walk) -> list[Path]:
     if prime_rl.ROLLOUTS in folders or _regular(folder / prime_rl.ORCHESTRATOR_CONFIG):
         walk.found.append((PRIME_RL, folder))
         return []
-    if results.RESULTS in files:
+    if vf_eval.RESULTS in files:
         walk.found.append((VF_EVAL, folder))
         return []
     if v1_traces.TRACES in files:
@@ -119,7 +119,7 @@ def _look(folder: Path, walk: Walk) -> list[Path]:
     walk.found += [(OWN, files.jsonl) for files in runs]
     # an eval's results: listed as its run; an rl run's evals (``--eval-every``: a folder each in its eval folder)
     # are found in it, each listed as an eval
-    theirs = {files.eval_dir.name for files in runs if _regular(files.eval_dir / results.RESULTS)}
+    theirs = {files.eval_dir.name for files in runs if _regular(files.eval_dir / vf_eval.RESULTS)}
     return [folder / name for name in sorted(folders - theirs) if not name.startswith(".")]
 
 
@@ -209,9 +209,9 @@ def _prime_rl(folder: Path) -> RunLine:
 
 def _vf_eval(folder: Path) -> RunLine:
     """vf-eval's results: env, model, examples and mean reward from its metadata.json; its rows when small."""
-    metadata = folder / results.METADATA
+    metadata = folder / vf_eval.METADATA
     found = _json(metadata)
-    rows = folder / results.RESULTS
+    rows = folder / vf_eval.RESULTS
     duration = bounds.score(found.get("time_ms"))
     facts = _Facts(
         as_text(found.get("env_id")) or as_text(found.get("env")),

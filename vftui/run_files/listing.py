@@ -26,7 +26,7 @@ from vftui.run_files import lock, records
 from vftui.run_files.files import RunFiles
 from vftui.run_files.index import known_runs, run_id
 from vftui.run_files.records import Checkpoint, RunRecord, Settings
-from vftui.run_files.results import METADATA
+from vftui.run_files.vf_eval import METADATA
 from vftui.text.printable import printable
 from vftui.text.wording import clock, ended_as, groups_rate
 

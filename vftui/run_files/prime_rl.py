@@ -34,7 +34,7 @@ from vftui.errors import UserError
 from vftui.group_format import META
 from vftui.run_files import store, v1_traces, view_cache
 from vftui.run_files.files import RunFiles
-from vftui.run_files.v1_traces import Failure, Rollout, V1Eval, as_dict, as_list, as_text
+from vftui.run_files.v1_traces import Failure, SavedRollout, V1Eval, as_dict, as_list, as_text
 
 ROLLOUTS = "rollouts"  # prime_rl.monitors.file.FileMonitor.log_episodes
 ORCHESTRATOR_CONFIG = Path("configs", "orchestrator.json")  # prime_rl.entrypoints.rl
@@ -54,7 +54,7 @@ class Group:
     item: int
     step: int
     last_step: int
-    rollouts: list[Rollout] = field(default_factory=list)
+    rollouts: list[SavedRollout] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     size: int | None = None  # the source's group_size, where the config says it
 

@@ -25,7 +25,7 @@ from vftui.run_files.files import RunFiles
 from vftui.run_files.index import forget
 from vftui.run_files.listing import DAMAGED, RunLine
 from vftui.run_files.lock import RunLock
-from vftui.run_files.results import METADATA
+from vftui.run_files.vf_eval import METADATA
 
 NOT_PLAIN = "goes through a symbolic link or '..'"
 

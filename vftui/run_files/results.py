@@ -24,14 +24,14 @@ from typing import Any
 from vftui import bounds, safe_files
 from vftui.errors import UserError
 from vftui.group_format import MASKED, META, trained_tokens
-from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces, view_cache
+from vftui.run_files import prime_rl, records, shard_folder, store, v1_traces, vf_eval, view_cache
 from vftui.run_files.drops import read_drops
 from vftui.run_files.files import RunFiles
 from vftui.run_files.records import EvalMetadata, RunRecord, Settings
 from vftui.run_files.shard_folder import ShardedRun, foreign, gaps
 from vftui.run_files.shards import Shard
+from vftui.run_files.vf_eval import RESULTS
 
-RESULTS, METADATA = "results.jsonl", "metadata.json"  # vf-eval's files
 SAMPLES = (
     "samples.jsonl"  # atroposlib's evaluate_log; ours hold vf-eval's row keys, so they read alike
 )
@@ -218,7 +218,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         source.skipped += lines.skipped
         return source, tally.indices
     if "reward" in first and "example_id" in first:
-        metadata = _metadata(_eval_folder(path))
+        metadata = vf_eval.read_metadata(_eval_folder(path))
         items, skipped, failed = _from_vf_rows(rows)
         kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
         return Source(
@@ -365,46 +365,15 @@ def _is_v1(path: Path) -> bool:
 def vf_eval_groups(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """vf-eval's rows as groups, one an example (no token ids: vf-eval keeps none), and the examples left
     out, in order: one with a row whose reward is no number is an error (as ``_from_vf_rows`` counts it)."""
-    metadata = _metadata(_eval_folder(path))
+    metadata = vf_eval.read_metadata(_eval_folder(path))
     rows_read = list(store.JsonObjects(path))
-    failed = _failed_examples(rows_read)
+    failed = vf_eval.failed_examples(rows_read)
     by_example: dict[str, list[dict[str, Any]]] = {}
     for row in rows_read:
         if row.get("example_id") is not None and str(row["example_id"]) not in failed:
             by_example.setdefault(str(row["example_id"]), []).append(row)
-    groups = [_vf_eval_group(n, rows, metadata) for n, rows in enumerate(by_example.values())]
+    groups = [vf_eval.group(n, rows, metadata) for n, rows in enumerate(by_example.values())]
     return groups, sorted(failed)
-
-
-def _vf_eval_group(n: int, rows: list[dict[str, Any]], metadata: EvalMetadata) -> dict[str, Any]:
-    """One example's rows as the ``n``-th group."""
-    sampling = metadata.sampling_args
-    messages = [_messages(r.get("prompt")) + _messages(r.get("completion")) for r in rows]
-    names = [k for k, v in _metrics(rows[0]).items() if bounds.score(v) is not None]
-    return {
-        "scores": [bounds.score(r["reward"]) for r in rows],
-        "tokens": [[] for _ in rows],
-        "masks": [[] for _ in rows],
-        "messages": messages,
-        "generation_params": {"temperature": sampling["temperature"]}
-        if bounds.score(sampling.get("temperature")) is not None
-        else {},  # vf-eval leaves it out for the default
-        META: {
-            "item": n,
-            "example_id": rows[0]["example_id"],
-            "env": metadata.env_id or "?",
-            "mode": "eval",
-            "model": metadata.model,
-            "simulated": metadata.base_url == "simulated",
-            "metrics": {
-                name: [v for r in rows if (v := bounds.score(_metrics(r).get(name))) is not None]
-                for name in names
-            },  # a value that is no number is left out, never a 0
-            "finish_reasons": [
-                "length" if r.get("is_truncated") else r.get("stop_condition") for r in rows
-            ],
-        },
-    }
 
 
 def _file_in(folder: Path) -> Path | ShardedRun:
@@ -532,7 +501,7 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
     for r, score in enumerate(scores):
         item.rewards.append(score)
         item.truncated.append(reasons[r] == "length" if r < len(reasons) else False)
-        rollout = _messages(messages[r]) if r < len(messages) else []
+        rollout = vf_eval.row_messages(messages[r]) if r < len(messages) else []
         item.rollouts.append(rollout)
         item.completion_chars.append(_completion_chars(rollout))
         mask = masks[r] if r < len(masks) and isinstance(masks[r], list) else []
@@ -549,15 +518,6 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
 NO_NUMBER = "a reward that is no number"
 
 
-def _failed_examples(rows: Iterable[dict[str, Any]]) -> set[str]:
-    """The examples with a row whose reward is no finite number: errors, none of their rows in a figure."""
-    return {
-        str(row["example_id"])
-        for row in rows
-        if row.get("example_id") is not None and bounds.score(row.get("reward")) is None
-    }
-
-
 def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int, int]:
     """The rows by example, how many rows were not results (no example id, or a reward that is not a finite
     number: a missing reward is not a zero), and how many examples had such a reward: errors, in no figure,
@@ -565,7 +525,7 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int, int
     other rollouts, higher where a judge gave NaN to its bad answers)."""
     items: dict[str, Item] = {}
     prompts = Fingerprints(_row_fingerprint)
-    skipped, failed = 0, _failed_examples(rows)
+    skipped, failed = 0, vf_eval.failed_examples(rows)
     for row in rows:
         reward = bounds.score(row.get("reward"))
         if reward is None or row.get("example_id") is None:
@@ -575,12 +535,14 @@ def _from_vf_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Item], int, int
         item = items.setdefault(key, Item(key))
         item.rewards.append(reward)
         item.truncated.append(bool(row.get("is_truncated")))
-        messages = _messages(row.get("prompt")) + _messages(row.get("completion"))
+        messages = vf_eval.row_messages(row.get("prompt")) + vf_eval.row_messages(
+            row.get("completion")
+        )
         item.rollouts.append(messages)
         item.saw_prompt(prompts.of(key, row.get("prompt")))
         item.tokens.append(None)
         item.completion_chars.append(_completion_chars(messages))
-        for name, value in _metrics(row).items():
+        for name, value in vf_eval.row_metrics(row).items():
             if (number := bounds.score(value)) is not None:
                 item.functions.setdefault(name, []).append(number)
     return {key: item for key, item in items.items() if key not in failed}, skipped, len(failed)
@@ -623,19 +585,10 @@ def _from_v1(run: v1_traces.V1Eval, kind: str = "verifiers v1") -> Source:
 def _row_fingerprint(prompt: Any) -> str | None:
     """The fingerprint of a vf-eval row's ``prompt``: a completion env's plain string is the user's words."""
     return prompt_fingerprint(
-        [{"role": "user", "content": prompt}] if isinstance(prompt, str) else _messages(prompt)
+        [{"role": "user", "content": prompt}]
+        if isinstance(prompt, str)
+        else vf_eval.row_messages(prompt)
     )
-
-
-def _metrics(row: dict[str, Any]) -> dict[str, Any]:
-    return row["metrics"] if isinstance(row.get("metrics"), dict) else {}
-
-
-def _messages(value: Any) -> list[dict[str, Any]]:
-    """vf-eval's prompt or completion: a message list, or a plain completion string."""
-    if isinstance(value, str):
-        return [{"role": "assistant", "content": value}]
-    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
 def _completion_chars(messages: list[dict[str, Any]]) -> int:
@@ -659,7 +612,7 @@ def _run_setup(tally: GroupsTally, record: RunRecord | None, path: Path) -> Setu
     if settings is not None and settings.mode == "eval":
         # a damaged metadata.json: the versions are unknown, the groups compare all the same
         with contextlib.suppress(UserError):
-            versions = _metadata(RunFiles(path).eval_dir).version_info
+            versions = vf_eval.read_metadata(RunFiles(path).eval_dir).version_info
     return Setup(
         model,
         tuple(sorted(tally.temperatures)),
@@ -713,11 +666,3 @@ def _versions(info: Any) -> str | None:
         if isinstance(v, str | int | float)
     ]
     return ", ".join(named) or None
-
-
-def _metadata(folder: Path) -> EvalMetadata:
-    """vf-eval's metadata in ``folder``, if it is there."""
-    try:
-        return records.read(folder / METADATA, EvalMetadata) or EvalMetadata()
-    except records.Damaged as e:
-        raise UserError(str(e)) from e

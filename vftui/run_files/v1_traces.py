@@ -10,10 +10,18 @@ A trace (or an episode without one) that is not ``ok`` is an error: counted, nev
 
 Plain JSON, no verifiers import: views read it. A trace of a ``version`` this reader does not know,
 or a file whose episodes lack the keys every version has, is refused in one sentence.
+
+Its writer is here too (``write``): an eval vftui ran, written in the same form, so verifiers' tools open
+it. What vftui's groups do not hold is left out, never made up: one reward, ``reward`` (the rubric's
+weighted total: vftui keeps no weights), beside each function's value in ``metrics``; the token counts
+as the usage of the rollout's last model call (none where the groups keep no tokens, as an rl run's
+evals), no token ids on the nodes; the group's start and duration as each rollout's agent span.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +29,7 @@ from typing import Any
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.group_format import MASKED, META
+from vftui.group_format import MASKED, META, trained_tokens
 from vftui.run_files import records, store
 
 TRACES = "traces.jsonl"  # verifiers.v1.utils.trace_store.TRACES_FILE
@@ -32,7 +40,7 @@ _TRUNCATING = {"max_turns", "max_input_tokens", "max_output_tokens", "max_total_
 
 
 @dataclass
-class Rollout:
+class SavedRollout:
     """One trace's figures, as verifiers' ``Trace`` computes them."""
 
     key: (
@@ -75,7 +83,7 @@ class V1Eval:
     env: str = ""
     model: str | None = None
     versions: str | None = None  # "verifiers 0.4.0", from the traces
-    rollouts: list[Rollout] = field(default_factory=list)
+    rollouts: list[SavedRollout] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     skipped: int = 0  # lines that are no episode (torn, foreign)
     config: dict[str, Any] = field(default_factory=dict)  # configs/resolved/eval.json, if it reads
@@ -132,13 +140,13 @@ def is_episode(row: dict[str, Any]) -> bool:
 
 def read_episode(
     row: dict[str, Any], run: V1Eval, positions: dict[str, int]
-) -> tuple[list[Rollout], list[Failure]]:
+) -> tuple[list[SavedRollout], list[Failure]]:
     """One episode's rollouts and failures, added to ``run`` too (its env, model and versions where it is the
     first to name them); a trace of a version this reader does not know is a sentence."""
     run.env = run.env or as_text(as_dict(row.get("env")).get("id"))
     key, item = _task_key(row["task"], positions)
     traces = [t for t in row["traces"] if isinstance(t, dict)]
-    rollouts: list[Rollout] = []
+    rollouts: list[SavedRollout] = []
     failures: list[Failure] = []
     for trace in traces:
         version = trace.get("version", 1)
@@ -180,7 +188,7 @@ def _task_key(task: dict[str, Any], positions: dict[str, int]) -> tuple[str, int
     return named, positions.setdefault(named, len(positions))
 
 
-def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
+def _rollout(trace: dict[str, Any], key: str, item: int) -> SavedRollout | None:
     """The trace's figures; None where one of them is no number a figure can use."""
     rewards = {str(k): v for k, v in as_dict(trace.get("rewards")).items() if v is not None}
     scores: dict[str, tuple[Any, Any]] = {  # JSON values: each checked to be a number below
@@ -204,7 +212,7 @@ def _rollout(trace: dict[str, Any], key: str, item: int) -> Rollout | None:
     last_call = next((c for c in reversed(calls) if c.get("error") is None), {})
     stop = trace.get("stop_condition")
     config = as_dict(as_dict(trace.get("agent")).get("config"))
-    return Rollout(
+    return SavedRollout(
         key=key,
         item=item,
         reward=sum(score * weight for score, weight in scores.values()),
@@ -332,7 +340,7 @@ def as_text(value: Any) -> str:
 def as_groups(run: V1Eval) -> Iterator[dict[str, Any]]:
     """The rollouts as vftui's groups (one a task, in the order its first rollout was written), an eval's:
     what ``vftui view`` reads."""
-    by_item: dict[int, list[Rollout]] = {}
+    by_item: dict[int, list[SavedRollout]] = {}
     for rollout in run.rollouts:
         by_item.setdefault(rollout.item, []).append(rollout)
     for item, rollouts in by_item.items():
@@ -340,7 +348,7 @@ def as_groups(run: V1Eval) -> Iterator[dict[str, Any]]:
 
 
 def group_line(
-    rollouts: list[Rollout], item: int, env: str, model: str, mode: str
+    rollouts: list[SavedRollout], item: int, env: str, model: str, mode: str
 ) -> dict[str, Any]:
     """Rollouts of one task as one of vftui's group lines; a rollout's tool calls and token usage ride in
     its ``vftui`` object."""
@@ -381,4 +389,156 @@ def failed_tasks(run: V1Eval) -> dict[int, str]:
     return {
         item: f"{found[0].reason} ({len(found)} rollout{'s' if len(found) > 1 else ''} failed)"
         for item, found in failed.items()
+    }
+
+
+# The writer: an eval vftui ran, as verifiers' v1 eval writes one.
+
+REWARD = "reward"  # the one reward a vftui trace records: the rubric's total
+
+
+def episodes(group: dict[str, Any], env: str, model: str, version: str) -> Iterator[dict[str, Any]]:
+    """One episode a rollout of the group (verifiers' eval writes one a rollout too), each with its trace."""
+    meta = group.get(META) or {}
+    metrics = meta.get("metrics") or {}
+    reasons = meta.get("finish_reasons") or [None] * len(group["scores"])
+    example = meta.get("example_id")
+    data: dict[str, Any] = {"idx": example if type(example) is int else meta.get("item")}
+    if isinstance(example, str):
+        data = {"idx": None, "id": example}
+    started, elapsed = meta.get("started_at", 0.0), meta.get("elapsed_s", 0.0)
+    for r, score in enumerate(group["scores"]):
+        messages = (group.get("messages") or [[]] * len(group["scores"]))[r]
+        split = next(
+            (i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages)
+        )
+        task = {"type": "Task", "data": {**data, "prompt": [_v1(m) for m in messages[:split]]}}
+        nodes: list[dict[str, Any]] = [
+            {
+                "parent": i - 1 if i else None,
+                "message": _v1(m),
+                "sampled": i >= split and m.get("role") == "assistant",  # the model's own turns
+            }
+            for i, m in enumerate(messages)
+        ]
+        sampled = [i for i, n in enumerate(nodes) if n["sampled"]]
+        calls: list[dict[str, Any]] = [
+            {
+                "node": i,
+                "model": model,
+                "finish_reason": "tool_calls" if nodes[i]["message"].get("tool_calls") else "stop",
+            }
+            for i in sampled
+        ]
+        if calls:
+            calls[-1]["finish_reason"] = (
+                "length" if reasons[r] == "length" else calls[-1]["finish_reason"]
+            )
+            tokens = (
+                group.get("tokens") or []
+            )  # none in an rl run's evals (the OpenAI API's messages)
+            if r < len(tokens) and tokens[r]:
+                written = trained_tokens(group["masks"][r])
+                calls[-1]["usage"] = {
+                    "prompt_tokens": len(tokens[r]) - written,
+                    "completion_tokens": written,
+                }
+        trace = {
+            "version": max(TRACE_VERSIONS),
+            "id": uuid.uuid4().hex,
+            "verifiers": {"version": version},
+            "task": task,
+            "agent": {
+                "config": {
+                    "model": model,
+                    "sampling": {
+                        "temperature": (group.get("generation_params") or {}).get("temperature")
+                    },
+                },
+                "name": "agent",
+            },
+            "tools": [_tool(t) for t in group.get("tools") or []],
+            "nodes": nodes,
+            "calls": calls,
+            "rewards": {REWARD: {"score": score, "weight": 1.0}},
+            "metrics": {name: values[r] for name, values in metrics.items() if r < len(values)},
+            "is_completed": True,
+            "ok": True,
+            "stop_condition": "agent_completed" if reasons[r] != "length" else "max_output_tokens",
+            "timing": {
+                "start": started,
+                "agent": {"start": started, "end": started + elapsed},
+            },
+        }
+        yield {
+            "id": uuid.uuid4().hex,
+            "env": {"id": env},
+            "task": task,
+            "ok": True,
+            "traces": [trace],
+        }
+
+
+def write(
+    groups: list[dict[str, Any]], run: dict[str, Any], rollouts: int, folder: Path, version: str
+) -> None:
+    """``traces.jsonl`` and the config, in ``folder`` (the eval's), each replaced in one rename."""
+    env, model = run.get("env_id") or "", run.get("model") or ""
+    lines = (
+        json.dumps(episode, allow_nan=False) + "\n"
+        for group in groups
+        for episode in episodes(group, env, model, version)
+    )
+    store.write_text_atomic(folder / TRACES, "".join(lines))
+    sampling = run.get("sampling_args") or {}
+    config = {
+        "env": {"id": "", "taskset": {"id": env, **(run.get("env_args") or {})}},
+        "run": {"name": folder.name, "dir": folder.name},
+        "model": model,
+        "client": {"base_url": run.get("base_url")},
+        "sampling": {
+            "temperature": sampling.get("temperature"),
+            "max_tokens": sampling.get("max_tokens"),
+        },
+        "num_rollouts": rollouts,
+        "output_dir": str(folder.parent),
+    }
+    (folder / RESOLVED_CONFIG).parent.mkdir(parents=True, exist_ok=True)
+    store.write_text_atomic(folder / RESOLVED_CONFIG, json.dumps(config, indent=2))
+
+
+def _v1(message: dict[str, Any]) -> dict[str, Any]:
+    """A chat message in v1's form: a tool call's name and arguments beside its id, not under ``function``."""
+    out = {
+        k: v
+        for k, v in message.items()
+        if k in ("role", "content", "tool_call_id", "name", "reasoning_content")
+    }
+    if message.get("role") in ("system", "user", "tool") and out.get("content") is None:
+        out["content"] = ""
+    calls = message.get("tool_calls") or []
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.get("id") or f"call_{n}",
+                "type": "function",
+                "name": (c.get("function") or {}).get("name", ""),
+                "arguments": _text((c.get("function") or {}).get("arguments", "")),
+            }
+            for n, c in enumerate(calls)
+        ]
+    return out
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _tool(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool schema as v1's ``Tool`` (name, description, parameters)."""
+    function = schema.get("function") or schema
+    return {
+        "name": function.get("name", ""),
+        "description": function.get("description") or "",
+        "parameters": function.get("parameters") or {},
     }

@@ -4,7 +4,7 @@ Events arrive on the inbox (from the collector process's pipe, see
 ``live.process``); a thread worker waits for the run's summary. A timer drains the
 inbox at a fixed rate, folds the batch into the ``DashboardModel`` and hands the model
 down to the dashboard screen (``screens.dashboard``), so a fast collector costs one
-repaint per tick, never a backlog. The app holds the run: its source, its end, the
+repaint per tick, never a backlog. The app holds the run: its feed, its end, the
 signals and the quit question; the screen holds the widgets and the keys that steer it.
 """
 
@@ -27,6 +27,7 @@ from vftui.errors import RunEnded, UserError
 from vftui.events import RunState, RunSummary
 from vftui.text import wording
 from vftui.ui import themes
+from vftui.ui.feeds import Feed
 from vftui.ui.inbox import TICK_S
 from vftui.ui.lean_output import lean_driver
 from vftui.ui.model import DashboardModel
@@ -34,7 +35,6 @@ from vftui.ui.palette import KeyCommands
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.dashboard import DashboardScreen, steer
 from vftui.ui.screens.health import ModelScreen
-from vftui.ui.sources import Source
 
 MAX_EVENTS_PER_TICK = 20_000
 SIGNALS_THAT_STOP = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C is a key here; see on_mount
@@ -56,7 +56,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def __init__(
         self,
-        source: Source,
+        feed: Feed,
         *,
         window: int = 256,
         identical_alert: float = 0.5,
@@ -64,19 +64,17 @@ class VftuiApp(App[RunSummary | None]):
         extra_themes: dict[str, Any] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        """``source``: a run this dashboard started, one it attached to, or a file (``ui.sources``)."""
+        """``feed``: a run this dashboard started, one it attached to, or a file (``ui.feeds``)."""
         super().__init__()
-        self.source = source
-        self.inbox = source.inbox
-        self.controls = source.controls
+        self.feed = feed
+        self.inbox = feed.inbox
+        self.controls = feed.controls
         self.closed = (
             threading.Event()
         )  # set as the app ends: a worker that would go on (a followed file) waits on it
         self.left_running = False
-        self.model = DashboardModel(
-            window=window, identical_alert=identical_alert, rows=source.rows
-        )
-        self.model.attached = source.leaves_run
+        self.model = DashboardModel(window=window, identical_alert=identical_alert, rows=feed.rows)
+        self.model.attached = feed.leaves_run
         if clock is not None:
             self.model.clock = clock
         self.result: RunSummary | None = None
@@ -113,7 +111,7 @@ class VftuiApp(App[RunSummary | None]):
     def _start_worker(self) -> None:
         """After the first frame, whose painting the worker's thread would slow (they share the GIL)."""
         self.run_worker(
-            lambda: self.source.execute(self.closed),
+            lambda: self.feed.execute(self.closed),
             thread=True,
             name="collector",
             exit_on_error=False,
@@ -132,7 +130,7 @@ class VftuiApp(App[RunSummary | None]):
 
     def signalled(self) -> None:
         """SIGTERM or SIGHUP: the run stops as a confirmed quit does, unless it lives on without us."""
-        if self.source.leaves_run:
+        if self.feed.leaves_run:
             self.leave_running()
         else:
             self.stop_and_exit()
@@ -168,15 +166,15 @@ class VftuiApp(App[RunSummary | None]):
         self.action_quit_run()
 
     def action_quit_run(self) -> None:
-        """Close at once when nothing runs; else the source's question: stop the run, or leave it running."""
-        if not self.run_goes_on() or self.source.quit_question is None:
+        """Close at once when nothing runs; else the feed's question: stop the run, or leave it running."""
+        if not self.run_goes_on() or self.feed.quit_question is None:
             self.exit(self.result)
             return
         if self._quitting:
             self.stop_and_exit()  # a second quit cancels the groups in flight
             return
         if self._quit_question is not None:  # asked again: its own run stops, as y would say
-            if not self.source.leaves_run:
+            if not self.feed.leaves_run:
                 self._quit_question.action_answer("stop")
             return
 
@@ -190,7 +188,7 @@ class VftuiApp(App[RunSummary | None]):
                 self.stop_and_exit()
                 self.notify("stopping: finishing the groups in flight (q again cancels them)")
 
-        self._quit_question = ConfirmScreen(*self.source.quit_question)
+        self._quit_question = ConfirmScreen(*self.feed.quit_question)
         self.push_screen(self._quit_question, answer)
 
     def eval_lines(self) -> list[str]:
@@ -210,7 +208,7 @@ class VftuiApp(App[RunSummary | None]):
         loop = asyncio.get_running_loop()
         for sig in SIGNALS_THAT_STOP:
             loop.remove_signal_handler(sig)
-        if self.controls is not None and self.result is None and not self.source.leaves_run:
+        if self.controls is not None and self.result is None and not self.feed.leaves_run:
             with contextlib.suppress(RunEnded):
                 self.controls.stop()
 
@@ -231,7 +229,7 @@ class VftuiApp(App[RunSummary | None]):
         self.tick()
         if self._quit_question is not None and not self._quitting:  # its question is gone
             self._quit_question.action_answer(None)
-        interrupted = worker.error is None and worker.result is None and not self.source.leaves_run
+        interrupted = worker.error is None and worker.result is None and not self.feed.leaves_run
         if (
             self._quitting or interrupted
         ):  # interrupted: its own run stopped while it was prepared, never begun

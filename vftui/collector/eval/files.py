@@ -1,5 +1,5 @@
 """An eval's results as verifiers' eval writes them (``results.jsonl`` + ``metadata.json``; and v1's
-``traces.jsonl`` + ``configs/resolved/eval.json``, ``v1_output``), as
+``traces.jsonl`` + ``configs/resolved/eval.json``, ``run_files.v1_traces``), as
 atroposlib's ``evaluate_log`` does, and per example (``items.jsonl``: its rewards, mean, min, max,
 spread, hardest first), in the folder beside the run's jsonl (``RunFiles.eval_dir``); an rl run's evals
 (``--eval-every``) each in a folder of its own in it (``RunFiles.eval_at_step``), from their rollouts.
@@ -18,14 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from vftui import safe_files
-from vftui.collector.eval import v1_output
 from vftui.collector.modes import EvalLog
 from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
-from vftui.group_format import META
-from vftui.run_files import store
+from vftui.run_files import store, v1_traces, vf_eval
 from vftui.run_files.files import RunFiles, atropos_in
-from vftui.run_files.results import METADATA, RESULTS
 from vftui.text.json_lines import finite_json
 
 ITEMS = "items.jsonl"
@@ -38,34 +35,6 @@ def groups_of(groups_path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except ValueError:
                 continue  # a torn last line: the resumed run repairs it
-
-
-def _rows(group: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    meta = group.get(META) or {}
-    metrics = meta.get("metrics") or {}
-    reasons = meta.get("finish_reasons") or [None] * len(group["scores"])
-    for r, (score, messages) in enumerate(
-        zip(group["scores"], group.get("messages") or [], strict=False)
-    ):
-        split = next(
-            (i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages)
-        )
-        values = {name: v[r] for name, v in metrics.items() if r < len(v)}
-        yield {
-            "example_id": meta.get("example_id", meta.get("item")),
-            "prompt": messages[:split],
-            "completion": messages[split:],
-            "info": {"item": meta.get("item")},
-            "reward": score,
-            "error": None,
-            "timing": {"generation_ms": 1000 * meta.get("elapsed_s", 0.0)},
-            "is_completed": True,
-            "is_truncated": reasons[r] == "length",
-            "stop_condition": reasons[r],
-            "metrics": values,
-            "tool_defs": group.get("tools"),
-            **values,  # verifiers flattens them too
-        }
 
 
 async def write(
@@ -98,20 +67,15 @@ async def write_groups(
     """Every file of the eval of ``groups`` (in the groups form) in ``folder``: an eval run's ``eval_dir``, or one
     of an rl run's evals (``during_rl``, its ``temperature`` the eval's, not the run's)."""
     rows = [
-        row for group in groups for row in _rows(group)
+        row for group in groups for row in vf_eval.rows_of(group)
     ]  # verifiers' results.jsonl, a rollout each
     by_item: dict[Any, list[float]] = {}
     for row in rows:
         by_item.setdefault(row["example_id"], []).append(row["reward"])
-    store.write_text_atomic(
-        folder / RESULTS, "".join(json.dumps(row, allow_nan=False) + "\n" for row in rows)
-    )
-    store.write_json_atomic(
-        folder / METADATA, finite_json(metadata(rows, by_item, report, errors, run))
-    )
+    vf_eval.write(folder, rows, metadata(rows, by_item, report, errors, run))
     items = per_item(by_item, report.threshold)
     store.write_text_atomic(folder / ITEMS, "".join(json.dumps(item) + "\n" for item in items))
-    v1_output.write(
+    v1_traces.write(
         groups,
         run,
         report.rollouts_per_item,

@@ -1,6 +1,6 @@
 """What a dashboard shows, and what quitting it does: a run it started, a run it attached to, or a file.
 
-The app asks its source instead of telling the three apart itself: where events come
+The app asks its feed instead of telling the three apart itself: where events come
 from (``inbox``, fed by ``execute`` in the app's worker), what the keys steer
 (``controls``; None for a file), what ``q`` asks while the run goes on, and whether a
 signal or the app's end stops the run or leaves it running.
@@ -28,7 +28,7 @@ STOP_OR_LEAVE: tuple[Answer, ...] = (
 )
 
 
-class Source:
+class Feed:
     """A file: nothing to steer or stop; ``q`` closes at once."""
 
     controls: RunControls | None = None
@@ -46,7 +46,7 @@ class Source:
         raise NotImplementedError
 
 
-class ViewedFile(Source):
+class ViewedFile(Feed):
     """A groups file, read by a background pass (``groupfile``); with ``follow``, until the app closes."""
 
     rows: GroupFile  # always a file's
@@ -78,7 +78,7 @@ class ViewedFile(Source):
         )
 
 
-class StartedRun(Source):
+class StartedRun(Feed):
     """The run this dashboard started, in a child process: quitting (after asking) or a signal stops it."""
 
     quit_question = ("The run is still collecting. Stop it and quit?", STOP_OR_NOT)
@@ -92,7 +92,7 @@ class StartedRun(Source):
         return self.process.wait_summary()  # None: stopped while it was prepared
 
 
-class AttachedTo(Source):
+class AttachedTo(Feed):
     """A run that lives on its own (``vftui attach``): quitting asks whether to stop it or leave it running."""
 
     quit_question = (
