@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -28,15 +27,6 @@ from vftui.text.json_lines import finite_json
 ITEMS = "items.jsonl"
 
 
-def groups_of(groups_path: Path) -> Iterator[dict[str, Any]]:
-    with safe_files.open_to_read(groups_path) as f:
-        for line in f:
-            try:
-                yield json.loads(line)
-            except ValueError:
-                continue  # a torn last line: the resumed run repairs it
-
-
 async def write(
     log: EvalLog,
     report: EvalReport,
@@ -49,7 +39,9 @@ async def write(
     """Every file of the eval in its ``eval_dir``, from one reading of the run's jsonl; ``errors`` the examples
     that failed to score (item: why), ``run`` what it was asked."""
     folder = safe_files.own_folder(run_files.eval_dir)
-    groups = list(groups_of(run_files.jsonl))
+    groups = list(
+        store.JsonObjects(run_files.jsonl)
+    )  # a torn last line: the resumed run repairs it
     await write_groups(log, report, errors, run, model, span, groups, folder)
 
 
