@@ -534,6 +534,18 @@ def pane_pid(session: str) -> int:
     return int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
 
 
+def pane_child(session: str, pattern: str) -> int:
+    """The process the session's pane started whose command line has ``pattern`` (``vftui run``): the command
+    its shell runs, not the shell."""
+    found = subprocess.run(
+        ["pgrep", "-P", str(pane_pid(session)), "-f", pattern],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(found.stdout.split()[0])
+
+
 def dashboard_pid(out: Path) -> int:
     """The dashboard writing ``out``: its process, not the shell or forwarder around it, nor its collector child."""
     found = subprocess.run(

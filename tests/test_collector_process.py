@@ -11,7 +11,14 @@ import subprocess
 import pytest
 from textual.widgets._toast import Toast
 
-from tests.conftest import read_jsonl, tmux_cli_command, tmux_session, until, wait_until
+from tests.conftest import (
+    pane_pid,
+    read_jsonl,
+    tmux_cli_command,
+    tmux_session,
+    until,
+    wait_until,
+)
 from vftui.collector.child import child_main
 from vftui.config import RunConfig
 from vftui.errors import UserError
@@ -20,8 +27,8 @@ from vftui.live.process import CollectorProcess
 from vftui.live.wire import CollectorGone
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import StartedRun
+from vftui.ui.inbox import Inbox
 
 
 def test_a_refused_run_raises_its_sentence_in_the_parent(tmp_path):
@@ -77,13 +84,7 @@ def test_a_killed_dashboard_leaves_a_stopped_and_flushed_run(tmp_path):
                 lambda: out.exists() and len(read_jsonl(out)) >= 3,
                 "the run did not start collecting",
             )
-            pane = subprocess.run(
-                ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-            dashboard = int(pane)
+            dashboard = pane_pid(session)
             collector = _collector_of(dashboard)
             os.kill(dashboard, signal.SIGKILL)
             wait_until(

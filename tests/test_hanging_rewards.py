@@ -9,12 +9,14 @@ import time
 
 import pytest
 
-from tests.conftest import read_until, run_cli, start_cli
+from tests.conftest import run_cli, start_cli, wait_until
 
 pytestmark = pytest.mark.classic
 
 HANGING_ENV = """
 import asyncio
+import os
+import pathlib
 import time
 
 import verifiers as vf
@@ -23,6 +25,8 @@ from datasets import Dataset
 
 def blocking(completion, info, **kwargs):
     if info["kind"] == "sleep":
+        if os.environ.get("BLOCKING"):  # a path, touched as it starts to block
+            pathlib.Path(os.environ["BLOCKING"]).touch()
         time.sleep(1e6)  # blocks the run's thread: no await
     if info["kind"] == "spin":
         while True:
@@ -115,9 +119,9 @@ def test_a_stop_while_a_reward_blocks_ends_the_run_within_the_limit(
         ],
         tmp_path,
         PYTHONPATH=hanging_env,
+        BLOCKING=str(tmp_path / "blocking"),
     )
-    read_until(process.stderr, "groups of 1", "the run never started")
-    time.sleep(1)  # its rewards are blocking now
+    wait_until((tmp_path / "blocking").exists, "no reward began to block", timeout=120)
     asked = time.monotonic()
     process.send_signal(sig)
     try:

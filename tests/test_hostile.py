@@ -6,7 +6,6 @@ full of escape sequences and appends more of them to every answer.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -24,13 +23,15 @@ from aiohttp import web
 
 from tests.conftest import (
     cli_env,
+    dashboard_pid,
+    hang_up,
     read_jsonl,
+    recorded_pane,
     run_cli,
     serve_app,
     start_cli,
     tmux,
     tmux_cli_command,
-    tmux_session,
     wait_for_lines,
     wait_for_screen,
     wait_until,
@@ -112,26 +113,10 @@ def test_headless_lines_carry_no_escape_and_the_file_stays_exact(tmp_path, hosti
     assert all(m[-1]["content"].endswith(EVIL_CONTENT) for g in groups for m in g["messages"])
 
 
-@contextlib.contextmanager
-def recorded_pane(tmp_path, command: str) -> Iterator[tuple[str, object]]:
-    """A tmux session running ``command`` that accepts clipboard writes, with its output bytes recorded."""
-    with tmux_session("sleep 600") as session:
-        raw = tmp_path / f"{session}.bytes"
-        tmux("set-option", "-t", session, "set-clipboard", "on")
-        tmux("pipe-pane", "-t", session, f"cat >> {shlex.quote(str(raw))}")
-        tmux("respawn-pane", "-k", "-t", session, command)
-        yield session, raw
-
-
 @pytest.mark.needs("tmux")
 def test_dashboard_and_view_show_escapes_without_obeying_them(tmp_path, hostile):
     out = tmp_path / "groups.jsonl"
-    buffers_before = (
-        tmux("list-buffers")
-        if subprocess.run(["tmux", "list-buffers"], capture_output=True, check=False).returncode
-        == 0
-        else ""
-    )
+    buffers_before = tmux("list-buffers", check=False)  # none: a server that is not there has none
     run = tmux_cli_command(
         tmp_path,
         f"run --steps 3 --group-size 2 --base-url {hostile} "
@@ -151,9 +136,7 @@ def test_dashboard_and_view_show_escapes_without_obeying_them(tmp_path, hostile)
         wait_for_screen(session, "EXIT=0")
         view_title = tmux("display-message", "-p", "-t", session, "#{pane_title}")
     assert "PWN" not in view_title
-    buffers_after = subprocess.run(
-        ["tmux", "list-buffers"], capture_output=True, text=True, check=False
-    ).stdout
+    buffers_after = tmux("list-buffers", check=False)
     assert buffers_after == buffers_before and "UFdOQ0xJUA" not in buffers_after
     for recording in (raw, raw_view):
         data = recording.read_bytes()
@@ -519,13 +502,7 @@ def test_sigterm_to_the_dashboard_restores_the_terminal_and_prints_the_summary(t
     )
     with recorded_pane(tmp_path, f"{run}; echo EXIT=$?; sleep 600") as (session, _):
         wait_for_screen(session, "running")
-        pid = subprocess.run(
-            ["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()[0]  # the app, not the shell around it
-        os.kill(int(pid), signal.SIGTERM)
+        os.kill(dashboard_pid(out), signal.SIGTERM)
         screen = wait_for_screen(session, "EXIT=")
         flags = tmux(
             "display-message",
@@ -555,19 +532,12 @@ def test_a_dropped_terminal_stops_the_dashboards_run_gracefully_and_nothing_is_l
     with recorded_pane(tmp_path, run) as (session, _):
         wait_for_screen(session, "running")
         wait_until(lambda: len(read_jsonl(out)) >= 2, "no groups were written")
-        app = subprocess.run(
-            ["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()[0]
+        app = str(dashboard_pid(out))
         tree = [
             app,
             *subprocess.run(["pgrep", "-P", app], capture_output=True, text=True).stdout.split(),
         ]
-        tmux(
-            "kill-session", "-t", session
-        )  # the terminal hangs up, as a dropped SSH session's does
+        hang_up(session)
         wait_until(
             lambda: not any(Path(f"/proc/{pid}").exists() for pid in tree),
             "the dashboard or its collector still runs after its terminal hung up",

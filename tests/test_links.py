@@ -16,7 +16,6 @@ import shlex
 import signal
 import socket
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,10 @@ from aiohttp import web
 
 from tests.conftest import (
     cli_env,
+    dashboard_pid,
+    hang_up,
     read_jsonl,
+    recorded_pane,
     run_cli,
     serve_app,
     start_cli,
@@ -37,10 +39,10 @@ from tests.conftest import (
     wait_for_screen,
     wait_until,
 )
-from tests.test_hostile import recorded_pane
 from vftui import safe_files
 from vftui.errors import UserError
 from vftui.events import GroupDropped
+from vftui.live.client import STATUS_TIMEOUT_S
 from vftui.run_files import store
 from vftui.run_files.drops import DropLog
 from vftui.run_files.files import RunFiles
@@ -52,6 +54,9 @@ from vftui.text.redact import scrub
 
 SECRET = "the victim's own content\n"
 needs_tmux = pytest.mark.needs("tmux")
+LISTING_BOUND_S = 20 * STATUS_TIMEOUT_S
+"""A stopped run costs ``vftui runs`` STATUS_TIMEOUT_S; the bound tells that from a listing that waits on it for
+as long as it is stopped (for ever), far above what a loaded machine adds, so load never fails it."""
 
 
 @pytest.fixture
@@ -378,17 +383,6 @@ def test_a_password_in_base_url_is_used_but_never_shown_or_saved(tmp_path, sim):
     ), again.stderr
 
 
-def dashboard_pid(out: Path) -> int:
-    """The dashboard's process (not the shell or forwarder around it, nor its collector child)."""
-    found = subprocess.run(
-        ["pgrep", "-f", f"^{sys.executable} -m vftui run .*{out}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return int(found[0])
-
-
 @needs_tmux
 def test_sighup_to_a_dashboard_whose_terminal_is_there_stops_it_as_sigterm_does(tmp_path, slow_sim):
     """``kill -HUP``: the terminal still answers, so it is restored and the summary printed; exit 130."""
@@ -441,7 +435,7 @@ def test_a_real_hang_up_stops_the_dashboards_run_with_exit_130(tmp_path, slow_si
     with recorded_pane(tmp_path, f"exec {run}") as (session, _):
         wait_for_screen(session, "running")
         pid = dashboard_pid(out)
-        tmux("kill-session", "-t", session)
+        hang_up(session)
         wait_until(
             lambda: not Path(f"/proc/{pid}").exists(),
             "the dashboard outlived its terminal",
@@ -481,8 +475,8 @@ def test_a_newline_in_a_path_or_a_vftui_value_forges_no_line_of_headless_output(
     assert not any(line.startswith(FORGED) for line in refused.stderr.splitlines()), refused.stderr
 
 
-@pytest.mark.serial  # a bound in seconds
-def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delaying_the_others(
+@pytest.mark.serial  # the running one must answer within STATUS_TIMEOUT_S, which a loaded machine can stop
+def test_a_stopped_run_is_listed_as_not_answering_without_holding_up_the_others(
     tmp_path, slow_sim, monkeypatch
 ):
     outs = [tmp_path / name / "groups.jsonl" for name in ("stopped", "going")]
@@ -519,7 +513,7 @@ def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delayi
             return time.monotonic() - started, lines
 
         took, lines = listed()  # it accepts, and says nothing
-        assert took < 2.5, f"vftui runs waited {took:.1f} s"
+        assert took < LISTING_BOUND_S, f"vftui runs waited {took:.1f} s"
         assert (lines[outs[0]].state, lines[outs[0]].pid) == (NOT_ANSWERING, runs[0].pid)
         assert lines[outs[1]].state == "running" and lines[outs[1]].pid == runs[1].pid
         for _ in range(
@@ -530,7 +524,7 @@ def test_a_stopped_run_is_listed_as_not_answering_within_a_second_without_delayi
             queue[-1].connect_ex(str(outs[0].with_suffix(".sock")))
         took, lines = listed()
         assert (
-            took < 2.5
+            took < LISTING_BOUND_S
             and lines[outs[0]].state == NOT_ANSWERING
             and lines[outs[1]].state == "running"
         )

@@ -282,6 +282,7 @@ def test_a_second_ctrl_c_while_serve_stops_ends_it_at_once_saying_so(tmp_path):
     """It exited 1, silently."""
     with served(tmp_path, str(VIEWED)) as it, tab(it, signed_in(it.url, it.token)) as session:
         it.process.send_signal(signal.SIGINT)
+        # two presses, as a person makes them (serve says nothing of the first): paced, not a wait
         time.sleep(0.2)
         it.process.send_signal(signal.SIGINT)
         it.process.wait(30)
@@ -306,9 +307,11 @@ def test_a_tab_s_terminal_size_is_bounded(tmp_path):
     with served(tmp_path, str(VIEWED)) as it:
         client = signed_in(it.url, it.token)
         with tab(it, client, "width=99999&height=99999") as huge:
+            # not a wait for something: the span the session is watched growing (or not) for
             time.sleep(4)
             assert _rss_mb(huge) < 400, f"{_rss_mb(huge):.0f} MB"
         with tab(it, client, "width=-5&height=-5") as negative:
+            # not a wait for something: the span the session is watched ending (or not) in
             time.sleep(3)
             assert _alive([negative]), "a negative size ended the session"
     assert "Traceback" not in it.err, it.err
@@ -461,7 +464,8 @@ def test_in_chromium_sigterm_ends_serve_and_a_dashboard_s_tab_promptly(tmp_path,
         while it.process.poll() is None and time.monotonic() - asked < 60:
             seen.pump(50)  # the browser answers the page's closing as it goes
         took = time.monotonic() - asked
-    assert it.process.returncode == 0 and took < 10, (
+    # the bound tells serve's own end from aiohttp's wait for the open tab (which held serve 23 s)
+    assert it.process.returncode == 0 and took < 15, (
         f"exit {it.process.returncode} after {took:.1f} s"
     )
     wait_until(lambda: not _alive(sessions), "the session outlived serve", timeout=15)

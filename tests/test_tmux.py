@@ -15,6 +15,8 @@ import pytest
 from tests.conftest import (
     REPO,
     ended_run,
+    hang_up,
+    pane_pid,
     read_jsonl,
     run_cli,
     tmux,
@@ -263,11 +265,11 @@ def test_the_runs_screen_ends_with_its_terminal_after_attaching(tmp_path, slow_s
     assert started.returncode == 0, started.stderr
     try:
         with tmux_session("exec " + tmux_cli_command(tmp_path, "runs")) as session:
-            runs = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
+            runs = pane_pid(session)  # exec'd: the pane's process is vftui runs itself
             wait_for_screen(session, "running")
             tmux("send-keys", "-t", session, "Enter")
             wait_for_screen(session, "ATTACHED")
-            tmux("kill-session", "-t", session)  # the terminal goes: SIGHUP, and the pty with it
+            hang_up(session)  # SIGHUP, and the pty with it
             wait_until(
                 lambda: not Path(f"/proc/{runs}").exists(), "vftui runs outlived its terminal", 30
             )

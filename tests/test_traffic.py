@@ -360,7 +360,7 @@ def test_a_proxy_that_goes_away_mid_run_is_named_in_the_endpoint_errors(tmp_path
     finally:
         for _ in range(2):  # the second cancels the groups in flight
             process.send_signal(signal.SIGINT)
-            time.sleep(0.2)
+            time.sleep(0.2)  # two presses, as a person makes them: paced, not a wait for something
         process.communicate(timeout=60)
 
 
