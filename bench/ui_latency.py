@@ -42,8 +42,8 @@ from vftui.live.wire import Outbox, serve_commands
 from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import StartedRun
+from vftui.ui.inbox import Inbox
 
 TOKENS = 2000
 BULK_CHUNK = 50  # groups queued at once in the memory phase: ten times a fast collector's tick

@@ -43,10 +43,10 @@ from vftui.run_files.listing import COLUMNS, cells, describe
 from vftui.run_files.store import GroupWindow
 from vftui.sim.server import BackgroundSimServer
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import AttachedTo
 from vftui.ui.inbox import Inbox
 from vftui.ui.runs_app import RunsApp
 from vftui.ui.screens.confirm import ConfirmScreen
-from vftui.ui.feeds import AttachedTo
 
 needs_tmux = pytest.mark.needs("tmux")
 

@@ -20,8 +20,8 @@ from vftui.run_files.results import viewable
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
 from vftui.ui.compare_app import CompareApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import ViewedFile
+from vftui.ui.inbox import Inbox
 
 pytestmark = [pytest.mark.e2e, pytest.mark.classic]
 ENV = "vftui/alphabet-sort-classic"

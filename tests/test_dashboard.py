@@ -12,10 +12,10 @@ from vftui.config import RunConfig
 from vftui.events import RunState
 from vftui.live.process import CollectorProcess
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import StartedRun
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.confirm import ConfirmScreen
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.feeds import StartedRun
 from vftui.ui.widgets.token_preview import TokenPreview, TokenText
 
 

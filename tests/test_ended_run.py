@@ -22,9 +22,9 @@ from vftui.run_controls import RunControls
 from vftui.run_files.files import RunFiles
 from vftui.run_files.store import GroupWindow
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import AttachedTo, StartedRun
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.feeds import AttachedTo, StartedRun
 
 STEERING = {
     "pause": lambda c: c.toggle_pause(),

@@ -237,9 +237,9 @@ async def test_the_viewers_d_and_x_write_what_the_filter_shows_as_the_command_do
     from vftui.run_files.groupfile import GroupFile
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
+    from vftui.ui.feeds import ViewedFile
     from vftui.ui.inbox import Inbox
     from vftui.ui.screens.prompt import PromptScreen
-    from vftui.ui.feeds import ViewedFile
 
     monkeypatch.chdir(tmp_path)
     means = sorted(sum(g.scores) / len(g.scores) for _, g in groups(collected))
@@ -514,9 +514,9 @@ async def test_closing_the_viewer_mid_export_leaves_nothing_half_written(collect
     from vftui.run_files.groupfile import GroupFile
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
+    from vftui.ui.feeds import ViewedFile
     from vftui.ui.inbox import Inbox
     from vftui.ui.screens.prompt import PromptScreen
-    from vftui.ui.feeds import ViewedFile
 
     lines = collected.read_text().splitlines()
     big = tmp_path / "big.jsonl"

@@ -38,9 +38,9 @@ from vftui.events import (
 from vftui.figures.signals import SIGNALS, parse_gates
 from vftui.group_format import MASKED
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import StartedRun
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
-from vftui.ui.feeds import StartedRun
 
 WEIGHTS = {"correct": 1.0, "format": 0.2}
 

@@ -32,8 +32,8 @@ from vftui.run_files.files import RunFiles
 from vftui.run_files.groupfile import GroupFile
 from vftui.sim import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import ViewedFile
+from vftui.ui.inbox import Inbox
 
 SOURCE = {"name": "tools", "group_size": 2, "env": {"taskset": {"id": "vftui_shim_tools"}}}
 

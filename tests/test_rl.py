@@ -39,8 +39,8 @@ from vftui.events import FileProgress, RunState
 from vftui.run_files.groupfile import GroupFile
 from vftui.sim.server import TOKENIZER_DIR, BackgroundSimServer
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import StartedRun
+from vftui.ui.inbox import Inbox
 from vftui.ui.widgets.trajectory_panel import TrajectoryPanel
 
 GROUP_SIZE, GROUPS = 4, 4

@@ -21,13 +21,13 @@ from vftui.run_files.listing import COLUMNS, RunLine, cells
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui import themes
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import ViewedFile
 from vftui.ui.inbox import Inbox
 from vftui.ui.model import LOG_LINES
 from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
-from vftui.ui.feeds import ViewedFile
 
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
 

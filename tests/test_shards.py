@@ -25,8 +25,8 @@ from vftui.run_files.shard_folder import MISSING_NAMED, gaps
 from vftui.run_files.shards import MAX_COUNT, Shard, from_slurm, parse
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import ViewedFile
+from vftui.ui.inbox import Inbox
 
 SFT = ["--steps", "7", "--group-size", "2"]
 EVAL = ["--mode", "eval", "--num-examples", "7", "--rollouts-per-example", "2"]

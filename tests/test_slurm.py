@@ -37,9 +37,9 @@ from vftui.events import RunState
 from vftui.sim.server import BackgroundSimServer
 from vftui.text.printable import printable
 from vftui.ui.app import VftuiApp
+from vftui.ui.feeds import StartedRun
 from vftui.ui.inbox import Inbox
 from vftui.ui.screens.health import HealthScreen
-from vftui.ui.feeds import StartedRun
 
 NODELIST = "gpu[0-1]"  # a glob to a shell: atroposlib's unquoted scontrol call could expand it
 NODES = ("trainer-0", "127.0.0.1")

@@ -21,8 +21,8 @@ from textual.strip import Strip
 
 from vftui.events import GroupCollected, Mode, RunStarted, RunState, RunStatus
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import Feed
+from vftui.ui.inbox import Inbox
 from vftui.ui.widgets.changed_lines import changed_span
 
 CLOCK = 1_796_000_000.0

@@ -94,8 +94,8 @@ async def test_the_viewer_and_export_agree_on_a_text_search(tmp_path, monkeypatc
     ``vftui export --where`` keep exactly those."""
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
-    from vftui.ui.inbox import Inbox
     from vftui.ui.feeds import ViewedFile
+    from vftui.ui.inbox import Inbox
 
     monkeypatch.chdir(tmp_path)
     expected = [
@@ -139,8 +139,8 @@ async def test_a_search_of_a_file_with_odd_shapes_still_applies(tmp_path):
     "searching…" and the filter was never applied)."""
     from vftui.sim.server import TOKENIZER_DIR
     from vftui.ui.app import VftuiApp
-    from vftui.ui.inbox import Inbox
     from vftui.ui.feeds import ViewedFile
+    from vftui.ui.inbox import Inbox
 
     groups = fixture_groups()
     groups[0]["messages"][0][-1]["tool_calls"] = 5

@@ -14,8 +14,8 @@ from vftui.events import RunState
 from vftui.run_files.groupfile import FOLLOW_EVERY_S, FOLLOWING, GroupFile
 from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.app import VftuiApp
-from vftui.ui.inbox import Inbox
 from vftui.ui.feeds import ViewedFile
+from vftui.ui.inbox import Inbox
 
 FIXTURE = REPO / "tests/data/groups.jsonl"
 LINES = FIXTURE.read_bytes().splitlines(keepends=True)
