@@ -36,7 +36,7 @@ def group(index: int, scores: list[float], ended: float = 0.0) -> ev.GroupCollec
         tokens=[[1, 2]] * n,
         masks=[[-100, 2]] * n,
         messages=[[]] * n,
-        finish_reasons=["stop"] * n,
+        finish_reasons=["length" if s == 0.5 else "stop" for s in scores],  # cut at the cap
         temperature=1.0,
         started_at=ended,
         elapsed_s=0.0,
@@ -123,7 +123,9 @@ def test_the_tally_is_the_fold_of_every_group_the_resumed_ones_included(groups, 
     ]:
         expected.add(event)
     reasons = [e.reason for e in events if isinstance(e, ev.GroupDropped)]
+    finishes = [f for e in events if isinstance(e, ev.GroupCollected) for f in e.finish_reasons]
     assert tally.metrics() == expected.metrics()
+    assert tally.truncated() == (finishes.count("length"), len(finishes))
     assert tally.dropped() == {r: reasons.count(r) for r in set(reasons)}
     assert tally.so_far().totals.metrics() == expected.metrics()
     assert tally.so_far().dropped == tally.dropped()

@@ -78,3 +78,34 @@ def test_any_end_times_give_a_finite_rate_never_negative(marks, now):
         meter.add(end, tokens)
     for value in meter.rates(now, collecting=True):
         assert math.isfinite(value) and value >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    groups=st.integers(1, 64),
+    took=st.floats(0.05, 600.0),
+    within=st.floats(0.0, 0.01),
+    start=st.floats(0.0, 2e9),
+)
+def test_groups_in_flight_together_count_over_the_time_since_they_started(
+    groups, took, within, start
+):
+    """``groups`` started together and ended together after ``took`` s: the rate is groups/took, not a
+    burst (timed from the first end alone) nor groups over a floor."""
+    meter = Throughput()
+    for i in range(groups):
+        meter.add(start + took + within * i / groups, 10, start)
+    last = start + took + within * (groups - 1) / groups
+    groups_s, tokens_s = meter.rates(last, collecting=True)
+    assert groups_s == pytest.approx(groups / (last - start), rel=1e-6)
+    assert tokens_s == pytest.approx(10 * groups / (last - start), rel=1e-6)
+
+
+def test_a_fast_runs_first_groups_read_its_rate_not_a_ramp():
+    """Four groups in 0.3 s (the simulation) read 0.00, 0.50, 1.00, 1.50 g/s under the floor: now about
+    13 g/s from the second group on."""
+    meter, read = Throughput(), []
+    for i in range(4):
+        meter.add(0.075 * (i + 1), 1, 0.075 * i)
+        read.append(meter.rates(0.075 * (i + 1), collecting=True)[0])
+    assert read == pytest.approx([1 / 0.075] * 4, rel=1e-6)

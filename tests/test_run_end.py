@@ -92,3 +92,21 @@ def test_quitting_an_eval_in_the_dashboard_prints_its_figures_its_files_and_how_
         screen
     )
     assert "".join(f"vftui run --resume {out}".split()) in unwrapped, screen
+
+
+def test_a_run_whose_every_rollout_hit_the_token_limit_says_so_at_its_end(tmp_path):
+    """--max-tokens 1 cuts every rollout: the summary said nothing of it (a low of issue 42)."""
+    out = tmp_path / "cut.jsonl"
+    result = run_cli(
+        ["run", "--no-ui", "--steps", "2", "--max-tokens", "1", "--out", str(out)], tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    rollouts = sum(len(g["scores"]) for g in read_jsonl(out))
+    assert (
+        f"truncated: 100.0% of the rollouts kept ({rollouts} of {rollouts}) hit the token limit"
+        in result.stderr
+    )
+    again = run_cli(
+        ["run", "--no-ui", "--steps", "2", "--out", str(tmp_path / "whole.jsonl")], tmp_path
+    )
+    assert again.returncode == 0 and "truncated:" not in again.stderr, again.stderr

@@ -382,6 +382,7 @@ class RunSummary:
     dropped: dict[str, int] = field(default_factory=dict)  # scored groups not sent, by reason
     gate: str = ""  # the --fail-on gate (or stall-timeout) that stopped the run, if one did
     gates_held: str = ""  # a finished run's --fail-on gates, each with its last value
+    truncated: tuple[int, int] = (0, 0)  # of the rollouts kept: cut at the token cap, and in all
 
 
 Event = (

@@ -186,7 +186,8 @@ IDLE_FLOOR_S = 2.0  # ...or this long, whichever is longer
 CLOCK_SLACK_S = 1.0  # groups end out of order by less than this; more is the wall clock set back
 RATE_DEFINITION = (
     f"groups per second over the last {RATE_GROUPS} groups and at least {RATE_MIN_SPAN_S:g} s, "
-    "by when each ended, idle time (a pause) left out; 0 while paused or idle"
+    "by when each ended (before that, every group since the first one started), idle time (a pause) "
+    "left out; 0 while paused or idle"
 )
 
 
@@ -197,21 +198,28 @@ class Throughput:
     that attached late, or drew less often, shows the same figure. A gap between two ends much
     longer than the typical one (a pause, a stall) is idle time: it counts as one typical gap, so
     the groups after a resume are not spread over the pause. Until the run has gone on longer than
-    the window, the span is at least ``RATE_MIN_SPAN_S``: its first groups end within moments of
-    each other.
+    the window, every group since the start counts over the time since the first one started: its
+    first groups, in flight together, end within moments of each other, and timed from the first
+    end alone they read as a burst (or, with the old floor of ``RATE_MIN_SPAN_S``, a fast run read
+    0.50, then 1.00 g/s). Without start times, that floor is the span.
     """
 
     def __init__(self) -> None:
         self._marks: deque[tuple[float, int]] = deque(maxlen=RATE_MARKS)
         self._latest = -math.inf
         self._whole_run = True  # every group since the start (or a clock set back) is in the marks
+        self._first_start = math.inf  # when the earliest of those groups started, if they said
 
-    def add(self, ended_at: float, tokens: int) -> None:
-        """A group that ended at ``ended_at`` (wall time, comparable across processes); a wall clock set back
-        starts the count again rather than make a span negative."""
+    def add(self, ended_at: float, tokens: int, started_at: float | None = None) -> None:
+        """A group that ended at ``ended_at`` (wall time, comparable across processes), started at
+        ``started_at`` if known; a wall clock set back starts the count again rather than make a span
+        negative."""
         if ended_at < self._latest - CLOCK_SLACK_S:
             self._marks.clear()
             self._latest, self._whole_run = -math.inf, True
+            self._first_start = math.inf
+        if started_at is not None and math.isfinite(started_at) and started_at <= ended_at:
+            self._first_start = min(self._first_start, started_at)
         if len(self._marks) == RATE_MARKS:
             self._whole_run = False
         self._marks.append((ended_at, tokens))
@@ -223,9 +231,14 @@ class Throughput:
 
     def rates(self, now: float, collecting: bool) -> tuple[float, float]:
         """(groups/s, tokens/s): 0 unless ``collecting``, and 0 once no group has ended for a while (idle)."""
-        if not collecting or len(self._marks) < 2:
+        if not collecting or not self._marks:
             return 0.0, 0.0
         marks = sorted(self._marks)
+        if len(marks) == 1:
+            lead = marks[0][0] - self._first_start
+            if not self._whole_run or not 0 < lead < math.inf or now - marks[0][0] > IDLE_FLOOR_S:
+                return 0.0, 0.0
+            return 1 / lead, marks[0][1] / lead
         gaps = [later[0] - earlier[0] for earlier, later in itertools.pairwise(marks)]
         recent = sorted(gaps[-RATE_GROUPS:])
         typical = recent[(len(recent) - 1) // 2]  # the lower median: idle gaps are the exception
@@ -238,5 +251,10 @@ class Throughput:
                 break
             busy += typical if gap > idle else gap
             groups, tokens = groups + 1, tokens + mark_tokens
-        span = max(busy, RATE_MIN_SPAN_S) if self._whole_run else busy
+        if not self._whole_run and busy > 0:
+            return groups / busy, tokens / busy
+        lead = marks[0][0] - self._first_start  # the first group's own time, from its start
+        if groups == len(gaps) and 0 < lead + busy < math.inf:  # every group since the first start
+            return (groups + 1) / (lead + busy), (tokens + marks[0][1]) / (lead + busy)
+        span = max(busy, RATE_MIN_SPAN_S)
         return groups / span, tokens / span

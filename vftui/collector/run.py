@@ -618,6 +618,7 @@ class PreparedRun:
             metrics=self.tally.metrics(),
             error=error,
             dropped=self.tally.dropped(),
+            truncated=self.tally.truncated(),
             gate=outcome.tripped.name
             if outcome.tripped is not None and state is RunState.FINISHED
             else "",

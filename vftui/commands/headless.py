@@ -163,7 +163,9 @@ class HeadlessView:
         return lines
 
     def _group_line(self, g: ev.GroupCollected) -> str:
-        self._throughput.add(g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens))
+        self._throughput.add(
+            g.started_at + g.elapsed_s, sum(len(t) for t in g.tokens), g.started_at
+        )
         rate, _ = self._throughput.rates(time.time(), collecting=True)
         mean, std = stats.mean(g.scores), stats.population_std(g.scores)
         turns = stats.mean([float(t) for t in g.turns])

@@ -75,6 +75,12 @@ def summary(s: RunSummary, simulated: bool, resume: str = "vftui run") -> list[s
         lines.append(
             f"  turns avg {m.get('metrics/avg_num_turns', 0):.2f}, max {int(m.get('metrics/max_num_turns', 0))}"
         )
+        cut, rollouts = s.truncated
+        if cut:
+            lines.append(
+                f"  truncated: {cut / rollouts:.1%} of the rollouts kept ({cut:,} of {rollouts:,}) hit the "
+                "token limit (--max-tokens)"
+            )
         skip = {
             "mean_reward",
             "mean_reward_kept",

@@ -204,7 +204,7 @@ class DashboardModel:
         self.groups_done = max(self.groups_done, group.index)
         tokens = sum(len(t) for t in group.tokens)
         self.tokens_total += tokens
-        self.throughput.add(group.started_at + group.elapsed_s, tokens)
+        self.throughput.add(group.started_at + group.elapsed_s, tokens, group.started_at)
         self.endpoint_trouble = self.trajectory_trouble = None
 
     def _apply_file(self, progress: ev.FileProgress) -> None:
