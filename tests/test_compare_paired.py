@@ -373,9 +373,12 @@ def test_paired_evals_print_mcnemar_the_flips_and_bootstrap_intervals_the_same_e
         f"pass -> fail, 0 fail -> pass ({test['both_pass']} pass in both, 0 fail in both; an item "
         "passes when half its rollouts reach reward >= 1.2)"
     )
-    assert lines[at + 3] == f"    pass -> fail: {', '.join(lost)}"
+    ids = f"id{'s' if len(lost) > 1 else ''} {', '.join(lost)}"
+    assert (
+        lines[at + 3] == f"    pass -> fail: {len(lost)} item{'s' if len(lost) > 1 else ''} ({ids})"
+    )
     assert [int(key) for key in lost] == sorted(int(key) for key in lost), "by example id"
-    assert lines[at + 4] == "    fail -> pass: none"
+    assert lines[at + 4] == "    fail -> pass: no item"
 
 
 @e2e

@@ -247,7 +247,7 @@ def test_a_hostile_answer_key_and_function_name_stay_text_in_a_comparison(tmp_pa
     shown = printable(hostile.replace("\ud800", "\ufffd"))
     text = page.all_text
     assert text.count(shown) >= 3 * 2 * 2 * 4, "answer, tool call, tool reply, prompt: all text"
-    assert f"pass -> fail: {shown}0" in text, "the flipped item's key, as text"
+    assert f"pass -> fail: 3 items (ids {shown}0, " in text, "the flipped items' keys, as text"
     assert [tag for tag, _ in page.tags if tag in ("img", "b", "textarea", "script")] == ["script"]
     assert "<script>alert" not in raw and "<img" not in raw and "</textarea>" not in raw
     assert "javascript:" not in "".join(str(v) for _, attrs in page.tags for v in attrs.values())

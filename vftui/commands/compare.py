@@ -311,8 +311,8 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
         if change.flips is not None:
             flips = change.flips
             lines.append(f"    {compared.mcnemar(flips)} ({compared.unflipped(flips)})")
-            lines.append(f"    pass -> fail: {compared.flipped(flips.lost)}")
-            lines.append(f"    fail -> pass: {compared.flipped(flips.gained)}")
+            lines.append(f"    {compared.flipped('pass -> fail', flips.lost)}")
+            lines.append(f"    {compared.flipped('fail -> pass', flips.gained)}")
         lines.append(f"    {compared.pairing(letter, change)}")
         lines += [f"    {said}" for said in (compared.unpaired(letter, change),) if said]
         lines += [f"    {said}" for said in (compared.unscored(letter, change),) if said]

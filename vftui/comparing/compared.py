@@ -187,10 +187,14 @@ def unflipped(flips: Flips) -> str:
     )
 
 
-def flipped(keys: list[str]) -> str:
-    """The keys of the items that flipped one way, the first ``FLIPS_SHOWN`` of them."""
+def flipped(way: str, keys: list[str]) -> str:
+    """The items that flipped one ``way`` (``pass -> fail``), counted, then the first ``FLIPS_SHOWN`` keys:
+    ``pass -> fail: 2 items (ids 60, 61)``; bare keys read as a count (``pass -> fail: 60``)."""
+    if not keys:
+        return f"{way}: no item"
     more = len(keys) - FLIPS_SHOWN
-    return ", ".join(keys[:FLIPS_SHOWN]) + (f" and {more} more" if more > 0 else "") or "none"
+    ids = ", ".join(keys[:FLIPS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return f"{way}: {wording.counted(len(keys), 'item')} (id{'s' if len(keys) > 1 else ''} {ids})"
 
 
 def function_changes(change: Change) -> str:

@@ -196,8 +196,8 @@ def _paired(report: Report, shown: set[str]) -> str:
         if (flips := change.flips) is not None:
             lines += [
                 f"{compared.mcnemar(flips)} ({compared.unflipped(flips)})",
-                f"pass -> fail: {compared.flipped(flips.lost)}",
-                f"fail -> pass: {compared.flipped(flips.gained)}",
+                compared.flipped("pass -> fail", flips.lost),
+                compared.flipped("fail -> pass", flips.gained),
             ]
         lines.append(compared.pairing(letter, change))
         lines += filter(
