@@ -361,3 +361,23 @@ def test_past_the_tables_rows_the_items_on_the_page_are_listed_first(tmp_path):
     table = figures[figures.index(b'<table id="items"') :]
     assert table.count(b"<tr>") == report_page.TABLE_ROWS + 1, "its head and TABLE_ROWS items"
     assert f'<a href="#{report_page.anchor("zzz")}">zzz</a>'.encode() in table
+
+
+def test_a_runs_page_and_compare_name_the_versions_that_made_it(tmp_path):
+    """An sft run's page said "versions unknown" (a low of issue 42): its run.json now records them, as an
+    eval's metadata.json does, and its page and compare read them from there."""
+    from importlib.metadata import version
+
+    out = tmp_path / "made.jsonl"
+    result = run_cli(["run", "--no-ui", "--steps", "2", "--out", str(out)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    made_by = f"atroposlib {version('atroposlib')}, verifiers {version('verifiers')}, vftui {version('vftui')}"
+    assert json.loads(out.with_suffix(".run.json").read_text())["version_info"]["vftui"] == version(
+        "vftui"
+    )
+    assert f"versions</th><td>{made_by}" in out.with_suffix(".html").read_text()
+    compared = run_cli(["compare", "--no-ui", str(out), str(out)], tmp_path)
+    assert any(
+        line.split() == ["versions", *made_by.split(), *made_by.split()]
+        for line in compared.stdout.splitlines()
+    ), compared.stdout

@@ -42,6 +42,7 @@ from vftui.collector.served_tokenizer import served_tokenizer
 from vftui.collector.sft.collection import SftCollection
 from vftui.collector.tokens import renders_tool_calls
 from vftui.collector.verifiers_env import Hooks, VerifiersEnv, VfEnvConfig
+from vftui.collector.versions import made_by
 from vftui.collector.wandb_check import check_wandb_can_log
 from vftui.config import RunConfig
 from vftui.errors import RunEnded, RunFailed, UserError
@@ -451,6 +452,7 @@ class _Preparation:
                 "endpoint": self.config.endpoint,
                 "tokenizer": plan.tokenizer,
                 "created": time.time(),
+                "version_info": made_by(),
             },
         )
 

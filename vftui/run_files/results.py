@@ -604,12 +604,14 @@ def _record(path: Path) -> RunRecord | None:
 
 
 def _run_setup(tally: GroupsTally, record: RunRecord | None, path: Path) -> Setup:
-    """A run's setup from its groups (each records its model and temperature), its run.json (the env args,
-    the mode) and, for an eval, the versions its metadata.json names."""
+    """A run's setup from its groups (each records its model and temperature) and its run.json (the env args,
+    the mode, the versions that made it; an older eval's: its metadata.json's)."""
     model = tally.model or (record.model if record is not None and record.model else None)
     settings = record.config if record is not None else None
-    versions = None
-    if settings is not None and settings.mode == "eval":
+    versions = record.version_info if record is not None and record.version_info else None
+    if (
+        settings is not None and settings.mode == "eval" and versions is None
+    ):  # made before run.json said
         # a damaged metadata.json: the versions are unknown, the groups compare all the same
         with contextlib.suppress(UserError):
             versions = vf_eval.read_metadata(RunFiles(path).eval_dir).version_info

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from vftui import safe_files
 from vftui.collector.modes import EvalLog
+from vftui.collector.versions import made_by
 from vftui.events import EvalReport
 from vftui.figures.eval_stats import ItemResult, k_values, pass_all_k
 from vftui.run_files import store, v1_traces, vf_eval
@@ -72,7 +72,7 @@ async def write_groups(
         run,
         report.rollouts_per_item,
         folder,
-        f"vftui {_version('vftui')}",
+        f"vftui {made_by()['vftui']}",
     )
     await write_atropos(log, report, rows, model, span, atropos_in(folder), temperature)
 
@@ -132,7 +132,7 @@ def metadata(
         else {},
         "pass_threshold": report.threshold,
         "usage": None,
-        "version_info": {name: _version(name) for name in ("vftui", "verifiers", "atroposlib")},
+        "version_info": made_by(),
         "state_columns": [],
         "tools": next((row["tool_defs"] for row in rows if row["tool_defs"]), None),
         **{name: figure["mean"] for name, figure in figures.items()},
@@ -182,10 +182,3 @@ async def write_atropos(
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def _version(package: str) -> str | None:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
