@@ -428,3 +428,18 @@ def trace_messages(trace: dict) -> list[dict]:
     from verifiers.v1.trace import Trace
 
     return [m.model_dump() for m in Trace.model_validate(trace).messages]
+
+
+def test_an_unknown_env_lists_only_what_this_verifiers_runs():
+    """A classic environment was offered on verifiers 0.4, which then refused it (a low of issue 42):
+    listed where this verifiers runs classic ones (0.3), counted with what they need where it does not."""
+    with pytest.raises(UserError) as said:
+        loader.load("no-such-env", {})
+    offered = str(said.value).split("environments that can be loaded: ", 1)[1]
+    classic = ("vftui/alphabet-sort-classic (built in)", "vftui/alphabet-tools-classic (built in)")
+    assert "vftui/alphabet-sort (built in)" in offered
+    if loader.classic.available():
+        assert all(name in offered for name in classic) and "need verifiers 0.3" not in offered
+    else:
+        assert not any(name in offered for name in classic)
+        assert "classic ones need verifiers 0.3: pip install 'vftui[classic]'" in offered

@@ -32,6 +32,7 @@ BUILTINS = {
     "vftui/alphabet-tools-classic": "vftui.sim.envs.alphabet_tools_classic",
 }
 """vftui's own environment ids -> their modules (v1 tasksets, and the classic ones for verifiers 0.3)."""
+CLASSIC_BUILTINS = frozenset({"vftui/alphabet-sort-classic", "vftui/alphabet-tools-classic"})
 V1_BUILTIN_TASKSETS = "verifiers.v1.tasksets"  # where verifiers' v1 loader looks first
 CLASSIC_INSTALL = "pip install 'vftui[classic]'"
 
@@ -90,7 +91,19 @@ def _imports_verifiers(target: str) -> bool:
 
 
 def loadable_environments() -> list[str]:
-    return [f"{name} (built in)" for name in BUILTINS] + installed_environments()
+    """What this verifiers can run: classic environments only where it still runs them (0.3), else one entry
+    saying how many there are and what they need, so none is offered that would then be refused."""
+    builtins = [name for name in BUILTINS if classic.available() or name not in CLASSIC_BUILTINS]
+    installed = installed_environments()
+    if not classic.available():
+        runnable = [name for name in installed if not _defines_load_environment(module_name(name))]
+        held_back = len(CLASSIC_BUILTINS) + len(installed) - len(runnable)
+        return (
+            [f"{name} (built in)" for name in builtins]
+            + runnable
+            + [f"({held_back} classic ones need verifiers 0.3: {CLASSIC_INSTALL})"]
+        )
+    return [f"{name} (built in)" for name in builtins] + installed
 
 
 def _find(module: str) -> str | None:
