@@ -19,8 +19,6 @@ from vftui.figures.run_tally import RunTally
 from vftui.live.server import Replay
 from vftui.ui.model import DashboardModel
 
-pytestmark = pytest.mark.unit
-
 KEY = "sk-abcdefghijklmnopqrstuvwxyz0123"
 
 
@@ -47,6 +45,7 @@ def drop(index: int, reason: str = stats.TOO_EASY) -> ev.GroupDropped:
     return ev.GroupDropped(index, reason, [1.0, 1.0], {"f": [1.0, 1.0]}, [1, 1])
 
 
+@pytest.mark.unit
 @settings(max_examples=100, deadline=None)
 @given(st.permutations(ORDER))
 def test_subscribers_hear_each_event_in_the_stated_order_whenever_they_joined(joined):
@@ -57,6 +56,7 @@ def test_subscribers_hear_each_event_in_the_stated_order_whenever_they_joined(jo
     assert heard == list(ORDER)
 
 
+@pytest.mark.unit
 def test_the_key_is_scrubbed_once_for_all_but_a_groups_training_data():
     bus, heard = Bus(), []
     bus.key = KEY
@@ -70,6 +70,7 @@ def test_the_key_is_scrubbed_once_for_all_but_a_groups_training_data():
     assert collected is kept and collected_again is kept
 
 
+@pytest.mark.unit
 def test_a_place_is_taken_once_and_only_a_named_one():
     bus = Bus()
     bus.subscribe("view", print)
@@ -79,6 +80,7 @@ def test_a_place_is_taken_once_and_only_a_named_one():
         bus.subscribe("elsewhere", print)
 
 
+@pytest.mark.unit
 def test_a_subscriber_that_emits_is_heard_by_all_before_the_event_that_caused_it_goes_on():
     """A drop the drop log cannot write is said (a LogRecord) to everyone before the drop itself reaches them."""
     bus, view = Bus(), []
@@ -131,6 +133,7 @@ def test_the_tally_is_the_fold_of_every_group_the_resumed_ones_included(groups, 
     assert tally.so_far().dropped == tally.dropped()
 
 
+@pytest.mark.unit
 def test_an_attached_dashboard_counts_a_resumed_runs_drops_as_its_summary_does():
     """Before the one tally the replay counted the drops of this process only, while its totals (copied from
     the run's) held the resumed ones too: a resumed run's dashboard showed fewer drops than its summary."""
@@ -144,6 +147,7 @@ def test_an_attached_dashboard_counts_a_resumed_runs_drops_as_its_summary_does()
     assert attached.run_metrics() == tally.metrics()
 
 
+@pytest.mark.unit
 def test_a_dashboard_attaching_while_groups_arrive_counts_each_once():
     """The socket folds the tally with its replay under one lock: a replay taken between two groups and
     the groups after it, folded, give the run's own figures."""

@@ -5,12 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO
 from vftui.run_files.files import RunFiles
-
-pytestmark = pytest.mark.unit
 
 # In a process of its own: capturing points this process's descriptors 1 and 2 at the log.
 SAYS_WITHOUT_A_NEWLINE = """

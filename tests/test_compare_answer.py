@@ -324,7 +324,6 @@ def test_widest_pair_is_the_pair_of_rollouts_that_differ_most(first, later):
     assert abs(first[i] - later[j]) == max(abs(x - y) for x in first for y in later)
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(-4, 4), max_size=30), st.integers(1, 6))
 def test_moved_items_are_the_worst_drops_and_the_biggest_gains(steps, shown):

@@ -70,7 +70,6 @@ def binomial_tail_sum(lost: int, gained: int) -> float:
     return min(1.0, 2 * sum(math.comb(flipped, i) for i in range(fewer + 1)) / 2**flipped)
 
 
-@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(st.integers(EXACT_FLIPS + 1, 3000), st.floats(0, 1))
 def test_mcnemars_p_past_the_whole_number_sums_is_the_binomials_to_1e_10(flipped, share):
@@ -110,7 +109,6 @@ changes_of_enough_items = st.lists(
 )
 
 
-@pytest.mark.unit
 @SOME
 @given(changes_of_enough_items)
 def test_a_changes_interval_holds_the_bootstrap_and_the_t_interval_and_is_the_same_each_time(
@@ -137,7 +135,6 @@ def test_a_change_has_no_interval_under_six_items_and_a_point_when_six_agree():
     assert same.low == same.mean == same.high
 
 
-@pytest.mark.unit
 def test_a_changes_interval_rules_out_no_change_5_percent_of_the_time_when_nothing_changed():
     """Seeded simulations of no change (normal changes; a few items moved, most did not): how often the
     interval excludes 0. The bootstrap alone did at 50% with 2 items, 25% with 3, 13% with 4."""
@@ -151,7 +148,6 @@ def test_a_changes_interval_rules_out_no_change_5_percent_of_the_time_when_nothi
             assert excluded <= 0.08 * runs, (count, excluded)  # 2,000 runs: 2-5% at 6 and 8 items
 
 
-@pytest.mark.unit
 @pytest.mark.timeout(60)
 def test_a_change_over_a_million_items_is_resampled_in_seconds_the_same_each_time_and_negated():
     """Picking each resample's items one by one took 232 s at a million items; counting cells of like values
@@ -178,7 +174,6 @@ def resampled(means, data) -> list[float]:
     return [float(means.std()) / se, *map(float, at)]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("kind", ["levels", "skewed", "heavy tails"])
 def test_counting_cells_resamples_as_picking_items_does(kind):
     """The cells' resampled means have the spread and percentiles of items picked one by one: the same
@@ -217,7 +212,6 @@ def test_cells_hold_values_that_repeat_exactly_and_give_way_to_picks_where_value
     assert _cells(np.full(10, 0.25))[0].tolist() == [10]
 
 
-@pytest.mark.unit
 @settings(max_examples=40, deadline=None)  # the brute-force t quantile integrates its density
 @given(values, values)
 def test_welchs_interval_is_the_textbooks(a, b):
@@ -252,7 +246,6 @@ def passes(rewards: list[float], threshold: float) -> bool:
     return statistics.fmean(r >= threshold for r in rewards) >= 0.5
 
 
-@pytest.mark.unit
 @SOME
 @given(ITEMS, ITEMS, st.sampled_from([0.25, 0.5, 1.0]))
 def test_swapping_a_and_b_flips_every_sign_and_swaps_the_flips(a, b, threshold):
@@ -275,7 +268,6 @@ def test_swapping_a_and_b_flips_every_sign_and_swaps_the_flips(a, b, threshold):
     assert back.flips.p_value == forth.flips.p_value
 
 
-@pytest.mark.unit
 @SOME
 @given(ITEMS, ITEMS, st.sampled_from([0.25, 0.5, 1.0]))
 def test_the_flips_are_the_items_that_passed_on_one_side_only(a, b, threshold):
@@ -291,7 +283,6 @@ def test_the_flips_are_the_items_that_passed_on_one_side_only(a, b, threshold):
     assert flips.p_value == mcnemar_exact(len(flips.lost), len(flips.gained))
 
 
-@pytest.mark.unit
 @SOME
 @given(st.lists(st.tuples(REWARDS, REWARDS), min_size=1, max_size=12))
 def test_the_bootstrap_resamples_items_with_their_rollouts_and_pass_at_1_is_the_sides_difference(
@@ -430,7 +421,6 @@ def test_sources_of_no_common_example_are_compared_by_welch_but_never_gated(pair
     assert rc == 2 and "they share no example id; the gate judges the same examples" in stderr
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

@@ -257,7 +257,6 @@ def source(name: str, items: dict[str, tuple[list[float], str | None]], errors: 
     return Source(Path(name), "vf-eval", "x", made, errors=errors)
 
 
-@pytest.mark.unit
 @SOME
 @given(ITEMS, ITEMS, st.integers(0, 5))
 def test_pairing_never_pairs_two_prompts_and_counts_every_key_once(a, b, errors):

@@ -102,7 +102,6 @@ async def test_the_eval_panels_tracks_take_the_width_it_has_at_160_columns(make_
 BAD = [math.nan, math.inf, -math.inf, 1e308, -1e308, 0.0, 1.0, None]
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

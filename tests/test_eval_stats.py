@@ -28,8 +28,6 @@ from vftui.figures.eval_stats import (
 )
 from vftui.figures.signals import read_gates
 
-pytestmark = pytest.mark.unit
-
 
 def brute_pass_at_k(outcomes: list[bool], k: int) -> float:
     """Every way to draw k of the rollouts: the share in which one passes."""
@@ -37,6 +35,7 @@ def brute_pass_at_k(outcomes: list[bool], k: int) -> float:
     return sum(any(draw) for draw in draws) / len(draws)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("n", range(1, 9))
 def test_pass_at_k_equals_drawing_k_of_n_rollouts_every_way(n):
     for c in range(n + 1):
@@ -49,6 +48,7 @@ def test_pass_at_k_equals_drawing_k_of_n_rollouts_every_way(n):
             )
 
 
+@pytest.mark.unit
 def test_pass_at_k_stays_exact_where_the_binomials_overflow():
     n, c, k = 2000, 13, 100
     exact = 1 - math.comb(n - c, k) / math.comb(n, k)  # Python's integers do not overflow
@@ -57,6 +57,7 @@ def test_pass_at_k_stays_exact_where_the_binomials_overflow():
         pass_at_k(3, 4, 1)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("df", "quantile"),
     [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452), (120, 1.9799)],
@@ -67,6 +68,7 @@ def test_t_quantiles_are_the_tables(df, quantile):
     assert t_quantile(0.025, df) == pytest.approx(-quantile, abs=1e-4)
 
 
+@pytest.mark.unit
 def test_a_mean_comes_with_its_95_percent_t_interval():
     values = [1.0, 2.0, 3.0, 4.0, 5.0]
     est = estimate(values)
@@ -81,11 +83,13 @@ def test_a_mean_comes_with_its_95_percent_t_interval():
     assert clipped.high == 1.0 and clipped.low >= 0.0
 
 
+@pytest.mark.unit
 def test_intervals_narrow_as_items_come():
     widths = [estimate([float(i % 2) for i in range(n)]).half_width for n in (4, 16, 64, 256)]
     assert widths == sorted(widths, reverse=True)
 
 
+@pytest.mark.unit
 def test_pass_at_k_over_items_with_a_threshold():
     items = [
         ItemResult(0, (1.0, 0.0, 0.0, 0.0)),
@@ -190,6 +194,7 @@ def test_wilson_is_the_score_tests_acceptance_region(case):
     assert low == pytest.approx(brute_low, abs=1e-4) and high == pytest.approx(brute_high, abs=1e-4)
 
 
+@pytest.mark.unit
 def test_every_item_passing_or_failing_keeps_an_interval():
     """The known values: 10 of 10 is [0.7225, 1], 0 of 10 is [0, 0.2775]; never ``1.000 ± 0.000``."""
     all_pass, none_pass = proportion([1.0] * 10), proportion([0.0] * 10)
@@ -205,6 +210,7 @@ def test_every_item_passing_or_failing_keeps_an_interval():
     assert proportion([1.0]).low is None, "one item: no interval over items"
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.floats(0.0, 1.0), min_size=2, max_size=60),
@@ -220,6 +226,7 @@ def test_a_proportions_interval_is_wilsons_over_the_items_inside_zero_to_one(val
     )
 
 
+@pytest.mark.unit
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.booleans(), min_size=2, max_size=200))
 def test_one_rollout_an_item_is_the_textbook_wilson_interval(outcomes):
@@ -228,6 +235,7 @@ def test_one_rollout_an_item_is_the_textbook_wilson_interval(outcomes):
     assert (est.low, est.high) == (pytest.approx(low), pytest.approx(high))
 
 
+@pytest.mark.unit
 def test_eight_items_all_passing_at_4_are_wilsons_8_trials_not_32():
     """The rollouts were counted as trials: 8 items x 4 all passing printed pass@4 1.000 +- 0.054
     ([0.893, 1]); over the 8 items it is [0.676, 1]."""
@@ -257,11 +265,13 @@ def test_pass_at_k_intervals_hold_the_true_figure_95_percent_of_the_time():
         assert all(count >= 930 for count in held.values()), (items, rollouts, held)
 
 
+@pytest.mark.unit
 def test_pass_at_k_intervals_narrow_as_items_come():
     widths = [proportion([float(i % 2) for i in range(n)]).half_width for n in (4, 16, 64, 256)]
     assert widths == sorted(widths, reverse=True)
 
 
+@pytest.mark.unit
 def test_a_reward_interval_of_items_all_equal_says_so_and_bad_figures_read_as_none():
     from vftui.text.wording import figure
 

@@ -196,7 +196,6 @@ rollouts = st.lists(
 )
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     rollouts,

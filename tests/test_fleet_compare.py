@@ -198,7 +198,6 @@ def read_back(data: bytes, cuts: list[int]) -> Source:
     return answer.end()
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(sources(), st.lists(st.integers(0, 10_000), max_size=4))
 def test_a_source_exported_then_read_is_the_same_source(source, cuts):
@@ -206,7 +205,6 @@ def test_a_source_exported_then_read_is_the_same_source(source, cuts):
     assert read_back(data, sorted(c for c in cuts if c <= len(data))) == source
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(sources(), st.data())
 def test_random_or_mutated_lines_read_as_a_source_of_checked_figures_or_one_sentence(source, data):

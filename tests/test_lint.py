@@ -1,17 +1,13 @@
 """The code passes the lint rules in pyproject.toml (pyflakes, pycodestyle, isort, bugbear, simplify...) with
-the version the test extras pin, so the result does not depend on whoever runs it (mypy: test_types.py)."""
+the version the test extras pin, so the result does not depend on whoever runs it (mypy: test_types.py). Not in
+the unit lane: ruff runs in a process of its own (the pre-commit hooks run it before each commit)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO
-
-pytestmark = pytest.mark.unit
-
 
 PATHS = ["vftui", "tests", "bench", "scripts"]
 

@@ -39,7 +39,6 @@ from vftui.run_files.opening import open_resumed
 from vftui.run_files.results import load, vf_eval_groups
 from vftui.run_files.shards import WHOLE
 
-pytestmark = pytest.mark.unit
 SOME = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -48,6 +47,7 @@ def draws(outcomes: list[bool], k: int) -> list[tuple[bool, ...]]:
     return list(itertools.combinations(outcomes, k))
 
 
+@pytest.mark.unit
 @SOME
 @given(st.lists(st.booleans(), min_size=1, max_size=9), st.data())
 def test_pass_at_k_and_pass_all_k_are_the_shares_of_every_draw_of_k(outcomes, data):

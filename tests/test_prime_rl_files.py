@@ -117,7 +117,6 @@ def test_a_prime_rl_run_reads_as_verifiers_own_figures_a_group_per_rollout_group
     assert set(one_step.items) == {last} and one_step.errors == 1
 
 
-@pytest.mark.unit
 @UNKNOWN_FORMATS
 def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change, said):
     tasks = episodes(tmp_path)
@@ -132,7 +131,6 @@ def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change,
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.unit
 @FUZZ
 @given(data=st.data())
 def test_the_prime_rl_reader_fed_random_and_mutated_bytes_reads_or_says_one_sentence(

@@ -282,7 +282,6 @@ def test_only_a_plain_path_in_a_folder_of_the_runs_folder_is_a_run_folder(parts,
         assert out.parent.parent == RUNS and out.is_relative_to(RUNS)
 
 
-@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(STEMS),
@@ -405,7 +404,6 @@ ENTRIES = st.lists(
 )
 
 
-@pytest.mark.unit
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.tuples(FOLDERS, st.sampled_from(STEMS)), RUN, max_size=5), ENTRIES)
 def test_prune_deletes_nothing_but_empty_runs_own_files_and_the_empty_folders_vftui_made(

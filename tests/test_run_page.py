@@ -327,7 +327,6 @@ def test_a_page_whose_figures_cannot_be_made_is_a_warning_not_a_failed_run(tmp_p
     assert numbers(written) == [1] and UNFINISHED.encode() in written
 
 
-@pytest.mark.unit
 def test_a_group_of_many_rollouts_draws_no_more_than_the_pages_bytes(tmp_path):
     """One group can hold more rollouts than the page has room for (600,000 empty ones: a 1.8 MB line,
     70 MB of HTML): the page draws them until it holds ``BYTES`` and says how many it left out; its
@@ -346,7 +345,6 @@ def test_a_group_of_many_rollouts_draws_no_more_than_the_pages_bytes(tmp_path):
     )
 
 
-@pytest.mark.unit
 def test_past_the_tables_rows_the_items_on_the_page_are_listed_first(tmp_path):
     """The table holds ``TABLE_ROWS`` items: those whose rollouts the page shows first, as the report's does
     (it listed the first 20,000 keys: a full page's items, sorting last, were not in it)."""

@@ -613,7 +613,6 @@ def test_a_runs_filter_word_keeps_exactly_the_rows_that_hold_it(lines, word):
     assert low == [r for r in lines if r.mean_reward is not None and r.mean_reward < 0.5]
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.lists(RUN_LINES, max_size=8), st.integers(40, 300))
 def test_the_runs_table_fits_the_width_it_is_given(lines, width):

@@ -506,7 +506,6 @@ def test_following_a_folder_of_shards_shows_each_shards_new_lines(runs, tmp_path
 # -- properties: any number of shards, any folder of them ----------------------------------------------------------
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, MAX_COUNT), st.integers(0, 3000), st.data())
 def test_any_number_of_shards_takes_every_item_exactly_once(count, total, data):
@@ -584,7 +583,6 @@ def shard_runs(draw: st.DrawFn) -> list[dict]:
     return runs
 
 
-@pytest.mark.unit
 @settings(max_examples=150, deadline=None)
 @given(shard_runs(), st.booleans())
 def test_a_folder_of_any_shards_reads_as_rows_or_one_sentence(plans, each_in_a_folder):

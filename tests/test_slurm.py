@@ -94,7 +94,6 @@ def slurm_servers() -> Iterator[list[BackgroundSimServer]]:
 # -- finding the servers ------------------------------------------------------------------
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("nodes", "extra", "urls"),
     [
@@ -136,7 +135,6 @@ def test_the_start_line_lists_the_servers_by_node():
     )
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("nodes", "extra", "exit_code", "sentence"),
     [
@@ -186,7 +184,6 @@ def test_an_allocation_it_cannot_use_is_one_sentence(
     assert str(refused.value).startswith(sentence)
 
 
-@pytest.mark.unit
 def test_thousands_of_nodes_or_a_huge_one_are_named_in_a_sentence_of_a_line(tmp_path, monkeypatch):
     """scontrol's output was echoed whole: a 100,000-character node name made a 100 KB refusal, 5,000 training nodes
     a 49 KB one, and their servers a start line as long."""
@@ -221,7 +218,6 @@ def test_thousands_of_nodes_or_a_huge_one_are_named_in_a_sentence_of_a_line(tmp_
         slurm.inference_urls(SLURM_ENV)
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     "bad",
     [
@@ -252,7 +248,6 @@ def test_a_node_name_that_is_no_host_name_refuses_the_allocation_naming_it(
 LABEL = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", fullmatch=True)
 
 
-@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(LABEL, min_size=1, max_size=4).map(".".join),

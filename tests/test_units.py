@@ -37,8 +37,6 @@ from vftui.sim.server import TOKENIZER_DIR
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.status_bar import render_status
 
-pytestmark = pytest.mark.unit
-
 
 @dataclass
 class G:
@@ -55,6 +53,7 @@ def metrics_of(groups) -> dict[str, float]:
     return acc.metrics()
 
 
+@pytest.mark.unit
 def test_reference_metrics_formulas():
     m = metrics_of([G([1.0, 0.0], {"f": [1, 0]}, [1, 3]), G([0.5, 0.5], {"f": [1, 1]}, [2, 2])])
     assert m["metrics/mean_reward"] == 0.5
@@ -67,6 +66,7 @@ def test_reference_metrics_formulas():
     assert metrics_of([]) == {}
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=4), max_size=30))
 def test_the_identical_score_rate_is_over_groups_of_two_or_more_rollouts(groups):
@@ -82,6 +82,7 @@ def test_the_identical_score_rate_is_over_groups_of_two_or_more_rollouts(groups)
     assert m["metrics/groups_total"] == len(groups)
 
 
+@pytest.mark.unit
 def test_unique_path_and_torn_tail(tmp_path):
     target = tmp_path / "g.jsonl"
     assert store.unique_path(target) == target
@@ -92,6 +93,7 @@ def test_unique_path_and_torn_tail(tmp_path):
     assert store.repair_tail(target) == 0
 
 
+@pytest.mark.unit
 def test_appender_writes_whole_lines_and_feeds_the_window(tmp_path):
     window = store.GroupWindow(2)
     appender = store.JsonlAppender(tmp_path / "g.jsonl", on_line=window.add)
@@ -106,6 +108,7 @@ def test_appender_writes_whole_lines_and_feeds_the_window(tmp_path):
     )
 
 
+@pytest.mark.unit
 def test_read_groups_reports_bad_lines_with_numbers(tmp_path):
     path = tmp_path / "g.jsonl"
     path.write_text('{"tokens": [], "scores": []}\nnot json\n{"x": 1}\n')
@@ -115,6 +118,7 @@ def test_read_groups_reports_bad_lines_with_numbers(tmp_path):
     assert entries[2].number == 3
 
 
+@pytest.mark.unit
 def test_config_precedence_flags_env_file_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty"))
     cfg = tmp_path / "c.toml"
@@ -130,6 +134,7 @@ def test_config_precedence_flags_env_file_defaults(tmp_path, monkeypatch):
         load_config({}, bad, {})
 
 
+@pytest.mark.unit
 def test_default_config_file_lives_in_the_user_config_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     (tmp_path / "vftui").mkdir()
@@ -145,6 +150,7 @@ CHAT = [
 ]
 
 
+@pytest.mark.unit
 def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
     broken = tokenize_for_trainer(TOKENIZER, CHAT, train_on_all_assistant_turns=True)
     assert len(broken["tokens"]) != len(broken["masks"]) or len(broken["tokens"]) < 5
@@ -156,6 +162,7 @@ def test_transformers_5_breaks_tokenize_for_trainer_and_compat_fixes_it():
     assert TOKENIZER.decode(trained) == CHAT[2]["content"] + "<|im_end|>\n"
 
 
+@pytest.mark.unit
 def test_truncated_rollouts_drop_the_end_of_turn_tokens():
     tok = ChatTemplateTokenizer(TOKENIZER)
     cut = [*CHAT[:2], {"role": "assistant", "content": "<alphabetical_sorted>\nAda"}]
@@ -176,6 +183,7 @@ TWO_TURNS = [
 ]
 
 
+@pytest.mark.unit
 def test_a_turn_cut_before_the_last_keeps_its_end_of_turn_in_the_sequence_but_does_not_train_it():
     """The next turn's context held the template's end of turn, so it stays; the model never wrote it."""
     tok = ChatTemplateTokenizer(TOKENIZER)
@@ -191,6 +199,7 @@ def test_a_turn_cut_before_the_last_keeps_its_end_of_turn_in_the_sequence_but_do
     assert TOKENIZER.decode(trained) == answers
 
 
+@pytest.mark.unit
 def test_rl_trains_only_the_servers_ids_so_a_cut_turn_has_no_end_of_turn_to_learn():
     """rl's trained spans are what the server generated: a cut answer's has no end of turn, and the
     template's after it is context (masked), as sft now does."""
@@ -211,6 +220,7 @@ def test_rl_trains_only_the_servers_ids_so_a_cut_turn_has_no_end_of_turn_to_lear
 WORDS = st.lists(st.sampled_from(["Ada", "Zoe", " Bo", "<alphabetical_sorted>", "\n", "é", "42"]))
 
 
+@pytest.mark.unit
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(WORDS, max_size=2),  # few-shot answers in the prompt: trained, never cut
@@ -242,6 +252,7 @@ def test_every_cut_answer_and_only_those_trains_without_its_end_of_turn(shots, c
     assert all(m in (-100, t) for t, m in zip(out.tokens, out.masks, strict=True))
 
 
+@pytest.mark.unit
 def test_simulated_policy_spread_grows_with_temperature():
     rows = task.make_examples(60, 3, 6, 1, 0)
 
@@ -268,11 +279,13 @@ def test_simulated_policy_spread_grows_with_temperature():
     assert 0 < warm[1] < 60, "some groups come out identical at the default temperature, not all"
 
 
+@pytest.mark.unit
 def test_unknown_prompts_get_a_labelled_reply():
     text = policy.answer([{"role": "user", "content": "What is 2+2?"}], 1.0, random.Random(0))
     assert "simulated" in text
 
 
+@pytest.mark.unit
 def test_loopback_detection_and_error_lines():
     assert is_loopback("http://127.0.0.1:8000/v1") and is_loopback("http://localhost/v1")
     assert is_loopback("http://[::1]:9/v1") and not is_loopback("https://api.example.com/v1")
@@ -282,6 +295,7 @@ def test_loopback_detection_and_error_lines():
     assert rollout_error({"error": None}) is None
 
 
+@pytest.mark.unit
 def test_loopback_is_asked_without_the_environments_proxies(monkeypatch):
     """127.0.0.0/8, ::1 and localhost never through HTTP_PROXY (the embedded endpoint's run failed); other hosts
     as the environment says."""
@@ -305,6 +319,7 @@ def test_loopback_is_asked_without_the_environments_proxies(monkeypatch):
     assert env_proxy(httpx.URL("https://api.example.com/v1")) == Proxy(closed, {})
 
 
+@pytest.mark.unit
 def test_shipped_tokenizer_is_small_and_loads_anywhere():
     size = sum(p.stat().st_size for p in Path(TOKENIZER_DIR).iterdir())
     assert size < 100_000
@@ -313,6 +328,7 @@ def test_shipped_tokenizer_is_small_and_loads_anywhere():
     assert TOKENIZER.decode(TOKENIZER.encode(text, add_special_tokens=False)) == text
 
 
+@pytest.mark.unit
 def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_figures():
     model = DashboardModel()
     stats = RATE_LIMITED_TRAFFIC
@@ -328,6 +344,7 @@ def test_status_line_says_how_many_groups_are_still_in_flight_and_the_request_fi
     assert render_status(model).plain.splitlines()[1].startswith("paused  0/10 groups")
 
 
+@pytest.mark.unit
 def test_the_header_names_a_run_that_ended_short_of_its_groups_stopped():
     """As its summary, its controls and vftui runs do: a gate or a stop ended it, it did not finish."""
     for done, said in ((11, "stopped"), (300, "finished")):
@@ -341,6 +358,7 @@ def test_the_header_names_a_run_that_ended_short_of_its_groups_stopped():
         assert render_status(model).plain.splitlines()[1].startswith(f"{said}  {done}/300 groups")
 
 
+@pytest.mark.unit
 def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
     acc = stats.Accumulator()
     acc.add(GroupDropped(0, stats.TOO_EASY, [1.0, 1.0], {}, [1, 1]))
@@ -362,6 +380,7 @@ def test_dropped_groups_count_in_the_rates_and_the_kept_mean_is_separate():
     )
 
 
+@pytest.mark.unit
 def test_the_header_keeps_the_runs_path_shortened_from_the_left_after_its_counters():
     model = DashboardModel()
     path = "/home/someone/.local/share/vftui/runs/2026-12-04-231500-alphabet-sort/groups.jsonl"

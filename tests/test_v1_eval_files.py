@@ -166,7 +166,6 @@ def key_of(line: str) -> str:
     return str(json.loads(line)["task"]["data"]["idx"])
 
 
-@pytest.mark.unit
 @UNKNOWN_FORMATS
 def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change, said):
     episode = json.loads((RUN / "traces.jsonl").read_text().splitlines()[0])
@@ -179,7 +178,6 @@ def test_an_unknown_or_newer_format_is_one_sentence_and_exit_2(tmp_path, change,
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.unit
 @FUZZ
 @given(data=st.data())
 def test_the_v1_reader_fed_random_and_mutated_bytes_reads_or_says_one_sentence(tmp_path, data):
