@@ -7,46 +7,41 @@ and re-registration are ``rl.trajectory_link.TrajectoryApiLink``). What differs 
 how a group's rollouts are got and tokenized, is its ``rollouts`` (``modes.Rollouts``); the
 environment is driven through ``envs.base.Environment``, whatever its kind. It is the one place
 that knows atroposlib's objects: the modes drive it through the ``modes`` drivers it implements
-(``ProcessDriver``, ``EvalLog``, ``ServeDriver``). Instead of
-globals it takes ``Hooks``: the run's group gate (pause, stop), its temperature, an event sink,
-the item ledger and where to keep its checkpoint. Without them it behaves like
+(``ProcessDriver``, ``EvalLog``, ``ServeDriver``: the ``env_drivers`` mixin). What it carries
+for each group it holds as objects of their own: ``group_retries`` (rollouts tried again with
+back-off), ``group_assembly`` (the ScoredDataGroup, or the drop and its reason) and
+``wandb_window`` (what its wandb rows add). Instead of globals it takes ``Hooks``: the run's group
+gate (pause, stop), its temperature, an event sink, the item ledger and where to keep its
+checkpoint. Without them it behaves like
 atroposlib's own environments and runs under atroposlib's CLI:
 ``python -m vftui.collector.verifiers_env process --env.vf_env_name alphabet-sort ...``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import random
-import string
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 
-from vftui import stats
-from vftui.collector.backoff import backoff_seconds
-from vftui.collector.endpoint import auth_errors
+from vftui.collector.env_drivers import EnvDrivers
 from vftui.collector.envs import loader
-from vftui.collector.envs.base import Rollout, metrics_of, unscorable
-from vftui.collector.envs.messages import template_messages
 from vftui.collector.gate import GroupGate
+from vftui.collector.group_assembly import GroupAssembly, collected
+from vftui.collector.group_retries import GroupRetries
 from vftui.collector.modes import Endpoint, Rollouts, Sampling, ServeDriver
-from vftui.collector.rl import managed
 from vftui.collector.rl.rollouts import RlRollouts
 from vftui.collector.rl.trajectory_link import TrajectoryApiLink
 from vftui.collector.sft.rollouts import SftRollouts
-from vftui.collector.tokens import ChatTemplateTokenizer, TemplateMismatch
-from vftui.collector.wandb_rows import OwnRows
+from vftui.collector.tokens import ChatTemplateTokenizer
+from vftui.collector.wandb_window import WandbWindow
 from vftui.errors import RunFailed
-from vftui.events import EndpointTrouble, Event, GroupCollected, GroupDropped, MetricsWindow
+from vftui.events import Event
 from vftui.group_format import META, trained_tokens
 from vftui.run_files import store
 from vftui.run_files.ledger import ItemLedger
@@ -93,7 +88,7 @@ class Hooks:
     """A resumed run's seconds in its earlier sessions: each checkpoint counts them with this one's."""
 
 
-class VerifiersEnv(TrajectoryApiLink, BaseEnv):
+class VerifiersEnv(EnvDrivers, TrajectoryApiLink, BaseEnv):
     name = "verifiers"
     env_config_cls = VfEnvConfig
 
@@ -109,15 +104,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         hooks: Hooks | None = None,
     ) -> None:
         super().__init__(config, server_configs, slurm, testing)
-        self.hooks = hooks or Hooks()
+        self.hooks = hooks = hooks or Hooks()
         self.process_mode = False  # atroposlib's process command sets it; see ``rollouts``
         self._sampling = sampling
-        self._evaluate: Callable[[int], Awaitable[dict[str, float]]] | None = None
-        self._eval_rows = OwnRows()  # rl: each eval's figures, a wandb row of its own
-        self._serving: asyncio.Task | None = (
-            None  # rl: the task of ``serve``, which a group's failure ends
-        )
-        self._failure: RunFailed | None = None
         if sampling is None:  # atroposlib's own CLI: loaded from the config
             environment = loader.load(config.vf_env_name, config.get_env_args())
         else:
@@ -125,14 +114,18 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         self.environment = environment
         self.reward_func_names = environment.reward_function_names
         self.max_turns = environment.max_turns
-        self._failures_in_a_row = 0
-        self.trainer_tokenizer = ChatTemplateTokenizer(self.tokenizer)
-        self.window = stats.Accumulator()
-        self._score_range: tuple[float, float] | None = (
-            None  # of every scored group, for drop reasons
+        self.retries = GroupRetries(hooks.max_retries, hooks.emit, hooks.gate)
+        self.groups = GroupAssembly(
+            config,
+            config.vf_env_name,
+            ChatTemplateTokenizer(self.tokenizer),
+            emit=hooks.emit,
+            max_retries=hooks.max_retries,
+            extra_meta=hooks.extra_meta,
         )
-        self.groups_written = self.hooks.groups_before
-        self.ledger = self.hooks.ledger
+        self.wandb_window = WandbWindow(hooks.emit, hooks.health_metrics)
+        self.groups_written = hooks.groups_before
+        self.ledger = hooks.ledger
         self._started = time.monotonic()
         logger.info(
             "verifiers env %s, reward functions %s", config.vf_env_name, self.reward_func_names
@@ -242,9 +235,8 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             group = await self._collect_group(item)
         except RunFailed as e:
             self._group_done(done=False)
-            if (serving := self._serving) is None:
+            if not self.stop_serving(e):
                 raise
-            self._fail(e, serving)
             return None, []
         except BaseException:
             self._group_done(done=False)
@@ -253,139 +245,26 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             self._group_done(done=self.hooks.drops_are_done and item.get(JUDGED, False))
         return group, []
 
-    async def _rollouts_with_retries(
-        self, item: dict[str, Any], temperature: float
-    ) -> list[Rollout] | None:
-        """One group's rollouts, retried with backoff; None when a stop cut the retries."""
-        group_size = self.config.group_size
-        time_limit = self.rollouts.time_limit_s()
-        attempts = self.hooks.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                rollouts = await asyncio.wait_for(
-                    self.rollouts.attempt(item, temperature), time_limit
-                )
-                errors = [r.error for r in rollouts if r.error]
-                if not errors and len(rollouts) == group_size:
-                    return rollouts
-                problem = (
-                    errors[0] if errors else f"{len(rollouts)} of {group_size} rollouts returned"
-                )
-            except auth_errors() as e:
-                raise RunFailed(
-                    f"the endpoint rejected the request ({type(e).__name__}): check the API key"
-                ) from e
-            except RunFailed:  # what the rollouts ran on is gone (an env server): no retry helps
-                raise
-            except TimeoutError:
-                problem = (
-                    f"the group timed out after {time_limit:g} s (is the inference server up?)"
-                )
-            except Exception as e:  # noqa: BLE001 - any endpoint failure is retried, then reported
-                problem = f"{type(e).__name__}: {e}"
-            if attempt == attempts:
-                raise RunFailed(
-                    f"the endpoint failed {attempts} times in a row; last error: {problem}"
-                )
-            if not await self._back_off(attempt, attempts, problem, "endpoint"):
-                return None
-        return None
-
-    async def _back_off(self, attempt: int, attempts: int, problem: str, service: str) -> bool:
-        """Report a failed attempt and wait before the next; False when a stop cut the wait."""
-        delay = backoff_seconds(attempt)
-        self.hooks.emit(EndpointTrouble(attempt, attempts, problem, round(delay, 2), service))
-        logger.info(
-            "%s attempt %d/%d failed: %s", service, attempt, attempts, problem
-        )  # the event is the warning
-        if self.hooks.gate is None:
-            await asyncio.sleep(delay)
-            return True
-        await self.hooks.gate.sleep(delay)
-        return not self.hooks.gate.stopping
-
     async def _collect_group(self, item: dict[str, Any]) -> ScoredDataGroup | None:
         """One group as atroposlib's ``ScoredDataGroup``, or None when it cannot be training data.
 
-        Its rollouts are retried as a whole on endpoint errors; a reward function that failed,
-        a reward that is not finite or tokens that do not match the generation drop it instead
-        (``_group_failed``), with the reason.
+        Its rollouts are retried as a whole on endpoint errors (``retries``); a reward function that
+        failed, a reward that is not finite or tokens that do not match the generation drop it
+        instead (``groups``), with the reason: that item is judged, done.
         """
-        started, clock = time.time(), time.monotonic()
+        started = time.time(), time.monotonic()
         temperature = self.temperature
         began = self.rollouts.group_meta()
-        rollouts = await self._rollouts_with_retries(item, temperature)
+        rollouts = await self.retries.rollouts(
+            self.rollouts, item, temperature, self.config.group_size
+        )
         if rollouts is None:
             return None
-        if failure := next((r.reward_failure for r in rollouts if r.reward_failure), None):
-            self._group_failed(item, f"reward function '{failure[0]}'", failure[1])
-            return None
-        try:
-            group, tokens_meta = self._tokenized(rollouts)
-        except TemplateMismatch as e:  # scored, but the trainer would get tokens it was not sent
-            self._group_failed(
-                item,
-                "building the token sequence",
-                str(e),
-                [r.reward for r in rollouts],
-                [r.turns for r in rollouts],
-            )
-            return None
-        metrics = metrics_of(rollouts)
-        if (
-            bad := unscorable(group["scores"], metrics)
-        ) is not None:  # a rubric of its own, unwatched
-            self._group_failed(item, *bad)
-            return None
-        group["scores"] = [
-            float(s) for s in group["scores"]
-        ]  # a numpy float is a score, and JSON as a float
-        metrics = {name: [float(v) for v in values] for name, values in metrics.items()}
-        self._failures_in_a_row = 0
-        self._score_range = stats.widen(self._score_range, group["scores"])
-        group["generation_params"] = {
-            "temperature": temperature,
-            "max_tokens": self.config.max_token_length,
-        }
-        group[META] = {
-            "env": self.config.vf_env_name,
-            "item": item["_item"],
-            "example_id": item.get("example_id"),
-            "metrics": metrics,
-            "turns": [r.turns for r in rollouts],
-            "finish_reasons": [r.finish_reason for r in rollouts],
-            **tokens_meta,
-            "started_at": started,
-            "elapsed_s": round(time.monotonic() - clock, 4),
-            **began,
-            **self.hooks.extra_meta,
-        }
+        group = self.groups.scored(item, rollouts, self.rollouts, temperature, started, began)
+        if group is None:
+            self._item_done(item["_item"])
+            item[JUDGED] = True
         return group
-
-    def _tokenized(self, rollouts: list[Rollout]) -> tuple[ScoredDataGroup, dict[str, Any]]:
-        """The group's tokens, masks (and logprobs), scores and messages, with the tools the model was sent."""
-        group: ScoredDataGroup = {"tokens": [], "masks": [], "scores": [], "messages": []}
-        logprobs, stripped = [], []
-        for rollout in rollouts:
-            if rollout.tools:
-                group.setdefault(
-                    "tools", rollout.tools
-                )  # the schemas the model was sent, for SFT tools
-            tokenizer = self.trainer_tokenizer.with_tools(
-                rollout.tools
-            )  # the trained prompt shows them too
-            tokenized = self.rollouts.tokenize(
-                tokenizer, template_messages(rollout.messages), rollout
-            )
-            group["tokens"].append(tokenized.tokens)
-            group["masks"].append(tokenized.masks)
-            group["scores"].append(rollout.reward)
-            group["messages"].append(rollout.messages)
-            logprobs.append(tokenized.logprobs)
-            stripped.append(tokenized.stripped_end_of_turn)
-        if self.rollouts.logprobs:
-            group["inference_logprobs"] = logprobs
-        return group, {"stripped_end_of_turn": stripped}
 
     async def handle_send_to_api(
         self, scored_data, item=None, do_send_to_api=True, abort_on_any_max_length_exceeded=True
@@ -401,19 +280,12 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
             if written and isinstance(scored_data, dict):
                 self._record(scored_data)
             elif isinstance(scored_data, dict):
-                meta = scored_data[META]
-                dropped = GroupDropped(
-                    meta["item"],
-                    self._drop_reason(scored_data),
-                    list(scored_data["scores"]),
-                    meta["metrics"],
-                    meta["turns"],
-                )
-                self.window.add(dropped)
+                dropped = self.groups.dropped(scored_data, self.max_token_len)
+                self.wandb_window.add(dropped)
                 self.hooks.emit(
                     dropped
                 )  # into the drop log first: the checkpoint never claims more than it holds
-                self._item_done(meta["item"])  # seen and judged: a resume does not collect it again
+                self._item_done(dropped.item)  # seen and judged: a resume does not collect it again
                 done = self.hooks.drops_are_done
         finally:
             self._group_done(done or written)
@@ -424,59 +296,14 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
         if self.hooks.checkpoint_path is not None:
             self.save_checkpoint(self.curr_step)
 
-    def _drop_reason(self, group: ScoredDataGroup) -> str:
-        if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
-            return stats.identical_kind(group["scores"][0], self._score_range)
-        if self.max_token_len > 0 and any(len(t) >= self.max_token_len for t in group["tokens"]):
-            return f"a sequence reached the trainer's max_token_len ({self.max_token_len})"
-        return "malformed group"
-
     def _record(self, group: ScoredDataGroup) -> None:
         """A group is on disk: checkpoint it, count it in the window, announce it."""
         self.groups_written += 1
-        meta = group[META]
-        self._item_done(meta["item"])
+        self._item_done(group[META]["item"])
         self.hooks.on_tokens(sum(map(trained_tokens, group["masks"])))
-        event = GroupCollected(
-            index=self.groups_written,
-            item=meta["item"],
-            example_id=meta["example_id"],
-            scores=list(group["scores"]),
-            metrics=meta["metrics"],
-            turns=meta["turns"],
-            tokens=group["tokens"],
-            masks=group["masks"],
-            messages=group["messages"],
-            finish_reasons=meta["finish_reasons"],
-            temperature=group["generation_params"]["temperature"],
-            started_at=meta["started_at"],
-            elapsed_s=meta["elapsed_s"],
-            logprobs=group.get("inference_logprobs"),
-        )
-        self.window.add(event)
+        event = collected(group, self.groups_written)
+        self.wandb_window.add(event)
         self.hooks.emit(event)
-
-    def _group_failed(
-        self,
-        item: dict[str, Any],
-        what: str,
-        error: str,
-        scores: list[float] | None = None,
-        turns: list[int] | None = None,
-    ) -> None:
-        """A group that cannot be training data (a reward function raised, which verifiers scores 0;
-        a reward that is not finite; tokens that do not match the generation): report and drop it.
-        The same failure in more than --retries groups in a row fails the run: it is systematic."""
-        self._failures_in_a_row += 1
-        if self._failures_in_a_row > self.hooks.max_retries:
-            raise RunFailed(
-                f"{what} failed in {self._failures_in_a_row} groups in a row; last error: {error}"
-            )
-        self.hooks.emit(
-            GroupDropped(item["_item"], f"{what} failed: {error}", scores or [], {}, turns or [])
-        )
-        self._item_done(item["_item"])
-        item[JUDGED] = True
 
     def release_unstarted(self, item: dict[str, Any]) -> None:
         """Give back the slot of a claimed item whose group never started (cancelled first)."""
@@ -493,144 +320,9 @@ class VerifiersEnv(TrajectoryApiLink, BaseEnv):
     async def wandb_log(self, wandb_metrics: dict | None = None) -> None:
         """The reference's verifiers metrics for this window, then atroposlib's own."""
         wandb_metrics = dict(wandb_metrics or {})
-        window = self.window.metrics()
-        self.window = stats.Accumulator()
-        if window:
-            wandb_metrics.update(window)
-            self.hooks.emit(MetricsWindow(self.curr_step, window))
-        wandb_metrics.update(self.hooks.health_metrics())
+        wandb_metrics.update(self.wandb_window.metrics(self.curr_step))
         await super().wandb_log(wandb_metrics)
-        if (row := self._eval_rows.take(self.curr_step)) is not None:
-            self._log_row(row, self.curr_step)
-
-    def log_row(self, figures: dict[str, float]) -> None:
-        """``figures`` in a wandb row of their own, with the env's next row (``wandb_rows``)."""
-        self._eval_rows.add(figures)
-
-    def _log_row(self, figures: dict[str, float], step: int) -> None:
-        import wandb
-
-        if wandb.run is not None:  # under the names given, not atroposlib's prefixed ones
-            wandb.log(figures, step=step)
-
-    # -- the drivers the modes see (``modes``) ------------------------------------------
-
-    async def begin(self) -> None:
-        """As atroposlib's process manager starts (sft, eval): its setup, wandb, the step count."""
-        await self.setup()
-        if self.config.use_wandb:
-            self._start_wandb()
-        self.curr_step = 0
-
-    def _start_wandb(self) -> None:
-        """wandb as atroposlib's process manager starts it: one run named after the env and the date."""
-        import wandb
-
-        suffix = "".join(random.choices(string.ascii_lowercase, k=6))
-        wandb.init(
-            project=self.wandb_project,
-            name=f"{self.name}-{datetime.now():%Y-%m-%d}-{suffix}",
-            group=self.wandb_group,
-            config=self.config.model_dump(),
-        )
-
-    async def next_item(self) -> dict[str, Any] | None:
-        return await self.get_next_item()
-
-    async def process(self, item: dict[str, Any]) -> None:
-        """One group through atroposlib's per-group steps, as its process manager takes them."""
-        group, _ = await self.collect_trajectories(item)
-        if group:
-            processed = await self.postprocess_histories(group)
-            await self.handle_send_to_api(
-                processed, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-            )
-            await self.wandb_log()
-            self.curr_step += 1
-
-    def release(self, item: dict[str, Any]) -> None:
-        self.release_unstarted(item)
-
-    def end(self) -> None:
-        self.jsonl_writer.close()
-
-    async def log_eval(
-        self,
-        folder: Path,
-        metrics: dict[str, Any],
-        samples: list[dict[str, Any]],
-        model: str,
-        span: tuple[float, float],
-        temperature: float | None = None,
-    ) -> None:
-        """atroposlib's own eval files in ``folder`` (its ``evaluate_log`` writes with open()); ``temperature``
-        the eval's where it is not the run's (an rl run's evals)."""
-        self.config.data_dir_to_save_evals = str(folder)
-        await self.evaluate_log(
-            metrics,
-            task_name=f"{self.config.vf_env_name}_eval",
-            model_name=model,
-            start_time=span[0],
-            end_time=span[1],
-            generation_parameters={
-                "temperature": self.temperature if temperature is None else temperature
-            },
-            samples=samples,
-            verbose=False,
-        )
-
-    async def serve(self) -> None:
-        """atroposlib's serve loop (rl) until cancelled; a group's failure ends it and is raised (the loop
-        itself would log and drop it)."""
-        self._serving = asyncio.current_task()
-        try:
-            await self.env_manager()
-        except asyncio.CancelledError:
-            if self._failure is None:
-                raise
-        finally:
-            try:
-                await self._eval_in_flight()
-            finally:  # a second stop cancelled it: the evals done before still get their rows
-                for step, row in self._eval_rows.rest(self.curr_step):
-                    self._log_row(row, step)
-        if self._failure is not None:
-            raise self._failure
-
-    async def _eval_in_flight(self) -> None:
-        """An eval the serve loop started runs as a task of its own, which the loop's end leaves running:
-        its figures are measured, so the run waits for them like a group in flight (a second stop, or the
-        stop's grace running out, cancels it with the serve loop)."""
-        runner = self.eval_runner
-        if runner is None or runner.done():
-            return
-        logger.info("finishing the eval in flight")
-        try:
-            await runner
-        except asyncio.CancelledError:  # a second stop: the eval goes with the serve loop
-            runner.cancel()
-            if self._failure is None:
-                raise  # else the group's failure is what ends the run, raised by serve
-        except Exception as e:  # noqa: BLE001 - a failed eval is no reason to lose the run's end
-            logger.warning("the eval in flight at the run's end failed: %s", e)
-
-    def _fail(self, failure: RunFailed, serving: asyncio.Task) -> None:
-        """A group's failure ends the serve loop, ``serving`` (the first one says why)."""
-        if self._failure is None:
-            self._failure = failure
-            serving.cancel()
-
-    def servers(self) -> Sequence[Any]:
-        return self.server.servers
-
-    def recorded_client(self) -> AbstractAsyncContextManager[tuple[Any, Any]]:
-        return managed.recorded_client(self.server, self.tokenizer)
-
-    def use_tool_parser(self, name: str | None) -> None:
-        self.server.tool_parser = name
-
-    def evaluate_with(self, hook: Callable[[int], Awaitable[dict[str, float]]]) -> None:
-        self._evaluate = hook
+        self.wandb_window.after_row(self.curr_step)
 
 
 if __name__ == "__main__":

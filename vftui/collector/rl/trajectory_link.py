@@ -5,7 +5,7 @@ mixin, placed before ``BaseEnv`` in ``VerifiersEnv``'s bases, wraps them: every 
 retried with backoff for as long as the run goes on and each failure is reported; a 4xx
 answer fails the run with a clear sentence; a run-api that restarted and forgot our env is
 registered with again, and sends wait until it knows us. It relies on the env's
-``hooks``, ``_back_off``, ``groups_written`` and ``config``.
+``hooks``, ``retries.back_off`` (``group_retries``), ``groups_written`` and ``config``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import aiohttp
 from atroposlib.envs.base import BaseEnv
 from tenacity import stop_after_attempt
 
+from vftui.collector.group_retries import GroupRetries
 from vftui.errors import RunFailed
 from vftui.events import TRAJECTORY_API, WAITING_FOR_TRAINER, ApiStatus, RunState, RunStatus
 from vftui.group_format import META
@@ -46,6 +47,7 @@ else:
 
 
 class TrajectoryApiLink(_Env):
+    retries: GroupRetries  # the env's
     eval_runner: asyncio.Task | None  # atroposlib's, as are these: set by BaseEnv
     wandb_project: str | None
     wandb_group: str | None
@@ -118,7 +120,9 @@ class TrajectoryApiLink(_Env):
             self._api_knows_us = (
                 False  # it may have restarted and forgotten us: the status poll checks
             )
-            if not await self._back_off(min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API):
+            if not await self.retries.back_off(
+                min(attempt, 5), 0, f"{what}: {problem}", TRAJECTORY_API
+            ):
                 raise RunFailed(f"stopped while the trajectory API was unreachable ({what})")
 
     async def _register_env(self):
