@@ -89,6 +89,8 @@ def fails_with(args: list[str], capsys, expected: str) -> str:
         (["--steps", "0"], "invalid --steps"),
         (["--temperature", "2.5"], "invalid --temperature"),
         (["--temperature", "-0.1"], "invalid --temperature"),
+        (["--temperature", "nan"], "invalid --temperature: Input should be a finite number"),
+        (["--temperature=-inf"], "invalid --temperature: Input should be a finite number"),
         (["--max-tokens", "0"], "invalid --max-tokens"),
         (["--mode", "dpo"], "invalid --mode"),
         (["--base-url", "localhost:8000"], "is not a URL like"),
@@ -640,6 +642,14 @@ def test_a_run_id_that_names_no_run_or_several_is_said_as_such(tmp_path, capsys)
         f"vftui: error: {prefix}: 2 runs have ids that start with it; give more of the id "
         "(vftui runs lists them)"
     )
+    assert main(["view", prefix.upper()]) == 2, "an id in capitals is the same id"
+    assert "2 runs have ids that start with it" in capsys.readouterr().err
+    for command in ("view", "attach"):  # too short to be an id: said so, not "not a vftui run"
+        assert main([command, files.digest[:3]]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"vftui: error: {files.digest[:3]}: no such file or folder; a run id takes at least 4 of "
+            "its characters (vftui runs lists the ids)"
+        )
 
 
 @pytest.mark.parametrize("command", ["view", "report", "attach", "compare"])

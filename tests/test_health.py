@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import types
 
 import httpx
@@ -658,4 +659,29 @@ def test_a_gate_list_with_an_empty_term_or_a_gate_twice_is_refused():
     assert [g.name for g in read_gates(" identical>0.9 , truncated>0.3 ")] == [
         "identical",
         "truncated",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("identical>2", "identical is a share from 0 to 1, so this gate would never trip"),
+        ("truncated>1", "truncated is a share from 0 to 1, so this gate would never trip"),
+        ("errors>-0.1", "errors is a share from 0 to 1, so this gate would always trip"),
+        ("pass@1<0", "pass@1 is a share from 0 to 1, so this gate would never trip"),
+        ("accuracy<1.5", "accuracy is a share from 0 to 1, so this gate would always trip"),
+    ],
+)
+def test_a_gate_on_a_share_past_either_end_is_refused(text, said):
+    """``identical>2`` could never trip and passed silently (a low of issue 42); a share's gate must lie
+    within 0 to 1, figures with no such bound (stall seconds, the reward) take any number."""
+    from vftui.figures.signals import read_gates
+
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_gates(text)
+    assert [g.threshold for g in read_gates("identical>0,stall>500,reward>7,pass@1<1")] == [
+        0.0,
+        500.0,
+        7.0,
+        1.0,
     ]

@@ -7,6 +7,7 @@ import difflib
 import errno
 import math
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -571,6 +572,11 @@ def by_id(path: Path) -> Path:
     from vftui.run_files.index import looks_like_id, runs_with_id
 
     text = str(path)
+    if re.fullmatch(r"[0-9a-fA-F]{1,3}", text):
+        raise UserError(
+            f"{text}: no such file or folder; a run id takes at least 4 of its characters "
+            "(vftui runs lists the ids)"
+        )
     if not looks_like_id(text):
         return path
     found = runs_with_id(text)

@@ -17,6 +17,7 @@ class Signal:
     meaning: str
     reason: str  # the alert's line, formatted with value and threshold
     below: bool = False  # the alert is on under the threshold, not over it
+    share: bool = False  # a share, from 0 to 1: a gate past either end never or always trips
 
 
 SIGNALS: dict[str, Signal] = {
@@ -25,16 +26,19 @@ SIGNALS: dict[str, Signal] = {
         "share of the window's scored groups whose rollouts all got the same score",
         "{value:.0%} of recent groups have identical scores (> {threshold:g}): "
         "nothing to learn from them",
+        share=True,
     ),
     "truncated": Signal(
         0.2,
         "share of the window's rollouts cut at --max-tokens (finish reason length)",
         "{value:.0%} of recent rollouts were cut at --max-tokens (> {threshold:g})",
+        share=True,
     ),
     "errors": Signal(
         0.1,
         "failed requests per request over the last minute",
         "{value:.0%} of the last minute's requests failed (> {threshold:g})",
+        share=True,
     ),
     "stall": Signal(
         120.0,
@@ -45,6 +49,7 @@ SIGNALS: dict[str, Signal] = {
         0.5,
         "how far the mean completion length fell, older half of the window to newer",
         "completions got {value:.0%} shorter across the window (> {threshold:g})",
+        share=True,
     ),
     "runaway": Signal(
         0.9,
@@ -55,6 +60,7 @@ SIGNALS: dict[str, Signal] = {
         0.9,
         "share of the weighted reward that its largest reward function gives",
         "one reward function gives {value:.0%} of the reward (> {threshold:g})",
+        share=True,
     ),
     "divergence": Signal(
         0.1,
@@ -166,6 +172,9 @@ STALL_TIMEOUT = "stall-timeout"  # the gate --stall-timeout sets
 
 EVAL_FIGURES = "reward, accuracy, pass@K"  # an eval's figures a gate can name, with < or > (eval mode, at its end)
 _EVAL_FIGURE = re.compile(r"reward|accuracy|pass@[1-9][0-9]*")
+_EVAL_SHARE = re.compile(
+    r"accuracy|pass@[1-9][0-9]*"
+)  # shares, from 0 to 1 (the reward is any number)
 
 
 @dataclass(frozen=True)
@@ -204,6 +213,12 @@ def read_gates(text: str | None) -> list[Gate]:
             raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
         if not math.isfinite(threshold):
             raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
+        if (name in SIGNALS and SIGNALS[name].share) or _EVAL_SHARE.fullmatch(name):
+            if (op == ">" and not 0 <= threshold < 1) or (op == "<" and not 0 < threshold <= 1):
+                raise ValueError(
+                    f"cannot read '{term}': {name} is a share from 0 to 1, so this gate would "
+                    f"{'never' if (threshold >= 1) == (op == '>') else 'always'} trip"
+                )
         if any(g.name == name and g.op == op for g in gates):
             raise ValueError(f"cannot read '{text}': it names {name}{op} twice")
         gates.append(Gate(name, op, threshold))

@@ -38,14 +38,15 @@ def resolve_id(text: str) -> Path | None:
 
 
 def looks_like_id(text: str) -> bool:
-    return re.fullmatch(r"[0-9a-f]{4,24}", text) is not None
+    """Hex digits, of any case (an id copied from a listing in capitals is the same id)."""
+    return re.fullmatch(r"[0-9a-fA-F]{4,24}", text) is not None
 
 
 def runs_with_id(text: str) -> list[Path]:
     """The jsonl of every known run whose id starts with ``text``; none for what is no id."""
     if not looks_like_id(text):
         return []
-    return [out for out in known_runs() if RunFiles(out).digest.startswith(text)]
+    return [out for out in known_runs() if RunFiles(out).digest.startswith(text.lower())]
 
 
 def forget(files: RunFiles) -> bool:
