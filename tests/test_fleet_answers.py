@@ -14,6 +14,7 @@ import shutil
 import signal
 import stat
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,7 @@ def hostile(root: Path, name: str, answer: str) -> str:
 def test_a_host_that_answers_damage_is_one_line_and_the_others_are_listed(fleet_root):
     root, _ = fleet_root
     bad = {
-        "deep": "[" * 200_000 + "]" * 200_000 + "\n",
+        "deep": "[" * 500 + "]" * 500 + "\n",  # within a line's bounds (64 KB, 1,000 values)
         "digits": json.dumps({**A_RUN, "groups_done": 10**400}) + "\n",
         "future": json.dumps({**A_RUN, "started": 1e300}) + "\n",
         "nan": json.dumps({**A_RUN, "groups_per_s": float("nan"), "mean_reward": float("inf")})
@@ -348,3 +349,78 @@ def test_a_signal_ends_a_compare_waiting_on_hanging_hosts_and_their_ssh_at_once(
         "an ssh outlived the compare that started it",
         timeout=10,
     )
+
+
+# -- what an answer parses to, bounded ------------------------------------------------------------------------
+
+
+def peak_while(read) -> int:
+    """The most Python memory held at once (tracemalloc) while ``read()`` runs, beyond what was held before."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        read()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.unit
+def test_a_runs_answer_of_empty_objects_is_left_out_unparsed_its_memory_bounded(tmp_path):
+    """A host's 60 MB answer of ``{}`` held 1.75 GB here (each 3 bytes some 72 parsed): a line too long or of
+    more values than any run's is left out before it is parsed, and one too long is never held."""
+    long_line = b'{"x": [' + b"{}," * (8 * 1024**2 // 3) + b"{}]}\n"  # 8 MB, one line
+    dense = (b'{"x": [' + b"{}," * 20_000 + b"{}]}\n") * 40  # 2.4 MB, each line 60 KB of {}
+    for answer_bytes, said in [
+        (long_line, "line 1: longer than 65,536 bytes"),
+        (dense + json.dumps(A_RUN).encode() + b"\n", "line 1: more than 1,000 values"),
+    ]:
+        path = tmp_path / "answer"
+        path.write_bytes(answer_bytes)
+        answer = fleet.Answer("h")
+        peak = peak_while(lambda: fleet._answered(["cat", str(path)], answer, fleet.Bounds()))  # noqa: B023
+        # a line is at most 64 KB, measured (not held) past it; parsed, these held 30 times their bytes
+        assert peak < 1024**2, f"{peak:,} bytes held for {len(answer_bytes):,}"
+        result = answer.end()
+        assert said in result.problem, result.problem
+    assert [run.id for run in result.runs] == ["abc123"], "the run after them is listed"
+
+
+@pytest.mark.unit
+def test_a_compare_source_stops_being_read_at_its_budget_of_values(tmp_path, monkeypatch):
+    """512 MB of ``{}`` (the bytes a source may be) held some 15 GB: what its kept lines parse to is counted
+    before each is parsed, and past the budget the host's answer is no longer read, in one sentence."""
+    from vftui.run_files import bounded_lines, source_lines
+
+    head = {
+        "form": 1,
+        "kind": "groups",
+        "env_id": "e",
+        "skipped": 0,
+        "threshold": None,
+        "errors": 0,
+    }
+    head |= {"warnings": [], "group_means": [], "setup": {"temperatures": []}}
+    item = {"rewards": [1.0], "functions": {}, "truncated": [False], "completion_chars": [0]}
+    item |= {"tokens": [None], "prompt": None, "rollouts": [[{}] * 10_000]}
+    lines = [{"source": head}] + [{"item": {**item, "key": str(n)}} for n in range(30)]
+    path = tmp_path / "answer"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    budget = 50_000  # 300,000 values answered
+    monkeypatch.setattr(source_lines, "MAX_VALUES", budget, raising=False)
+    answer = source_lines.SourceAnswer("h", "/p")
+    bounded = fleet.Bounds(60, fleet.MAX_SOURCE_BYTES, fleet.MAX_SOURCE_LINES, fleet.SOURCE_SAID)
+    problem = ""
+
+    def read() -> None:
+        nonlocal problem
+        problem = fleet._answered(["cat", str(path)], answer, bounded)[0]
+
+    peak = peak_while(read)
+    assert problem == (
+        f"answered more than 512 MB, 1,000,000 lines or {budget:,} values, more than compare brings of "
+        "one source: stopped reading it"
+    )
+    assert peak < budget * bounded_lines.VALUE_BYTES + path.stat().st_size, f"{peak:,} bytes held"
+    # as shipped: what a source's values parse to at most is near the bytes it may be, not 30 times them
+    assert source_lines.MAX_VALUES * bounded_lines.VALUE_BYTES <= 2 * fleet.MAX_SOURCE_BYTES

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from vftui import bounds
 from vftui.errors import UserError
+from vftui.run_files.bounded_lines import BoundedLines
 from vftui.run_files.listing import RunLine
 from vftui.run_files.results import Source
 from vftui.run_files.source_lines import SourceAnswer
-from vftui.text.json_lines import PipedLines, shown
+from vftui.text.json_lines import shown
 from vftui.text.printable import printable
 
 SSH_COMMAND = "VFTUI_SSH"
@@ -46,6 +47,9 @@ HOSTS_AT_ONCE = (
 )
 # A host's answer past either is no vftui's (some 600 bytes a run): reading it stops, so memory stays bounded.
 MAX_ANSWER_BYTES, MAX_ANSWER_LINES = 64 * 1024**2, bounds.LARGE
+# A line of it past either is no run (a path is at most 4 KB, a run some 60 values): left out unparsed, so what
+# one line parses to stays small whatever the host sends (a 60 MB line of ``{}`` held 1.75 GB).
+MAX_RUN_LINE_BYTES, MAX_RUN_LINE_VALUES = 64 * 1024, 1_000
 RUNS_SAID = "far more than vftui runs --json says of any machine's runs"
 # A compare source brought from a host (``source_lines``): a line an item, its rollouts' messages in it; a
 # source read there takes its time, as one read here would.
@@ -71,12 +75,13 @@ class HostRuns:
     notes: list[str] = field(default_factory=list)
 
 
-class Answer(PipedLines):
+class Answer(BoundedLines):
     """A host's ``vftui runs --json``, read as the pipe hands it over: a line that is not a run (not JSON, nested
-    past ``bounds.MAX_NESTING``, a figure out of range) is left out and counted, never a traceback."""
+    past ``bounds.MAX_NESTING``, a figure out of range, past ``MAX_RUN_LINE_BYTES`` or ``MAX_RUN_LINE_VALUES``)
+    is left out and counted, never a traceback."""
 
     def __init__(self, host: str) -> None:
-        super().__init__()
+        super().__init__(MAX_RUN_LINE_BYTES, MAX_RUN_LINE_VALUES)
         self.host, self.runs = host, list[RunLine]()
 
     def end(self) -> HostRuns:
@@ -238,7 +243,7 @@ def asking_hosts() -> Iterator[None]:
 
 
 def _answered(
-    command: list[str], answer: PipedLines, bounded: Bounds, remote: str = REMOTE_VFTUI
+    command: list[str], answer: BoundedLines, bounded: Bounds, remote: str = REMOTE_VFTUI
 ) -> tuple[str, list[str]]:
     """``command`` (ssh to a host, there ``remote``) run, its answer fed to ``answer`` within ``bounded``; what
     went wrong (``remote`` not there, the last line the host or ssh said, a limit passed), or ``""``, and the
@@ -279,10 +284,10 @@ def _not_run(code: int, remote: str) -> str:
 
 
 def _read(
-    process: subprocess.Popen[bytes], answer: PipedLines, bounded: Bounds
+    process: subprocess.Popen[bytes], answer: BoundedLines, bounded: Bounds
 ) -> tuple[bytes, str]:
     """The process's stdout fed to ``answer`` and the end of its stderr, as they come; a problem when it does
-    not end in time, or says more than ``bounded`` lets it."""
+    not end in time, or says more than ``bounded`` (or ``answer``'s budget of values) lets it."""
     deadline, size, stderr = time.monotonic() + bounded.seconds, 0, b""
     with selectors.DefaultSelector() as waiting:
         waiting.register(process.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
@@ -297,15 +302,25 @@ def _read(
                     waiting.unregister(key.fileobj)
                 elif key.fileobj is process.stderr:
                     stderr = (stderr + chunk)[-STDERR_KEPT:]
-                elif (size := size + len(chunk)) > bounded.size or answer.feed(
-                    chunk
-                ) > bounded.lines:
-                    return stderr, (
-                        f"answered more than {bounded.size // 1024**2} MB or {bounded.lines:,} "
-                        f"lines, {bounded.said}: stopped reading it"
+                elif (
+                    (size := size + len(chunk)) > bounded.size
+                    or answer.feed(chunk) > bounded.lines
+                    or answer.spent
+                ):
+                    return (
+                        stderr,
+                        f"answered more than {_limits(bounded, answer)}, {bounded.said}: stopped reading it",
                     )
     try:
         process.wait(max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         return stderr, f"no answer within {bounded.seconds:g} s"
     return stderr, ""
+
+
+def _limits(bounded: Bounds, answer: BoundedLines) -> str:
+    """What an answer may be: ``64 MB or 100,000 lines``, and its values where it has a budget of them."""
+    size, lines = f"{bounded.size // 1024**2} MB", f"{bounded.lines:,} lines"
+    if answer.budget is None:
+        return f"{size} or {lines}"
+    return f"{size}, {lines} or {answer.budget:,} values"

@@ -17,13 +17,18 @@ from typing import Any, TypeGuard
 
 from vftui import bounds
 from vftui.errors import UserError
+from vftui.run_files.bounded_lines import BoundedLines
 from vftui.run_files.results import Item, Setup, Source
-from vftui.text.json_lines import PipedLines, finite_json, shown
+from vftui.text.json_lines import finite_json, shown
 
 FORM = 1  # of these lines: a vftui that writes another is refused, never misread
 MAX_TEXT = (
     100_000  # characters of a name, a key or a warning (messages are bounded by the answer's size)
 )
+# Every line is kept (an item's rollouts), so what the answer parses to is bounded by its values, all lines
+# together (``bounded_lines.values``, at most ``VALUE_BYTES`` each: 8 million, some 600 MB for an answer of ``{}``,
+# of which 100 MB held 2.9 GB), and one item's line by its bytes (its text is held once more as it is parsed).
+MAX_VALUES, MAX_LINE_BYTES = 8 * 10**6, 64 * 1024**2
 
 
 def export(source: Source) -> Iterator[str]:
@@ -61,12 +66,13 @@ def export(source: Source) -> Iterator[str]:
         yield json.dumps({"item": body}, allow_nan=False)
 
 
-class SourceAnswer(PipedLines):
+class SourceAnswer(BoundedLines):
     """A host's ``--export-source`` answer, read as the pipe hands it over (``fleet``'s ``Answer`` is its
-    kind for ``runs``): the source once its lines end, its path ``HOST:PATH``."""
+    kind for ``runs``): the source once its lines end, its path ``HOST:PATH``; an item's line past
+    ``MAX_LINE_BYTES`` is left out, and past ``MAX_VALUES`` in all the reader stops (``spent``)."""
 
     def __init__(self, host: str, path: str) -> None:
-        super().__init__()
+        super().__init__(MAX_LINE_BYTES, budget=MAX_VALUES)
         self.host, self.path = host, path
         self.source: Source | None = None
 
