@@ -61,6 +61,10 @@ async def test_watch_app_shows_trainer_and_queue(api):
                 ),
             )
             assert "step 0" in str(panel.query_one("#api-text").render())
+            label = panel.query_one("#queue-label")  # the sparkline under it was unlabelled
+            assert label.display and str(label.render()) == "queue (groups), its last 240 polls:"
+            spark = panel.query_one("#queue-sparkline").region
+            assert label.region.y < spark.y and spark.height == 2, spark
             assert any("trainer registered" in r.message for r in app.model.logs)
             await pilot.press("q")
     finally:

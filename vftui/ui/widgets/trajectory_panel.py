@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.containers import Vertical
-from textual.widgets import Sparkline
+from textual.widgets import Sparkline, Static
 
 from vftui import stats
 from vftui.text import wording
 from vftui.text.printable import printable
 from vftui.text.wording import WAITING_FOR_TRAINER, trainer_state
-from vftui.ui.model import DashboardModel
+from vftui.ui.model import HISTORY, DashboardModel
 from vftui.ui.widgets.changed_lines import FiguresPanel
 
 
@@ -93,6 +93,7 @@ class TrajectoryPanel(Vertical):
 
     def compose(self):
         yield ApiText(id="api-text")
+        yield Static(f"queue (groups), its last {HISTORY} polls:", id="queue-label")
         yield Sparkline([], id="queue-sparkline")
 
     def show(self, model: DashboardModel) -> None:
