@@ -137,7 +137,6 @@ def test_flat_env_args_go_to_the_taskset_its_tasks_or_the_env(probe):
         loader.load("v1_probe", {"colour": "blue"})
 
 
-@pytest.mark.unit
 def test_an_endless_taskset_is_iterated_never_listed_and_finds_the_same_task_again(probe):
     environment = loader.load("v1_probe", {"endless": True})
     assert environment.size is None

@@ -23,6 +23,8 @@ ITEMS = [json.loads(line)["vftui"]["item"] for line in LINES]
 
 # Another writer, as a headless run elsewhere would be: lines 3 to 8 of the fixture, with
 # pauses; the 6th goes out in two halves, the second once the test writes a line to stdin.
+# The sleeps pace the writer on purpose (lines that arrive over time, as a run's do); the test
+# waits on what the app shows, never on them.
 WRITER = """
 import sys, time
 lines = open(sys.argv[1], "rb").read().splitlines(keepends=True)
