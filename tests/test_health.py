@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -685,3 +686,25 @@ def test_a_gate_on_a_share_past_either_end_is_refused(text, said):
         7.0,
         1.0,
     ]
+
+
+@pytest.mark.unit
+def test_one_early_failed_request_is_no_errors_alert():
+    """The first request failing read as 100% of requests failing, an alert at once (a low of issue
+    42): the share waits for ``MIN_REQUESTS`` requests in its window."""
+    from vftui.collector.health import MIN_REQUESTS
+
+    health, clock = monitor()
+    stats = [
+        RequestStats(0, 8, 8, 0, 0.0, 0.0, None, None, False, requests_total=0, failed_total=0)
+    ]
+    stats.append(dataclasses.replace(stats[0], requests_total=1, failed_total=1))
+    stats.append(dataclasses.replace(stats[0], requests_total=MIN_REQUESTS, failed_total=2))
+    for n, event in enumerate(stats):
+        health.observe(event)
+        clock.now += 1
+        figures, changes, _ = health.check()
+        if n == 1:
+            assert "errors" not in figures.signals and not changes
+    assert figures.signals["errors"] == pytest.approx(2 / MIN_REQUESTS)
+    assert "errors" in figures.active

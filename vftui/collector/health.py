@@ -28,6 +28,7 @@ from vftui.figures.signals import SIGNALS, STALL_TIMEOUT, Tripped
 from vftui.group_format import trained_tokens
 
 MIN_GROUPS = 8  # a window's figures start to mean something
+MIN_REQUESTS = 10  # ...and its share of failed requests: one early failure is not 100% failing
 TREND_GROUPS = 32  # trends (older half against newer) need halves this big, or the whole window: no flapping at start
 ERROR_WINDOW_S = 60.0
 SATURATED_TREND = 0.8  # completions this much shorter than before, with the reward at its best
@@ -256,7 +257,7 @@ class HealthMonitor:
             self._requests[-1],
         )
         asked = requests_now - requests_then
-        return (failed_now - failed_then) / asked if asked > 0 else None
+        return (failed_now - failed_then) / asked if asked >= MIN_REQUESTS else None
 
     def _weighted_shares(self, samples: list[Sample]) -> dict[str, float]:
         """Each reward function's share of the window's weighted reward (positive parts only)."""

@@ -36,7 +36,7 @@ SIGNALS: dict[str, Signal] = {
     ),
     "errors": Signal(
         0.1,
-        "failed requests per request over the last minute",
+        "failed requests per request over the last minute, once it holds 10 requests",
         "{value:.0%} of the last minute's requests failed (> {threshold:g})",
         share=True,
     ),
