@@ -440,6 +440,21 @@ def test_in_chromium_another_port_of_the_host_never_gets_the_session_s_cookie(tm
 
 
 @pytest.mark.needs("chromium", "playwright")
+def test_in_chromium_the_sign_in_page_needs_no_font_to_draw(tmp_path):
+    """The sign-in page was blank until the terminal's font loaded (a low of issue 42): it is drawn in
+    the system's monospace and asks for no font at all."""
+    with served(tmp_path, str(VIEWED)) as it, chromium_page() as seen:
+        seen.page.goto(f"{it.url}/login")
+        seen.page.wait_for_selector("input[name=token]")
+        family = seen.page.evaluate("getComputedStyle(document.body).fontFamily")
+        assert family == "monospace", family
+        assert "paste the token" in seen.page.inner_text("body")
+        seen.pump(300)
+        assert not [url for url in seen.requests if "/fonts/" in url], seen.requests
+        assert seen.errors == []
+
+
+@pytest.mark.needs("chromium", "playwright")
 def test_in_chromium_a_session_that_cannot_start_says_why_in_its_tab(tmp_path):
     """The file served went away: its tab shows the sentence (it was blank, the sentence on serve's stdout)."""
     served_file = tmp_path / "gone.jsonl"
