@@ -153,11 +153,9 @@ class VftuiApp(App[RunSummary | None]):
         """Fold what came since the last tick and hand the model down to the dashboard."""
         if not self.screen_stack:
             return  # a timer that fires while the app closes: nothing is on screen any more
-        batch = self.inbox.drain(MAX_EVENTS_PER_TICK)
-        started_before, state_before = self.model.run_started, self.model.state
-        self.model.apply(batch)
+        self.model.apply(self.inbox.drain(MAX_EVENTS_PER_TICK))
         if self.dashboard.is_mounted:
-            self.dashboard.show(started_before, state_before)
+            self.dashboard.show()
         if isinstance(self.screen, ModelScreen) and self.screen.drawn:
             self.screen.show(self.model)
 

@@ -1,9 +1,11 @@
 """The dashboard: the run's status line, its groups and their tokens, the side panels and the log.
 
-The app folds the run's events into the model each tick and hands it down (``show``); this screen
-owns the widgets that draw it and the keys that steer the run, each a call on the run's controls
-(none for a viewed file, whose steering keys are hidden). What it learns on its own (the tokenizer,
-loaded in the background) comes back to it as a message.
+The app folds the run's events into the model each tick (a batch: a fast run sends hundreds a second)
+and hands it down (``show``), which sets this screen's reactives: what they change (the mode's
+layout, the panels once the model has news, the preview once the run's state moves) is each one's
+watcher. This screen owns the widgets that draw it and the keys that steer the run, each a call on the
+run's controls (none for a viewed file, whose steering keys are hidden). What it learns on its own
+(the tokenizer, a search, an export) comes back to it as a message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from textual import on
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -27,7 +30,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from vftui.errors import RunEnded, Unanswered
-from vftui.events import GroupCollected, Mode, RunState
+from vftui.events import GroupCollected, Mode, RunStarted, RunState
 from vftui.figures.group_filter import FILTER_HELP, parse_filter, search_terms
 from vftui.run_controls import MAX_TEMPERATURE, MIN_TEMPERATURE, RunControls, checked_temperature
 from vftui.text import wording
@@ -200,6 +203,10 @@ class DashboardScreen(Screen[None]):
     previewed: reactive[GroupCollected | None] = reactive(
         None, always_update=True, init=False, repaint=False
     )
+    # The model's, set down each tick by ``show``: each watcher redraws what depends on it alone.
+    run_started: reactive[RunStarted | None] = reactive(None, init=False, repaint=False)
+    version: reactive[int] = reactive(-1, init=False, repaint=False)  # the model's: its panels
+    state: reactive[RunState] = reactive(RunState.STARTING, init=False, repaint=False)
 
     def __init__(self, model: DashboardModel, controls: RunControls | None) -> None:
         super().__init__()
@@ -209,7 +216,6 @@ class DashboardScreen(Screen[None]):
             loading=True
         )  # until the run says which tokenizer, and it is loaded
         self._pager_asked = False  # v while the tokenizer loads: the pager opens once it has
-        self._shown_version = -1
         self._previewed: int | None = None  # the number of the group in the preview
         self._picked = False  # the user chose it: it stays until the user moves
         self._preview_at = 0.0
@@ -250,35 +256,52 @@ class DashboardScreen(Screen[None]):
         self.preview = self.query_one(TokenPreview)
         self.preview.decoder = self.decoder
         self.table.focus()
-        self.show(None, self.model.state)
+        self._show_loading()
+        self.show()
 
     # -- attributes down ----------------------------------------------------------------
 
     def redraw(self) -> None:
-        """The model again, after a key changed what it shows (a filter, an order)."""
-        self.show(self.model.run_started, self.model.state)
+        """The model again, after a key changed what it shows (a filter, an order: a new version)."""
+        self.show()
 
-    def show(self, started_before: object, state_before: RunState) -> None:
-        """The model as it is now, after a tick folded what came (``*_before``: as it was before)."""
-        if self.model.run_started is not started_before and self.model.run_started is not None:
-            self.set_class(self.model.run_started.mode is Mode.RL, "-rl")
-            self.set_class(self.model.run_started.mode is Mode.EVAL, "-eval")
-            self._load_decoder(self.model.run_started.tokenizer)
+    def show(self) -> None:
+        """The model as it is now, after a tick folded what came: its facts down to the reactives (the
+        order matters: the panels, the table among them, before the preview that reads the table)."""
+        model = self.model
+        self.run_started = model.run_started
+        self.version = model.version
+        self.state = model.state
         self.set_class(
-            self.model.eval_report is not None and self.model.eval_report.step is not None, "-evals"
+            model.eval_report is not None and model.eval_report.step is not None, "-evals"
         )
-        self.status_bar.show(self.model)
-        self.rewards.loading = (
-            self.model.run_started is None and self.model.state is RunState.STARTING
-        )
-        if self.model.version != self._shown_version:
-            self._shown_version = self.model.version
-            for panel in self.panels:
-                panel.show(self.model)
+        self.status_bar.show(model)  # its clock moves every tick
         if not self._picked:  # a group the user picked stays
-            self.refresh_preview(
-                force=self.model.state is not state_before
-            )  # paused or ended: catch up at once
+            self.refresh_preview(force=False)
+
+    def watch_run_started(self, started: RunStarted | None) -> None:
+        """The run said what it is: the mode's layout, and its tokenizer for the preview."""
+        self._show_loading()
+        if started is None:
+            return
+        self.set_class(started.mode is Mode.RL, "-rl")
+        self.set_class(started.mode is Mode.EVAL, "-eval")
+        self._load_decoder(started.tokenizer)
+
+    def watch_version(self) -> None:
+        """The model has news (a group, a drop, a status): every panel draws it."""
+        for panel in self.panels:
+            panel.show(self.model)
+
+    def watch_state(self) -> None:
+        """Paused or ended: the preview catches up at once, not at its next follow."""
+        self._show_loading()
+        if not self._picked:
+            self.refresh_preview(force=True)
+
+    def _show_loading(self) -> None:
+        """The groups' panel spins until the run says what it is."""
+        self.rewards.loading = self.run_started is None and self.state is RunState.STARTING
 
     class DecoderLoaded(Message):
         def __init__(self, decoder: TokenDecoder) -> None:
@@ -289,7 +312,8 @@ class DashboardScreen(Screen[None]):
         """Loading transformers takes seconds: the preview shows token ids until it is done."""
         in_background(self, lambda: self.DecoderLoaded(TokenDecoder.load(name)), "tokenizer")
 
-    def on_dashboard_screen_decoder_loaded(self, message: DecoderLoaded) -> None:
+    @on(DecoderLoaded)
+    def _decoder_loaded(self, message: DecoderLoaded) -> None:
         self.decoder = message.decoder
         self.preview.decoder = self.decoder
         if self._pager_asked:  # v was pressed while it loaded
@@ -334,7 +358,8 @@ class DashboardScreen(Screen[None]):
         self.previewed = self.selected_group()
         self.table.previewed = index
 
-    def on_group_table_highlighted(self, event: GroupTable.Highlighted) -> None:
+    @on(GroupTable.Highlighted)
+    def _highlighted(self, event: GroupTable.Highlighted) -> None:
         """A group the user picked stays in the preview until the user moves (its leaving the window moves
         the cursor, not the preview); on the last row the preview follows the newest again."""
         if event.by_user:
@@ -464,7 +489,8 @@ class DashboardScreen(Screen[None]):
             return None
         return Path(self.model.run_started.out_path)
 
-    def on_exported(self, message: exporting.Exported) -> None:
+    @on(exporting.Exported)
+    def _exported(self, message: exporting.Exported) -> None:
         self.notify(
             printable("\n".join(message.lines)),
             title="export",
@@ -561,7 +587,8 @@ class DashboardScreen(Screen[None]):
             apply,
         )
 
-    def on_dashboard_screen_searched(self, message: Searched) -> None:
+    @on(Searched)
+    def _searched(self, message: Searched) -> None:
         if message.error:
             self.notify(printable(message.error), severity="error", markup=False)
             return
