@@ -15,6 +15,7 @@ import sys
 import sysconfig
 import textwrap
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 
@@ -588,3 +589,173 @@ async def test_a_dropped_connection_fails_what_it_held_and_a_gone_server_fails_t
         await client.close()
         listening.close()
         context.destroy(linger=0)  # term() waited for ever on a socket a failed step left open
+
+
+# -- what a server answers: of the task sent, and bounded --------------------------------------------------------
+
+
+class FakeServer:
+    """A ZMQ server at ``address`` speaking verifiers' wire: health at once, each run request with what
+    ``answer(request)`` gives (msgpack bytes), in a thread of its own (a run in a subprocess asks it too)."""
+
+    def __init__(self, address: str, answer) -> None:
+        import threading
+
+        import zmq
+
+        self.context = zmq.Context()
+        self.socket = self.context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind(address)
+        self.answer, self.runs, self.stopping = answer, 0, threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        import msgpack
+
+        while not self.stopping.is_set():
+            if not self.socket.poll(50):
+                continue
+            peer, request_id, method, payload = self.socket.recv_multipart()
+            if method == b"run":
+                self.runs += 1
+                data = self.answer(msgpack.unpackb(payload))
+            else:
+                data = msgpack.packb({"success": True})
+            self.socket.send_multipart([peer, request_id, data])
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.socket.close()
+        self.context.term()
+
+
+TOOLS_ENV = "vftui/alphabet-tools"  # a task with a system prompt and a prompt of its own
+
+
+def an_episode(environment, item) -> dict:
+    """A rollout of ``item`` as a server answers it (verifiers' ``RunResponse``, as JSON): run by vftui's own
+    runner on a model that answers at once."""
+    import verifiers.v1 as vf
+    from verifiers.v1.episode import EnvInfo
+    from verifiers.v1.trace import TraceTask
+
+    from vftui.collector.envs.v1 import verifiers_sampling
+    from vftui.collector.envs.v1_runner import run_episode
+
+    async def chat(body: dict) -> dict:
+        reply = {"role": "assistant", "content": "<answer>Frida, 5</answer>"}
+        return {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": reply}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    async def run() -> dict:
+        sampling = verifiers_sampling({"temperature": 1.0})
+        tools = await environment._shared()
+        (outcome,) = await run_episode(
+            environment.env,
+            item["task"],
+            model="m",
+            chat=chat,
+            sampling=sampling,
+            shared_tools=tools,
+        )
+        task = item["task"]
+        recorded = TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash)
+        episode = vf.Episode(env=EnvInfo(id="x"), task=recorded, traces=[outcome.trace], ok=True)
+        return {"success": True, "episode": episode.model_dump(mode="json")}
+
+    return asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def tools_env():
+    from vftui.collector.envs import loader
+
+    environment = loader.load(TOOLS_ENV, {})
+    item = environment.item(0)
+    yield environment, item, an_episode(environment, item)
+    asyncio.run(environment.aclose())
+
+
+async def served_rollout(environment, item, answer):
+    """One rollout of ``item`` through a server at an address that answers ``answer(request)``; the rollout (or
+    what it raised), and the address."""
+    from verifiers.v1.serve import EnvClient
+
+    from vftui.collector.envs.env_server import ServedEnvironment, ServerEndpoint
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    server = FakeServer(address, answer)
+    endpoint = ServerEndpoint("http://127.0.0.1:9/v1", "VFTUI_TEST_KEY", 30.0)
+    served = ServedEnvironment(environment, address, endpoint, EnvClient)
+    try:
+        return await served.rollout(item, None, "m", {"temperature": 1.0}), address
+    except Exception as e:  # noqa: BLE001 - what it raised is what the test looks at
+        return e, address
+    finally:
+        await served.aclose()
+        server.close()
+
+
+def said(outcome) -> str:
+    """A rollout's error, or what was raised instead, short (a decoder's error holds the whole answer)."""
+    text = getattr(outcome, "error", None) or f"{type(outcome).__name__}: {outcome}"
+    return text[:400]
+
+
+async def test_an_answer_of_too_many_values_fails_its_rollout_unread(tools_env):
+    """msgpack makes an empty list of one byte (some 64 decoded): a server's answer is counted from its headers
+    before verifiers decodes it, and one past the bound fails that rollout in one sentence, the run going on."""
+    import msgpack
+
+    environment, item, _ = tools_env
+    flood = msgpack.packb({"success": True, "episode": {"traces": [[]] * 2_500_000}})
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        rollout, address = await served_rollout(environment, item, lambda request: flood)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert said(rollout) == (
+        f"the env server at {address} answered with more than 2,000,000 values, far more than a rollout's "
+        "trace holds: vftui did not read it"
+    )
+    # decoded, it held 160 MB: the answer is held as it came (2.5 MB) and counted, nothing built
+    assert peak < 4 * len(flood) + 4 * 1024**2, f"{peak:,} bytes"
+    from vftui.collector.envs import env_server_answers
+
+    # as shipped: an answer's values, decoded, take a few times the bytes it may be, not 70 times them
+    assert env_server_answers.MAX_ANSWER_VALUES * 100 <= 8 * env_server_answers.MAX_ANSWER_BYTES
+
+
+async def test_an_answer_past_the_size_bound_is_never_received_and_fails_the_run_naming_it(
+    tools_env,
+):
+    """A 300 MB answer was taken whole (1.1 GB decoded) and accepted: ZMQ takes no message past the bound, and
+    closes the connection instead, which the run tells from a dropped one and fails on, naming the server."""
+    from vftui.errors import RunFailed
+
+    environment, item, _ = tools_env
+    flood = b"\xc4" * (40 * 1024**2)  # past the 32 MB bound; made before memory is measured
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        failure, address = await served_rollout(environment, item, lambda request: flood)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert isinstance(failure, RunFailed), said(failure)
+    assert str(failure) == (
+        f"the env server at {address} sent a message of more than 32 MB, the most vftui reads of a rollout's "
+        "answer (or one that is not ZMQ's): its connection is closed, and the rollouts it held are lost"
+    )
+    assert peak < len(flood) // 4, f"{peak:,} bytes: the message reached Python"

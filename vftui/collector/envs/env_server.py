@@ -241,8 +241,9 @@ class ServedEnvironment(IndependentRollouts):
             return _failed(
                 f"the env server did not finish the rollout in {self.rollout_limit_s:g} s"
             )
-        except RuntimeError as e:  # the server's own failure, not the rollout's
-            return _failed(f"the env server failed the rollout: {e}")
+        except RuntimeError as e:  # the server's own failure, or its answer refused
+            refused = str(e) == self._client.socket.refusal
+            return _failed(str(e) if refused else f"the env server failed the rollout: {e}")
         return rollout_of(episode, self.reward_function_names)
 
     async def aclose(self) -> None:

@@ -12,7 +12,9 @@ request the server took when it died is never answered. What is watched, on the 
 - a pool spawned for the run: its process, and each of its worker processes (verifiers' pool neither
   replaces a worker that died nor stops sending it requests, so the run cannot go on);
 - the server's health check, while rollouts wait: none answered for ``UNANSWERED_S`` (a loop held by a
-  sync judge answers late, and is not dead; a server that answers nothing at all is).
+  sync judge answers late, and is not dead; a server that answers nothing at all is);
+- what it sends (``env_server_answers``): a message past ``MAX_ANSWER_BYTES`` is never received; ZMQ closes
+  the connection for good instead, which is told from a dropped one by ZMQ not retrying it.
 
 A server declared gone fails each rollout waiting on it, and each one after it, with ``RunFailed``.
 """
@@ -26,11 +28,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vftui.collector.envs.env_server_answers import MAX_ANSWER_BYTES, BoundedSocket
 from vftui.errors import RunFailed
 
 logger = logging.getLogger(__name__)
 TICK_S = 0.5  # how often the processes and the connection's state are looked at
 GONE_AFTER_S = 10.0  # a dropped connection not back by then: the server is gone
+# a connection ZMQ dropped without retrying it by then: it closed it, on a message past MAXMSGSIZE (or not ZMQ's)
+CLOSED_AFTER_S = 1.0
 UNANSWERED_S = 60.0  # no health answer for this long while rollouts wait: the server is hung
 HEALTH_EVERY_S = 5.0
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 1_000, 5_000  # a silent peer is dropped in 5 s
@@ -49,6 +54,7 @@ class ServerWatch:
             None  # those in flight at a drop, until it is back
         )
         self._down_since: float | None = time.monotonic()  # not connected yet
+        self._retrying = True  # whether ZMQ retries the connection since it last dropped
         self._waiting = 0  # rollouts waiting on the server
         self._answered = time.monotonic()  # the last health answer, or when rollouts began to wait
         self._workers: set[int] = set()  # the pool's worker processes, as seen running
@@ -78,7 +84,7 @@ class ServerWatch:
             self._waiting -= 1
             if not task.done():
                 task.cancel()
-        if task in done:
+        if task in done and (self.dead is None or task.exception() is None):
             return task.result()
         if self.dead is not None:
             raise RunFailed(self.dead)
@@ -106,23 +112,30 @@ class ServerWatch:
 
         while True:
             event = parse_monitor_message(await self._monitor.recv_multipart())["event"]
-            if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            if event == zmq.EVENT_CONNECT_RETRIED:
+                self._retrying = True
+            elif event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._down_since, self._answered = None, time.monotonic()
                 if self._dropped is not None:  # back, without what it held
                     _resolve(self._dropped)
                     self._dropped = None
             elif event == zmq.EVENT_DISCONNECTED and self._down_since is None:
                 logger.warning("the connection to the env server at %s dropped", self.address)
-                self._down_since = time.monotonic()
+                self._down_since, self._retrying = time.monotonic(), False
                 self._dropped, self._trouble = self._trouble, _future()
 
     async def _watching(self) -> None:
         while self.dead is None:
+            down_s = time.monotonic() - self._down_since if self._down_since is not None else 0.0
             if (gone := self._pool_gone()) is not None:
                 self._die(gone)
-            elif (
-                self._down_since is not None and time.monotonic() - self._down_since >= GONE_AFTER_S
-            ):
+            elif self._down_since is not None and not self._retrying and down_s >= CLOSED_AFTER_S:
+                self._die(
+                    f"the env server at {self.address} sent a message of more than "
+                    f"{MAX_ANSWER_BYTES // 1024**2} MB, the most vftui reads of a rollout's answer (or one "
+                    "that is not ZMQ's): its connection is closed, and the rollouts it held are lost"
+                )
+            elif self._down_since is not None and down_s >= GONE_AFTER_S:
                 self._die(
                     f"the env server at {self.address} went away: nothing has answered there for "
                     f"{GONE_AFTER_S:g} s (was it stopped?); the rollouts it held are lost"
@@ -135,7 +148,11 @@ class ServerWatch:
             await asyncio.sleep(HEALTH_EVERY_S)
             if not self._waiting or self._down_since is not None:
                 continue
-            if await self.client.health(timeout=HEALTH_EVERY_S):
+            try:
+                answered = await self.client.health(timeout=HEALTH_EVERY_S)
+            except RuntimeError:  # answered, with a failure (one refused as too big): not healthy
+                answered = False
+            if answered:
                 self._answered = time.monotonic()
             elif self._waiting and time.monotonic() - self._answered >= UNANSWERED_S:
                 self._die(
@@ -171,8 +188,9 @@ class ServerWatch:
 
 
 def _heartbeating(client: Any, address: str) -> Any:
-    """The client's socket made anew with ZMQ heartbeats (set before it connects, or they do not apply), its
-    own settings kept; the monitor of its connection's events."""
+    """The client's socket made anew with ZMQ heartbeats and ``MAX_ANSWER_BYTES`` (set before it connects, or
+    they do not apply), its own settings kept, and its answers' values counted (``BoundedSocket``); the monitor
+    of its connection's events."""
     import zmq
 
     old = client.socket
@@ -184,9 +202,11 @@ def _heartbeating(client: Any, address: str) -> Any:
     socket.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
     socket.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
     socket.setsockopt(zmq.HEARTBEAT_TTL, HEARTBEAT_TIMEOUT_MS)
-    monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+    socket.setsockopt(zmq.MAXMSGSIZE, MAX_ANSWER_BYTES)
+    events = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED
+    monitor = socket.get_monitor_socket(events)
     socket.connect(address)
-    client.socket = socket
+    client.socket = BoundedSocket(socket, address)
     return monitor
 
 
