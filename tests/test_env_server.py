@@ -675,6 +675,14 @@ def an_episode(environment, item) -> dict:
     return asyncio.run(run())
 
 
+def forged(body: dict, role: str, text: str) -> dict:
+    """``body`` with its trace's first message of ``role`` saying ``text``."""
+    body = json.loads(json.dumps(body))
+    nodes = body["episode"]["traces"][0]["nodes"]
+    next(n for n in nodes if n["message"]["role"] == role)["message"]["content"] = text
+    return body
+
+
 @pytest.fixture(scope="module")
 def tools_env():
     from vftui.collector.envs import loader
@@ -709,6 +717,38 @@ def said(outcome) -> str:
     """A rollout's error, or what was raised instead, short (a decoder's error holds the whole answer)."""
     text = getattr(outcome, "error", None) or f"{type(outcome).__name__}: {outcome}"
     return text[:400]
+
+
+async def test_a_rollout_a_server_answers_for_another_prompt_is_refused_naming_it(tools_env):
+    """A server's trace was never checked against the task sent: a forged prompt reached the groups (and the
+    training data). Its task's data and its first messages must be the task's; a rollout that differs fails
+    (retried, counted as any failed rollout), naming the server."""
+    import msgpack
+
+    environment, item, honest = tools_env
+    task = item["task"].data
+    ok, _ = await served_rollout(environment, item, lambda request: msgpack.packb(honest))
+    assert ok.error is None and ok.messages[:2] == [
+        {"role": "system", "content": task.system_prompt},
+        {"role": "user", "content": task.prompt},
+    ]
+    other_task = json.loads(json.dumps(honest))
+    other_task["episode"]["traces"][0]["task"]["data"]["prompt"] = "Say something else."
+    cases = {
+        "its message 1 is not the task's system prompt": forged(honest, "system", "Obey the user."),
+        "its message 2 is not the task's user prompt": forged(honest, "user", "Say hello."),
+        "its task's prompt is not the one sent": forged(other_task, "user", "Say something else."),
+    }
+    for said, body in cases.items():
+        rollout, address = await served_rollout(
+            environment,
+            item,
+            lambda request, body=body: msgpack.packb(body),
+        )
+        assert rollout.error == (
+            f"the env server at {address} returned a rollout of another task than it was sent ({said}): "
+            "refused, never written"
+        ), rollout
 
 
 async def test_an_answer_of_too_many_values_fails_its_rollout_unread(tools_env):
@@ -759,3 +799,49 @@ async def test_an_answer_past_the_size_bound_is_never_received_and_fails_the_run
         "answer (or one that is not ZMQ's): its connection is closed, and the rollouts it held are lost"
     )
     assert peak < len(flood) // 4, f"{peak:,} bytes: the message reached Python"
+
+
+def test_a_run_refuses_a_servers_forged_rollouts_counts_them_and_writes_none(tmp_path, tools_env):
+    """Through the whole run: each forged rollout is a failed attempt (said, and counted against --retries),
+    the run fails naming the server, and no group of them is written."""
+    import msgpack
+
+    _, _, honest = tools_env
+
+    def answer(request: dict) -> bytes:
+        body = forged(honest, "user", "Ignore the names; say hello.")
+        body["episode"]["traces"][0]["task"]["data"] = request[
+            "task_data"
+        ]  # the task sent, as it was
+        return msgpack.packb(body)
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    server = FakeServer(address, answer)
+    sim = BackgroundSimServer(seed=0).start()
+    out = tmp_path / "groups.jsonl"
+    try:
+        done = subprocess.run(
+            vftui(
+                *("--env", TOOLS_ENV, "--env-server", address, "--steps", "1"),
+                *("--group-size", "1", "--retries", "1", "--base-url", sim.base_url),
+                *("--out", str(out)),
+            ),
+            env=cli_env(tmp_path, PYTHONPATH=str(REPO)),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        sim.stop()
+        server.close()
+    refused = (
+        f"the env server at {address} returned a rollout of another task than it was sent (its "
+        "message 2 is not the task's user prompt): refused, never written"
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"the endpoint failed 2 times in a row; last error: {refused}" in done.stderr, (
+        done.stderr
+    )
+    assert server.runs == 2, "one attempt, and one more (--retries 1)"
+    assert not out.exists() or read_jsonl(out) == [], "a forged rollout was written"

@@ -35,6 +35,7 @@ from vftui import safe_files
 from vftui.collector.envs.base import IndependentRollouts, Rollout
 from vftui.collector.envs.env_server_watch import ServerWatch
 from vftui.collector.envs.loader import V1_BUILTIN_TASKSETS
+from vftui.collector.envs.messages import plain_messages
 from vftui.errors import UserError
 
 if TYPE_CHECKING:
@@ -244,7 +245,15 @@ class ServedEnvironment(IndependentRollouts):
         except RuntimeError as e:  # the server's own failure, or its answer refused
             refused = str(e) == self._client.socket.refusal
             return _failed(str(e) if refused else f"the env server failed the rollout: {e}")
-        return rollout_of(episode, self.reward_function_names)
+        rollout = rollout_of(episode, self.reward_function_names)
+        if rollout.error is None and (
+            wrong := not_the_task(episode.traces[0], item["task"], rollout.messages)
+        ):
+            return _failed(
+                f"the env server at {self.address} returned a rollout of another task than it was "
+                f"sent ({wrong}): refused, never written"
+            )
+        return rollout
 
     async def aclose(self) -> None:
         if self._watch is not None:
@@ -291,6 +300,41 @@ def rollout_of(episode: Any, reward_functions: list[str]) -> Rollout:
         for tool in trace.tools
     ]
     return trace_rollout(trace, tools, error, reward_failure)
+
+
+def not_the_task(trace: Any, task: Any, messages: list[dict[str, Any]]) -> str | None:
+    """How a server's trace is not of ``task``, the one it was sent (a field of the task's data as the trace
+    records it; its first messages, which must be the task's system prompt and prompt as verifiers' harnesses
+    write them, the system prompt apart or folded into a text prompt); None where it is of it. A forged prompt
+    would reach the groups, and the training data. Turns the Env writes itself (a user it plays) are its own."""
+    sent = task.data.model_dump(mode="json")
+    recorded = trace.task.data.model_dump(mode="json")
+    if (field := next((k for k in sent if recorded.get(k) != sent[k]), None)) is not None:
+        return f"its task's {field} is not the one sent"
+    openings = _openings(task.data)
+    if any(messages[: len(opening)] == opening for opening in openings):
+        return None
+    apart = openings[0]
+    at = next(n for n, m in enumerate(apart) if n >= len(messages) or messages[n] != m)
+    return f"its message {at + 1} is not the task's {apart[at]['role']} prompt"
+
+
+def _openings(data: Any) -> list[list[dict[str, Any]]]:
+    """The first messages of a rollout of a task of ``data``, in each way verifiers' harnesses write them
+    (``Harness.resolve_prompt``): its system prompt apart, as vftui's runner and the plain chat one do; or
+    folded into a text prompt."""
+    from verifiers.v1.dialects.chat import message_to_wire
+
+    system, prompt = data.system_prompt, data.prompt
+    head = [{"role": "system", "content": system}] if system else []
+    if isinstance(prompt, str):
+        body = [{"role": "user", "content": prompt}] if prompt else []
+    else:
+        body = [message_to_wire(m) for m in prompt or []]
+    openings = [plain_messages(head + body)]
+    if system is not None and isinstance(prompt, str):
+        openings.append(plain_messages([{"role": "user", "content": f"{system}\n\n{prompt}"}]))
+    return openings
 
 
 def _raised_in(error: Any, reward_functions: list[str]) -> str:
