@@ -516,3 +516,80 @@ def test_the_ledger_costs_nothing_for_far_items():
         10**12 - 1,
         10**12,
     ]
+
+
+# -- vftui runs FOLDER: what listing a run reads and holds ----------------------------------------------------
+
+
+def listed_as_read_whole(kind: str, path: Path) -> tuple:
+    """A foreign run's figures as every reader gives them (``results.load``: the whole file, messages and all):
+    what the listing must show, however it reads it."""
+    import math
+
+    from vftui.run_files import results
+    from vftui.run_files.folder_runs import PRIME_RL, V1
+
+    source = results.load(
+        path if kind == PRIME_RL else path / ("traces.jsonl" if kind == V1 else "results.jsonl")
+    )
+    means = [math.fsum(item.rewards) / len(item.rewards) for item in source.items.values()]
+    return len(source.items), math.fsum(means) / len(means) if means else None, source.errors
+
+
+def test_a_folders_runs_are_listed_with_the_figures_read_whole_gives(tmp_path):
+    """The listing reads a run's rollouts a line at a time and keeps a reward each: its figures are those
+    of the run read whole, whatever the kind (rows that fail, are no number, or are not results included)."""
+    import shutil
+
+    from tests.test_prime_rl_files import write_run
+    from vftui.run_files.folder_runs import PRIME_RL, V1, VF_EVAL, describe_found
+
+    data = Path(__file__).parent / "data"
+    v1 = tmp_path / "v1"
+    shutil.copytree(next((data / "v1_eval").iterdir()), v1)
+    vf = tmp_path / "vf"
+    shutil.copytree(data / "compare" / "a", vf)
+    with (vf / "results.jsonl").open(
+        "a"
+    ) as f:  # a failed example, a row of no example, a foreign line
+        f.write(json.dumps({"example_id": 0, "reward": None}) + "\n")
+        f.write(json.dumps({"reward": 1.0}) + "\n" + "not json\n")
+    write_run(tmp_path / "rl", tmp_path / "scratch")
+    groups = tmp_path / "groups"  # results.jsonl holding vftui's groups
+    groups.mkdir()
+    lines = [{"scores": [1.0, 0.0], "vftui": {"example_id": n % 2, "item": n}} for n in range(3)]
+    lines.append({"scores": [float("nan")], "vftui": {"example_id": 5}})
+    (groups / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cases = ((V1, v1), (VF_EVAL, vf), (PRIME_RL, tmp_path / "rl"), (VF_EVAL, groups))
+    for kind, path in cases:
+        row = describe_found(kind, path)
+        assert (row.groups_done, row.mean_reward, row.errors) == listed_as_read_whole(kind, path), (
+            kind
+        )
+        assert row.groups_done and row.mean_reward is not None, kind
+
+
+def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
+    """A run of up to 8 MB was read whole, every message kept (8 MB of ``{}`` prompts held some 200 MB), and
+    32 runs at once: now a line at a time, a reward kept each, and one run's lines parsed at a time."""
+    import tracemalloc
+
+    from vftui.run_files.folder_runs import READ_WHOLE_BYTES, VF_EVAL, describe_found
+
+    folder = tmp_path / "vf"
+    folder.mkdir()
+    (folder / "metadata.json").write_text(json.dumps({"env_id": "e", "model": "m"}))
+    row = {"reward": 0.5, "prompt": [{}] * 1000, "completion": "ok"}
+    line = lambda n: json.dumps({"example_id": n % 100, **row}) + "\n"  # noqa: E731
+    count = (READ_WHOLE_BYTES - 1024) // len(line(99))
+    (folder / "results.jsonl").write_text("".join(line(n) for n in range(count)))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        listed = describe_found(VF_EVAL, folder)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert (listed.groups_done, listed.mean_reward) == (100, 0.5)
+    # less than the file itself (its metadata.json is read into a buffer of its bound, 4 MB), not 20 times it
+    assert peak < READ_WHOLE_BYTES, f"{peak:,} bytes held to list a run of {count:,} rows"

@@ -8,7 +8,9 @@ hidden folders and does not enter a run's own folder; a folder it cannot read is
 
 Each run says what its small files tell (config, metadata, checkpoint); its rollouts are read only where they
 are at most ``READ_WHOLE_BYTES``, so listing a folder never reads a big run whole: unknown figures are ``None``
-(``-`` in the table).
+(``-`` in the table). Those it reads give the figures every reader gives (``results.load``'s), read a line at a
+time, a reward kept of each rollout and no message, and one run's at a time: read whole, 8 MB held some 200 MB
+parsed, and 32 runs were read at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import math
 import os
 import stat
+import threading
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +27,7 @@ from typing import Any
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.run_files import prime_rl, records, results, v1_traces, vf_eval
+from vftui.run_files import prime_rl, records, results, store, v1_traces, vf_eval
 from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import DAMAGED, MAX_ASKED_AT_ONCE, RunLine, describe
 from vftui.run_files.v1_traces import as_dict, as_list, as_text
@@ -37,6 +41,9 @@ OWN, V1, PRIME_RL, VF_EVAL = "vftui", "verifiers v1", "prime-rl", "vf-eval"  # a
 LEGACY_V1_CONFIG = Path("configs", "eval.json")  # verifiers.v1.cli.output.saved_config_path
 UNKNOWN = "-"
 MIN_TIMED_S = 1.0  # a run's files written closer together than this tell no duration nor rate
+# one run's rollouts parsed at a time: parsing holds the GIL, so reading them side by side gained nothing, and
+# each thread held its run's lines as they were parsed
+_READING = threading.Lock()
 
 
 @dataclass
@@ -203,7 +210,10 @@ def _prime_rl(folder: Path) -> RunLine:
         last=max((_mtime(p) for p in files), default=0.0),
     )
     if files and sum(p.stat().st_size for p in files) <= READ_WHOLE_BYTES:
-        _read_whole(facts, results.load(folder))
+        with _READING:
+            scores = _Scores()
+            run = prime_rl.read(prime_rl.Stream(folder), scores.add).run
+            _read_whole(facts, scores.of_v1(run))
     return _line(PRIME_RL, folder, facts)
 
 
@@ -230,25 +240,106 @@ def _vf_eval(folder: Path) -> RunLine:
 
 
 def _read_if_small(facts: _Facts, rollouts: Path) -> None:
-    """``rollouts`` read whole where small; an empty file (a run that just began) is none done yet, and no
-    reward (its metadata's was not measured on these rows)."""
+    """``rollouts`` read where small; an empty file (a run that just began) is none done yet, and no reward (its
+    metadata's was not measured on these rows)."""
     size = rollouts.stat().st_size
     if size == 0:
         facts.done, facts.mean = 0, None
     elif size <= READ_WHOLE_BYTES:
-        _read_whole(facts, results.load(rollouts))
+        with _READING:
+            _read_whole(facts, _scores(rollouts))
 
 
-def _read_whole(facts: _Facts, source: results.Source) -> None:
-    """The items scored (a task whose rollouts all failed is none) and the mean reward, from a source read
-    whole: the mean of its items' means, as compare and the eval itself give it (over rollouts, an item with
-    fewer rows weighed less); none where no item is. Its env and model where the small files did not say."""
-    means = [math.fsum(item.rewards) / len(item.rewards) for item in source.items.values()]
-    facts.done = len(source.items)
+@dataclass
+class _Scores:
+    """What the listing takes of a run's rollouts, as ``results.load`` reads them: each item's rewards, the
+    examples that failed, the env and model they name."""
+
+    rewards: dict[str, array[float]] = field(default_factory=dict)
+    errors: int = 0
+    env: str = ""
+    model: str | None = None
+
+    def add(self, rollouts: list[v1_traces.SavedRollout]) -> None:
+        for rollout in rollouts:
+            self.rewards.setdefault(rollout.key, array("d")).append(rollout.reward)
+
+    def of_v1(self, run: v1_traces.V1Eval) -> _Scores:
+        """``run``'s (read with ``add``), as ``results`` sources it."""
+        self.errors, self.env, self.model = len(v1_traces.failed_tasks(run)), run.env, run.model
+        return self
+
+
+def _scores(path: Path) -> _Scores:
+    """The figures of a rollouts file (a v1 eval's traces, vf-eval's results or vftui's groups), a line at a time,
+    as ``results.load`` gives them; a sentence where it is none of them."""
+    scores = _Scores()
+    if (stream := prime_rl.stream_of(path)) is not None:  # a prime-rl step's file, named alone
+        return scores.of_v1(prime_rl.read(stream, scores.add).run)
+    first = None if path.name == v1_traces.TRACES else next(iter(store.JsonObjects(path)), None)
+    if path.name == v1_traces.TRACES or _is_episode_like(first):
+        return scores.of_v1(v1_traces.read(path, scores.add))
+    form = next((r for r in store.JsonObjects(path) if "scores" in r or _is_vf_row(r)), first)
+    if form is None:
+        raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
+    if "scores" in form:
+        return _groups_scores(path)
+    if _is_vf_row(form):
+        return _vf_scores(path)
+    raise UserError(
+        f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
+        "'reward' a line)"
+    )
+
+
+def _is_episode_like(row: dict[str, Any] | None) -> bool:
+    """Whether a file's first row makes it v1 traces, as ``results`` tells them (whatever its name)."""
+    return row is not None and "traces" in row and "task" in row
+
+
+def _is_vf_row(row: dict[str, Any]) -> bool:
+    return "reward" in row and "example_id" in row
+
+
+def _vf_scores(path: Path) -> _Scores:
+    """vf-eval's rows by example: a row of no example or of a reward that is no number is no result, and an
+    example with such a reward an error, none of its rows in a figure; its env and model from its metadata."""
+    metadata = vf_eval.read_metadata(path.parent)
+    scores, failed = _Scores(), set[str]()
+    for row in store.JsonObjects(path):
+        reward, example = bounds.score(row.get("reward")), row.get("example_id")
+        if example is not None and reward is None:
+            failed.add(str(example))
+        elif example is not None and reward is not None:
+            scores.rewards.setdefault(str(example), array("d")).append(reward)
+    for example in failed:
+        scores.rewards.pop(example, None)
+    scores.errors = len(failed) + metadata.errors_listed
+    scores.env = metadata.env_id
+    scores.model = metadata.model if "model" in metadata.model_fields_set else None
+    return scores
+
+
+def _groups_scores(path: Path) -> _Scores:
+    """vftui's groups (an eval's results written as groups), tallied as read: an item keeps its figures alone."""
+    tally = results.GroupsTally(keep_messages=False)
+    for row in store.JsonObjects(path):
+        tally.add(row)
+    source = tally.source(path)
+    rewards = {key: array("d", item.rewards) for key, item in source.items.items()}
+    return _Scores(rewards, source.errors, source.env_id, source.setup.model)
+
+
+def _read_whole(facts: _Facts, scores: _Scores) -> None:
+    """The items scored (a task whose rollouts all failed is none) and the mean reward, from a run's rollouts
+    read whole: the mean of its items' means, as compare and the eval itself give it (over rollouts, an item
+    with fewer rows weighed less); none where no item is. Its env and model where the small files did not say."""
+    means = [math.fsum(rewards) / len(rewards) for rewards in scores.rewards.values()]
+    facts.done = len(scores.rewards)
     facts.mean = math.fsum(means) / len(means) if means else None
-    facts.errors = source.errors
-    facts.env = facts.env or source.env_id
-    facts.model = facts.model or source.setup.model or ""
+    facts.errors = scores.errors
+    facts.env = facts.env or scores.env
+    facts.model = facts.model or scores.model or ""
 
 
 def _line(kind: str, path: Path, facts: _Facts) -> RunLine:

@@ -116,8 +116,10 @@ def _step_of(path: Path) -> int:
 class Reader:
     """A run's groups as its stream files hold them, read on from where the last look ended."""
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: Stream, each: v1_traces.Tally | None = None) -> None:
         self.stream = stream
+        # takes each episode's rollouts, which are then not kept (``v1_traces.read``)
+        self._each = each
         self.run = V1Eval(stream.only or stream.run)
         self.groups: dict[str, Group] = {}
         self.newest_step = -1
@@ -161,6 +163,10 @@ class Reader:
             return
         self._seen_episode = True
         rollouts, failures = v1_traces.read_episode(row, self.run, self._positions)
+        if self._each is not None:  # the figures alone: no group is followed
+            self._each(rollouts)
+            self.run.rollouts.clear()
+            return
         first = rollouts[0] if rollouts else failures[0] if failures else None
         key, item = (first.key, first.item) if first is not None else ("", 0)
         group_id = as_text(as_dict(row.get("group")).get("id")) or as_text(row.get("id")) or key
@@ -204,9 +210,9 @@ def _group_sizes(run: Path) -> dict[str, int]:
     return sizes
 
 
-def read(stream: Stream) -> Reader:
-    """Every episode the run's stream files hold now."""
-    reader = Reader(stream)
+def read(stream: Stream, each: v1_traces.Tally | None = None) -> Reader:
+    """Every episode the run's stream files hold now (with ``each``, as ``v1_traces.read`` reads them)."""
+    reader = Reader(stream, each)
     reader.look(whole_lines=False)
     reader.finish()
     return reader

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,8 +109,13 @@ def traces_in(path: Path) -> Path | None:
     return held[0] if held else None
 
 
-def read(path: Path) -> V1Eval:
-    """The episodes of ``path`` (a ``traces.jsonl``) as rollouts and failures; a sentence when it is not one."""
+Tally = Callable[[list[SavedRollout]], None]
+"""What a reader that needs a run's figures alone takes of each episode's rollouts (``vftui runs FOLDER``'s)."""
+
+
+def read(path: Path, each: Tally | None = None) -> V1Eval:
+    """The episodes of ``path`` (a ``traces.jsonl``) as rollouts and failures; a sentence when it is not one.
+    With ``each``, each episode's rollouts go to it and are not kept: the run holds its failures alone."""
     run = V1Eval(path, config=_config(path.parent))
     positions: dict[str, int] = {}
     seen_episode = False
@@ -125,7 +130,10 @@ def read(path: Path) -> V1Eval:
                 "'task' and 'traces')"
             )
         seen_episode = True
-        read_episode(row, run, positions)
+        rollouts, _ = read_episode(row, run, positions)
+        if each is not None:
+            each(rollouts)
+            run.rollouts.clear()
     run.skipped += rows.skipped
     if not seen_episode:
         raise UserError(f"{path}: no verifiers episode in it (an empty file, or no line is one)")
