@@ -202,11 +202,13 @@ def as_dict(
                 "pass_at_k": {n: e.as_dict() for n, e in c.passes.items()},
                 "mcnemar": _mcnemar_dict(c.flips),
                 "pairing": _pairing_dict(letter, c),
-                "gate": {
+                "gate": {  # what --fail-if-worse judges; null where it judges nothing (unpaired)
                     "reward": c.judged.reward.as_dict(),
                     "unscored": c.judged.unscored,
                     "unscored_reward": c.judged.floor,
-                },
+                }
+                if c.pairing.unpaired is None
+                else None,
                 "functions": {n: e.as_dict() for n, e in c.functions.items()},
                 "items": [
                     {"key": i.key, "before": i.before, "after": i.after, "change": i.change}

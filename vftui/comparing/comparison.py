@@ -226,7 +226,7 @@ def compare(first: Source, later: Source, threshold: float = PASS_THRESHOLD) -> 
             },
             None,
             pairing,
-            _judged_unpaired(first, later, reward, floor),
+            Judged(reward, 0, floor, later.errors),  # the gate judges no unpaired change
         )
     pairs = [(first.items[k], later.items[k]) for k in common]
     ks = k_values(min(len(item.rewards) for pair in pairs for item in pair))
@@ -275,20 +275,6 @@ def _judged_paired(
     ]
     judged = paired_change(moved_by + missed) if missed else reward
     return Judged(judged, len(missed), floor, later.errors)
-
-
-def _judged_unpaired(first: Source, later: Source, reward: Estimate, floor: float) -> Judged:
-    """Welch's change with each of the later source's errors as one more item at ``floor``: other examples
-    than the first's, so only its errors say what it did not score."""
-    if not later.errors:
-        return Judged(reward, 0, floor, 0)
-    failed = [floor] * later.errors
-    return Judged(
-        difference(_item_means(first), _item_means(later) + failed),
-        later.errors,
-        floor,
-        later.errors,
-    )
 
 
 def histograms(summaries: list[Summary]) -> tuple[float, float, list[list[int]]]:
