@@ -213,12 +213,13 @@ def read_gates(text: str | None) -> list[Gate]:
             raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
         if not math.isfinite(threshold):
             raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
-        if (name in SIGNALS and SIGNALS[name].share) or _EVAL_SHARE.fullmatch(name):
-            if (op == ">" and not 0 <= threshold < 1) or (op == "<" and not 0 < threshold <= 1):
-                raise ValueError(
-                    f"cannot read '{term}': {name} is a share from 0 to 1, so this gate would "
-                    f"{'never' if (threshold >= 1) == (op == '>') else 'always'} trip"
-                )
+        share = (name in SIGNALS and SIGNALS[name].share) or _EVAL_SHARE.fullmatch(name)
+        within = 0 <= threshold < 1 if op == ">" else 0 < threshold <= 1
+        if share and not within:
+            raise ValueError(
+                f"cannot read '{term}': {name} is a share from 0 to 1, so this gate would "
+                f"{'never' if (threshold >= 1) == (op == '>') else 'always'} trip"
+            )
         if any(g.name == name and g.op == op for g in gates):
             raise ValueError(f"cannot read '{text}': it names {name}{op} twice")
         gates.append(Gate(name, op, threshold))
