@@ -593,3 +593,36 @@ def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
     assert (listed.groups_done, listed.mean_reward) == (100, 0.5)
     # less than the file itself (its metadata.json is read into a buffer of its bound, 4 MB), not 20 times it
     assert peak < READ_WHOLE_BYTES, f"{peak:,} bytes held to list a run of {count:,} rows"
+
+
+def test_compare_holds_a_groups_file_of_short_messages_in_about_its_size(tmp_path):
+    """Issue 42, item 20: compare and report parsed every row into memory and kept each rollout's messages
+    as dicts, so 100 MB of tool turns took 636 MB at its peak; read a line at a time and kept as compact
+    text, what a file holds stays within twice its size, and its peak too."""
+    import tracemalloc
+
+    from vftui.run_files.results import load
+
+    turns = [{"role": "user", "content": "a"}]
+    for _ in range(20):
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        turns += [
+            {"role": "assistant", "content": "b", "tool_calls": [call]},
+            {"role": "tool", "content": "d", "tool_call_id": "c"},
+        ]
+    path = tmp_path / "tiny.jsonl"
+    with path.open("w") as f:
+        for n in range(300):  # about 9 MB
+            group = {"scores": [0.5] * 8, "tokens": [[1]] * 8, "masks": [[1]] * 8}
+            group |= {"messages": [turns] * 8, "vftui": {"item": n, "example_id": n}}
+            f.write(json.dumps(group) + "\n")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        source = load(path)
+        held, peak = (m - before for m in tracemalloc.get_traced_memory())
+    finally:
+        tracemalloc.stop()
+    assert len(source.items) == 300 and source.items["7"].rollouts[3] == turns
+    assert held < 2 * size and peak < 2 * size, (held / size, peak / size)

@@ -194,7 +194,7 @@ def test_a_gate_on_a_pass_at_k_the_eval_does_not_report_is_refused(tmp_path):
             "--rollouts-per-example",
             "4",
             "--fail-on",
-            "pass@3<2",
+            "pass@3<0.5",
         ],
         tmp_path,
     )

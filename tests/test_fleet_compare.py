@@ -25,7 +25,7 @@ from tests.test_fleet import hosts, remote_vftui  # noqa: F401 (a fixture: the l
 from tests.test_fleet_answers import executable, fleet_root  # noqa: F401 (a fixture: a stand-in ssh)
 from tests.test_readers_fuzz import mutated
 from vftui.errors import UserError
-from vftui.run_files.results import Item, Setup, Source, load
+from vftui.run_files.results import Item, Rollouts, Setup, Source, load
 from vftui.run_files.source_lines import MAX_TEXT, SourceAnswer, export
 
 A, B = REPO / "tests" / "data" / "compare" / "a", REPO / "tests" / "data" / "compare" / "b"
@@ -162,7 +162,7 @@ def items(draw, key: str) -> Item:
         draw(st.dictionaries(TEXTS, st.lists(SCORES, max_size=4), max_size=3)),
         draw(st.lists(st.booleans(), **each)),
         draw(st.lists(COUNTS, **each)),
-        draw(st.lists(MESSAGES, **each)),
+        Rollouts(draw(st.lists(MESSAGES, **each))),
         draw(st.lists(st.none() | st.tuples(COUNTS, COUNTS), **each)),
     )
 

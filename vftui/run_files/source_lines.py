@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 from vftui import bounds
 from vftui.errors import UserError
 from vftui.run_files.bounded_lines import BoundedLines
-from vftui.run_files.results import Item, Setup, Source
+from vftui.run_files.results import Item, Rollouts, Setup, Source
 from vftui.text.json_lines import finite_json, shown
 
 FORM = 1  # of these lines: a vftui that writes another is refused, never misread
@@ -59,7 +59,7 @@ def export(source: Source) -> Iterator[str]:
             "functions": {name: list(values) for name, values in item.functions.items()},
             "truncated": list(item.truncated),
             "completion_chars": list(item.completion_chars),
-            "rollouts": finite_json(item.rollouts),  # a foreign file's message may hold a NaN
+            "rollouts": finite_json(list(item.rollouts)),  # a foreign file's message may hold a NaN
             "tokens": [list(t) if t is not None else None for t in item.tokens],
             "prompt": item.prompt,
         }
@@ -159,8 +159,12 @@ def _item(body: Any) -> Item:
         {name: _scores(functions, name) for name in functions},
         _list(body, "truncated", lambda v: type(v) is bool),
         _list(body, "completion_chars", _is_count),
-        _list(
-            body, "rollouts", lambda r: isinstance(r, list) and all(isinstance(m, dict) for m in r)
+        Rollouts(
+            _list(
+                body,
+                "rollouts",
+                lambda r: isinstance(r, list) and all(isinstance(m, dict) for m in r),
+            )
         ),
         [tuple(t) if t is not None else None for t in tokens],
         # a vftui before prompts were kept sends none: its items pair by id alone
