@@ -341,6 +341,13 @@ def screen_lines(app) -> list[str]:
     ]
 
 
+def inside_lines(app, widget) -> list[str]:
+    """What a widget shows inside its border, a line a row, its children's drawing included (a
+    chart's canvases are widgets of their own: its ``render()`` is blank)."""
+    region = widget.content_region
+    return [line[region.x : region.right] for line in screen_lines(app)[region.y : region.bottom]]
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, json_events, read_jsonl, run_cli, screen_lines, until
+from tests.conftest import (
+    REPO,
+    inside_lines,
+    json_events,
+    read_jsonl,
+    run_cli,
+    screen_lines,
+    until,
+)
 from vftui.commands.compare import load_all
 from vftui.comparing.comparison import measure, widest_pair
 from vftui.run_files.groupfile import GroupFile
@@ -323,10 +331,10 @@ async def test_g_overlays_the_sources_on_charts_a_colour_each_and_redraws_for_a_
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("g")
         await until(lambda: type(app.screen).__name__ == "CompareChartsScreen", pilot=pilot)
-        charts = app.screen.query("PlotextPlot")
+        charts = app.screen.query("Chart")
 
         def drawn() -> list[str]:
-            return [str(chart.render()) for chart in charts]
+            return ["\n".join(inside_lines(app, chart)) for chart in charts]
 
         await until(lambda: all("item" in text for text in drawn()), pilot=pilot, timeout=10)
         assert [c.border_title for c in charts] == [
@@ -354,7 +362,7 @@ async def test_g_draws_eight_sources_and_more_a_colour_each_cycling(tmp_path):
         await until(lambda: type(app.screen).__name__ == "CompareChartsScreen", pilot=pilot)
         reward = app.screen.query_one("#chart-reward")
         await until(lambda: "I" in (reward.border_subtitle or ""), pilot=pilot, timeout=10)
-        assert "item" in str(reward.render())
+        assert "item" in "\n".join(inside_lines(app, reward))
 
 
 @pytest.mark.unit

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.command import CommandList, CommandPalette
 
-from tests.conftest import screen_lines, until
+from tests.conftest import inside_lines, screen_lines, until
 from tests.test_dashboard import make_app, quit_app  # noqa: F401 - the fixture
 from tests.test_screens import at_repo_root, open_charts, settle, viewer_app  # noqa: F401
 from vftui.collector.envs import loader as env_loader
@@ -154,9 +154,10 @@ async def test_charts_at_100x30_keep_their_titles_legends_off_the_lines_round_ti
             title = chart.border_title
             assert title and title[:20] in shown, (name, title, shown)
         reward = app.screen.query_one("#chart-reward")
-        assert "mean reward" in reward.border_subtitle and "mean reward" not in str(reward.render())
-        canvas = str(app.screen.query_one("#chart-histogram").render())
-        ticks = [float(t) for t in re.findall(r"^\s*(-?[\d.]+)\s*[┤│]", canvas, re.MULTILINE)]
+        inside = "\n".join(inside_lines(app, reward))
+        assert "mean reward" in reward.border_subtitle and "mean reward" not in inside
+        canvas = "\n".join(inside_lines(app, app.screen.query_one("#chart-histogram")))
+        ticks = [float(t) for t in re.findall(r"^\s*(-?[\d.]+)\s*[┫╋]", canvas, re.MULTILINE)]
         assert len(ticks) >= 2, canvas
         steps = {round(b - a, 9) for a, b in itertools.pairwise(sorted(ticks))}
         assert len(steps) == 1, f"evenly spaced: {ticks}"
@@ -229,9 +230,8 @@ async def test_a_tick_between_a_screens_push_and_its_compose_draws_it_once_compo
         getattr(app.dashboard, f"action_{action}")()
         app.tick()  # before the pushed screen has composed
         await until(lambda: app.screen.is_mounted, pilot=pilot)
-        await pilot.pause(0.3)
         title = "run health" if action == "health" else "over the whole run"
-        assert title in "\n".join(screen_lines(app))
+        await until(lambda: title in "\n".join(screen_lines(app)), pilot=pilot, timeout=10)
 
 
 async def test_the_first_frame_has_the_footers_keys():

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from textual.app import App
 
-from tests.conftest import REPO, ended_run, screen_lines, until
+from tests.conftest import REPO, ended_run, inside_lines, screen_lines, until
 from vftui import stats
 from vftui.errors import UserError
 from vftui.events import LogRecord
@@ -28,6 +29,7 @@ from vftui.ui.runs_app import RunsApp, fit, run_filter
 from vftui.ui.screens.best_worst import BestWorstScreen
 from vftui.ui.screens.help import HelpScreen
 from vftui.ui.screens.prompt import PromptScreen
+from vftui.ui.widgets import plots
 
 FIXTURE = Path("tests/data/groups.jsonl")  # relative, so snapshots match on any checkout
 
@@ -313,13 +315,69 @@ async def open_charts(pilot) -> None:
     await settle(pilot)
     await pilot.press("g")
     await until(lambda: pilot.app.screen.__class__.__name__ == "ChartsScreen", pilot=pilot)
-    charts = pilot.app.screen.query("PlotextPlot")
+    charts = pilot.app.screen.query("Chart")
     await until(lambda: all(c.border_title for c in charts if c.display), pilot=pilot, timeout=30)
     await pilot.pause()
 
 
 def test_snapshot_charts_screen(snap_compare):
     assert snap_compare(viewer_app(), terminal_size=(120, 40), run_before=open_charts)
+
+
+def test_snapshot_charts_screen_at_80x24(snap_compare):
+    assert snap_compare(viewer_app(), terminal_size=(80, 24), run_before=open_charts)
+
+
+BLOCKS = "▖▗▘▝▀▄▌▐▙▛▜▟▚▞█"  # quadrant blocks: the histogram's bars
+AXES = {  # chart: its x axis's label, its y axis's
+    "reward": ("group", "reward"),
+    "functions": ("group", "value"),
+    "histogram": ("reward", "rollouts"),
+    "length": ("group", "tokens"),
+    "rates": ("group", "%"),
+}
+
+
+async def test_every_chart_at_80x24_has_both_axes_labelled_and_ticked():
+    """textual-plot's own margins (2 rows above, 3 below) left a chart this short no row to draw in
+    and cut its labels: each chart keeps its lines, its axes' labels and two ticks or more each."""
+    app = viewer_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_charts(pilot)
+        for name, (xlabel, ylabel) in AXES.items():
+            inside = inside_lines(app, app.screen.query_one(f"#chart-{name}"))
+            *plot, x_ticks, labels = inside
+            assert labels.startswith(ylabel) and xlabel in labels[len(ylabel) :], (name, inside)
+            assert len(re.findall(r"-?\d+(?:\.\d+)?", x_ticks)) >= 2, (name, inside)
+            y_ticks = [row.split()[0] for row in plot if row.split()[0][-1].isdigit()]
+            assert len(y_ticks) >= 2, (name, inside)
+            drawn = [ch for row in plot for ch in row if "\u2800" < ch <= "\u28ff" or ch in BLOCKS]
+            assert drawn, (name, inside)  # braille lines, the histogram's blocks
+
+
+@pytest.mark.unit
+async def test_a_line_on_the_y_axis_first_tick_is_drawn_inside_the_frame():
+    """textual-plot draws its frame over the lines, and maps the y axis's first tick onto the frame:
+    a rate that stayed at 0% was not on the chart at all."""
+
+    class OneChart(App):
+        CSS = "Chart { height: 10; }"
+
+        def compose(self):
+            yield plots.Chart(id="chart")
+
+    app = OneChart()
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(plots.Chart)
+        plots.lines(
+            chart, "rates", "%", {"truncated": [0.0] * 20, "identical": [40.0] * 20}, "group"
+        )
+        await until(lambda: "group" in "\n".join(inside_lines(app, chart)), pilot=pilot)
+        *plot, _, _ = inside_lines(app, chart)
+        frame, above = plot[-1], plot[-2]
+        assert set(frame.split(maxsplit=1)[1]) <= set("╋┳━"), plot  # "0 ╋━━┳━━╋": the frame whole
+        assert above.split()[0] == "┃" and "⣀" in above, plot  # the 0% line, on the row above it
 
 
 async def test_charts_draw_the_files_series_with_axes():
@@ -331,7 +389,7 @@ async def test_charts_draw_the_files_series_with_axes():
             "every group of the file, from its reading pass"
         )
         chart = app.screen.query_one("#chart-reward")
-        reward = str(chart.render())
+        reward = "\n".join(inside_lines(app, chart))
         assert "mean reward" in chart.border_subtitle and "group" in reward and "reward" in reward
         assert not app.screen.query_one("#chart-rl").display, "rl's chart in rl only"
         await pilot.press("escape")
@@ -339,7 +397,7 @@ async def test_charts_draw_the_files_series_with_axes():
 
 
 def reward_chart(app) -> str:
-    return str(app.screen.query_one("#chart-reward").render())
+    return "\n".join(inside_lines(app, app.screen.query_one("#chart-reward")))
 
 
 async def test_a_resized_chart_is_drawn_anew_for_its_new_size():

@@ -242,11 +242,13 @@ async def test_the_charts_overlay_the_with_runs_by_step_under_their_letters(tmp_
         assert list(screen.curves) == ["A main", "B [bold]other"]
         entropy = screen.curves["B [bold]other"]["entropy"]
         assert [s for s, _ in entropy] == list(range(1, 13))
-        await pilot.pause(0.3)
-        shown = "\n".join(screen_lines(app))
-        assert (
-            "━━ A main" in shown and "━━ B [bold]other" in shown
-        )  # the name as written, not markup
+        await until(  # the name as written, not markup
+            lambda: all(
+                name in "\n".join(screen_lines(app)) for name in ("━━ A main", "━━ B [bold]other")
+            ),
+            pilot=pilot,
+            timeout=10,
+        )
         await pilot.press("escape", "q")
 
 

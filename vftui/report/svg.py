@@ -1,7 +1,7 @@
 """The report's two charts as inline SVG: lines over groups and a histogram, one colour per source.
 
-No chart library is installed that writes SVG (plotext draws in a terminal), and these need only
-polylines, rectangles and a few labels; every label goes through ``escaped``.
+No chart library is installed that writes SVG (textual-plot draws in a terminal), and these need
+only polylines, rectangles and a few labels; every label goes through ``escaped``.
 """
 
 from __future__ import annotations

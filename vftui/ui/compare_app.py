@@ -264,7 +264,7 @@ class CompareApp(App[None]):
         self.push_screen(HelpScreen(help_rows([*self.BINDINGS, *TABLE_KEYS])))
 
     def action_charts(self) -> None:
-        from vftui.ui.screens.compare_charts import (  # plotext loads when first asked for
+        from vftui.ui.screens.compare_charts import (  # textual-plot loads when first asked for
             CompareChartsScreen,
         )
 

@@ -2,9 +2,10 @@
 the reward histogram, completion length against the cap, the identical-score and truncation rates,
 and in rl the off-policy lag, the trainer's queue and the inference servers' KV cache.
 
-Drawn by plotext through Textualize's ``textual-plotext`` widget, only while the screen is open,
-at most once a second, from the model's series (``figures.series``). Each chart's title and legend are
-on its border, so a short chart keeps them and no legend hides a line; its axes have round ticks.
+Drawn by textual-plot's widget (``widgets.plots.Chart``: braille lines, margins that fit an 80x24
+screen), only while the screen is open, at most once a second, from the model's series
+(``figures.series``). Each chart's title and legend are on its border, so a short chart keeps them
+and no legend hides a line; its axes have round ticks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import time
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from vftui.events import Mode
 from vftui.figures.series import histogram, rolling, thinned
@@ -40,7 +40,7 @@ class ChartsScreen(ModelScreen):
         yield Static("[b]charts[/b]  over the whole run (esc closes)", id="charts-title")
         with Grid(id="charts-grid"):
             for name in PLOTS:
-                yield PlotextPlot(id=f"chart-{name}")
+                yield plots.Chart(id=f"chart-{name}")
 
     def on_resize(self) -> None:
         """Ticks and points are chosen for a size: a new one is drawn anew."""
@@ -89,41 +89,28 @@ class ChartsScreen(ModelScreen):
                 xlabel="poll",
             )
 
-    def _chart(self, name: str) -> PlotextPlot:
-        return self.query_one(f"#chart-{name}", PlotextPlot)
+    def _chart(self, name: str) -> plots.Chart:
+        return self.query_one(f"#chart-{name}", plots.Chart)
 
     def _lines(self, name: str, title: str, unit: str, lines: dict, xlabel: str = "group") -> None:
         plots.lines(self._chart(name), title, unit, lines, xlabel)
 
     def _reward(self, model: DashboardModel) -> None:
-        widget = self._chart("reward")
-        plt = plots.begin(
-            widget, "mean reward ± std per group", {"mean reward": "green", "± std": "gray"}
+        series = model.chart_series()
+        plots.mean_std(
+            self._chart("reward"), "mean reward ± std per group", series.mean, series.std
         )
-        series, points = model.chart_series(), plots.points(widget)
-        xs, mean = thinned(series.mean, points)
-        _, std = thinned(series.std, points)
-        high = [m + s for m, s in zip(mean, std, strict=True)]
-        low = [m - s for m, s in zip(mean, std, strict=True)]
-        if xs:
-            plt.plot(xs, high, color="gray")
-            plt.plot(xs, mean, color="green")
-            plt.plot(xs, low, color="gray")
-        plots.axes(widget, xs, high + low)
-        plt.xlabel("group")
-        plt.ylabel("reward")
-        widget.refresh()
 
     def _histogram(self, model: DashboardModel) -> None:
         widget = self._chart("histogram")
-        plt = plots.begin(widget, f"reward histogram, last {model.window} groups")
+        plots.begin(widget, f"reward histogram, last {model.window} groups")
         middles, counts = histogram(model.recent_scores(), HISTOGRAM_BINS)
+        edges: list[float] = []  # the bins' outer edges: the x axis spans whole bars
         if middles:
-            plt.bar(middles, counts, color="cyan", width=0.9)
-        plots.axes(widget, middles, [float(c) for c in counts], low=0.0)
-        plt.xlabel("reward")
-        plt.ylabel("rollouts")
-        widget.refresh()
+            bin_width = middles[1] - middles[0] if len(middles) > 1 else 1.0
+            widget.bar(middles, counts, 0.9 * bin_width, bar_style="cyan", hires_mode=plots.BARS)
+            edges = [middles[0] - bin_width / 2, middles[-1] + bin_width / 2]
+        plots.axes(widget, edges, [float(c) for c in counts], "reward", "rollouts", low=0.0)
 
     def _length(self, model: DashboardModel) -> None:
         widget = self._chart("length")
@@ -134,12 +121,10 @@ class ChartsScreen(ModelScreen):
         )  # far below it, the cap would flatten the line
         where = "" if not cap or shown else f"; the cap, {cap}, is far above"
         legend = {"completion tokens": "cyan", **({"the cap": "red"} if shown else {})}
-        plt = plots.begin(widget, f"completion length, mean per group{where}", legend)
+        plots.begin(widget, f"completion length, mean per group{where}", legend)
         if xs:
-            plt.plot(xs, ys, color="cyan")
-            if shown:
-                plt.hline(cap, color="red")
-        plots.axes(widget, xs, ys + ([float(cap)] if shown and cap else []))  # shown: a cap
-        plt.xlabel("group")
-        plt.ylabel("tokens")
-        widget.refresh()
+            plots.line(widget, xs, ys, "cyan")
+        ys_shown = ys + ([float(cap)] if shown and cap else [])  # shown: a cap
+        first, last = plots.axes(widget, xs, ys_shown, "group", "tokens")
+        if shown and cap:
+            plots.line(widget, [first, last], [float(cap), float(cap)], "red")  # across the chart

@@ -10,7 +10,6 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from vftui.comparing.comparison import SourceSeries
 from vftui.figures.series import rolling
@@ -40,7 +39,7 @@ class CompareChartsScreen(Screen[None]):
         )
         with Grid(id="charts-grid"):
             for name in CHARTS:
-                yield PlotextPlot(id=f"chart-{name}")
+                yield plots.Chart(id=f"chart-{name}")
 
     def on_resize(self) -> None:
         """Ticks and points are chosen for a size: drawn once laid out, and for each new one."""
@@ -54,12 +53,12 @@ class CompareChartsScreen(Screen[None]):
                 by_step = {
                     letter: s.by_step for letter, s in zip(self.letters, self.series, strict=True)
                 }
-                widget = self.query_one(f"#chart-{name}", PlotextPlot)
+                widget = self.query_one(f"#chart-{name}", plots.Chart)
                 plots.lines_by_step(widget, "mean reward per trainer step", by_step, colors)
                 continue
             lines = {}
             for letter, series in zip(self.letters, self.series, strict=True):
                 values = getattr(series, field)
                 lines[letter] = [100 * v for v in rolling(values, RATE_ITEMS)] if rate else values
-            widget = self.query_one(f"#chart-{name}", PlotextPlot)
+            widget = self.query_one(f"#chart-{name}", plots.Chart)
             plots.lines(widget, title, unit, lines, "item", colors)

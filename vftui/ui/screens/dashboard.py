@@ -619,7 +619,7 @@ class DashboardScreen(Screen[None]):
 
     def action_charts(self) -> None:
         from vftui.ui.screens.charts import (
-            ChartsScreen,  # plotext loads when first asked for, not before the first frame
+            ChartsScreen,  # textual-plot loads when first asked for, not before the first frame
         )
 
         self.app.push_screen(ChartsScreen(self.model))

@@ -9,7 +9,6 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from vftui.training.history import History
 from vftui.training.overview import names
@@ -33,6 +32,10 @@ class TrainingChartsScreen(Screen[None]):
     def __init__(self, curves: Curves) -> None:
         super().__init__()
         self.curves = curves
+        self.composed = False  # a poll between its push and its charts' compose found none of them
+
+    def on_mount(self) -> None:
+        self.composed = True
 
     def compose(self) -> ComposeResult:
         title = Text("charts", style="bold").append(
@@ -41,12 +44,13 @@ class TrainingChartsScreen(Screen[None]):
         yield Static(title, id="charts-title")
         with Grid(id="training-charts"):
             for label in CHARTED:
-                yield PlotextPlot(id=f"chart-{label.replace(' ', '-')}")
+                yield plots.Chart(id=f"chart-{label.replace(' ', '-')}")
 
     def show(self, curves: Curves) -> None:
-        """New points from a poll: drawn again."""
+        """New points from a poll: drawn again once composed (the first draw, on resize, has it)."""
         self.curves = curves
-        self.draw()
+        if self.composed:
+            self.draw()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.draw)
@@ -56,5 +60,5 @@ class TrainingChartsScreen(Screen[None]):
         colors = {run: palette[n % len(palette)] for n, run in enumerate(self.curves)}
         for label in CHARTED:
             series = {run: figures.get(label, []) for run, figures in self.curves.items()}
-            widget = self.query_one(f"#chart-{label.replace(' ', '-')}", PlotextPlot)
+            widget = self.query_one(f"#chart-{label.replace(' ', '-')}", plots.Chart)
             plots.lines_by_step(widget, label, series, colors)
