@@ -46,7 +46,10 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
         r"-?[\d.]+ s",
     ],
     "chart_widgets.py": [
-        r"textual-plotext\s+80x24: redraw\s+[\d.]+ ms, axis labels on screen: .*tick labels",
+        r"textual-plotext [\d.]+, plotext [\d.]+, textual-plot [\d.]+",
+        r"textual-plotext\s+80x24: redraw\s+[\d.]+ ms, six mounted\s+\d+ ms, "
+        r"axis labels on screen: .*tick labels",
+        r"textual-plot\s+80x24: redraw\s+[\d.]+ ms, .*axis labels on screen: group, reward",
         r"textual-plot\s+160x48: redraw\s+[\d.]+ ms",
     ],
     "key_latency_tmux.py": [r"key-to-screen in tmux over 3 presses: p50 [\d.]+ ms"],
