@@ -292,7 +292,9 @@ def test_pairing_never_pairs_two_prompts_and_counts_every_key_once(a, b, errors)
     )
     change = compare(first, later)
     assert {c.key for c in change.items} == set(keys) and change.paired == len(keys)
-    judged = change.judged  # the gate judges paired changes alone: an unpaired one is its own change
+    judged = (
+        change.judged
+    )  # the gate judges paired changes alone: an unpaired one is its own change
     assert judged.unscored == (p.only_first + p.different if keys else 0)
     assert judged.floor == min(0.0, *(min(r) for r, _ in [*a.values(), *b.values()]))
     if not judged.unscored:

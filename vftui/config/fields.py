@@ -64,7 +64,9 @@ class SharedSettings(BaseModel):
     ``base_url=None`` means the embedded simulation.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # nan passes ge and le
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, allow_inf_nan=False
+    )  # nan passes ge and le
 
     mode: Mode = setting(
         Mode.SFT,
