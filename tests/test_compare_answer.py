@@ -337,3 +337,15 @@ def test_moved_items_are_the_worst_drops_and_the_biggest_gains(steps, shown):
     assert [c.change for c in gains] == sorted(
         (c.change for c in changes if c.change > 0), reverse=True
     )[:shown]
+
+
+def test_a_huge_answer_is_cut_in_the_compare_screen_as_the_report_cuts_it():
+    """The hostile probe's find: a 50-million-character answer stalled the compare screen for 20 s and
+    took a gigabyte to lay out; past ``MESSAGE_CHARS`` a message shows its start and how much more."""
+    from vftui.ui.compare_app import MESSAGE_CHARS, rollout_text
+
+    huge = "x" * (MESSAGE_CHARS + 12_345)
+    shown = rollout_text([{"role": "user", "content": "q"}, {"role": "assistant", "content": huge}])
+    assert shown.plain.endswith("… 12,345 more characters, in the file\n")
+    assert len(shown.plain) < MESSAGE_CHARS + 100
+    assert rollout_text([{"role": "assistant", "content": "short"}]).plain == "assistant: short\n"

@@ -480,3 +480,18 @@ def test_a_resume_refuses_a_file_that_holds_an_item_twice(tmp_path):
     assert f"--resume: line 4 of {out} is a repeat of item {repeated} of line 1" in result.stderr, (
         result.stderr
     )
+
+
+@pytest.mark.parametrize("at", [0, 1, 4])
+def test_an_errored_row_fails_its_example_wherever_it_sits(tmp_path, at):
+    """The hostile probe's find: read a line at a time, an errored row (an example id, no reward) on the
+    first line came before the first row of either form and was only counted, so its example was scored
+    on its other rollouts; it is that example's error wherever it sits."""
+    from vftui.run_files.results import load
+
+    rows = [{"example_id": n, "reward": 1.0, "prompt": "p", "completion": "c"} for n in range(4)]
+    rows.insert(at, {"example_id": 0, "prompt": "p", "error": "the endpoint failed"})
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    source = load(path)
+    assert (sorted(source.items), source.errors, source.skipped) == (["1", "2", "3"], 1, 1)

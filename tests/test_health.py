@@ -671,6 +671,8 @@ def test_a_gate_list_with_an_empty_term_or_a_gate_twice_is_refused():
         ("errors>-0.1", "errors is a share from 0 to 1, so this gate would always trip"),
         ("pass@1<0", "pass@1 is a share from 0 to 1, so this gate would never trip"),
         ("accuracy<1.5", "accuracy is a share from 0 to 1, so this gate would always trip"),
+        ("stall>-5", "stall is never below 0, so this gate would always trip"),
+        ("lag>-1", "lag is never below 0, so this gate would always trip"),
     ],
 )
 def test_a_gate_on_a_share_past_either_end_is_refused(text, said):
@@ -685,6 +687,11 @@ def test_a_gate_on_a_share_past_either_end_is_refused(text, said):
         500.0,
         7.0,
         1.0,
+    ]
+    # a fall that was a rise is below 0: those may be gated there; -0 is said as 0
+    assert [str(g.threshold) for g in read_gates("divergence>-0.1,identical>-0.0")] == [
+        "-0.1",
+        "0.0",
     ]
 
 

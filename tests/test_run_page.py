@@ -379,3 +379,10 @@ def test_a_runs_page_and_compare_name_the_versions_that_made_it(tmp_path):
         line.split() == ["versions", *made_by.split(), *made_by.split()]
         for line in compared.stdout.splitlines()
     ), compared.stdout
+    record = out.with_suffix(".run.json")  # a mistyped version_info is unknown, never a damaged run
+    record.write_text(json.dumps({**json.loads(record.read_text()), "version_info": ["a"]}))
+    again = run_cli(["compare", "--no-ui", str(out), str(out)], tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert any(
+        line.split() == ["versions", "unknown", "unknown"] for line in again.stdout.splitlines()
+    )

@@ -12,6 +12,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from vftui import __version__, cli_export, cli_training, paths
@@ -203,14 +204,17 @@ def _sim_parser(sub: argparse._SubParsersAction) -> None:
         "so other tools can point at it.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8001, help="port (default 8001)")
+    p.add_argument("--port", type=_port, default=8001, help="port (default 8001)")
     p.add_argument("--seed", type=int, default=0, help="seed of the noisy policy (default 0)")
     p.add_argument(
-        "--latency-ms", type=float, default=0.0, help="added delay per request (default 0)"
+        "--latency-ms",
+        type=_at_most(3_600_000),
+        default=0.0,
+        help="added delay per request, up to an hour (default 0)",
     )
     p.add_argument(
         "--rate-limit",
-        type=float,
+        type=_at_most(1e6),
         default=0.0,
         metavar="R",
         help="answer at most R requests a second, like a hosted API: beyond it, 429 with Retry-After "
@@ -454,6 +458,22 @@ def _report_parser(sub: argparse._SubParsersAction) -> None:
         help=f"show the rollouts of at most N (default {MAX_ROLLOUTS}); beyond, a seeded sample "
         "of items, the ones that flipped or moved most first; the figures count them all",
     )
+
+
+def _at_most(high: float) -> Callable[[str], float]:
+    """A finite number from 0 to ``high`` (argparse says so for anything else): a nan latency hung every
+    request of the simulated endpoint."""
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to {high:g}")
+        return value
+
+    return number
 
 
 def _port(text: str) -> int:

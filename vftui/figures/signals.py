@@ -18,6 +18,9 @@ class Signal:
     reason: str  # the alert's line, formatted with value and threshold
     below: bool = False  # the alert is on under the threshold, not over it
     share: bool = False  # a share, from 0 to 1: a gate past either end never or always trips
+    signed: bool = (
+        False  # may be below 0 (a fall that was a rise); else a gate below 0 always trips
+    )
 
 
 SIGNALS: dict[str, Signal] = {
@@ -66,11 +69,13 @@ SIGNALS: dict[str, Signal] = {
         0.1,
         "how far a reward function fell while the total reward rose, older half to newer",
         "a reward function fell by {value:.2f} while the total rose (> {threshold:g})",
+        signed=True,
     ),
     "saturation": Signal(
         0.98,
         "newer mean reward over the best group mean seen, while completions shrink",
         "reward at {value:.0%} of its best while completions shrink (> {threshold:g})",
+        signed=True,
     ),
     "jump": Signal(
         4.0,
@@ -213,12 +218,17 @@ def read_gates(text: str | None) -> list[Gate]:
             raise ValueError(f"cannot read '{term}': '{value.strip()}' is not a number") from None
         if not math.isfinite(threshold):
             raise ValueError(f"cannot read '{term}': the threshold must be a finite number")
+        threshold += 0.0  # -0 is 0, and said so
         share = (name in SIGNALS and SIGNALS[name].share) or _EVAL_SHARE.fullmatch(name)
         within = 0 <= threshold < 1 if op == ">" else 0 < threshold <= 1
         if share and not within:
             raise ValueError(
                 f"cannot read '{term}': {name} is a share from 0 to 1, so this gate would "
                 f"{'never' if (threshold >= 1) == (op == '>') else 'always'} trip"
+            )
+        if name in SIGNALS and not SIGNALS[name].signed and threshold < 0:
+            raise ValueError(
+                f"cannot read '{term}': {name} is never below 0, so this gate would always trip"
             )
         if any(g.name == name and g.op == op for g in gates):
             raise ValueError(f"cannot read '{text}': it names {name}{op} twice")

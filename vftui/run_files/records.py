@@ -66,7 +66,7 @@ class RunRecord(BaseModel):
     endpoint: str = ""
     tokenizer: str = ""
     created: Annotated[float, Field(ge=0, le=bounds.HUGE)] = 0.0
-    version_info: dict[str, Any] = {}  # what made it (as an eval's metadata.json says it)
+    version_info: Any = None  # what made it (as an eval's metadata.json says it); read as it can be
 
 
 class Checkpoint(BaseModel):

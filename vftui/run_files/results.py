@@ -246,12 +246,13 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
     rows = iter(lines)  # read as it is parsed: a big file is never held as rows
     # its form is that of its first line of either (a damaged first line does not hide the rest); the
     # objects before it are results of neither form, so each form's reader skips them: counted here
-    first, before = None, 0
+    first, before, failed_before = None, 0, set[str]()
     for row in rows:
         if "scores" in row or ("reward" in row and "example_id" in row):
             first = row
             break
         before += 1
+        failed_before |= vf_eval.failed_examples([row])  # an errored row with no reward at all
     if first is None:
         if not before:
             raise UserError(
@@ -270,7 +271,7 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         source.skipped += lines.skipped + before
         return source, tally.indices
     metadata = vf_eval.read_metadata(_eval_folder(path))
-    items, skipped, failed = _from_vf_rows(every)
+    items, skipped, failed = _from_vf_rows(every, failed_before)
     kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
     return Source(
         path,
@@ -565,14 +566,16 @@ def _group_item(group: dict[str, Any], meta: dict[str, Any], scores: list[float]
 NO_NUMBER = "a reward that is no number"
 
 
-def _from_vf_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, Item], int, int]:
+def _from_vf_rows(
+    rows: Iterable[dict[str, Any]], failed_before: set[str] | None = None
+) -> tuple[dict[str, Item], int, int]:
     """The rows by example, how many rows were not results (no example id, or a reward that is not a finite
     number: a missing reward is not a zero), and how many examples had such a reward: errors, in no figure,
     as an eval counts an example that failed to score (dropping the row alone scored the example over its
     other rollouts, higher where a judge gave NaN to its bad answers)."""
     items: dict[str, Item] = {}
     prompts = Fingerprints(_row_fingerprint)
-    skipped, failed = 0, set[str]()
+    skipped, failed = 0, set(failed_before or ())  # ``failed_before``: of rows read before these
     for row in rows:  # one pass: a big output is never held as parsed rows
         reward = bounds.score(row.get("reward"))
         if reward is None or row.get("example_id") is None:
@@ -656,6 +659,7 @@ def _run_setup(tally: GroupsTally, record: RunRecord | None, path: Path) -> Setu
     the mode, the versions that made it; an older eval's: its metadata.json's)."""
     model = tally.model or (record.model if record is not None and record.model else None)
     settings = record.config if record is not None else None
+    # a mistyped version_info is "unknown", never a damaged run (``_versions`` reads only a mapping)
     versions = record.version_info if record is not None and record.version_info else None
     if (
         settings is not None and settings.mode == "eval" and versions is None

@@ -39,12 +39,29 @@ def shown(text: str) -> Text:
     return Text(printable(text))
 
 
+MESSAGE_CHARS = (
+    20_000  # of one message shown, as the report cuts it: a 50 MB answer stalled the screen
+)
+
+
 def rollout_text(messages: list[dict]) -> Text:
-    """One rollout as text, as the dashboard's preview shows messages: the model's words bright, the rest dim."""
+    """One rollout as text, as the dashboard's preview shows messages: the model's words bright, the rest
+    dim; a message past ``MESSAGE_CHARS`` is cut, saying how much more there is."""
     text = Text()
-    for piece, style in message_pieces(messages):
+    for piece, style in message_pieces([_cut(m) for m in messages]):
         text.append(piece, style=style)
     return text
+
+
+def _cut(message: dict) -> dict:
+    content = message.get("content")
+    if not isinstance(content, str) or len(content) <= MESSAGE_CHARS:
+        return message
+    more = len(content) - MESSAGE_CHARS
+    return {
+        **message,
+        "content": f"{content[:MESSAGE_CHARS]}… {more:,} more characters, in the file",
+    }
 
 
 ALL = "all"  # a fact every source shares, in one row
