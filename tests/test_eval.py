@@ -160,12 +160,12 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
             "--out",
             str(tmp_path / "a.jsonl"),
             "--fail-on",
-            "pass@1<1.01",
+            "reward<10",  # the simulated rewards are at most 1.2: it trips (pass@1<1.01 is refused now)
         ],
         tmp_path,
     )
     assert result.returncode == 3, result.stderr
-    assert "gate pass@1<1.01 tripped: pass@1 is" in result.stderr
+    assert "gate reward<10 tripped: reward is" in result.stderr
     result = run_cli(
         [
             "run",
@@ -177,7 +177,7 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
             "--out",
             str(tmp_path / "b.jsonl"),
             "--fail-on",
-            "reward>5,pass@1<-1",
+            "reward>5,reward<-1",
         ],
         tmp_path,
     )
@@ -192,7 +192,7 @@ def test_eval_gates_exit_3_with_a_sentence_and_bad_ones_are_refused(tmp_path):
     assert cut.returncode == 0, cut.stderr
     assert "--num-examples 100000: vftui/alphabet-sort holds 3 examples" in cut.stderr, cut.stderr
     held = re.search(
-        r"gates: reward>5 held \(reward ([\d.]+)\); pass@1<-1 held \(pass@1 ([\d.]+)\)",
+        r"gates: reward>5 held \(reward ([\d.]+)\); reward<-1 held \(reward ([\d.]+)\)",
         result.stderr,
     )
     assert held, "a gate that held is said, with its value (it printed nothing)"
