@@ -456,3 +456,24 @@ def test_health_figures_say_their_alert_thresholds_and_a_short_run_has_them(tmp_
     console.print(render_health(model))
     text = console.export_text()
     assert "0.0% (alert > 20.0%)" in text and "100.0% (alert > 70.0%)" in text
+
+
+@pytest.mark.unit
+def test_an_alert_is_said_with_the_signals_value_now_not_the_one_it_fired_at():
+    """The hostile probe's find: the health screen said "51% of recent groups have identical scores" while
+    the row below it read 100%: the alert kept the words of the moment it fired."""
+    from rich.console import Console
+
+    from vftui.events import Alert
+    from vftui.ui.screens.health import render_health
+
+    model = DashboardModel()
+    fired = Alert(
+        "identical", 0.51, 0.5, True, "51% of recent groups have identical scores (> 0.5)"
+    )
+    signals = {"identical": 1.0}
+    model.apply([fired, Health(8, {}, 20.0, 30.0, {}, 1.0, 1.0, None, None, None, signals, [])])
+    console = Console(width=200, record=True)
+    console.print(render_health(model))
+    text = console.export_text()
+    assert "100% of recent groups have identical scores (> 0.5)" in text and "51%" not in text

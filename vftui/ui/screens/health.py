@@ -11,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from vftui.events import ServerStatus
+from vftui.figures.signals import SIGNALS
 from vftui.ui.model import DashboardModel
 from vftui.ui.widgets.changed_lines import ChangedLines
 
@@ -53,9 +54,15 @@ def render_health(model: DashboardModel) -> Table | Text:
     if not model.alerts:
         table.add_row(Text("alerts", style="bold green"), Text("none", style="green"))
     for alert in model.alerts.values():
-        table.add_row(
-            Text(f"⚠ {alert.name}", style="bold yellow"), Text(alert.reason, style="yellow")
+        now = health.signals.get(
+            alert.name
+        )  # said with today's value: the one it fired at is stale
+        reason = (
+            SIGNALS[alert.name].reason.format(value=now, threshold=alert.threshold)
+            if now is not None and alert.name in SIGNALS
+            else alert.reason
         )
+        table.add_row(Text(f"⚠ {alert.name}", style="bold yellow"), Text(reason, style="yellow"))
     table.add_row("", "")
     finishes = (
         ", ".join(f"{reason} {count}" for reason, count in sorted(health.finish_reasons.items()))
