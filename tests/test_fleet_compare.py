@@ -237,3 +237,18 @@ def test_compare_of_sources_on_one_host_draws_its_screen_here_through_ssh_t(host
         tmux("send-keys", "-t", session, "q")
         wait_for_screen(session, "EXIT=0")
     assert str(B) in screen or "B - A" in screen
+
+
+def test_a_remote_source_whose_every_item_was_left_out_says_why(tmp_path):
+    """The hostile probe's find: a good source line and garbage after it was refused as 'no result compare
+    can read in it (0 lines skipped ...)', the reason each line was left out lost."""
+    from vftui.commands.compare import readable
+
+    good = tmp_path / "a.jsonl"
+    good.write_text(json.dumps({"scores": [1.0], "vftui": {"item": 0, "example_id": 0}}) + "\n")
+    head, *_ = export(load(good))
+    source = read_back((head + "\ngarbage\n").encode(), [])
+    assert not source.items
+    with pytest.raises(UserError) as said:
+        readable([source])
+    assert "not JSON: 'garbage'" in str(said.value), str(said.value)

@@ -77,9 +77,10 @@ def export_source(path: Path) -> int:
 def readable(sources: list[Source]) -> list[Source]:
     """The sources, refused with a sentence when one holds no result, or they name different environments."""
     if empty := next((s for s in sources if not s.items), None):  # nothing to compare: never a pass
+        why = "; ".join(empty.warnings)  # a remote source's lines left out say why there
         raise UserError(
             f"{empty.path}: no result compare can read in it ({empty.skipped} lines skipped: torn, "
-            "foreign, or a reward that is not a number)"
+            f"foreign, or a reward that is not a number{'; ' + why if why else ''})"
         )
     named = {s.env_id for s in sources if s.env_id}
     if len({module_name(env) for env in named}) > 1:
