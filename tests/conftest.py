@@ -193,6 +193,12 @@ def _forked(args: list[str], tmp_path: Path, env: dict[str, str | None]) -> Fork
     return _fork_server.start(args, tmp_path, command_env)
 
 
+def as_from_a_terminal() -> None:
+    """In a command's child before it runs: SIGHUP's default, as a forked command gets it (``forked_cli``),
+    so a suite started under nohup (which ignores it, and vftui keeps a nohup's) still tests a hang-up."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def run_cli(
     args: list[str], tmp_path: Path, timeout: float = 240, **env: str | None
 ) -> subprocess.CompletedProcess:
@@ -203,6 +209,7 @@ def run_cli(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_from_a_terminal,
     )
     try:
         out, err = process.communicate(timeout=timeout)
@@ -221,6 +228,7 @@ def start_cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.Popen |
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_from_a_terminal,
     )
 
 
