@@ -317,14 +317,29 @@ def unprivileged(cwd: Path) -> list[str] | None:
 
 TMUX_SOCKET = f"vftui-tests-{os.getpid()}"
 """This worker's own tmux server (``tmux -L``): the suite's sessions never meet the user's or another worker's,
-and what a test reads of the server (its paste buffers) is the suite's alone. It ends with its last session:
-nothing here kills a server."""
+and what a test reads of the server (its paste buffers) is the suite's alone. It stays up while the worker
+runs (``exit-empty off``): a server that exits with its last session fails a ``new-session`` started in that
+moment ("server exited unexpectedly", seen in CI when a test's pane ended as the next test began). At the
+worker's end it is told to exit once empty (``pytest_unconfigure``): nothing here kills a server."""
+_tmux_kept = False
 
 
 def tmux(*args: str, check: bool = True) -> str:
     """``tmux *args`` on this worker's server: what it printed (``check``: a failure raises)."""
+    global _tmux_kept
+    if not _tmux_kept and shutil.which("tmux"):
+        keep = ["start-server", ";", "set-option", "-s", "exit-empty", "off"]
+        subprocess.run(["tmux", "-L", TMUX_SOCKET, *keep], capture_output=True, check=False)
+        _tmux_kept = True
     command = ["tmux", "-L", TMUX_SOCKET, *args]
     return subprocess.run(command, capture_output=True, text=True, check=check).stdout
+
+
+def pytest_unconfigure() -> None:
+    """The worker's tmux server exits once its sessions are gone, as it would have without the keep."""
+    if _tmux_kept:
+        release = ["tmux", "-L", TMUX_SOCKET, "set-option", "-s", "exit-empty", "on"]
+        subprocess.run(release, capture_output=True, check=False)
 
 
 def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:

@@ -216,8 +216,8 @@ async def test_an_rl_runs_alert_is_on_the_health_screen_at_80x24_however_many_se
         await until(lambda: "lag" in app.model.alerts, pilot=pilot)
         app.dashboard.action_health()
         await until(lambda: app.screen.__class__.__name__ == "HealthScreen", pilot=pilot)
-        await pilot.pause(0.3)
-        assert "6 steps behind" in "\n".join(screen_lines(app))
+        # said with the signal's value now, in its own words (the screen re-says an alert that way)
+        await until(lambda: "groups began 6 trainer" in "\n".join(screen_lines(app)), pilot=pilot)
 
 
 @pytest.mark.parametrize("action", ["health", "charts"])
