@@ -27,7 +27,7 @@ from typing import Any
 
 from vftui import bounds
 from vftui.errors import UserError
-from vftui.run_files import prime_rl, records, results, store, v1_traces, vf_eval
+from vftui.run_files import prime_rl, records, results, v1_traces, vf_eval
 from vftui.run_files.files import RunFiles
 from vftui.run_files.listing import DAMAGED, MAX_ASKED_AT_ONCE, RunLine, describe
 from vftui.run_files.v1_traces import as_dict, as_list, as_text
@@ -271,61 +271,16 @@ class _Scores:
 
 
 def _scores(path: Path) -> _Scores:
-    """The figures of a rollouts file (a v1 eval's traces, vf-eval's results or vftui's groups), a line at a time,
-    as ``results.load`` gives them; a sentence where it is none of them."""
+    """The figures of a rollouts file (a v1 eval's traces, vf-eval's results or vftui's groups) as
+    ``results.load`` gives them: v1 traces a line at a time with a reward kept of each rollout (held whole they
+    keep every rollout's messages and tokens), the rest by ``results.figures_of``; a sentence where it is none
+    of them."""
     scores = _Scores()
     if (stream := prime_rl.stream_of(path)) is not None:  # a prime-rl step's file, named alone
         return scores.of_v1(prime_rl.read(stream, scores.add).run)
-    first = None if path.name == v1_traces.TRACES else next(iter(store.JsonObjects(path)), None)
-    if path.name == v1_traces.TRACES or _is_episode_like(first):
+    if results.is_v1(path):
         return scores.of_v1(v1_traces.read(path, scores.add))
-    form = next((r for r in store.JsonObjects(path) if "scores" in r or _is_vf_row(r)), first)
-    if form is None:
-        raise UserError(f"{path}: no results in it (an empty file, or no line is a JSON object)")
-    if "scores" in form:
-        return _groups_scores(path)
-    if _is_vf_row(form):
-        return _vf_scores(path)
-    raise UserError(
-        f"{path}: neither groups (a 'scores' list a line) nor vf-eval results ('example_id' and "
-        "'reward' a line)"
-    )
-
-
-def _is_episode_like(row: dict[str, Any] | None) -> bool:
-    """Whether a file's first row makes it v1 traces, as ``results`` tells them (whatever its name)."""
-    return row is not None and "traces" in row and "task" in row
-
-
-def _is_vf_row(row: dict[str, Any]) -> bool:
-    return "reward" in row and "example_id" in row
-
-
-def _vf_scores(path: Path) -> _Scores:
-    """vf-eval's rows by example: a row of no example or of a reward that is no number is no result, and an
-    example with such a reward an error, none of its rows in a figure; its env and model from its metadata."""
-    metadata = vf_eval.read_metadata(path.parent)
-    scores, failed = _Scores(), set[str]()
-    for row in store.JsonObjects(path):
-        reward, example = bounds.score(row.get("reward")), row.get("example_id")
-        if example is not None and reward is None:
-            failed.add(str(example))
-        elif example is not None and reward is not None:
-            scores.rewards.setdefault(str(example), array("d")).append(reward)
-    for example in failed:
-        scores.rewards.pop(example, None)
-    scores.errors = len(failed) + metadata.errors_listed
-    scores.env = metadata.env_id
-    scores.model = metadata.model if "model" in metadata.model_fields_set else None
-    return scores
-
-
-def _groups_scores(path: Path) -> _Scores:
-    """vftui's groups (an eval's results written as groups), tallied as read: an item keeps its figures alone."""
-    tally = results.GroupsTally(keep_messages=False)
-    for row in store.JsonObjects(path):
-        tally.add(row)
-    source = tally.source(path)
+    source = results.figures_of(path)
     rewards = {key: array("d", item.rewards) for key, item in source.items.items()}
     return _Scores(rewards, source.errors, source.env_id, source.setup.model)
 

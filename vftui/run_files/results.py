@@ -238,10 +238,22 @@ def load(path: Path) -> Source:
     return _load_file(path)[0]
 
 
+def figures_of(path: Path) -> Source:
+    """A file of groups or vf-eval rows as ``load`` reads it, each item keeping its figures alone (no message):
+    what a listing of many runs holds of each. v1 traces are the caller's to read (``is_v1``)."""
+    return _from_rows(path, keep_messages=False)[0]
+
+
 def _load_file(path: Path) -> tuple[Source, list[int]]:
     """A results file, and the items of its groups (a groups file's: vf-eval's rows have none)."""
-    if _is_v1(path):
+    if is_v1(path):
         return _from_v1(v1_traces.read(path)), []
+    return _from_rows(path)
+
+
+def _from_rows(path: Path, keep_messages: bool = True) -> tuple[Source, list[int]]:
+    """A file of groups or vf-eval rows, and the items of its groups; without ``keep_messages``, its items'
+    figures alone."""
     lines = store.JsonObjects(path)
     rows = iter(lines)  # read as it is parsed: a big file is never held as rows
     # its form is that of its first line of either (a damaged first line does not hide the rest); the
@@ -264,14 +276,14 @@ def _load_file(path: Path) -> tuple[Source, list[int]]:
         )
     every = itertools.chain([first], rows)
     if "scores" in first:
-        tally = GroupsTally()
+        tally = GroupsTally(keep_messages)
         for row in every:
             tally.add(row)
         source = tally.source(path)
         source.skipped += lines.skipped + before
         return source, tally.indices
     metadata = vf_eval.read_metadata(_eval_folder(path))
-    items, skipped, failed = _from_vf_rows(every, failed_before)
+    items, skipped, failed = _from_vf_rows(every, failed_before, keep_messages)
     kind = "atropos samples" if path.name == SAMPLES else "vf-eval"
     return Source(
         path,
@@ -339,7 +351,7 @@ def viewed(path: Path) -> tuple[Path | ShardedRun, Path | None]:
             if what
             else f"{path}: no such file or folder"
         )
-    if _is_v1(path):
+    if is_v1(path):
         return _v1_groups(path), path.parent  # titled by verifiers' run folder
     first = next(iter(store.JsonObjects(path)), None)
     if first is not None and "rewards" in first and "reward" not in first:
@@ -402,7 +414,7 @@ def _v1_groups(path: Path) -> Path:
     return converted
 
 
-def _is_v1(path: Path) -> bool:
+def is_v1(path: Path) -> bool:
     """verifiers' v1 traces: named so (any other content is refused as not theirs), or episodes."""
     if path.name == v1_traces.TRACES:
         return True
@@ -567,7 +579,9 @@ NO_NUMBER = "a reward that is no number"
 
 
 def _from_vf_rows(
-    rows: Iterable[dict[str, Any]], failed_before: set[str] | None = None
+    rows: Iterable[dict[str, Any]],
+    failed_before: set[str] | None = None,
+    keep_messages: bool = True,
 ) -> tuple[dict[str, Item], int, int]:
     """The rows by example, how many rows were not results (no example id, or a reward that is not a finite
     number: a missing reward is not a zero), and how many examples had such a reward: errors, in no figure,
@@ -583,15 +597,17 @@ def _from_vf_rows(
             failed |= vf_eval.failed_examples([row])
             continue
         key = str(row["example_id"])
-        item = items.setdefault(key, Item(key))
+        if (item := items.get(key)) is None:
+            item = items[key] = Item(key) if keep_messages else Item.figures_only(key)
         item.rewards.append(reward)
         item.truncated.append(bool(row.get("is_truncated")))
         messages = vf_eval.row_messages(row.get("prompt")) + vf_eval.row_messages(
             row.get("completion")
         )
-        item.rollouts.append(messages)
+        if keep_messages:  # ``Item.figures_only`` keeps no rollout
+            item.rollouts.append(messages)
+            item.tokens.append(None)
         item.saw_prompt(prompts.of(key, row.get("prompt")))
-        item.tokens.append(None)
         item.completion_chars.append(_completion_chars(messages))
         for name, value in vf_eval.row_metrics(row).items():
             if (number := bounds.score(value)) is not None:
