@@ -7,8 +7,11 @@ import io
 import json
 import subprocess
 import sys
+import tracemalloc
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -569,11 +572,21 @@ def test_a_folders_runs_are_listed_with_the_figures_read_whole_gives(tmp_path):
         assert row.groups_done and row.mean_reward is not None, kind
 
 
+def traced(call: Callable[[], Any]) -> tuple[Any, int, int]:
+    """What ``call`` returns, the bytes it left held, and its peak, as tracemalloc counts them."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        value = call()
+        held, peak = (m - before for m in tracemalloc.get_traced_memory())
+    finally:
+        tracemalloc.stop()
+    return value, held, peak
+
+
 def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
     """A run of up to 8 MB was read whole, every message kept (8 MB of ``{}`` prompts held some 200 MB), and
     32 runs at once: now a line at a time, a reward kept each, and one run's lines parsed at a time."""
-    import tracemalloc
-
     from vftui.run_files.folder_runs import READ_WHOLE_BYTES, VF_EVAL, describe_found
 
     folder = tmp_path / "vf"
@@ -583,13 +596,7 @@ def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
     line = lambda n: json.dumps({"example_id": n % 100, **row}) + "\n"  # noqa: E731
     count = (READ_WHOLE_BYTES - 1024) // len(line(99))
     (folder / "results.jsonl").write_text("".join(line(n) for n in range(count)))
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        listed = describe_found(VF_EVAL, folder)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    listed, _, peak = traced(lambda: describe_found(VF_EVAL, folder))
     assert (listed.groups_done, listed.mean_reward) == (100, 0.5)
     # less than the file itself (its metadata.json is read into a buffer of its bound, 4 MB), not 20 times it
     assert peak < READ_WHOLE_BYTES, f"{peak:,} bytes held to list a run of {count:,} rows"
@@ -599,8 +606,6 @@ def test_compare_holds_a_groups_file_of_short_messages_in_about_its_size(tmp_pat
     """Issue 42, item 20: compare and report parsed every row into memory and kept each rollout's messages
     as dicts, so 100 MB of tool turns took 636 MB at its peak; read a line at a time and kept as compact
     text, what a file holds stays within twice its size, and its peak too."""
-    import tracemalloc
-
     from vftui.run_files.results import load
 
     turns = [{"role": "user", "content": "a"}]
@@ -617,12 +622,6 @@ def test_compare_holds_a_groups_file_of_short_messages_in_about_its_size(tmp_pat
             group |= {"messages": [turns] * 8, "vftui": {"item": n, "example_id": n}}
             f.write(json.dumps(group) + "\n")
     size = path.stat().st_size
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        source = load(path)
-        held, peak = (m - before for m in tracemalloc.get_traced_memory())
-    finally:
-        tracemalloc.stop()
+    source, held, peak = traced(lambda: load(path))
     assert len(source.items) == 300 and source.items["7"].rollouts[3] == turns
     assert held < 2 * size and peak < 2 * size, (held / size, peak / size)
