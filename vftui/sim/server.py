@@ -167,7 +167,7 @@ class SimState:
         return len(
             self.tokenizer.apply_chat_template(
                 messages,
-                tools=tools,  # type: ignore[arg-type]  # transformers: list[dict | Callable], invariant
+                tools=tools,
                 add_generation_prompt=True,
                 tokenize=True,
                 return_dict=False,
@@ -197,7 +197,7 @@ class SimState:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if max_tokens is not None and len(ids) > max_tokens:
             cut = self.tokenizer.decode(ids[:max_tokens])  # one list of ids: one text
-            return cut, max_tokens, "length"  # type: ignore[return-value]  # decode: str | list[str]
+            return cut, max_tokens, "length"
         return text, len(ids), "stop"
 
 
