@@ -11,7 +11,7 @@ but a spawned pool's first rollouts, which wait for its workers to load, are not
 each run, start-up included, is printed beside it.
 
     python bench/env_server.py [--groups 8] [--group-size 4] [--workers 4] [--block 1.5]
-    python bench/env_server.py --quick   # one group, one worker, no variant: that it runs (CI)
+    python bench/env_server.py --quick   # one group, one worker, no variant, no spawned pool (CI)
 """
 
 from __future__ import annotations
@@ -115,17 +115,21 @@ def compare(taskset: str, title: str, args, env: dict[str, str], tmp: Path) -> N
         rates = {
             "in-process": collect(taskset, url, tmp / f"{name}-local.jsonl", args.groups, args, env)
         }
-        rates["pool spawned for the run"] = collect(
-            taskset,
-            url,
-            tmp / f"{name}-spawned.jsonl",
-            args.groups,
-            args,
-            env,
-            *("--env-server", "spawn", "--env-workers", str(args.workers)),
-        )
+        if (
+            not args.quick
+        ):  # quick: tests/test_env_server.py runs spawned pools; one pool is enough here
+            rates["pool spawned for the run"] = collect(
+                taskset,
+                url,
+                tmp / f"{name}-spawned.jsonl",
+                args.groups,
+                args,
+                env,
+                *("--env-server", "spawn", "--env-workers", str(args.workers)),
+            )
         warm = ("--env-server", address)
-        collect(taskset, url, tmp / f"{name}-warming.jsonl", 1, args, env, *warm)
+        if not args.quick:
+            collect(taskset, url, tmp / f"{name}-warming.jsonl", 1, args, env, *warm)
         rates["warm pool at an address"] = collect(
             taskset, url, tmp / f"{name}-warm.jsonl", args.groups, args, env, *warm
         )

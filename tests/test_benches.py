@@ -36,7 +36,6 @@ RUNS = {  # each bench's quick form (throughput's sections one by one, so they c
     },
     "env_server.py": [
         r"## alphabet-sort \(single turn\): 1 groups x 2, 1 workers(.*\n){2}in-process\s+[\d.]+\s+1.000",
-        r"pool spawned for the run\s+[\d.]+\s+[\d.]+\s+[\d.]+",
         r"warm pool at an address\s+[\d.]+\s+[\d.]+\s+[\d.]+\n*$",
     ],
     "first_frame.py": [
