@@ -14,6 +14,7 @@ import shutil
 import signal
 import stat
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -349,6 +350,22 @@ def test_a_signal_ends_a_compare_waiting_on_hanging_hosts_and_their_ssh_at_once(
         "an ssh outlived the compare that started it",
         timeout=10,
     )
+
+
+def test_an_ssh_started_in_the_moment_after_a_ctrl_c_is_ended_not_waited_for(tmp_path):
+    """A Ctrl-C between a thread's start of its ssh and its note of that ssh left it running: the compare
+    waited on it for its 300 s (seen under load). The thread ends an ssh it starts after a stop; the next
+    ask starts afresh."""
+    executable(tmp_path / "ssh", "#!/bin/sh\nexec sleep 300\n")
+    with pytest.raises(KeyboardInterrupt), fleet.asking_hosts():
+        raise KeyboardInterrupt
+    late: list[fleet.HostRuns] = []  # the thread that started its ssh after the interrupt
+    threading.Thread(target=lambda: late.append(fleet._ask("h1", [str(tmp_path / "ssh")]))).start()
+    wait_until(lambda: late, "the ssh started after the Ctrl-C was waited for", timeout=30)
+    assert "ssh ended with exit code -9" in late[0].problem
+    executable(tmp_path / "answers", "#!/bin/sh\nexit 0\n")
+    with fleet.asking_hosts():
+        assert fleet._ask("h1", [str(tmp_path / "answers")]).problem == ""
 
 
 # -- what an answer parses to, bounded ------------------------------------------------------------------------

@@ -216,14 +216,18 @@ def fetch_source(host: str, remote: str, path: str) -> Source:
 
 _asking: set[subprocess.Popen[bytes]] = set()  # the ssh processes asking hosts now
 _asking_lock = threading.Lock()
+_stopped = False  # hosts asked no more (Ctrl-C, SIGTERM): an ssh started after it ends at once
 
 
 @contextlib.contextmanager
 def asking_hosts() -> Iterator[None]:
     """While hosts are asked: Ctrl-C or SIGTERM ends every ssh at once. A Ctrl-C waited for each host to
     answer or time out (up to 300 s), and a SIGTERM left the ssh processes running."""
+    global _stopped
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGTERM) if in_main else None
+    with _asking_lock:  # the threads of an earlier ask have ended: their pool waited for them
+        _stopped = False
 
     def interrupted(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -233,7 +237,8 @@ def asking_hosts() -> Iterator[None]:
     try:
         yield
     except BaseException:
-        with _asking_lock:
+        with _asking_lock:  # a thread between its ssh's start and registering it ends it itself
+            _stopped = True
             for process in _asking:
                 process.kill()
         raise
@@ -256,6 +261,8 @@ def _answered(
         return f"cannot run {command[0]}: {e.strerror}", []
     with _asking_lock:
         _asking.add(process)
+        if _stopped:
+            process.kill()
     try:
         with process:
             stderr, problem = _read(process, answer, bounded)
