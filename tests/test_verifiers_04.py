@@ -34,6 +34,11 @@ TESTS = [
 ]
 """v1 (loading, tools, failures, verifiers' own eval, its env servers), core runs line by line, the view and
 the dashboard."""
+LEFT_OUT = [
+    # one comparison with verifiers' own 0.4 eval, the one with tool calls over several turns, which goes
+    # through most of its v1; each is ~25 CPU-s of verifiers' harness; scripted turns are compared on 0.3
+    "tests/test_v1.py::test_rewards_equal_verifiers_own_eval_of_the_same_conversations[scripted-turns]",
+]
 
 
 def requirements() -> list[str]:
@@ -97,7 +102,8 @@ def test_the_v1_core_view_and_dashboard_tests_pass_on_verifiers_04(tmp_path):
     # 7.8 s, not 3.8); compiling all of site-packages after each install instead cost 49 CPU-s
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     done = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *TESTS],
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *TESTS]
+        + [f"--deselect={test}" for test in LEFT_OUT],
         cwd=REPO,
         env=env,
         capture_output=True,
