@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli, until
-from vftui.commands.compare import load_all
+from vftui.commands.compare import load_all, report
 from vftui.comparing import compared
 from vftui.comparing.comparison import measure
 from vftui.report.svg import COLOURS
@@ -70,6 +70,21 @@ def test_compare_text_and_json_label_the_27th_source_aa(tmp_path):
     assert [c["label"] for c in data["changes"]] == LABELS[1:]
     said = data["changes"][-1]["pairing"]["said"]
     assert "A and AB share" in said, said
+
+
+@pytest.mark.unit
+def test_a_histogram_of_one_reward_says_so_not_bins_over_an_empty_range(tmp_path):
+    """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]'."""
+    paths = sources(tmp_path)[:2]
+    for path in paths:
+        rows = (path / "results.jsonl").read_text().splitlines()
+        lines = [json.dumps({**json.loads(row), "reward": 0.0}) + "\n" for row in rows]
+        (path / "results.jsonl").write_text("".join(lines))
+    text = "\n".join(report(*measure(load_all(paths), None)))
+    assert "  reward histogram, every reward 0 (rollouts):" in text, text
+    (other := tmp_path / "spread").mkdir()
+    spread = "\n".join(report(*measure(load_all(sources(other)[:2]), None)))
+    assert "  reward histogram, 10 bins over [0, 1] (rollouts):" in spread, spread
 
 
 def test_the_report_labels_and_colours_past_z(tmp_path):

@@ -303,7 +303,8 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
         for label, values in rows
     ]
     low, high, counts = histograms(summaries)
-    lines.append(f"  reward histogram, {BINS} bins over [{low:g}, {high:g}] (rollouts):")
+    spread = f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low:g}"
+    lines.append(f"  reward histogram, {spread} (rollouts):")
     lines += [
         f"    {letter:<{pad}}  {compared.bars(bins)}"
         for letter, bins in zip(letters, counts, strict=True)
