@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from tests.conftest import run_cli, until
 from vftui.commands.compare import load_all, report
@@ -72,9 +73,8 @@ def test_compare_text_and_json_label_the_27th_source_aa(tmp_path):
     assert "A and AB share" in said, said
 
 
-@pytest.mark.unit
-def test_a_histogram_of_one_reward_says_so_not_bins_over_an_empty_range(tmp_path):
-    """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]'."""
+async def test_a_histogram_of_one_reward_says_so_in_the_text_the_report_and_the_screen(tmp_path):
+    """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]' (and '[0, 0]' on the screen)."""
     paths = sources(tmp_path)[:2]
     for path in paths:
         rows = (path / "results.jsonl").read_text().splitlines()
@@ -85,6 +85,19 @@ def test_a_histogram_of_one_reward_says_so_not_bins_over_an_empty_range(tmp_path
     (other := tmp_path / "spread").mkdir()
     spread = "\n".join(report(*measure(load_all(sources(other)[:2]), None)))
     assert "  reward histogram, 10 bins over [0, 1] (rollouts):" in spread, spread
+    out = tmp_path / "one.html"
+    done = run_cli(["report", *map(str, paths), "-o", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "<h3>Reward histogram, every reward 0</h3>" in out.read_text()
+    app = CompareApp(*measure(load_all(paths), None))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        labels = [
+            str(table.get_row_at(n)[0])
+            for table in app.query(DataTable)
+            for n in range(table.row_count)
+        ]
+        assert "histogram (every reward 0)" in labels, labels
 
 
 def test_the_report_labels_and_colours_past_z(tmp_path):

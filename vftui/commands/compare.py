@@ -19,7 +19,6 @@ from typing import Any
 from vftui.commands import fleet
 from vftui.comparing import compared
 from vftui.comparing.comparison import (
-    BINS,
     Change,
     Pairing,
     Summary,
@@ -303,8 +302,7 @@ def report(summaries: list[Summary], changes: list[Change]) -> list[str]:
         for label, values in rows
     ]
     low, high, counts = histograms(summaries)
-    spread = f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low:g}"
-    lines.append(f"  reward histogram, {spread} (rollouts):")
+    lines.append(f"  reward histogram, {compared.histogram_span(low, high)} (rollouts):")
     lines += [
         f"    {letter:<{pad}}  {compared.bars(bins)}"
         for letter, bins in zip(letters, counts, strict=True)

@@ -9,6 +9,7 @@ printable on its way to a terminal.
 from __future__ import annotations
 
 from vftui.comparing.comparison import (
+    BINS,
     NONE_SHARED,
     PROMPTS_DIFFER,
     TOO_FEW,
@@ -296,6 +297,12 @@ def figure_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
         (name, [_figure(s.functions[name]) if name in s.functions else "-" for s in summaries])
         for name in names
     ]
+
+
+def histogram_span(low: float, high: float) -> str:
+    """What a reward histogram's bins split: the rewards' range, or the one reward they all had ('10 bins over
+    [0, 0]' said nothing)."""
+    return f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low:g}"
 
 
 def bars(bins: list[int]) -> str:

@@ -245,7 +245,7 @@ def _charts(report: Report) -> str:
         f"<h2>Charts</h2><p>{legend}</p>"
         f"<h3>Mean reward over {over}</h3>"
         + svg.lines(f"mean reward over {over}", lines, f"{over} (averaged down to {POINTS} points)")
-        + f"<h3>Reward histogram, {len(counts[0])} bins</h3>"
+        + f"<h3>Reward histogram, {compared.histogram_span(low, high)}</h3>"
         + svg.histogram("reward histogram", counts, low, high)
     )
 

@@ -212,7 +212,8 @@ class CompareApp(App[None]):
         said = f"how they differ: {', '.join(differ)}" if differ else "made alike"
         low, high, counts = histograms(self.summaries)
         rows = compared.figure_rows(self.summaries)
-        rows.insert(2, (f"histogram [{low:g}, {high:g}]", [compared.bars(c) for c in counts]))
+        span = f"[{low:g}, {high:g}]" if high > low else f"(every reward {low:g})"
+        rows.insert(2, (f"histogram {span}", [compared.bars(c) for c in counts]))
         label = max(len(name) for name, _ in setup + rows)
         columns = [max(len(values[n]) for _, values in rows) for n in range(len(self.letters))]
         # its border, its scrollbar, a cell's padding each side: as wide as its figures, the rest beside
