@@ -115,9 +115,8 @@ def compare(taskset: str, title: str, args, env: dict[str, str], tmp: Path) -> N
         rates = {
             "in-process": collect(taskset, url, tmp / f"{name}-local.jsonl", args.groups, args, env)
         }
-        if (
-            not args.quick
-        ):  # quick: tests/test_env_server.py runs spawned pools; one pool is enough here
+        # quick: one pool, at an address (tests/test_env_server.py runs the spawned ones)
+        if not args.quick:
             rates["pool spawned for the run"] = collect(
                 taskset,
                 url,
@@ -127,9 +126,8 @@ def compare(taskset: str, title: str, args, env: dict[str, str], tmp: Path) -> N
                 env,
                 *("--env-server", "spawn", "--env-workers", str(args.workers)),
             )
-        warm = ("--env-server", address)
-        if not args.quick:
-            collect(taskset, url, tmp / f"{name}-warming.jsonl", 1, args, env, *warm)
+        warm = ("--env-server", address)  # warmed first: its start is not what the rate measures
+        collect(taskset, url, tmp / f"{name}-warming.jsonl", 1, args, env, *warm)
         rates["warm pool at an address"] = collect(
             taskset, url, tmp / f"{name}-warm.jsonl", args.groups, args, env, *warm
         )
