@@ -74,11 +74,12 @@ def test_compare_text_and_json_label_the_27th_source_aa(tmp_path):
 
 
 async def test_a_histogram_of_one_reward_says_so_in_the_text_the_report_and_the_screen(tmp_path):
-    """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]' (and '[0, 0]' on the screen)."""
+    """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]' (and '[0, 0]' on the screen); a
+    zero written -0.0 reads as 0."""
     paths = sources(tmp_path)[:2]
     for path in paths:
         rows = (path / "results.jsonl").read_text().splitlines()
-        lines = [json.dumps({**json.loads(row), "reward": 0.0}) + "\n" for row in rows]
+        lines = [json.dumps({**json.loads(row), "reward": -0.0}) + "\n" for row in rows]
         (path / "results.jsonl").write_text("".join(lines))
     text = "\n".join(report(*measure(load_all(paths), None)))
     assert "  reward histogram, every reward 0 (rollouts):" in text, text

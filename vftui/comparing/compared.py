@@ -302,7 +302,7 @@ def figure_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
 def histogram_span(low: float, high: float) -> str:
     """What a reward histogram's bins split: the rewards' range, or the one reward they all had ('10 bins over
     [0, 0]' said nothing)."""
-    return f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low:g}"
+    return f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low + 0.0:g}"
 
 
 def bars(bins: list[int]) -> str:
