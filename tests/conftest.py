@@ -19,7 +19,9 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -340,6 +342,25 @@ def pytest_unconfigure() -> None:
     if _tmux_kept:
         release = ["tmux", "-L", TMUX_SOCKET, "set-option", "-s", "exit-empty", "on"]
         subprocess.run(release, capture_output=True, check=False)
+
+
+@dataclass
+class TracedMemory:
+    held: int = 0  # bytes Python held at the end beyond what it held before
+    peak: int = 0  # the most it held at once, beyond the same
+
+
+@contextlib.contextmanager
+def traced_memory() -> Iterator[TracedMemory]:
+    """What the block held of Python's memory, as tracemalloc counts it, once the block ends."""
+    memory = TracedMemory()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        yield memory
+        memory.held, memory.peak = (m - before for m in tracemalloc.get_traced_memory())
+    finally:
+        tracemalloc.stop()
 
 
 def wait_for_screen(session: str, text: str, timeout: float = 90) -> str:

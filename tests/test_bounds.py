@@ -7,16 +7,13 @@ import io
 import json
 import subprocess
 import sys
-import tracemalloc
 import zlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.conftest import cli_env, serve_app
+from tests.conftest import cli_env, serve_app, traced_memory
 from vftui.bounds import MAX_NESTING, LongLine, check_nesting, load_json, read_lines
 from vftui.cli import main
 from vftui.collector.sft.answers import (
@@ -572,18 +569,6 @@ def test_a_folders_runs_are_listed_with_the_figures_read_whole_gives(tmp_path):
         assert row.groups_done and row.mean_reward is not None, kind
 
 
-def traced(call: Callable[[], Any]) -> tuple[Any, int, int]:
-    """What ``call`` returns, the bytes it left held, and its peak, as tracemalloc counts them."""
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        value = call()
-        held, peak = (m - before for m in tracemalloc.get_traced_memory())
-    finally:
-        tracemalloc.stop()
-    return value, held, peak
-
-
 def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
     """A run of up to 8 MB was read whole, every message kept (8 MB of ``{}`` prompts held some 200 MB), and
     32 runs at once: now a line at a time, a reward kept each, and one run's lines parsed at a time."""
@@ -596,7 +581,9 @@ def test_listing_a_run_holds_its_rewards_not_its_rollouts(tmp_path):
     line = lambda n: json.dumps({"example_id": n % 100, **row}) + "\n"  # noqa: E731
     count = (READ_WHOLE_BYTES - 1024) // len(line(99))
     (folder / "results.jsonl").write_text("".join(line(n) for n in range(count)))
-    listed, _, peak = traced(lambda: describe_found(VF_EVAL, folder))
+    with traced_memory() as memory:
+        listed = describe_found(VF_EVAL, folder)
+    peak = memory.peak
     assert (listed.groups_done, listed.mean_reward) == (100, 0.5)
     # less than the file itself (its metadata.json is read into a buffer of its bound, 4 MB), not 20 times it
     assert peak < READ_WHOLE_BYTES, f"{peak:,} bytes held to list a run of {count:,} rows"
@@ -622,6 +609,8 @@ def test_compare_holds_a_groups_file_of_short_messages_in_about_its_size(tmp_pat
             group |= {"messages": [turns] * 8, "vftui": {"item": n, "example_id": n}}
             f.write(json.dumps(group) + "\n")
     size = path.stat().st_size
-    source, held, peak = traced(lambda: load(path))
+    with traced_memory() as memory:
+        source = load(path)
+    held, peak = memory.held, memory.peak
     assert len(source.items) == 300 and source.items["7"].rollouts[3] == turns
     assert held < 2 * size and peak < 2 * size, (held / size, peak / size)

@@ -15,7 +15,6 @@ import sys
 import sysconfig
 import textwrap
 import time
-import tracemalloc
 import uuid
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin
+from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin, traced_memory
 from tests.test_v1 import PROBE, SHIMS
 from tests.verifiers_reference import pinned
 from vftui.config import RunConfig
@@ -758,13 +757,9 @@ async def test_an_answer_of_too_many_values_fails_its_rollout_unread(tools_env):
 
     environment, item, _ = tools_env
     flood = msgpack.packb({"success": True, "episode": {"traces": [[]] * 2_500_000}})
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    with traced_memory() as memory:
         rollout, address = await served_rollout(environment, item, lambda request: flood)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    peak = memory.peak
     assert said(rollout) == (
         f"the env server at {address} answered with more than 2,000,000 values, far more than a rollout's "
         "trace holds: vftui did not read it"
@@ -786,13 +781,9 @@ async def test_an_answer_past_the_size_bound_is_never_received_and_fails_the_run
 
     environment, item, _ = tools_env
     flood = b"\xc4" * (40 * 1024**2)  # past the 32 MB bound; made before memory is measured
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+    with traced_memory() as memory:
         failure, address = await served_rollout(environment, item, lambda request: flood)
-        peak = tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
+    peak = memory.peak
     assert isinstance(failure, RunFailed), said(failure)
     assert str(failure) == (
         f"the env server at {address} sent a message of more than 32 MB, the most vftui reads of a rollout's "

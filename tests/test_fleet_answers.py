@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import threading
-import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO, run_cli, start_cli, wait_until
+from tests.conftest import REPO, run_cli, start_cli, traced_memory, wait_until
 from tests.test_readers_fuzz import mutated
 from vftui.commands import fleet
 from vftui.errors import UserError
@@ -371,9 +370,8 @@ def test_an_ssh_started_in_the_moment_after_a_ctrl_c_is_ended_not_waited_for(tmp
         return process
 
     monkeypatch.setattr(subprocess, "Popen", held_before_its_note)
-    with ThreadPoolExecutor(
-        max_workers=1
-    ) as pool:  # as compare asks: the pool waits for its threads
+    # as compare asks: the pool waits for its threads
+    with ThreadPoolExecutor(max_workers=1) as pool:
         try:
             with fleet.asking_hosts():
                 late = pool.submit(fleet._ask, "h1", [str(tmp_path / "ssh")])
@@ -390,17 +388,6 @@ def test_an_ssh_started_in_the_moment_after_a_ctrl_c_is_ended_not_waited_for(tmp
 # -- what an answer parses to, bounded ------------------------------------------------------------------------
 
 
-def peak_while(read) -> int:
-    """The most Python memory held at once (tracemalloc) while ``read()`` runs, beyond what was held before."""
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        read()
-        return tracemalloc.get_traced_memory()[1] - before
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.unit
 def test_a_runs_answer_of_empty_objects_is_left_out_unparsed_its_memory_bounded(tmp_path):
     """A host's 60 MB answer of ``{}`` held 1.75 GB here (each 3 bytes some 72 parsed): a line too long or of
@@ -414,7 +401,9 @@ def test_a_runs_answer_of_empty_objects_is_left_out_unparsed_its_memory_bounded(
         path = tmp_path / "answer"
         path.write_bytes(answer_bytes)
         answer = fleet.Answer("h")
-        peak = peak_while(lambda: fleet._answered(["cat", str(path)], answer, fleet.Bounds()))  # noqa: B023
+        with traced_memory() as memory:
+            fleet._answered(["cat", str(path)], answer, fleet.Bounds())
+        peak = memory.peak
         # a line is at most 64 KB, measured (not held) past it; parsed, these held 30 times their bytes
         assert peak < 1024**2, f"{peak:,} bytes held for {len(answer_bytes):,}"
         result = answer.end()
@@ -446,13 +435,9 @@ def test_a_compare_source_stops_being_read_at_its_budget_of_values(tmp_path, mon
     monkeypatch.setattr(source_lines, "MAX_VALUES", budget, raising=False)
     answer = source_lines.SourceAnswer("h", "/p")
     bounded = fleet.Bounds(60, fleet.MAX_SOURCE_BYTES, fleet.MAX_SOURCE_LINES, fleet.SOURCE_SAID)
-    problem = ""
-
-    def read() -> None:
-        nonlocal problem
+    with traced_memory() as memory:
         problem = fleet._answered(["cat", str(path)], answer, bounded)[0]
-
-    peak = peak_while(read)
+    peak = memory.peak
     assert problem == (
         f"answered more than 512 MB, 1,000,000 lines or {budget:,} values, more than compare brings of "
         "one source: stopped reading it"
