@@ -654,3 +654,46 @@ def _paired_evals(folder: Path) -> dict[str, Path]:
         assert result.returncode == 0, result.stderr
     (folder / "made").touch()
     return made
+
+
+@pytest.fixture(scope="session")
+def verifiers_own_eval(tmp_path_factory) -> Callable[[str, dict], Path]:
+    """verifiers' own v1 eval of a shimmed built-in taskset (``verifiers_reference.SHIMS``) with its args:
+    2 tasks x 2 rollouts on a fresh simulated model of seed 0, its output folder. Made once per worker for
+    each taskset and args, as the tests that read it read it unchanged: each run is ~25 CPU-s of verifiers'
+    harness processes."""
+    from .verifiers_reference import SHIMS, eval_command, pinned
+
+    made: dict[str, Path] = {}
+
+    def run(taskset: str, taskset_args: dict) -> Path:
+        key = json.dumps([taskset, taskset_args], sort_keys=True)
+        if key in made:
+            return made[key]
+        folder = tmp_path_factory.mktemp("verifiers-eval")
+        site = folder / "site"
+        site.mkdir()
+        for name, text in SHIMS.items():
+            (site / f"{name}.py").write_text(text)
+        env = pinned(
+            {
+                **cli_env(folder),
+                "VFTUI_TEST_KEY": "dummy",
+                "HF_DATASETS_OFFLINE": "1",
+                "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+            }
+        )
+        out = folder / "out"
+        sim = BackgroundSimServer(seed=0).start()
+        try:
+            command = eval_command(
+                taskset, sim.base_url, "vftui-sim", "VFTUI_TEST_KEY", out, 2, 2, 4, taskset_args
+            )
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=500)
+            assert done.returncode == 0, done.stderr[-3000:]
+        finally:
+            sim.stop()
+        made[key] = out
+        return out
+
+    return run

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin, traced_memory
-from tests.test_v1 import PROBE, SHIMS
-from tests.verifiers_reference import pinned
+from tests.test_v1 import PROBE
+from tests.verifiers_reference import SHIMS, pinned
 from vftui.config import RunConfig
 from vftui.sim.server import BackgroundSimServer
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, run_cli
-from tests.verifiers_reference import episodes, eval_command, pinned
+from tests.verifiers_reference import SHIMS, episodes, pinned
 from vftui.collector.envs import loader, v1, v1_runner
 from vftui.defaults import DEFAULT_ENV
 from vftui.errors import UserError
@@ -309,14 +309,6 @@ def sim_requests(sim) -> list[dict]:
 # -- the same rewards as verifiers' own eval ---------------------------------------------------------
 
 
-SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-export the built-ins under one
-    "vftui_shim_sort": "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n"
-    "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n",
-    "vftui_shim_tools": "from vftui.sim.envs.alphabet_tools import AlphabetToolsTaskset\n"
-    "__all__ = ['AlphabetToolsTaskset']\n",
-}
-
-
 @pytest.mark.serial
 @pytest.mark.needs("uv")
 @pytest.mark.parametrize(
@@ -324,7 +316,9 @@ SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-exp
     [("vftui_shim_sort", {"max_turns": 2}), ("vftui_shim_tools", {})],
     ids=["scripted-turns", "tools"],
 )
-def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, shim, env_args):
+def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(
+    tmp_path, shim, env_args, verifiers_own_eval
+):
     site = tmp_path / "site"
     site.mkdir()
     for name, text in SHIMS.items():
@@ -337,7 +331,7 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
             "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
         }
     )
-    tasks, rollouts = 2, 2
+    tasks, rollouts = 2, 2  # as verifiers_own_eval runs them
     ours_sim = BackgroundSimServer(
         seed=0
     ).start()  # each run gets a fresh simulated model: the same answers
@@ -371,23 +365,7 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
         assert done.returncode == 0, done.stderr
     finally:
         ours_sim.stop()
-    theirs_sim = BackgroundSimServer(seed=0).start()
-    try:
-        command = eval_command(
-            shim,
-            theirs_sim.base_url,
-            "vftui-sim",
-            "VFTUI_TEST_KEY",
-            tmp_path / "theirs",
-            tasks,
-            rollouts,
-            4,
-            env_args,
-        )
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=400)
-        assert done.returncode == 0, done.stderr[-3000:]
-    finally:
-        theirs_sim.stop()
+    theirs_out = verifiers_own_eval(shim, env_args)
     ours = {}
     for group in read_jsonl(tmp_path / "ours.jsonl"):
         meta = group["vftui"]
@@ -402,7 +380,7 @@ def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(tmp_path, sh
             for i in range(rollouts)
         )
     theirs: dict[int, list] = {}
-    for episode in episodes(tmp_path / "theirs"):
+    for episode in episodes(theirs_out):
         for trace in episode["traces"]:
             assert trace["ok"], trace.get("errors")
             rewards = {k: v for k, v in trace["rewards"].items() if v is not None}

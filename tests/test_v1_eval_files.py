@@ -4,14 +4,13 @@
 
 ``tests/data/v1_eval/<run>/`` was written by verifiers 0.3.1's own ``eval`` (``verifiers_reference``'s
 command, 3 tasks x 2 rollouts of the tools taskset against the simulated endpoint; its logs left out and
-its endpoint's port set to 8000); the serial test below makes a fresh one the same way.
+its endpoint's port set to 8000); the serial test below reads a fresh one, made the same way
+(``verifiers_own_eval``, the run test_v1's comparison holds vftui's rewards against).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,14 @@ from verifiers.v1.state import State
 from verifiers.v1.task import WireTaskData, task_key
 from verifiers.v1.trace import Trace
 
-from tests.conftest import REPO, cli_env, run_cli
+from tests.conftest import REPO, run_cli
 from tests.test_readers_fuzz import mutated
-from tests.verifiers_reference import eval_command, pinned, verifiers_version
+from tests.verifiers_reference import verifiers_version
 from vftui.errors import UserError
 from vftui.events import EvalReport, GroupCollected, Mode, RunStarted
 from vftui.run_files import results, v1_traces
 from vftui.run_files.groupfile import GroupFile
 from vftui.sim import TOKENIZER_DIR
-from vftui.sim.server import BackgroundSimServer
 
 try:  # verifiers 0.4 moved them out of cli.output
     from verifiers.v1.utils.trace_store import read_episodes
@@ -262,38 +260,8 @@ def resumed(folder: Path, raw: list[dict], rollouts: int) -> tuple[int, int]:
 
 @pytest.mark.serial
 @pytest.mark.needs("uv")
-def test_a_run_folder_fresh_from_verifiers_own_eval_reads_as_its_traces(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "vftui_shim_tools.py").write_text(
-        "from vftui.sim.envs.alphabet_tools import AlphabetToolsTaskset\n"
-        "__all__ = ['AlphabetToolsTaskset']\n"
-    )
-    env = pinned(
-        {
-            **cli_env(tmp_path),
-            "VFTUI_TEST_KEY": "dummy",
-            "HF_DATASETS_OFFLINE": "1",
-            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-        }
-    )
-    sim = BackgroundSimServer(seed=0).start()
-    try:
-        command = eval_command(
-            "vftui_shim_tools",
-            sim.base_url,
-            "vftui-sim",
-            "VFTUI_TEST_KEY",
-            tmp_path / "out",
-            2,
-            2,
-            4,
-            {},
-        )
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=500)
-        assert done.returncode == 0, done.stderr[-3000:]
-    finally:
-        sim.stop()
-    run = tmp_path / "out" / "ref"
+def test_a_run_folder_fresh_from_verifiers_own_eval_reads_as_its_traces(verifiers_own_eval):
+    out = verifiers_own_eval("vftui_shim_tools", {})
+    run = out / "ref"
     assert ours(run / "traces.jsonl") == theirs(run)
-    assert results.load(tmp_path / "out").kind == "verifiers v1"
+    assert results.load(out).kind == "verifiers v1"

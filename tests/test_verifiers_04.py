@@ -117,3 +117,5 @@ def test_the_v1_core_view_and_dashboard_tests_pass_on_verifiers_04(tmp_path):
     assert "passed" in summary and "skipped" in summary, (
         summary
     )  # the classic cases skip, with their reason
+    # a renamed test would leave its --deselect matching nothing, and the run longer, silently
+    assert f"{len(LEFT_OUT)} deselected" in summary, summary

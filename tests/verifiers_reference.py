@@ -21,6 +21,12 @@ from vftui.collector.envs.env_server import HARNESS_REGISTRY_DATE, harness_pins
 
 REGISTRY_DATE = HARNESS_REGISTRY_DATE  # the date --env-server holds verifiers' harness to, as here
 BIN = Path(sys.executable).parent
+SHIMS = {  # verifiers' eval imports a taskset by a top-level name: these re-export the built-ins under one
+    "vftui_shim_sort": "from vftui.sim.envs.alphabet_sort import AlphabetSortEnv, AlphabetSortTaskset\n"
+    "__all__ = ['AlphabetSortEnv', 'AlphabetSortTaskset']\n",
+    "vftui_shim_tools": "from vftui.sim.envs.alphabet_tools import AlphabetToolsTaskset\n"
+    "__all__ = ['AlphabetToolsTaskset']\n",
+}
 
 
 def pinned(env: dict[str, str]) -> dict[str, str]:
