@@ -662,7 +662,7 @@ def verifiers_own_eval(tmp_path_factory) -> Callable[[str, dict], Path]:
     2 tasks x 2 rollouts on a fresh simulated model of seed 0, its output folder. Made once per worker for
     each taskset and args, as the tests that read it read it unchanged: each run is ~25 CPU-s of verifiers'
     harness processes."""
-    from .verifiers_reference import SHIMS, eval_command, pinned
+    from .verifiers_reference import eval_command
 
     made: dict[str, Path] = {}
 
@@ -671,19 +671,7 @@ def verifiers_own_eval(tmp_path_factory) -> Callable[[str, dict], Path]:
         if key in made:
             return made[key]
         folder = tmp_path_factory.mktemp("verifiers-eval")
-        site = folder / "site"
-        site.mkdir()
-        for name, text in SHIMS.items():
-            (site / f"{name}.py").write_text(text)
-        env = pinned(
-            {
-                **cli_env(folder),
-                "VFTUI_TEST_KEY": "dummy",
-                "HF_DATASETS_OFFLINE": "1",
-                "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-            }
-        )
-        out = folder / "out"
+        env, out = shimmed_env(folder), folder / "out"
         sim = BackgroundSimServer(seed=0).start()
         try:
             command = eval_command(
@@ -697,3 +685,23 @@ def verifiers_own_eval(tmp_path_factory) -> Callable[[str, dict], Path]:
         return out
 
     return run
+
+
+def shimmed_env(folder: Path) -> dict[str, str]:
+    """The environment of a run of ``verifiers_reference.SHIMS``' tasksets from ``folder``, by vftui or by
+    verifiers' own eval: the shims importable (``folder/site``), the key ``VFTUI_TEST_KEY``, uv held to the
+    registry's date."""
+    from .verifiers_reference import SHIMS, pinned
+
+    site = folder / "site"
+    site.mkdir(exist_ok=True)
+    for name, text in SHIMS.items():
+        (site / f"{name}.py").write_text(text)
+    return pinned(
+        {
+            **cli_env(folder),
+            "VFTUI_TEST_KEY": "dummy",
+            "HF_DATASETS_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+        }
+    )

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, run_cli
-from tests.verifiers_reference import SHIMS, episodes, pinned
+from tests.conftest import CLASSIC, read_jsonl, run_cli, shimmed_env
+from tests.verifiers_reference import episodes
 from vftui.collector.envs import loader, v1, v1_runner
 from vftui.defaults import DEFAULT_ENV
 from vftui.errors import UserError
@@ -319,18 +319,7 @@ def sim_requests(sim) -> list[dict]:
 def test_rewards_equal_verifiers_own_eval_of_the_same_conversations(
     tmp_path, shim, env_args, verifiers_own_eval
 ):
-    site = tmp_path / "site"
-    site.mkdir()
-    for name, text in SHIMS.items():
-        (site / f"{name}.py").write_text(text)
-    env = pinned(
-        {
-            **cli_env(tmp_path),
-            "VFTUI_TEST_KEY": "dummy",
-            "HF_DATASETS_OFFLINE": "1",
-            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-        }
-    )
+    env = shimmed_env(tmp_path)
     tasks, rollouts = 2, 2  # as verifiers_own_eval runs them
     ours_sim = BackgroundSimServer(
         seed=0
