@@ -73,6 +73,14 @@ def test_compare_text_and_json_label_the_27th_source_aa(tmp_path):
     assert "A and AB share" in said, said
 
 
+@pytest.mark.unit
+def test_a_histograms_range_from_a_reward_written_minus_zero_reads_0():
+    """Only the one-reward label read -0.0 as 0: a range from it read '[-0, 1]'."""
+    assert compared.reward_range(-0.0, 1.0) == "[0, 1]"
+    assert compared.histogram_span(-0.0, 0.5) == "10 bins over [0, 0.5]"
+    assert compared.histogram_span(-0.0, -0.0) == "every reward 0"
+
+
 async def test_a_histogram_of_one_reward_says_so_in_the_text_the_report_and_the_screen(tmp_path):
     """Every rollout scoring 0 read 'reward histogram, 10 bins over [0, 0]' (and '[0, 0]' on the screen); a
     zero written -0.0 reads as 0."""

@@ -299,10 +299,19 @@ def figure_rows(summaries: list[Summary]) -> list[tuple[str, list[str]]]:
     ]
 
 
+def reward_range(low: float, high: float) -> str:
+    """``[low, high]`` as a histogram's labels write it (+ 0.0: a reward written -0.0 reads 0)."""
+    return f"[{low + 0.0:g}, {high + 0.0:g}]"
+
+
 def histogram_span(low: float, high: float) -> str:
     """What a reward histogram's bins split: the rewards' range, or the one reward they all had ('10 bins over
     [0, 0]' said nothing)."""
-    return f"{BINS} bins over [{low:g}, {high:g}]" if high > low else f"every reward {low + 0.0:g}"
+    return (
+        f"{BINS} bins over {reward_range(low, high)}"
+        if high > low
+        else f"every reward {low + 0.0:g}"
+    )
 
 
 def bars(bins: list[int]) -> str:

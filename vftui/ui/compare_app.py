@@ -212,7 +212,11 @@ class CompareApp(App[None]):
         said = f"how they differ: {', '.join(differ)}" if differ else "made alike"
         low, high, counts = histograms(self.summaries)
         rows = compared.figure_rows(self.summaries)
-        span = f"[{low:g}, {high:g}]" if high > low else f"({compared.histogram_span(low, high)})"
+        span = (
+            compared.reward_range(low, high)
+            if high > low
+            else f"({compared.histogram_span(low, high)})"
+        )
         rows.insert(2, (f"histogram {span}", [compared.bars(c) for c in counts]))
         label = max(len(name) for name, _ in setup + rows)
         columns = [max(len(values[n]) for _, values in rows) for n in range(len(self.letters))]
