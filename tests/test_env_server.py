@@ -23,9 +23,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.conftest import CLASSIC, REPO, cli_env, read_jsonl, sim_admin, traced_memory
+from tests.conftest import (
+    CLASSIC,
+    REPO,
+    cli_env,
+    read_jsonl,
+    shimmed_env,
+    sim_admin,
+    traced_memory,
+)
 from tests.test_v1 import PROBE
-from tests.verifiers_reference import SHIMS, pinned
 from vftui.config import RunConfig
 from vftui.sim.server import BackgroundSimServer
 
@@ -53,20 +60,8 @@ def env_for(tmp_path: Path, mark: str) -> dict[str, str]:
     verifiers' harness held to the pinned registry, ``mark`` to find every process the run started, and a
     temporary folder of its own (short: a pool's sockets are in it), where its pool's folder is looked for
     (another suite's pools share /tmp)."""
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
     (scratch := Path("/tmp", f"vft-{mark[:12]}")).mkdir(exist_ok=True)
-    for name, text in SHIMS.items():
-        (site / f"{name}.py").write_text(text)
-    return pinned(
-        {
-            **cli_env(tmp_path),
-            "HF_DATASETS_OFFLINE": "1",
-            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
-            "VFTUI_TEST_MARK": mark,
-            "TMPDIR": str(scratch),
-        }
-    )
+    return {**shimmed_env(tmp_path), "VFTUI_TEST_MARK": mark, "TMPDIR": str(scratch)}
 
 
 def vftui(*args: str) -> list[str]:
