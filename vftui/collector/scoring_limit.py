@@ -124,7 +124,9 @@ class ScoringLimit:
                 self._beat = time.monotonic()
                 await asyncio.sleep(BEAT_S)
         finally:
-            self._main = None
+            # the second stop was the run's: scoring in this process after it (a caller's next run, its
+            # own episodes) starts unforced
+            self._main, self._forced = None, False
             self._stopped.set()
             signal.signal(INTERRUPT, previous)
 
