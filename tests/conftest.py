@@ -119,6 +119,23 @@ def own_user_folders(tmp_path_factory) -> Iterator[Path]:
         yield root
 
 
+@pytest.fixture(autouse=True)
+def environment_as_it_was() -> Iterator[None]:
+    """What a test's in-process code sets in ``os.environ`` (the collector's quiet switches, a run's WANDB_DIR)
+    ends with the test: the next one starts in the worker's own environment, and collector_process keeps
+    forking from its forkserver rather than spawning (4 CPU-s a dashboard) in every later test of the worker."""
+    before = _environment()
+    yield
+    if _environment() != before:
+        current = os.environ.get(
+            "PYTEST_CURRENT_TEST"
+        )  # pytest's own, which it sets phase by phase
+        os.environ.clear()
+        os.environ.update(before)
+        if current is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = current
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collecting imported (vftui, Textual, verifiers, atroposlib) lives as long as the worker: frozen out
