@@ -44,6 +44,9 @@ class ScoringLimit:
         self._stopped = threading.Event()  # the run is over: no watchdog, no deadline
         self._main: int | None = None  # the main thread, while the handler is ours
         self._forced = False
+        # the loop of the run watched now or last: a second stop refuses reward code there alone (the run's own
+        # tasks that outlive it), never on a loop of the process's later work
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._say: Callable[[str], None] | None = None
 
     @contextlib.contextmanager
@@ -92,9 +95,8 @@ class ScoringLimit:
     @contextlib.asynccontextmanager
     async def scoring(self, what: str) -> AsyncIterator[None]:
         """Around one call of reward code (``what`` names it in the failure)."""
-        if (
-            self._forced
-        ):  # a second stop: no reward code starts any more (one that blocks would hold the cancel)
+        if self._forced and asyncio.get_running_loop() is self._loop:
+            # a second stop: no reward code of that run starts any more (one that blocks would hold the cancel)
             raise asyncio.CancelledError("the run was stopped twice")
         task = asyncio.current_task()
         assert task is not None
@@ -114,7 +116,7 @@ class ScoringLimit:
         main = threading.main_thread().ident
         previous = signal.signal(INTERRUPT, self._interrupted)
         self._stopped.clear()
-        self._forced, self._main = False, main
+        self._forced, self._main, self._loop = False, main, asyncio.get_running_loop()
         watchdog = threading.Thread(
             target=self._watchdog, args=(main,), name="vftui-scoring-watchdog", daemon=True
         )
@@ -124,9 +126,7 @@ class ScoringLimit:
                 self._beat = time.monotonic()
                 await asyncio.sleep(BEAT_S)
         finally:
-            # the second stop was the run's: scoring in this process after it (a caller's next run, its
-            # own episodes) starts unforced
-            self._main, self._forced = None, False
+            self._main = None
             self._stopped.set()
             signal.signal(INTERRUPT, previous)
 
