@@ -126,14 +126,14 @@ def environment_as_it_was() -> Iterator[None]:
     forking from its forkserver rather than spawning (4 CPU-s a dashboard) in every later test of the worker."""
     before = _environment()
     yield
-    if _environment() != before:
-        current = os.environ.get(
-            "PYTEST_CURRENT_TEST"
-        )  # pytest's own, which it sets phase by phase
-        os.environ.clear()
-        os.environ.update(before)
-        if current is not None:
-            os.environ["PYTEST_CURRENT_TEST"] = current
+    after = _environment()  # without pytest's own PYTEST_CURRENT_TEST, which it sets phase by phase
+    for name in after.keys() - before.keys():
+        del os.environ[name]
+    for name, value in before.items():
+        if (
+            after.get(name) != value
+        ):  # one name at a time: a thread still running never sees it empty
+            os.environ[name] = value
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
