@@ -129,10 +129,9 @@ def environment_as_it_was() -> Iterator[None]:
     after = _environment()  # without pytest's own PYTEST_CURRENT_TEST, which it sets phase by phase
     for name in after.keys() - before.keys():
         del os.environ[name]
+    # one name at a time: a thread the test left running never sees the environment empty
     for name, value in before.items():
-        if (
-            after.get(name) != value
-        ):  # one name at a time: a thread still running never sees it empty
+        if after.get(name) != value:
             os.environ[name] = value
 
 
